@@ -1,0 +1,247 @@
+//! Generating the kernel table: the handles struct, its consts and `resolve`, the `KernelTable`
+//! impl, and the tracking include that rebuilds the crate when the manifest changes.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{DeriveInput, Ident, LitStr};
+
+use super::attr::{self, snake_case};
+use super::locate::{ManifestFile, locate};
+use super::{DeriveSite, fallback};
+use crate::manifest::{Manifest, Table};
+
+/// The default manifest, relative to the crate root.
+const DEFAULT_MANIFEST: &str = "kernels.toml";
+
+/// The whole expansion: the generated table (or its fallback) after every error.
+pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
+    let mut errors = Vec::new();
+    let attrs = attr::parse(&input.attrs, &mut errors);
+    let kernels = attrs
+        .name
+        .clone()
+        .unwrap_or_else(|| format_ident!("{}Kernels", input.ident));
+    // Errors about the manifest point at the literal naming it, else at the attribute or derive.
+    let attr_span = attrs.span.unwrap_or_else(Span::call_site);
+    let manifest_span = attrs.manifest.as_ref().map_or(attr_span, LitStr::span);
+    let manifest_path = attrs
+        .manifest
+        .as_ref()
+        .map_or_else(|| DEFAULT_MANIFEST.to_owned(), LitStr::value);
+
+    let file = locate(&manifest_path, site)
+        .map_err(|message| errors.push(syn::Error::new(manifest_span, message)))
+        .ok();
+    let manifest = file.as_ref().and_then(|file| {
+        Manifest::parse(&file.display, &file.text)
+            .map_err(|error| {
+                let rendered = error.diagnostics.iter().map(|d| d.render(&error.file));
+                errors.extend(rendered.map(|message| syn::Error::new(manifest_span, message)));
+            })
+            .ok()
+    });
+    let table = manifest.as_ref().and_then(|manifest| {
+        let name = attrs
+            .table
+            .as_ref()
+            .map_or_else(|| snake_case(&input.ident.to_string()), LitStr::value);
+        let table = manifest.table(&name);
+        if table.is_none() {
+            let span = attrs.table.as_ref().map_or(manifest_span, LitStr::span);
+            errors.push(syn::Error::new(
+                span,
+                missing_table_message(manifest, &name, &manifest_path, &attrs),
+            ));
+        }
+        table
+    });
+
+    let body = match (table, &file) {
+        (Some(table), Some(file)) => generate(input, &kernels, table, file),
+        _ => fallback::expand(input, &kernels),
+    };
+    let errors = errors.iter().map(syn::Error::to_compile_error);
+    let tracking = file.as_ref().map(track);
+    quote! {
+        #(#errors)*
+        #body
+        #tracking
+    }
+}
+
+fn missing_table_message(
+    manifest: &Manifest,
+    name: &str,
+    path: &str,
+    attrs: &attr::Attrs,
+) -> String {
+    let tables: Vec<String> = manifest
+        .tables
+        .iter()
+        .map(|table| format!("`{}`", table.name))
+        .collect();
+    let how = if attrs.table.is_some() {
+        String::new()
+    } else {
+        " (the type's name in snake_case; name another with `table = \"...\"`)".to_owned()
+    };
+    format!(
+        "{path} has no table `[{name}]`{how}; its tables: {}",
+        tables.join(", ")
+    )
+}
+
+/// Makes rustc record the manifest as an input, so editing it rebuilds the deriving crate.
+fn track(file: &ManifestFile) -> TokenStream {
+    let path = file.path.to_string_lossy();
+    quote! {
+        const _: &[u8] = ::core::include_bytes!(#path);
+    }
+}
+
+/// The table of `table`, for the marker `input`, named `kernels`.
+fn generate(
+    input: &DeriveInput,
+    kernels: &Ident,
+    table: &Table,
+    file: &ManifestFile,
+) -> TokenStream {
+    let vis = &input.vis;
+    let marker = &input.ident;
+    let table_name = &table.name;
+    let manifest = &file.display;
+    let fields: Vec<Ident> = table
+        .entries
+        .iter()
+        .map(|entry| Ident::new(&entry.field, Span::call_site()))
+        .collect();
+
+    let field_decls = table.entries.iter().zip(&fields).map(|(entry, field)| {
+        let doc = entry.doc.iter().map(|doc| format!(" {doc}"));
+        let symbol = format!(
+            " `{}::{}`, {manifest}:{}{}.",
+            entry.module,
+            entry.entry,
+            entry.location.line,
+            if entry.optional {
+                "; `None` where the target lacks it"
+            } else {
+                ""
+            }
+        );
+        let ty = if entry.optional {
+            quote!(::core::option::Option<::kda_runtime::KernelHandle>)
+        } else {
+            quote!(::kda_runtime::KernelHandle)
+        };
+        quote! {
+            #( #[doc = #doc] #[doc = ""] )*
+            #[doc = #symbol]
+            pub #field: #ty,
+        }
+    });
+
+    let entries = table.entries.iter().map(|entry| {
+        let (field, module, name) = (&entry.field, &entry.module, &entry.entry);
+        let required = !entry.optional;
+        let line = entry.location.line;
+        quote! {
+            ::kda_runtime::KernelEntry {
+                field: #field, module: #module, entry: #name, required: #required, line: #line,
+            }
+        }
+    });
+    let entry_points = table.entries.len();
+    let required_points = table.required_count();
+    let optional_points = table.optional_count();
+    let resolve_body = resolve_body(table, &fields, table_name, manifest);
+
+    let struct_doc = format!(
+        " Kernel handles of the table `[{table_name}]` in `{manifest}`, resolved by [`{kernels}::resolve`]."
+    );
+    let marker_doc =
+        format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
+    let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
+    quote! {
+        #[doc = #struct_doc]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #vis struct #kernels {
+            #(#field_decls)*
+        }
+
+        impl #kernels {
+            /// Entry points in the table.
+            pub const ENTRY_POINTS: usize = #entry_points;
+            /// Entry points every target must carry.
+            pub const REQUIRED_ENTRY_POINTS: usize = #required_points;
+            /// Entry points a target may lack.
+            pub const OPTIONAL_ENTRY_POINTS: usize = #optional_points;
+            /// Every entry, in manifest order.
+            pub const ENTRIES: [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = [#(#entries),*];
+
+            /// Looks every entry up once on `gpu`. Fails naming every required entry the backend
+            /// lacks and every lookup that failed; an optional entry is `None` only when the
+            /// backend answers "not found".
+            pub fn resolve(
+                gpu: &dyn ::kda_runtime::GpuBackend,
+            ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> {
+                #resolve_body
+            }
+        }
+
+        #[doc = #marker_doc]
+        impl #impl_generics ::kda_runtime::KernelTable for #marker #type_generics #where_clause {
+            type Kernels = #kernels;
+            const NAME: &'static str = #table_name;
+            const ENTRIES: &'static [::kda_runtime::KernelEntry] = &#kernels::ENTRIES;
+
+            fn resolve(
+                gpu: &dyn ::kda_runtime::GpuBackend,
+            ) -> ::core::result::Result<#kernels, ::kda_runtime::ResolveError> {
+                #kernels::resolve(gpu)
+            }
+        }
+    }
+}
+
+/// One lookup per entry, then the struct if every required entry was found.
+fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &str) -> TokenStream {
+    // A mixed-site name cannot collide with the field names the manifest brings in.
+    let resolver = Ident::new("resolver", Span::mixed_site());
+    let lookups = table
+        .entries
+        .iter()
+        .zip(fields)
+        .enumerate()
+        .map(|(index, (entry, field))| {
+            let index = Literal::usize_unsuffixed(index);
+            let method = if entry.optional {
+                quote!(optional)
+            } else {
+                quote!(required)
+            };
+            quote! { let #field = #resolver.#method(&Self::ENTRIES[#index]); }
+        });
+    let required: Vec<&Ident> = table
+        .entries
+        .iter()
+        .zip(fields)
+        .filter(|(entry, _)| !entry.optional)
+        .map(|(_, field)| field)
+        .collect();
+    let table_value = if required.is_empty() {
+        quote!(::core::option::Option::Some(Self { #(#fields),* }))
+    } else {
+        quote! {
+            match (#(#required,)*) {
+                (#(::core::option::Option::Some(#required),)*) => ::core::option::Option::Some(Self { #(#fields),* }),
+                _ => ::core::option::Option::None,
+            }
+        }
+    };
+    quote! {
+        let mut #resolver = ::kda_runtime::Resolver::new(gpu, #table_name, #manifest);
+        #(#lookups)*
+        #resolver.finish(#table_value)
+    }
+}

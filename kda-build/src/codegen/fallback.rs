@@ -1,0 +1,42 @@
+//! What the derive emits when there is no table to generate: the named struct and the trait impl,
+//! empty, so the only diagnostics are the real ones (after thiserror-impl's `fallback.rs`).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{DeriveInput, Ident};
+
+/// An empty stand-in for the table `kernels` of the marker `input`.
+pub(super) fn expand(input: &DeriveInput, kernels: &Ident) -> TokenStream {
+    let vis = &input.vis;
+    let marker = &input.ident;
+    let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
+    quote! {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #vis struct #kernels {}
+
+        impl #kernels {
+            pub const ENTRY_POINTS: usize = 0;
+            pub const REQUIRED_ENTRY_POINTS: usize = 0;
+            pub const OPTIONAL_ENTRY_POINTS: usize = 0;
+            pub const ENTRIES: [::kda_runtime::KernelEntry; 0] = [];
+
+            pub fn resolve(
+                _: &dyn ::kda_runtime::GpuBackend,
+            ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> {
+                ::core::unreachable!("the kernel table failed to derive")
+            }
+        }
+
+        impl #impl_generics ::kda_runtime::KernelTable for #marker #type_generics #where_clause {
+            type Kernels = #kernels;
+            const NAME: &'static str = "";
+            const ENTRIES: &'static [::kda_runtime::KernelEntry] = &[];
+
+            fn resolve(
+                _: &dyn ::kda_runtime::GpuBackend,
+            ) -> ::core::result::Result<#kernels, ::kda_runtime::ResolveError> {
+                ::core::unreachable!("the kernel table failed to derive")
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The build-time side of kda.
+//!
+//! - [`manifest`]: the `kernels.toml` model, its parser and validator, with every error located
+//!   at `FILE:LINE:COL`. Plain library code, shared by the derive, `build.rs` and the CLI.
+//! - `codegen` (feature `codegen`): the code generator behind `#[derive(KernelTable)]`, working on
+//!   `proc_macro2` tokens so it can be tested and benchmarked outside a compiler.
+
+pub mod manifest;
+
+#[cfg(feature = "codegen")]
+pub mod codegen;
+
+pub use manifest::{Diagnostic, Entry, Location, Manifest, ManifestError, Table};

@@ -1,0 +1,95 @@
+//! The kernel manifest: each top-level table of `kernels.toml` is one kernel table, each of its
+//! keys one entry point.
+//!
+//! ```toml
+//! [glm5next_kda]
+//! gemm        = { module = "gemm", entry = "dense_gemm_bf16" }
+//! gemv_batchm = { module = "dense_gemv_bf16_batchm", entry = "dense_gemv_bf16_batchm",
+//!                 optional = true, doc = "The batched GEMV." }
+//! ```
+//!
+//! [`Manifest::parse`] reads the file and reports every problem at once, in file order, each at
+//! its `LINE:COL`.
+
+mod diagnostic;
+mod ident;
+mod parse;
+mod validate;
+
+pub use diagnostic::{Diagnostic, Location, ManifestError};
+pub use ident::{is_c_identifier, is_rust_field_name};
+
+/// A parsed and validated manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// The kernel tables, in file order.
+    pub tables: Vec<Table>,
+}
+
+/// One kernel table: a top-level `[name]` table of the manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    /// The table's name, e.g. `glm5next_kda`.
+    pub name: String,
+    /// Where the table's name is written.
+    pub location: Location,
+    /// Its entries, in file order.
+    pub entries: Vec<Entry>,
+}
+
+/// One kernel entry point: one line of a table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The key: the field of the generated struct.
+    pub field: String,
+    /// The module, `kernels/<module>.cu`.
+    pub module: String,
+    /// The exact, unmangled entry point name.
+    pub entry: String,
+    /// Whether a target may lack it.
+    pub optional: bool,
+    /// What the kernel does; becomes the field's doc comment.
+    pub doc: Option<String>,
+    /// Where the key is written.
+    pub location: Location,
+}
+
+impl Manifest {
+    /// Parses and validates `text`, the contents of the manifest `file` (the name errors show).
+    pub fn parse(file: &str, text: &str) -> Result<Manifest, ManifestError> {
+        let mut diagnostics = Vec::new();
+        let tables = parse::read(text, &mut diagnostics);
+        validate::validate(text, &tables, &mut diagnostics);
+        if diagnostics.is_empty() {
+            let tables = tables
+                .into_iter()
+                .map(|table| table.into_table(text))
+                .collect();
+            Ok(Manifest { tables })
+        } else {
+            // File order, whichever step found them.
+            diagnostics.sort_by_key(|diagnostic| diagnostic.span.start);
+            Err(ManifestError {
+                file: file.to_owned(),
+                diagnostics,
+            })
+        }
+    }
+
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.iter().find(|table| table.name == name)
+    }
+}
+
+impl Table {
+    /// Entries every target must carry.
+    pub fn required_count(&self) -> usize {
+        self.entries.iter().filter(|entry| !entry.optional).count()
+    }
+
+    /// Entries a target may lack.
+    pub fn optional_count(&self) -> usize {
+        self.entries.len() - self.required_count()
+    }
+}

@@ -1,0 +1,77 @@
+//! The rules TOML cannot express: names that must be identifiers, no entry point listed twice,
+//! no empty table.
+
+use std::collections::HashMap;
+
+use super::Diagnostic;
+use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
+use super::parse::RawTable;
+
+/// Checks every table, adding each problem to `diagnostics`.
+pub(super) fn validate(text: &str, tables: &[RawTable], diagnostics: &mut Vec<Diagnostic>) {
+    for table in tables {
+        validate_table(text, table, diagnostics);
+    }
+}
+
+fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic>) {
+    let table_name = table.name.get_ref();
+    if table.entries.is_empty() {
+        diagnostics.push(Diagnostic::new(
+            text,
+            table.name.span(),
+            format!("table `[{table_name}]` lists no kernel entries"),
+        ));
+    }
+    let mut first_listed = HashMap::new();
+    for (field, entry) in &table.entries {
+        if let Some(message) = field_name_problem(field.get_ref()) {
+            diagnostics.push(Diagnostic::new(text, field.span(), message));
+        }
+        for (what, name) in [("module", &entry.module), ("entry point", &entry.entry)] {
+            if !is_c_identifier(name.get_ref()) {
+                diagnostics.push(Diagnostic::new(
+                    text,
+                    name.span(),
+                    format!(
+                        "{what} {:?} of `{}` is not a C identifier \
+                         (ASCII letters, digits and `_`, not starting with a digit)",
+                        name.get_ref(),
+                        field.get_ref()
+                    ),
+                ));
+            }
+        }
+        let symbol = (
+            entry.module.get_ref().as_str(),
+            entry.entry.get_ref().as_str(),
+        );
+        if let Some(first) = first_listed.insert(symbol, field) {
+            diagnostics.push(Diagnostic::new(
+                text,
+                field.span(),
+                format!(
+                    "`{}::{}` is listed twice in `[{table_name}]`: first as `{}` at {}",
+                    symbol.0,
+                    symbol.1,
+                    first.get_ref(),
+                    super::Location::of_offset(text, first.span().start)
+                ),
+            ));
+            // Keep blaming later repeats on the first listing.
+            first_listed.insert(symbol, first);
+        }
+    }
+}
+
+fn field_name_problem(field: &str) -> Option<String> {
+    if is_rust_keyword(field) {
+        Some(format!(
+            "field name `{field}` is a Rust keyword; choose another name"
+        ))
+    } else if !is_rust_field_name(field) {
+        Some(format!("field name {field:?} is not a Rust identifier"))
+    } else {
+        None
+    }
+}

@@ -1,0 +1,34 @@
+//! `#[derive(KernelTable)]`, a thin shell over `kda_build::codegen`.
+//!
+//! Use it through `kda_runtime`, which re-exports it; see `kda_build::codegen` for the attribute
+//! and the generated API.
+
+use std::path::PathBuf;
+
+use proc_macro::TokenStream;
+
+/// Generates the kernel table of a marker type from a manifest table.
+///
+/// ```ignore
+/// #[derive(KernelTable)]
+/// #[kernel_table(manifest = "kernels.toml", table = "glm5next_kda", name = "Glm5NextKdaKernels")]
+/// pub struct Glm5NextKda;
+/// ```
+///
+/// Every key is optional: `manifest` defaults to `kernels.toml` (relative to the crate root, or
+/// else to the deriving file's folder), `table` to the snake_case of the type's name, `name` to
+/// the type's name + `Kernels`.
+#[proc_macro_derive(KernelTable, attributes(kernel_table))]
+pub fn derive_kernel_table(input: TokenStream) -> TokenStream {
+    let call_site = proc_macro::Span::call_site();
+    let site = kda_build::codegen::DeriveSite {
+        crate_root: std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+        // Relative to rustc's working directory; absolute under trybuild.
+        deriving_file: call_site.local_file().map(|file| {
+            std::env::current_dir()
+                .map(|cwd| cwd.join(&file))
+                .unwrap_or(file)
+        }),
+    };
+    kda_build::codegen::derive_kernel_table(input.into(), &site).into()
+}

@@ -1,0 +1,67 @@
+//! The error of a backend operation other than a lookup.
+
+use crate::DType;
+
+/// Why a backend operation (allocation, copy, launch, synchronize) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot run here at all (no driver, no device, no kernel images).
+    #[error("{backend} is unavailable: {reason}")]
+    Unavailable {
+        /// The backend, e.g. "CUDA".
+        backend: String,
+        /// What is missing, and what to do about it.
+        reason: String,
+    },
+    /// A handle or buffer of another backend instance was passed in.
+    #[error("{what} was issued by another backend than {backend}")]
+    ForeignResource {
+        /// What was foreign: "kernel handle 0x…" or "a device buffer".
+        what: String,
+        /// The backend it was passed to.
+        backend: String,
+    },
+    /// A handle this backend never issued.
+    #[error("{backend} issued no kernel handle with index {index}")]
+    UnknownHandle {
+        /// The backend.
+        backend: String,
+        /// The handle's index.
+        index: u32,
+    },
+    /// A host slice or buffer of the wrong size.
+    #[error("size mismatch: expected {expected} bytes, got {found}")]
+    SizeMismatch {
+        /// The size the operation needed.
+        expected: usize,
+        /// The size it was given.
+        found: usize,
+    },
+    /// A buffer of the wrong element type.
+    #[error("element type mismatch: expected {expected}, found {found}")]
+    DTypeMismatch {
+        /// The element type the operation needed.
+        expected: DType,
+        /// The buffer's element type.
+        found: DType,
+    },
+    /// A launch was refused or failed; names the kernel.
+    #[error("launch of `{module}::{entry}` failed: {reason}")]
+    Launch {
+        /// The kernel's module.
+        module: String,
+        /// The kernel's entry point.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// A driver or runtime call failed.
+    #[error("{operation} failed: {source}")]
+    Driver {
+        /// The operation, e.g. "loading module `gemm`".
+        operation: String,
+        /// The driver's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}

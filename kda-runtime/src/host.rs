@@ -1,0 +1,122 @@
+//! Host memory behind [`DeviceBuffer`]s, for backends that compute on the CPU (the CPU reference
+//! backend, the test fake).
+
+use half::bf16;
+
+use crate::{BackendError, BackendId, BufferStorage, DType, DeviceBuffer};
+
+/// The elements of a host-memory buffer, typed so kernels read `&[f32]` / `&[bf16]` directly.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostStorage {
+    /// bf16 elements.
+    Bf16(Vec<bf16>),
+    /// f32 elements.
+    F32(Vec<f32>),
+}
+
+impl BufferStorage for HostStorage {}
+
+impl HostStorage {
+    /// `len` zeroed elements of `dtype`.
+    pub fn zeroed(dtype: DType, len: usize) -> Self {
+        match dtype {
+            DType::Bf16 => HostStorage::Bf16(vec![bf16::ZERO; len]),
+            DType::F32 => HostStorage::F32(vec![0.0; len]),
+        }
+    }
+
+    /// The elements as bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            HostStorage::Bf16(data) => bytemuck::cast_slice(data),
+            HostStorage::F32(data) => bytemuck::cast_slice(data),
+        }
+    }
+
+    /// The elements as mutable bytes.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            HostStorage::Bf16(data) => bytemuck::cast_slice_mut(data),
+            HostStorage::F32(data) => bytemuck::cast_slice_mut(data),
+        }
+    }
+}
+
+/// The host-memory part of a backend: allocation and copies, with the ownership checks every
+/// backend owes its callers.
+#[derive(Clone, Copy, Debug)]
+pub struct HostMemory {
+    backend: BackendId,
+}
+
+impl HostMemory {
+    /// Host memory owned by the backend `backend`.
+    pub fn new(backend: BackendId) -> Self {
+        Self { backend }
+    }
+
+    /// A zeroed buffer of `len` elements of `dtype`.
+    pub fn alloc(&self, dtype: DType, len: usize) -> DeviceBuffer {
+        DeviceBuffer::new(
+            self.backend,
+            dtype,
+            len,
+            Box::new(HostStorage::zeroed(dtype, len)),
+        )
+    }
+
+    /// The storage of `buffer`, if this backend allocated it.
+    pub fn storage<'b>(&self, buffer: &'b DeviceBuffer) -> Result<&'b HostStorage, BackendError> {
+        self.check_owner(buffer)?;
+        buffer.storage().ok_or_else(|| self.foreign_buffer())
+    }
+
+    /// The storage of `buffer`, mutably, if this backend allocated it.
+    pub fn storage_mut<'b>(
+        &self,
+        buffer: &'b mut DeviceBuffer,
+    ) -> Result<&'b mut HostStorage, BackendError> {
+        self.check_owner(buffer)?;
+        let foreign = self.foreign_buffer();
+        buffer.storage_mut().ok_or(foreign)
+    }
+
+    /// Copies `src` into `dst`, which must have exactly its size.
+    pub fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        let dst = self.storage_mut(dst)?.bytes_mut();
+        check_size(dst.len(), src.len())?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Copies `src` into `dst`, which must have exactly its size.
+    pub fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        let src = self.storage(src)?.bytes();
+        check_size(src.len(), dst.len())?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn check_owner(&self, buffer: &DeviceBuffer) -> Result<(), BackendError> {
+        if buffer.backend() == self.backend {
+            Ok(())
+        } else {
+            Err(self.foreign_buffer())
+        }
+    }
+
+    fn foreign_buffer(&self) -> BackendError {
+        BackendError::ForeignResource {
+            what: "a device buffer".to_owned(),
+            backend: format!("backend {:?}", self.backend),
+        }
+    }
+}
+
+fn check_size(expected: usize, found: usize) -> Result<(), BackendError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(BackendError::SizeMismatch { expected, found })
+    }
+}

@@ -1,0 +1,41 @@
+//! The runtime side of kda: kernel handles, the [`KernelTable`] trait that `#[derive(KernelTable)]`
+//! implements, the [`GpuBackend`] trait every backend implements, and the errors of resolving a
+//! table on a backend.
+//!
+//! A model crate depends on this crate alone: the derive is re-exported here, and the code it
+//! generates names only `::kda_runtime` paths.
+//!
+//! ```
+//! use kda_runtime::testing::FakeBackend;
+//! use kda_runtime::{GpuBackend, try_kernel};
+//!
+//! let gpu = FakeBackend::new().with_kernel("gemm", "dense_gemm_bf16");
+//! assert!(gpu.lookup("gemm", "dense_gemm_bf16").is_ok());
+//! // "Not found" is the only failure an optional kernel turns into `None`.
+//! assert_eq!(try_kernel(&gpu, "gemm", "dense_gemm_f32").unwrap(), None);
+//! ```
+
+mod backend;
+mod buffer;
+mod entry;
+mod error;
+mod handle;
+pub mod host;
+mod lookup;
+mod resolve;
+mod table;
+pub mod testing;
+
+pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
+pub use buffer::{BufferStorage, DType, DeviceBuffer, Element};
+pub use entry::KernelEntry;
+pub use error::BackendError;
+pub use handle::{BackendId, KernelHandle};
+pub use lookup::{LookupError, try_kernel};
+pub use resolve::{ResolveError, ResolveProblem, Resolver};
+pub use table::KernelTable;
+
+/// Derives the kernel table of a marker type from a manifest; see the crate `kda-macros`.
+pub use kda_macros::KernelTable;
+
+pub use half::bf16;

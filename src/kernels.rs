@@ -1,0 +1,14 @@
+//! The kernel tables of this crate, each derived from its table in `kernels.toml`.
+
+use kda_runtime::KernelTable;
+
+/// GLM-5.3-Flash "Kimi Delta Attention" block: the 16 kernels of decode and chunked prefill
+/// (table `[glm5next_kda]`; arguments and math in `KERNEL-ABI.md`).
+#[derive(KernelTable)]
+pub struct Glm5NextKda;
+
+/// The manifest the tables were derived from, as compiled into this crate.
+pub const MANIFEST: &str = include_str!("../kernels.toml");
+
+/// The manifest's name, as the derive and its messages call it.
+pub const MANIFEST_NAME: &str = "kernels.toml";
