@@ -21,6 +21,12 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
         .name
         .clone()
         .unwrap_or_else(|| format_ident!("{}Kernels", input.ident));
+    if !errors.is_empty() {
+        // With a key unread, looking for the manifest or table would only report guesses.
+        let errors = errors.iter().map(syn::Error::to_compile_error);
+        let fallback = fallback::expand(input, &kernels);
+        return quote!(#(#errors)* #fallback);
+    }
     // Errors about the manifest point at the literal naming it, else at the attribute or derive.
     let attr_span = attrs.span.unwrap_or_else(Span::call_site);
     let manifest_span = attrs.manifest.as_ref().map_or(attr_span, LitStr::span);

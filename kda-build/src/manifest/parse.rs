@@ -21,6 +21,9 @@ pub(super) struct RawEntry {
 /// One kernel table as written.
 pub(super) struct RawTable {
     pub name: Spanned<String>,
+    /// Whether the table has no keys at all (entries that failed to read are not counted here).
+    pub is_empty: bool,
+    /// The entries that read well.
     pub entries: Vec<(Spanned<String>, RawEntry)>,
 }
 
@@ -61,11 +64,12 @@ fn read_table(
         ));
         return None;
     };
+    let is_empty = entries.is_empty();
     let entries = entries
         .into_iter()
         .filter_map(|(field, value)| read_entry(text, spanned_string(field), value, diagnostics))
         .collect();
-    Some(RawTable { name, entries })
+    Some(RawTable { name, is_empty, entries })
 }
 
 fn read_entry(

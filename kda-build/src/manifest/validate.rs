@@ -16,7 +16,7 @@ pub(super) fn validate(text: &str, tables: &[RawTable], diagnostics: &mut Vec<Di
 
 fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic>) {
     let table_name = table.name.get_ref();
-    if table.entries.is_empty() {
+    if table.is_empty {
         diagnostics.push(Diagnostic::new(
             text,
             table.name.span(),

@@ -1,0 +1,173 @@
+//! The manifest parser: the model it builds and every error class, located and in file order.
+
+use kda_build::{Location, Manifest};
+
+/// The rendered errors of `text`, one per line.
+fn errors(text: &str) -> Vec<String> {
+    let error = Manifest::parse("k.toml", text).expect_err("the manifest should be rejected");
+    error.diagnostics.iter().map(|d| d.render(&error.file)).collect()
+}
+
+#[test]
+fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels.toml")).unwrap();
+    let manifest = Manifest::parse("kernels.toml", &text).unwrap();
+    let table = manifest.table("glm5next_kda").unwrap();
+    let fields: Vec<&str> = table.entries.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "gemm", "gemv", "gemv_batchm", "conv_decode", "conv_prefill", "l2", "gate", "chunk_prepare",
+            "chunk_scan", "recurrent", "recurrent_smem", "o_norm", "split_widen", "sigmoid", "fill", "pack"
+        ]
+    );
+    let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
+    assert_eq!(optional, ["gemv_batchm", "recurrent_smem"]);
+    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (16, 14, 2));
+    assert!(table.entries.iter().all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty())));
+    let smem = &table.entries[10];
+    assert_eq!((smem.module.as_str(), smem.entry.as_str()), ("kda_recurrent", "kda_recurrent_decode_bf16_smem"));
+}
+
+#[test]
+fn entries_keep_file_order_fields_and_locations() {
+    let text = "# kernels\n[b_table]\nzeta = { module = \"m\", entry = \"z\", doc = \"Last letter.\" }\n\
+                alpha = { module = \"m\", entry = \"a\", optional = true }\n\n[a_table]\n[a_table.one]\nmodule = \"n\"\nentry = \"one\"\n";
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    let names: Vec<&str> = manifest.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["b_table", "a_table"]);
+    let b = &manifest.tables[0];
+    assert_eq!(b.location, Location { line: 2, column: 2 });
+    assert_eq!(b.entries[0].field, "zeta");
+    assert_eq!(b.entries[0].doc.as_deref(), Some("Last letter."));
+    assert!(!b.entries[0].optional);
+    assert_eq!(b.entries[1].field, "alpha");
+    assert!(b.entries[1].optional);
+    assert_eq!(b.entries[1].location, Location { line: 4, column: 1 });
+    let one = &manifest.tables[1].entries[0];
+    assert_eq!((one.field.as_str(), one.module.as_str(), one.entry.as_str()), ("one", "n", "one"));
+    assert_eq!(one.location.line, 7);
+}
+
+#[test]
+fn a_manifest_without_tables_is_empty_not_an_error() {
+    assert!(Manifest::parse("k.toml", "# nothing yet\n").unwrap().tables.is_empty());
+}
+
+#[test]
+fn syntax_errors_are_all_reported_with_their_locations() {
+    assert_eq!(
+        errors("[t\ngemm = {\n"),
+        ["k.toml:1:3: unclosed table, expected `]`", "k.toml:2:9: unclosed inline table, expected `}`"]
+    );
+}
+
+#[test]
+fn unknown_keys_are_reported_at_the_key() {
+    assert_eq!(
+        errors("[t]\ngemm = { module = \"gemm\", entry = \"e\", optinal = true }\n"),
+        ["k.toml:2:40: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`"]
+    );
+}
+
+#[test]
+fn missing_module_or_entry_is_reported_at_the_entry() {
+    assert_eq!(errors("[t]\ngemm = { entry = \"e\" }\n"), ["k.toml:2:8: entry `gemm`: missing field `module`"]);
+    assert_eq!(errors("[t]\n[t.gemm]\nmodule = \"m\"\n"), ["k.toml:2:1: entry `gemm`: missing field `entry`"]);
+}
+
+#[test]
+fn wrong_value_types_are_reported_at_the_value() {
+    assert_eq!(
+        errors("[t]\ngemm = { module = \"gemm\", entry = \"e\", optional = \"yes\" }\n"),
+        ["k.toml:2:51: entry `gemm`: invalid type: string \"yes\", expected a boolean"]
+    );
+    assert_eq!(
+        errors("[t]\ngemm = { module = 3, entry = \"e\" }\n"),
+        ["k.toml:2:19: entry `gemm`: invalid type: integer `3`, expected a string"]
+    );
+    assert_eq!(
+        errors("[t]\ngemm = { module = \"m\", entry = \"e\", doc = 5 }\n"),
+        ["k.toml:2:43: entry `gemm`: invalid type: integer `5`, expected a string"]
+    );
+}
+
+#[test]
+fn field_names_must_be_rust_identifiers_and_not_keywords() {
+    assert_eq!(
+        errors("[t]\ntype = { module = \"m\", entry = \"a\" }\n\"two words\" = { module = \"m\", entry = \"b\" }\n"),
+        [
+            "k.toml:2:1: field name `type` is a Rust keyword; choose another name",
+            "k.toml:3:1: field name \"two words\" is not a Rust identifier",
+        ]
+    );
+}
+
+#[test]
+fn modules_and_entries_must_be_c_identifiers() {
+    assert_eq!(
+        errors("[t]\ngemm = { module = \"dense-gemm\", entry = \"9e\" }\n"),
+        [
+            "k.toml:2:19: module \"dense-gemm\" of `gemm` is not a C identifier (ASCII letters, digits and `_`, not starting with a digit)",
+            "k.toml:2:41: entry point \"9e\" of `gemm` is not a C identifier (ASCII letters, digits and `_`, not starting with a digit)",
+        ]
+    );
+    // cudarc's CString conversion would panic on a NUL; the manifest never lets one through.
+    assert_eq!(errors("[t]\ng = { module = \"m\", entry = \"a\\u0000b\" }\n").len(), 1);
+}
+
+#[test]
+fn an_entry_point_listed_twice_names_the_first_listing() {
+    assert_eq!(
+        errors(
+            "[t]\na = { module = \"m\", entry = \"e\" }\nb = { module = \"m\", entry = \"e\" }\nc = { module = \"m\", entry = \"e\" }\n"
+        ),
+        [
+            "k.toml:3:1: `m::e` is listed twice in `[t]`: first as `a` at 2:1",
+            "k.toml:4:1: `m::e` is listed twice in `[t]`: first as `a` at 2:1",
+        ]
+    );
+    // The same entry point in two tables is fine: each table resolves on its own.
+    assert!(Manifest::parse("k.toml", "[t]\na = { module = \"m\", entry = \"e\" }\n[u]\na = { module = \"m\", entry = \"e\" }\n").is_ok());
+}
+
+#[test]
+fn empty_tables_and_non_tables_are_rejected() {
+    assert_eq!(errors("[t]\n"), ["k.toml:1:2: table `[t]` lists no kernel entries"]);
+    assert_eq!(
+        errors("version = 1\n"),
+        ["k.toml:1:1: `version` is not a kernel table: the top level of a manifest holds only `[table]`s of entries such as `gemm = { module = \"gemm\", entry = \"dense_gemm_bf16\" }`"]
+    );
+    assert_eq!(
+        errors("[t]\ngemm = \"dense_gemm_bf16\"\n"),
+        ["k.toml:2:8: entry `gemm` must be a table such as `{ module = \"...\", entry = \"...\" }`, not a string"]
+    );
+}
+
+#[test]
+fn every_error_is_reported_at_once_in_file_order() {
+    let text = "[t]\n\
+                a = { module = \"m\", entry = \"e\" }\n\
+                b = { module = \"m\", entry = \"e\", extra = 1 }\n\
+                fn = { module = \"m\", entry = \"f\" }\n\
+                [empty]\n\
+                [u]\n\
+                x = { module = \"m\" }\n";
+    let lines: Vec<u32> = Manifest::parse("k.toml", text)
+        .unwrap_err()
+        .diagnostics
+        .iter()
+        .map(|d| d.location.line)
+        .collect();
+    assert_eq!(lines, [3, 4, 5, 7]);
+}
+
+#[test]
+fn the_error_display_is_one_located_line_per_problem() {
+    let error = Manifest::parse("path/to/kernels.toml", "[t]\n[u]\n").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "path/to/kernels.toml:1:2: table `[t]` lists no kernel entries\n\
+         path/to/kernels.toml:2:2: table `[u]` lists no kernel entries"
+    );
+}

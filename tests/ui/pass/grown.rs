@@ -1,0 +1,29 @@
+//! Adding one line to `kernels.toml` (tests/compiletest.rs writes that copy) adds the field, the
+//! count and the lookup, with no other edit.
+use kda_runtime::testing::FakeBackend;
+use kda_runtime::{KernelHandle, KernelTable};
+
+#[derive(KernelTable)]
+#[kernel_table(manifest = "../../../kernels.toml")]
+struct Glm5NextKda;
+
+#[derive(KernelTable)]
+#[kernel_table(manifest = "../generated/grown.toml", table = "glm5next_kda", name = "GrownKernels")]
+struct Grown;
+
+fn main() {
+    assert_eq!(GrownKernels::ENTRY_POINTS, Glm5NextKdaKernels::ENTRY_POINTS + 1);
+    assert_eq!(GrownKernels::REQUIRED_ENTRY_POINTS, Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS + 1);
+    assert_eq!(GrownKernels::OPTIONAL_ENTRY_POINTS, Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS);
+
+    let gpu = FakeBackend::new().with_table::<Grown>();
+    let grown = GrownKernels::resolve(&gpu).unwrap();
+    let _: KernelHandle = grown.extra_kernel;
+    let last = gpu.lookups().pop().unwrap();
+    assert_eq!(last, ("kda_extra".to_owned(), "kda_extra_kernel".to_owned()));
+
+    // A target built from the old manifest lacks it, and resolve says so.
+    let old_target = FakeBackend::new().with_table::<Glm5NextKda>();
+    let error = GrownKernels::resolve(&old_target).unwrap_err();
+    assert_eq!(error.missing().map(|e| e.field).collect::<Vec<_>>(), ["extra_kernel"]);
+}
