@@ -2,31 +2,23 @@
 //! compile error (`tests/ui/fail`, `.toml` fixtures beside the cases), and tables that compile and
 //! resolve (`tests/ui/pass`). Bless new snapshots with `TRYBUILD=overwrite`.
 
-use std::fmt::Write;
 use std::path::Path;
 
 use kda_build::Manifest;
+
+#[path = "support/manifests.rs"]
+mod manifests;
 
 #[test]
 fn ui() {
     let generated = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/generated");
     std::fs::create_dir_all(&generated).unwrap();
-    std::fs::write(generated.join("large.toml"), large_manifest(1_000)).unwrap();
+    std::fs::write(generated.join("large.toml"), manifests::large_manifest(1_000)).unwrap();
     std::fs::write(generated.join("grown.toml"), grown_manifest()).unwrap();
 
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/fail/*.rs");
     cases.pass("tests/ui/pass/*.rs");
-}
-
-/// A table of `entries` entries over ten modules; every seventh entry (0, 7, 14, ...) is optional.
-fn large_manifest(entries: usize) -> String {
-    let mut text = String::from("[large]\n");
-    for i in 0..entries {
-        let optional = if i % 7 == 0 { ", optional = true" } else { "" };
-        let _ = writeln!(text, "k{i:04} = {{ module = \"module_{}\", entry = \"kernel_{i}\"{optional} }}", i % 10);
-    }
-    text
 }
 
 /// The project's `kernels.toml` with one more line at the end of `[glm5next_kda]`: the whole edit

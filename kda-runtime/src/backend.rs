@@ -1,5 +1,7 @@
 //! The backend trait: what a model needs from a GPU (or the CPU standing in for one).
 
+use std::ops::Range;
+
 use crate::{BackendError, DType, DeviceBuffer, Element, KernelHandle, LookupError};
 
 /// Grid and block dimensions of a launch, and its dynamic shared memory.
@@ -31,6 +33,9 @@ pub enum KernelArg<'a> {
     Buffer(&'a DeviceBuffer),
     /// A buffer the kernel writes (`T*`).
     BufferMut(&'a mut DeviceBuffer),
+    /// Elements `range` of a buffer the kernel only reads: the `pointer + offset` a GPU kernel
+    /// gets for part of a buffer. Made by [`DeviceBuffer::slice`].
+    Slice(&'a DeviceBuffer, Range<usize>),
     /// A `u32` scalar.
     U32(u32),
     /// An `i32` scalar.

@@ -3,7 +3,9 @@
 use std::any::Any;
 use std::fmt;
 
-use crate::BackendId;
+use std::ops::Range;
+
+use crate::{BackendId, KernelArg};
 
 /// The element type of a device buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,6 +101,12 @@ impl DeviceBuffer {
     /// The size in bytes.
     pub fn byte_len(&self) -> usize {
         self.len * self.dtype.size()
+    }
+
+    /// Elements `range` of this buffer as a read-only kernel argument. Backends refuse a range
+    /// that does not lie inside the buffer.
+    pub fn slice(&self, range: Range<usize>) -> KernelArg<'_> {
+        KernelArg::Slice(self, range)
     }
 
     /// The backend's storage, if it is an `S`.

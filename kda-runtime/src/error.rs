@@ -37,6 +37,14 @@ pub enum BackendError {
         /// The size it was given.
         found: usize,
     },
+    /// A slice argument that does not lie inside its buffer.
+    #[error("slice {range:?} does not lie inside a buffer of {len} elements")]
+    SliceOutOfBounds {
+        /// The element range asked for.
+        range: std::ops::Range<usize>,
+        /// The buffer's length.
+        len: usize,
+    },
     /// A buffer of the wrong element type.
     #[error("element type mismatch: expected {expected}, found {found}")]
     DTypeMismatch {

@@ -17,6 +17,7 @@
 
 mod backend;
 mod buffer;
+pub mod cpu;
 mod entry;
 mod error;
 mod handle;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::host::HostMemory;
+use crate::host::{HostMemory, check_range};
 use crate::{
     BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, KernelTable,
     LaunchGeometry, LookupError,
@@ -164,6 +164,11 @@ impl FakeBackend {
         Ok(match arg {
             KernelArg::Buffer(buffer) => self.describe_buffer(buffer, false)?,
             KernelArg::BufferMut(buffer) => self.describe_buffer(buffer, true)?,
+            KernelArg::Slice(buffer, range) => {
+                self.memory.storage(buffer)?;
+                check_range(buffer, range)?;
+                FakeArg::Buffer { dtype: buffer.dtype(), len: range.len(), writable: false }
+            }
             KernelArg::U32(value) => FakeArg::U32(*value),
             KernelArg::I32(value) => FakeArg::I32(*value),
             KernelArg::F32(value) => FakeArg::F32(*value),

@@ -1,0 +1,308 @@
+//! The CPU backend: host memory, and kernels that are Rust functions registered under
+//! `(module, entry)` with a declared signature.
+//!
+//! It knows nothing of any model: a model crate registers its reference kernels into it. Launches
+//! are checked against the declared signature before the kernel runs, so a wrong argument list is
+//! an error naming the parameter, never a panic or a misread buffer.
+//!
+//! ```
+//! use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError, ParamKind};
+//! use kda_runtime::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
+//!
+//! fn scale(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+//!     let data = args.mut_f32(0)?;
+//!     let factor = args.f32(1)?;
+//!     data.iter_mut().for_each(|x| *x *= factor);
+//!     Ok(())
+//! }
+//!
+//! let gpu = CpuBackend::new().with_kernel("ops", "scale", &[ParamKind::MutF32, ParamKind::F32], scale);
+//! let mut data = gpu.upload(&[1.0f32, 2.0])?;
+//! let kernel = gpu.lookup("ops", "scale")?;
+//! gpu.launch(kernel, LaunchGeometry::linear(2, 256), &mut [(&mut data).into(), 3.0f32.into()])?;
+//! assert_eq!(gpu.download::<f32>(&data)?, [3.0, 6.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod args;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use args::{CpuArg, CpuArgs, KernelError, ParamKind};
+
+use crate::host::{HostMemory, HostStorage, check_range};
+use crate::{
+    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle,
+    LaunchGeometry, LookupError,
+};
+
+type KernelFn = dyn Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync;
+
+struct CpuKernel {
+    module: String,
+    entry: String,
+    signature: Vec<ParamKind>,
+    function: Box<KernelFn>,
+}
+
+/// A backend that runs registered Rust functions on host memory.
+///
+/// Built by value: [`CpuBackend::with_kernel`] adds an entry, [`CpuBackend::without`] removes one
+/// to emulate a target that lacks it. The launch geometry is accepted and ignored: a CPU kernel
+/// covers its whole problem in one call (parallelising internally as it sees fit), so grid and
+/// block sizes have nothing to select. Launches run synchronously, so
+/// [`GpuBackend::synchronize`] has nothing to wait for.
+pub struct CpuBackend {
+    id: BackendId,
+    memory: HostMemory,
+    /// module → entry → index into `kernels`.
+    modules: BTreeMap<String, BTreeMap<String, u32>>,
+    /// index → the kernel; `None` once removed, so a handle issued before the removal is refused
+    /// instead of still launching it.
+    kernels: Vec<Option<CpuKernel>>,
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for CpuBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = self.modules.iter().flat_map(|(module, entries)| {
+            entries.keys().map(move |entry| format!("{module}::{entry}"))
+        });
+        f.debug_struct("CpuBackend")
+            .field("id", &self.id)
+            .field("kernels", &entries.collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl CpuBackend {
+    /// A backend that carries no kernel.
+    pub fn new() -> Self {
+        let id = BackendId::fresh();
+        Self {
+            id,
+            memory: HostMemory::new(id),
+            modules: BTreeMap::new(),
+            kernels: Vec::new(),
+        }
+    }
+
+    /// Also carries `module::entry`, run by `function` with arguments matching `signature`.
+    /// Registering an entry again replaces its signature and function.
+    pub fn with_kernel<F>(
+        mut self,
+        module: &str,
+        entry: &str,
+        signature: &[ParamKind],
+        function: F,
+    ) -> Self
+    where
+        F: Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
+    {
+        let kernel = CpuKernel {
+            module: module.to_owned(),
+            entry: entry.to_owned(),
+            signature: signature.to_vec(),
+            function: Box::new(function),
+        };
+        let next = u32::try_from(self.kernels.len()).expect("fewer than 2³² kernels registered");
+        let index = *self
+            .modules
+            .entry(module.to_owned())
+            .or_default()
+            .entry(entry.to_owned())
+            .or_insert(next);
+        if index == next {
+            self.kernels.push(Some(kernel));
+        } else {
+            self.kernels[index as usize] = Some(kernel);
+        }
+        self
+    }
+
+    /// No longer carries `module::entry`; a module left with no entry is no longer carried.
+    pub fn without(mut self, module: &str, entry: &str) -> Self {
+        if let Some(entries) = self.modules.get_mut(module) {
+            if let Some(index) = entries.remove(entry) {
+                self.kernels[index as usize] = None;
+            }
+            if entries.is_empty() {
+                self.modules.remove(module);
+            }
+        }
+        self
+    }
+
+    /// Turns one launch argument into what the kernel sees, if it fits parameter `index` of kind
+    /// `kind`.
+    fn bind<'s>(
+        &self,
+        index: usize,
+        kind: ParamKind,
+        arg: &'s mut KernelArg<'_>,
+    ) -> Result<CpuArg<'s>, String> {
+        let found = found(arg);
+        let mismatch = |found: &str| format!("parameter {index}: expected `{kind}`, found `{found}`");
+        let foreign = |error: BackendError| format!("parameter {index}: {error}");
+        match (kind, arg) {
+            (ParamKind::U32, KernelArg::U32(value)) => Ok(CpuArg::U32(*value)),
+            (ParamKind::I32, KernelArg::I32(value)) => Ok(CpuArg::I32(*value)),
+            (ParamKind::F32, KernelArg::F32(value)) => Ok(CpuArg::F32(*value)),
+            // As in C, a writable buffer may fill a `const T*` parameter.
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Buffer(buffer)) => {
+                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
+            }
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::BufferMut(buffer)) => {
+                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
+            }
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Slice(buffer, range)) => {
+                check_range(buffer, range).map_err(foreign)?;
+                let whole = self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))?;
+                Ok(match whole {
+                    CpuArg::ConstBf16(data) => CpuArg::ConstBf16(&data[range.clone()]),
+                    CpuArg::ConstF32(data) => CpuArg::ConstF32(&data[range.clone()]),
+                    other => other,
+                })
+            }
+            (ParamKind::MutBf16 | ParamKind::MutF32, KernelArg::BufferMut(buffer)) => {
+                let storage = self.memory.storage_mut(buffer).map_err(foreign)?;
+                match (kind, storage) {
+                    (ParamKind::MutBf16, HostStorage::Bf16(data)) => Ok(CpuArg::MutBf16(data)),
+                    (ParamKind::MutF32, HostStorage::F32(data)) => Ok(CpuArg::MutF32(data)),
+                    _ => Err(mismatch(&found)),
+                }
+            }
+            _ => Err(mismatch(&found)),
+        }
+    }
+
+    /// A `const` view of `buffer` if it is this backend's and holds `kind`'s element type.
+    fn shared<'s>(
+        &self,
+        kind: ParamKind,
+        buffer: &'s DeviceBuffer,
+    ) -> Result<Option<CpuArg<'s>>, BackendError> {
+        Ok(match (kind, self.memory.storage(buffer)?) {
+            (ParamKind::ConstBf16, HostStorage::Bf16(data)) => Some(CpuArg::ConstBf16(data)),
+            (ParamKind::ConstF32, HostStorage::F32(data)) => Some(CpuArg::ConstF32(data)),
+            _ => None,
+        })
+    }
+}
+
+/// A launch argument in the C spelling of the parameter kind it would fill.
+fn found(arg: &KernelArg<'_>) -> String {
+    let pointer = |dtype: DType, writable: bool| {
+        if writable {
+            format!("{dtype}*")
+        } else {
+            format!("const {dtype}*")
+        }
+    };
+    match arg {
+        KernelArg::Buffer(buffer) => pointer(buffer.dtype(), false),
+        KernelArg::BufferMut(buffer) => pointer(buffer.dtype(), true),
+        KernelArg::Slice(buffer, _) => pointer(buffer.dtype(), false),
+        KernelArg::U32(_) => "u32".to_owned(),
+        KernelArg::I32(_) => "i32".to_owned(),
+        KernelArg::F32(_) => "f32".to_owned(),
+    }
+}
+
+impl GpuBackend for CpuBackend {
+    fn describe(&self) -> String {
+        "CPU reference backend".to_owned()
+    }
+
+    fn has_module(&self, module: &str) -> bool {
+        self.modules.contains_key(module)
+    }
+
+    fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
+        let entries = self
+            .modules
+            .get(module)
+            .ok_or_else(|| LookupError::ModuleNotCarried {
+                module: module.to_owned(),
+            })?;
+        let index = entries
+            .get(entry)
+            .ok_or_else(|| LookupError::EntryNotInModule {
+                module: module.to_owned(),
+                entry: entry.to_owned(),
+            })?;
+        Ok(KernelHandle::new(self.id, *index))
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        Ok(self.memory.alloc(dtype, len))
+    }
+
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.memory.copy_to_device(src, dst)
+    }
+
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.memory.copy_to_host(src, dst)
+    }
+
+    /// Checks `args` against the kernel's signature, then runs it to completion on this thread
+    /// (and whatever threads the kernel itself uses). `geometry` is ignored.
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        _geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        if kernel.backend() != self.id {
+            return Err(BackendError::ForeignResource {
+                what: format!("kernel handle {:#x}", kernel.get()),
+                backend: self.describe(),
+            });
+        }
+        let cpu_kernel = self
+            .kernels
+            .get(kernel.index() as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| BackendError::UnknownHandle {
+                backend: self.describe(),
+                index: kernel.index(),
+            })?;
+        let refused = |reason: String| BackendError::Launch {
+            module: cpu_kernel.module.clone(),
+            entry: cpu_kernel.entry.clone(),
+            reason,
+        };
+        let signature = &cpu_kernel.signature;
+        if args.len() != signature.len() {
+            let expected = signature.iter().map(ToString::to_string).collect::<Vec<_>>();
+            return Err(refused(format!(
+                "expected {} arguments ({}), got {}",
+                signature.len(),
+                expected.join(", "),
+                args.len()
+            )));
+        }
+        let bound = args
+            .iter_mut()
+            .zip(signature)
+            .enumerate()
+            .map(|(index, (arg, &kind))| self.bind(index, kind, arg))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(refused)?;
+        (cpu_kernel.function)(CpuArgs::new(bound)).map_err(|error| refused(error.to_string()))
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

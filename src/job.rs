@@ -1,0 +1,127 @@
+//! The main job: a prompt through chunked prefill and some decode steps of the block on synthetic
+//! weights, timed, then the same tokens one at a time, to show the two paths agree.
+
+use std::time::{Duration, Instant};
+
+use half::bf16;
+use kda_runtime::{BackendError, GpuBackend, GpuBackendExt};
+
+use crate::block::{BlockError, Glm5NextKdaBlock, KdaState};
+use crate::compare::Agreement;
+use crate::geometry::KdaGeometry;
+use crate::weights::{HostWeights, synthetic_hidden};
+
+/// What to run.
+#[derive(Clone, Copy, Debug)]
+pub struct JobOptions {
+    /// The layer's geometry.
+    pub geometry: KdaGeometry,
+    /// Prompt tokens, run through chunked prefill.
+    pub prompt: u32,
+    /// Decode steps after the prompt.
+    pub decode: u32,
+    /// Seed of the synthetic weights and inputs.
+    pub seed: u64,
+}
+
+/// What the job measured.
+#[derive(Clone, Copy, Debug)]
+pub struct JobReport {
+    /// Prompt tokens per second through chunked prefill.
+    pub prefill_tokens_per_s: f64,
+    /// Tokens per second of the decode steps after the prompt.
+    pub decode_tokens_per_s: f64,
+    /// Tokens per second of the per-token path over prompt and decode.
+    pub per_token_tokens_per_s: f64,
+    /// Block outputs, chunked path against per-token path.
+    pub outputs: Agreement,
+    /// The recurrent state after the last token, chunked path against per-token path.
+    pub state: Agreement,
+}
+
+/// Why the job failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The block failed.
+    #[error(transparent)]
+    Block(#[from] BlockError),
+    /// A copy failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The two paths gave nothing comparable (empty, all zero or not finite).
+    #[error("the {0} of the two paths cannot be compared: empty, all zero or not finite")]
+    Incomparable(&'static str),
+}
+
+/// Runs the job on `gpu`; `progress(done, total)` hears about the per-token path as it goes.
+pub fn run(gpu: &dyn GpuBackend, options: &JobOptions, progress: &mut dyn FnMut(u32, u32)) -> Result<JobReport, JobError> {
+    let JobOptions { geometry, prompt, decode, seed } = *options;
+    let weights = HostWeights::synthetic(&geometry, seed);
+    let block = Glm5NextKdaBlock::new(gpu, geometry, &weights)?;
+    let width = geometry.hidden as usize;
+    let hidden = synthetic_hidden(&geometry, (prompt + decode) as usize, seed.wrapping_add(1));
+    let rows: Vec<&[bf16]> = hidden.chunks(width).collect();
+
+    // Chunked prefill of the prompt, then decode.
+    let mut chunked_state = block.new_state()?;
+    let mut chunked = Vec::with_capacity(hidden.len());
+    let (prefill_time, ()) = timed(|| -> Result<(), JobError> {
+        if prompt > 0 {
+            let out = block.prefill(&mut chunked_state, &gpu.upload(&hidden[..prompt as usize * width])?)?;
+            chunked.extend(gpu.download::<bf16>(&out)?);
+        }
+        Ok(())
+    })?;
+    let (decode_time, ()) = timed(|| -> Result<(), JobError> {
+        for row in &rows[prompt as usize..] {
+            chunked.extend(decode_step(gpu, &block, &mut chunked_state, row)?);
+        }
+        Ok(())
+    })?;
+
+    // The same tokens, one decode step each.
+    let mut per_token_state = block.new_state()?;
+    let mut per_token = Vec::with_capacity(hidden.len());
+    let total = prompt + decode;
+    let (per_token_time, ()) = timed(|| -> Result<(), JobError> {
+        for (done, row) in rows.iter().enumerate() {
+            per_token.extend(decode_step(gpu, &block, &mut per_token_state, row)?);
+            progress(done as u32 + 1, total);
+        }
+        Ok(())
+    })?;
+
+    let outputs = Agreement::of(&widen(&chunked), &widen(&per_token)).ok_or(JobError::Incomparable("outputs"))?;
+    let state = Agreement::of(
+        &widen(&gpu.download::<f32>(&chunked_state.recurrent)?),
+        &widen(&gpu.download::<f32>(&per_token_state.recurrent)?),
+    )
+    .ok_or(JobError::Incomparable("recurrent states"))?;
+    Ok(JobReport {
+        prefill_tokens_per_s: rate(prompt, prefill_time),
+        decode_tokens_per_s: rate(decode, decode_time),
+        per_token_tokens_per_s: rate(total, per_token_time),
+        outputs,
+        state,
+    })
+}
+
+fn decode_step(gpu: &dyn GpuBackend, block: &Glm5NextKdaBlock<'_>, state: &mut KdaState, row: &[bf16]) -> Result<Vec<bf16>, JobError> {
+    let out = block.decode_step(state, &gpu.upload(row)?)?;
+    Ok(gpu.download(&out)?)
+}
+
+fn timed<T, E>(work: impl FnOnce() -> Result<T, E>) -> Result<(Duration, T), E> {
+    let start = Instant::now();
+    let value = work()?;
+    Ok((start.elapsed(), value))
+}
+
+fn rate(tokens: u32, time: Duration) -> f64 {
+    f64::from(tokens) / time.as_secs_f64().max(f64::MIN_POSITIVE)
+}
+
+/// Exact widening of any float slice to f64.
+pub fn widen<T: Copy + Into<f64>>(values: &[T]) -> Vec<f64> {
+    values.iter().map(|&x| x.into()).collect()
+}

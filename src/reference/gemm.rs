@@ -1,0 +1,22 @@
+//! `gemm::dense_gemm_bf16`: `c[m, n] = a[m, k] · b[n, k]ᵀ`, no output stride.
+
+use kda_runtime::cpu::ParamKind::{ConstBf16, MutBf16, U32};
+use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
+
+use super::gemv::RowsLaunch;
+
+pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
+    gpu.with_kernel(
+        "gemm",
+        "dense_gemm_bf16",
+        &[ConstBf16, ConstBf16, MutBf16, U32, U32, U32],
+        dense_gemm_bf16,
+    )
+}
+
+/// `a, b, c, m, n, k`. The reference order (one accumulator, ascending p) is the GEMV's, so each
+/// output row is the GEMV of its input row; any m.
+fn dense_gemm_bf16(args: CpuArgs<'_>) -> Result<(), KernelError> {
+    RowsLaunch::read(args)?.run();
+    Ok(())
+}

@@ -1,0 +1,342 @@
+//! `kda_chunk::kda_chunk_prepare` and `kda_chunk::kda_chunk_scan`: the chunked (WY) form of the
+//! gated delta rule for prefill. `prepare` computes everything that does not depend on the carried
+//! state, per (chunk, head); `scan` walks each head's chunks in order through the state.
+//!
+//! Every decay is taken in the difference form `exp(gc_i − gc_j)` with `j ≤ i`, an exponent ≤ 0:
+//! splitting it into `exp(gc_i)·exp(−gc_j)` overflows f32 over a chunk.
+
+use kda_runtime::cpu::ParamKind::{ConstF32, F32, MutF32, U32};
+use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
+use rayon::prelude::*;
+
+use super::{par_rows_mut, require};
+
+pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
+    gpu.with_kernel(
+        "kda_chunk",
+        "kda_chunk_prepare",
+        &[
+            ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, MutF32, U32, U32, U32, U32,
+        ],
+        kda_chunk_prepare,
+    )
+    .with_kernel(
+        "kda_chunk",
+        "kda_chunk_scan",
+        &[
+            ConstF32, ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, U32, U32, U32, U32,
+            F32,
+        ],
+        kda_chunk_scan,
+    )
+}
+
+/// The geometry both kernels take as arguments 7..=10: `t` tokens, `h` heads of dim `d`, chunks
+/// of `c`, over position-major `[t_pad, h, d]` tensors.
+#[derive(Clone, Copy)]
+struct Layout {
+    t: usize,
+    h: usize,
+    d: usize,
+    c: usize,
+    /// `⌈t/c⌉·c`.
+    t_pad: usize,
+}
+
+impl Layout {
+    fn read(args: &mut CpuArgs<'_>) -> Result<Self, KernelError> {
+        let (t, h) = (args.u32(7)? as usize, args.u32(8)? as usize);
+        let (d, c) = (args.u32(9)? as usize, args.u32(10)? as usize);
+        if c == 0 {
+            return Err(KernelError::new("chunk size c must be at least 1"));
+        }
+        let t_pad = t.div_ceil(c) * c;
+        Ok(Self { t, h, d, c, t_pad })
+    }
+
+    /// Checks that buffer `name` holds a `[t_pad, h, d]` tensor.
+    fn require(&self, name: &str, len: usize) -> Result<(), KernelError> {
+        require(name, len, &[self.t_pad, self.h, self.d])
+    }
+
+    fn chunks(&self) -> usize {
+        self.t_pad / self.c
+    }
+
+    /// How many positions of `chunk` are real tokens (`< t`); the rest are padding.
+    fn real(&self, chunk: usize) -> usize {
+        self.c.min(self.t - chunk * self.c)
+    }
+
+    /// Row `(position, head)` of a `[t_pad, h, d]` tensor.
+    fn row<'a>(&self, data: &'a [f32], position: usize, head: usize) -> &'a [f32] {
+        &data[(position * self.h + head) * self.d..][..self.d]
+    }
+}
+
+/// `k, v, gate [t_pad, h, d], beta [t_pad, h], gc, u, w [t_pad, h, d], t, h, d, c`. Positions
+/// ≥ t are read as 0 whatever the buffers hold, so the padding neither moves `gc` nor leaks into
+/// `u` and `w`; every position of the outputs is written.
+fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let (k, v, gate) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
+    let beta = args.const_f32(3)?;
+    let (gc, u, w) = (args.mut_f32(4)?, args.mut_f32(5)?, args.mut_f32(6)?);
+    let layout = Layout::read(&mut args)?;
+    for (name, len) in [
+        ("k [t_pad, h, d]", k.len()),
+        ("v [t_pad, h, d]", v.len()),
+        ("gate [t_pad, h, d]", gate.len()),
+        ("gc [t_pad, h, d]", gc.len()),
+        ("u [t_pad, h, d]", u.len()),
+        ("w [t_pad, h, d]", w.len()),
+    ] {
+        layout.require(name, len)?;
+    }
+    require("beta [t_pad, h]", beta.len(), &[layout.t_pad, layout.h])?;
+    let Layout { h, d, c, .. } = layout;
+    let inputs = PrepareInputs {
+        layout,
+        k,
+        v,
+        gate,
+        beta,
+    };
+    // A chunk's rows are contiguous in every output: chunks in parallel, and within one, heads
+    // in parallel into small blocks that are then copied to their strided rows.
+    let chunk_len = c * h * d;
+    let chunks = layout.chunks();
+    par_rows_mut(gc, chunks, chunk_len)
+        .zip(par_rows_mut(u, chunks, chunk_len))
+        .zip(par_rows_mut(w, chunks, chunk_len))
+        .enumerate()
+        .for_each(|(chunk, ((gc, u), w))| {
+            let blocks: Vec<Prepared> = (0..h)
+                .into_par_iter()
+                .map(|head| inputs.block(chunk, head))
+                .collect();
+            for (head, block) in blocks.iter().enumerate() {
+                for i in 0..c {
+                    let (at, local) = ((i * h + head) * d, i * d);
+                    gc[at..at + d].copy_from_slice(&block.gc[local..local + d]);
+                    u[at..at + d].copy_from_slice(&block.u[local..local + d]);
+                    w[at..at + d].copy_from_slice(&block.w[local..local + d]);
+                }
+            }
+        });
+    Ok(())
+}
+
+struct PrepareInputs<'a> {
+    layout: Layout,
+    k: &'a [f32],
+    v: &'a [f32],
+    gate: &'a [f32],
+    beta: &'a [f32],
+}
+
+/// One (chunk, head) of `prepare`'s outputs, `[c, d]` each.
+struct Prepared {
+    gc: Vec<f32>,
+    u: Vec<f32>,
+    w: Vec<f32>,
+}
+
+impl PrepareInputs<'_> {
+    /// Computes `gc`, `u` and `w` of one chunk of one head.
+    fn block(&self, chunk: usize, head: usize) -> Prepared {
+        let Layout { h, d, c, .. } = self.layout;
+        let real = self.layout.real(chunk);
+        let zeros = vec![0.0; d];
+        let row = |data: &[f32], i: usize| -> Vec<f32> {
+            if i < real {
+                self.layout.row(data, chunk * c + i, head).to_vec()
+            } else {
+                zeros.clone()
+            }
+        };
+        let k: Vec<Vec<f32>> = (0..c).map(|i| row(self.k, i)).collect();
+        let v: Vec<Vec<f32>> = (0..c).map(|i| row(self.v, i)).collect();
+        let beta: Vec<f32> = (0..c)
+            .map(|i| {
+                if i < real {
+                    self.beta[(chunk * c + i) * h + head]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+
+        // gc[i] = Σ_{p ≤ i} gate[p], one accumulator per channel.
+        let mut gc = Vec::with_capacity(c * d);
+        let mut acc = vec![0.0f32; d];
+        for i in 0..c {
+            acc.iter_mut()
+                .zip(row(self.gate, i))
+                .for_each(|(acc, g)| *acc += g);
+            gc.extend_from_slice(&acc);
+        }
+        let gc_row = |i: usize| &gc[i * d..(i + 1) * d];
+
+        // A[i][j] = −β_i Σ_d k[i,d]·k[j,d]·exp(gc[i,d] − gc[j,d]) for j < i, 0 elsewhere.
+        let mut a = vec![0.0f32; c * c];
+        for i in 1..c {
+            for j in 0..i {
+                let sum = (0..d).fold(0.0, |acc, x| {
+                    acc + k[i][x] * k[j][x] * (gc_row(i)[x] - gc_row(j)[x]).exp()
+                });
+                a[i * c + j] = -beta[i] * sum;
+            }
+        }
+        // Forward substitution, row i from the final rows < i: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]
+        // (A[m][j] is 0 for m ≤ j). Ascending j in place is exact: entry j only reads row i's
+        // entries m > j, which are still the original ones.
+        for i in 1..c {
+            for j in 0..i {
+                let sum = (j + 1..i).fold(0.0, |acc, m| acc + a[i * c + m] * a[m * c + j]);
+                a[i * c + j] += sum;
+            }
+            a[i * c + i] = 1.0;
+        }
+        a[0] = 1.0;
+
+        // u[i] = Σ_{j≤i} A[i][j]·β_j·v[j], w[i] = Σ_{j≤i} A[i][j]·β_j·k[j]·exp(gc[j]).
+        let k_decay: Vec<f32> = gc.iter().map(|g| g.exp()).collect();
+        let mut u = vec![0.0f32; c * d];
+        let mut w = vec![0.0f32; c * d];
+        for i in 0..c {
+            let (u_i, w_i) = (&mut u[i * d..(i + 1) * d], &mut w[i * d..(i + 1) * d]);
+            for j in 0..=i {
+                let coef = a[i * c + j] * beta[j];
+                for x in 0..d {
+                    u_i[x] += coef * v[j][x];
+                    w_i[x] += coef * k[j][x] * k_decay[j * d + x];
+                }
+            }
+        }
+        Prepared { gc, u, w }
+    }
+}
+
+/// `q, k, gc, u, w [t_pad, h, d], state [h, d, d], out [t_pad, h, d], t, h, d, c, scale`. Rows
+/// `< t` of `out` are written; positions ≥ t are never read. The state update takes a chunk's
+/// closing decay from its last real position, which is `gc[c − 1]` as `prepare` writes it (the
+/// padding does not move `gc`), so a poisoned pad can never decay the state.
+fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let (q, k, gc) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
+    let (u, w) = (args.const_f32(3)?, args.const_f32(4)?);
+    let (state, out) = (args.mut_f32(5)?, args.mut_f32(6)?);
+    let layout = Layout::read(&mut args)?;
+    let scale = args.f32(11)?;
+    for (name, len) in [
+        ("q [t_pad, h, d]", q.len()),
+        ("k [t_pad, h, d]", k.len()),
+        ("gc [t_pad, h, d]", gc.len()),
+        ("u [t_pad, h, d]", u.len()),
+        ("w [t_pad, h, d]", w.len()),
+        ("out [t_pad, h, d]", out.len()),
+    ] {
+        layout.require(name, len)?;
+    }
+    let Layout { h, d, .. } = layout;
+    require("state [h, d, d]", state.len(), &[h, d, d])?;
+    let inputs = ScanInputs {
+        layout,
+        q,
+        k,
+        gc,
+        u,
+        w,
+        scale,
+    };
+    // Heads are independent and each walks its chunks in order: chunks in sequence, and within
+    // one, heads in parallel (each owning its state rows).
+    for chunk in 0..layout.chunks() {
+        let rows: Vec<Vec<f32>> = par_rows_mut(state, h, d * d)
+            .enumerate()
+            .map(|(head, state)| inputs.chunk(chunk, head, state))
+            .collect();
+        for (head, rows) in rows.iter().enumerate() {
+            for (i, row) in rows.chunks(d.max(1)).enumerate() {
+                let at = ((chunk * layout.c + i) * h + head) * d;
+                out[at..at + d].copy_from_slice(row);
+            }
+        }
+    }
+    Ok(())
+}
+
+struct ScanInputs<'a> {
+    layout: Layout,
+    q: &'a [f32],
+    k: &'a [f32],
+    gc: &'a [f32],
+    u: &'a [f32],
+    w: &'a [f32],
+    scale: f32,
+}
+
+impl ScanInputs<'_> {
+    /// Runs chunk `chunk` of `head` against its `[d, d]` state, then updates the state; returns
+    /// the chunk's real output rows, `[real, d]`.
+    fn chunk(&self, chunk: usize, head: usize, state: &mut [f32]) -> Vec<f32> {
+        let Layout { d, c, .. } = self.layout;
+        let real = self.layout.real(chunk);
+        let at = |data, i| self.layout.row(data, chunk * c + i, head);
+        let (q, k, gc) = (|i| at(self.q, i), |i| at(self.k, i), |i| at(self.gc, i));
+        // vnew[i] = u[i] − Σ_k w[i,k]·S[k], accumulated along k for every column at once.
+        let vnew: Vec<Vec<f32>> = (0..real)
+            .map(|i| {
+                let sum = rows_combination(state, d, at(self.w, i).iter().copied());
+                at(self.u, i).iter().zip(sum).map(|(u, s)| u - s).collect()
+            })
+            .collect();
+        let mut out = Vec::with_capacity(real * d);
+        for i in 0..real {
+            let q_scaled: Vec<f32> = q(i).iter().map(|q| q * self.scale).collect();
+            // Σ_k q[i,k]·scale·exp(gc[i,k])·S[k], with the state from before this chunk.
+            let inter = rows_combination(
+                state,
+                d,
+                q_scaled.iter().zip(gc(i)).map(|(q, g)| q * g.exp()),
+            );
+            // intra[i,j] = Σ_d q[i,d]·scale·k[j,d]·exp(gc[i,d] − gc[j,d]), diagonal included.
+            let intra = (0..=i).map(|j| {
+                (0..d).fold(0.0, |acc, x| {
+                    acc + q_scaled[x] * k(j)[x] * (gc(i)[x] - gc(j)[x]).exp()
+                })
+            });
+            let local = combination(vnew.iter().map(Vec::as_slice), intra, d);
+            out.extend(inter.iter().zip(&local).map(|(inter, local)| inter + local));
+        }
+        // S[k] ← S[k]·exp(gc[last,k]) + Σ_{i<real} k[i,k]·exp(gc[last,k] − gc[i,k])·vnew[i].
+        let last = gc(real - 1);
+        for (x, state_row) in state.chunks_mut(d.max(1)).enumerate() {
+            let coefs = (0..real).map(|i| k(i)[x] * (last[x] - gc(i)[x]).exp());
+            let update = combination(vnew.iter().map(Vec::as_slice), coefs, d);
+            let decay = last[x].exp();
+            state_row
+                .iter_mut()
+                .zip(update)
+                .for_each(|(s, update)| *s = *s * decay + update);
+        }
+        out
+    }
+}
+
+/// `Σ_r coef_r·rows[r]` over `d`-wide rows, one accumulator per column, rows in ascending order.
+fn combination<'r>(
+    rows: impl Iterator<Item = &'r [f32]>,
+    coefs: impl Iterator<Item = f32>,
+    d: usize,
+) -> Vec<f32> {
+    let mut acc = vec![0.0f32; d];
+    for (row, coef) in rows.zip(coefs) {
+        acc.iter_mut().zip(row).for_each(|(acc, x)| *acc += coef * x);
+    }
+    acc
+}
+
+/// [`combination`] over the `d` rows of a `[d, d]` state: `Σ_k coef_k·S[k]`.
+fn rows_combination(state: &[f32], d: usize, coefs: impl Iterator<Item = f32>) -> Vec<f32> {
+    combination(state.chunks(d.max(1)), coefs, d)
+}

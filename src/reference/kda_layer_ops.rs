@@ -1,0 +1,117 @@
+//! `kda_layer_ops`: the small kernels around the KDA core: the gated output norm, the q|k|v
+//! packing and splitting, the beta sigmoid and the fill.
+
+use half::bf16;
+use kda_runtime::cpu::ParamKind::{ConstBf16, ConstF32, F32, MutBf16, MutF32, U32};
+use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
+use rayon::prelude::*;
+
+use super::{par_rows_mut, require, sigmoid};
+
+pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
+    const MODULE: &str = "kda_layer_ops";
+    gpu.with_kernel(
+        MODULE,
+        "kda_o_norm_gated_bf16",
+        &[ConstF32, ConstBf16, ConstBf16, MutBf16, U32, U32, F32],
+        kda_o_norm_gated_bf16,
+    )
+    .with_kernel(
+        MODULE,
+        "kda_split_widen",
+        &[ConstBf16, MutF32, MutF32, MutF32, U32, U32],
+        kda_split_widen,
+    )
+    .with_kernel(
+        MODULE,
+        "kda_sigmoid_bf16_f32",
+        &[ConstBf16, MutF32, U32],
+        kda_sigmoid_bf16_f32,
+    )
+    .with_kernel(MODULE, "kda_fill_f32", &[MutF32, U32, F32], kda_fill_f32)
+    .with_kernel(
+        MODULE,
+        "kda_pack_qkv_bf16",
+        &[ConstBf16, ConstBf16, ConstBf16, MutBf16, U32, U32],
+        kda_pack_qkv_bf16,
+    )
+}
+
+/// `x [rows, d] f32, gate [rows, d], weight [d], out [rows, d], rows, d, eps`: per head (row),
+/// `r = 1/sqrt(mean(x²) + eps)`, `out = bf16(((x·r)·w)·σ(gate))`.
+fn kda_o_norm_gated_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let (x, gate, weight) = (args.const_f32(0)?, args.const_bf16(1)?, args.const_bf16(2)?);
+    let out = args.mut_bf16(3)?;
+    let (rows, d) = (args.u32(4)? as usize, args.u32(5)? as usize);
+    let eps = args.f32(6)?;
+    require("x [rows, d]", x.len(), &[rows, d])?;
+    require("gate [rows, d]", gate.len(), &[rows, d])?;
+    require("weight [d]", weight.len(), &[d])?;
+    require("out [rows, d]", out.len(), &[rows, d])?;
+    par_rows_mut(out, rows, d)
+        .enumerate()
+        .for_each(|(row, out)| {
+            let x = &x[row * d..][..d];
+            let gate = &gate[row * d..][..d];
+            let sum = x.iter().fold(0.0, |acc, x| acc + x * x);
+            let r = 1.0 / (sum / d as f32 + eps).sqrt();
+            for (i, out) in out.iter_mut().enumerate() {
+                let value = x[i] * r * weight[i].to_f32() * sigmoid(gate[i].to_f32());
+                *out = bf16::from_f32(value);
+            }
+        });
+    Ok(())
+}
+
+/// `src [t, 3·qkv], q, k, v [t, qkv] f32, t, qkv`: exact widening; rows ≥ t untouched.
+fn kda_split_widen(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let src = args.const_bf16(0)?;
+    let parts = [args.mut_f32(1)?, args.mut_f32(2)?, args.mut_f32(3)?];
+    let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
+    require("src [t, 3·qkv]", src.len(), &[t, 3, qkv])?;
+    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(&parts) {
+        require(name, part.len(), &[t, qkv])?;
+    }
+    for (index, part) in parts.into_iter().enumerate() {
+        par_rows_mut(part, t, qkv).enumerate().for_each(|(row, dst)| {
+            let src = &src[(3 * row + index) * qkv..][..qkv];
+            dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
+        });
+    }
+    Ok(())
+}
+
+/// `q, k, v [t, qkv], dst [t, 3·qkv], t, qkv`: `dst[τ] = q[τ] | k[τ] | v[τ]`.
+fn kda_pack_qkv_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let parts = [args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?];
+    let dst = args.mut_bf16(3)?;
+    let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
+    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(parts) {
+        require(name, part.len(), &[t, qkv])?;
+    }
+    require("dst [t, 3·qkv]", dst.len(), &[t, 3, qkv])?;
+    par_rows_mut(dst, 3 * t, qkv)
+        .enumerate()
+        .for_each(|(row, dst)| dst.copy_from_slice(&parts[row % 3][row / 3 * qkv..][..qkv]));
+    Ok(())
+}
+
+/// `x, y, n`: `y[i] = σ(f32(x[i]))`.
+fn kda_sigmoid_bf16_f32(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let (x, y, n) = (args.const_bf16(0)?, args.mut_f32(1)?, args.u32(2)? as usize);
+    require("x [n]", x.len(), &[n])?;
+    require("y [n]", y.len(), &[n])?;
+    y[..n]
+        .par_iter_mut()
+        .zip(&x[..n])
+        .for_each(|(y, x)| *y = sigmoid(x.to_f32()));
+    Ok(())
+}
+
+/// `dst, n, value`: `dst[i] = value`.
+fn kda_fill_f32(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let (dst, n, value) = (args.mut_f32(0)?, args.u32(1)? as usize, args.f32(2)?);
+    require("dst [n]", dst.len(), &[n])?;
+    dst[..n].fill(value);
+    Ok(())
+}

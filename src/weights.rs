@@ -1,0 +1,134 @@
+//! The weights of one KDA layer: synthetic ones from a seeded generator, on the host, and their
+//! copy on a backend.
+
+use half::bf16;
+use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt};
+
+use crate::geometry::{CONV_WIDTH, KdaGeometry};
+use crate::rng::SplitMix64;
+
+/// One layer's weights on the host (Linear layout `[out, in]`; bf16 but `dt_bias`, `a_log`).
+#[derive(Clone, Debug)]
+pub struct HostWeights {
+    /// `[qkv, hidden]`.
+    pub q_proj: Vec<bf16>,
+    /// `[qkv, hidden]`.
+    pub k_proj: Vec<bf16>,
+    /// `[qkv, hidden]`.
+    pub v_proj: Vec<bf16>,
+    /// Depthwise conv taps `[3·qkv, W]`, tap 0 on the oldest input.
+    pub conv: Vec<bf16>,
+    /// Gate low-rank down projection `[D, hidden]`.
+    pub f_a: Vec<bf16>,
+    /// Gate low-rank up projection `[qkv, D]`.
+    pub f_b: Vec<bf16>,
+    /// Gate bias, one per channel, f32 `[qkv]`.
+    pub dt_bias: Vec<f32>,
+    /// Gate log-rate, one per head, f32 `[H]`.
+    pub a_log: Vec<f32>,
+    /// Beta projection `[H, hidden]`.
+    pub b_proj: Vec<bf16>,
+    /// Output-gate down projection `[D, hidden]`.
+    pub g_a: Vec<bf16>,
+    /// Output-gate up projection `[qkv, D]`.
+    pub g_b: Vec<bf16>,
+    /// Output norm weight `[D]`.
+    pub o_norm: Vec<bf16>,
+    /// Output projection `[hidden, qkv]`.
+    pub o_proj: Vec<bf16>,
+}
+
+/// One layer's weights on a backend; the same fields as [`HostWeights`].
+#[derive(Debug)]
+#[allow(missing_docs)] // Each field is documented on `HostWeights`.
+pub struct DeviceWeights {
+    pub q_proj: DeviceBuffer,
+    pub k_proj: DeviceBuffer,
+    pub v_proj: DeviceBuffer,
+    pub conv: DeviceBuffer,
+    pub f_a: DeviceBuffer,
+    pub f_b: DeviceBuffer,
+    pub dt_bias: DeviceBuffer,
+    pub a_log: DeviceBuffer,
+    pub b_proj: DeviceBuffer,
+    pub g_a: DeviceBuffer,
+    pub g_b: DeviceBuffer,
+    pub o_norm: DeviceBuffer,
+    pub o_proj: DeviceBuffer,
+}
+
+impl HostWeights {
+    /// Weights drawn from `seed` at the scales of a trained layer: Linear weights uniform with
+    /// variance `1/in` (unit-variance outputs), conv taps within ±0.5, gate biases in `[-4, -1]`
+    /// and log-rates within ±0.5, norm weights near 1.
+    pub fn synthetic(geometry: &KdaGeometry, seed: u64) -> Self {
+        let mut rng = SplitMix64::new(seed);
+        let (hidden, heads, d, qkv) = (
+            geometry.hidden as usize,
+            geometry.heads as usize,
+            geometry.head_dim as usize,
+            geometry.qkv() as usize,
+        );
+        let mut linear = |out: usize, inputs: usize| bf16_vec(&rng_linear(&mut rng, out, inputs));
+        let q_proj = linear(qkv, hidden);
+        let k_proj = linear(qkv, hidden);
+        let v_proj = linear(qkv, hidden);
+        let f_a = linear(d, hidden);
+        let f_b = linear(qkv, d);
+        let b_proj = linear(heads, hidden);
+        let g_a = linear(d, hidden);
+        let g_b = linear(qkv, d);
+        let o_proj = linear(hidden, qkv);
+        Self {
+            q_proj,
+            k_proj,
+            v_proj,
+            conv: bf16_vec(&rng.uniform_vec(3 * qkv * CONV_WIDTH as usize, 0.5)),
+            f_a,
+            f_b,
+            // σ(-4..-1) · lower_bound: log-decays from ≈ -0.1 to -1.3, short and long memories.
+            dt_bias: rng.uniform_vec(qkv, 1.5).iter().map(|x| x - 2.5).collect(),
+            a_log: rng.uniform_vec(heads, 0.5),
+            b_proj,
+            g_a,
+            g_b,
+            o_norm: bf16_vec(&rng.uniform_vec(d, 0.1).iter().map(|x| 1.0 + x).collect::<Vec<_>>()),
+            o_proj,
+        }
+    }
+
+    /// A copy of these weights on `gpu`.
+    pub fn upload(&self, gpu: &dyn GpuBackend) -> Result<DeviceWeights, BackendError> {
+        Ok(DeviceWeights {
+            q_proj: gpu.upload(&self.q_proj)?,
+            k_proj: gpu.upload(&self.k_proj)?,
+            v_proj: gpu.upload(&self.v_proj)?,
+            conv: gpu.upload(&self.conv)?,
+            f_a: gpu.upload(&self.f_a)?,
+            f_b: gpu.upload(&self.f_b)?,
+            dt_bias: gpu.upload(&self.dt_bias)?,
+            a_log: gpu.upload(&self.a_log)?,
+            b_proj: gpu.upload(&self.b_proj)?,
+            g_a: gpu.upload(&self.g_a)?,
+            g_b: gpu.upload(&self.g_b)?,
+            o_norm: gpu.upload(&self.o_norm)?,
+            o_proj: gpu.upload(&self.o_proj)?,
+        })
+    }
+}
+
+/// A Linear weight `[out, inputs]`, uniform with variance `1/inputs`.
+fn rng_linear(rng: &mut SplitMix64, out: usize, inputs: usize) -> Vec<f32> {
+    rng.uniform_vec(out * inputs, (3.0 / inputs as f32).sqrt())
+}
+
+/// `values` rounded to bf16.
+pub fn bf16_vec(values: &[f32]) -> Vec<bf16> {
+    values.iter().copied().map(bf16::from_f32).collect()
+}
+
+/// `t` synthetic block inputs `[t, hidden]` from `seed`: unit-scale activations, as a normed
+/// residual stream is.
+pub fn synthetic_hidden(geometry: &KdaGeometry, t: usize, seed: u64) -> Vec<bf16> {
+    bf16_vec(&SplitMix64::new(seed).uniform_vec(t * geometry.hidden as usize, 1.7))
+}
