@@ -17,13 +17,23 @@ fn main() {
 
 /// A site whose crate root holds the project's `kernels.toml` and generated `large_<n>.toml`s.
 fn site() -> DeriveSite {
-    DeriveSite { crate_root: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))), deriving_file: None }
+    DeriveSite {
+        crate_root: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+        deriving_file: None,
+    }
 }
 
 #[divan::bench]
 fn glm5next_kda_16_entries(bencher: divan::Bencher) {
     let site = site();
-    bencher.bench(|| derive_kernel_table(quote!(pub struct Glm5NextKda;), &site));
+    bencher.bench(|| {
+        derive_kernel_table(
+            quote!(
+                pub struct Glm5NextKda;
+            ),
+            &site,
+        )
+    });
 }
 
 #[divan::bench(args = [1_000, 10_000])]
@@ -34,5 +44,13 @@ fn generated_table(bencher: divan::Bencher, entries: usize) {
     std::fs::write(&manifest, manifests::large_manifest(entries)).unwrap();
     let path = manifest.to_str().unwrap();
     let site = site();
-    bencher.bench(|| derive_kernel_table(quote!(#[kernel_table(manifest = #path)] struct Large;), &site));
+    bencher.bench(|| {
+        derive_kernel_table(
+            quote!(
+                #[kernel_table(manifest = #path)]
+                struct Large;
+            ),
+            &site,
+        )
+    });
 }

@@ -54,8 +54,17 @@ pub enum JobError {
 }
 
 /// Runs the job on `gpu`; `progress(done, total)` hears about the per-token path as it goes.
-pub fn run(gpu: &dyn GpuBackend, options: &JobOptions, progress: &mut dyn FnMut(u32, u32)) -> Result<JobReport, JobError> {
-    let JobOptions { geometry, prompt, decode, seed } = *options;
+pub fn run(
+    gpu: &dyn GpuBackend,
+    options: &JobOptions,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<JobReport, JobError> {
+    let JobOptions {
+        geometry,
+        prompt,
+        decode,
+        seed,
+    } = *options;
     let weights = HostWeights::synthetic(&geometry, seed);
     let block = Glm5NextKdaBlock::new(gpu, geometry, &weights)?;
     let width = geometry.hidden as usize;
@@ -67,7 +76,10 @@ pub fn run(gpu: &dyn GpuBackend, options: &JobOptions, progress: &mut dyn FnMut(
     let mut chunked = Vec::with_capacity(hidden.len());
     let (prefill_time, ()) = timed(|| -> Result<(), JobError> {
         if prompt > 0 {
-            let out = block.prefill(&mut chunked_state, &gpu.upload(&hidden[..prompt as usize * width])?)?;
+            let out = block.prefill(
+                &mut chunked_state,
+                &gpu.upload(&hidden[..prompt as usize * width])?,
+            )?;
             chunked.extend(gpu.download::<bf16>(&out)?);
         }
         Ok(())
@@ -91,7 +103,8 @@ pub fn run(gpu: &dyn GpuBackend, options: &JobOptions, progress: &mut dyn FnMut(
         Ok(())
     })?;
 
-    let outputs = Agreement::of(&widen(&chunked), &widen(&per_token)).ok_or(JobError::Incomparable("outputs"))?;
+    let outputs = Agreement::of(&widen(&chunked), &widen(&per_token))
+        .ok_or(JobError::Incomparable("outputs"))?;
     let state = Agreement::of(
         &widen(&gpu.download::<f32>(&chunked_state.recurrent)?),
         &widen(&gpu.download::<f32>(&per_token_state.recurrent)?),
@@ -106,7 +119,12 @@ pub fn run(gpu: &dyn GpuBackend, options: &JobOptions, progress: &mut dyn FnMut(
     })
 }
 
-fn decode_step(gpu: &dyn GpuBackend, block: &Glm5NextKdaBlock<'_>, state: &mut KdaState, row: &[bf16]) -> Result<Vec<bf16>, JobError> {
+fn decode_step(
+    gpu: &dyn GpuBackend,
+    block: &Glm5NextKdaBlock<'_>,
+    state: &mut KdaState,
+    row: &[bf16],
+) -> Result<Vec<bf16>, JobError> {
     let out = block.decode_step(state, &gpu.upload(row)?)?;
     Ok(gpu.download(&out)?)
 }

@@ -5,28 +5,67 @@ use kda_build::{Location, Manifest};
 /// The rendered errors of `text`, one per line.
 fn errors(text: &str) -> Vec<String> {
     let error = Manifest::parse("k.toml", text).expect_err("the manifest should be rejected");
-    error.diagnostics.iter().map(|d| d.render(&error.file)).collect()
+    error
+        .diagnostics
+        .iter()
+        .map(|d| d.render(&error.file))
+        .collect()
 }
 
 #[test]
 fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels.toml")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels.toml")).unwrap();
     let manifest = Manifest::parse("kernels.toml", &text).unwrap();
     let table = manifest.table("glm5next_kda").unwrap();
     let fields: Vec<&str> = table.entries.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(
         fields,
         [
-            "gemm", "gemv", "gemv_batchm", "conv_decode", "conv_prefill", "l2", "gate", "chunk_prepare",
-            "chunk_scan", "recurrent", "recurrent_smem", "o_norm", "split_widen", "sigmoid", "fill", "pack"
+            "gemm",
+            "gemv",
+            "gemv_batchm",
+            "conv_decode",
+            "conv_prefill",
+            "l2",
+            "gate",
+            "chunk_prepare",
+            "chunk_scan",
+            "recurrent",
+            "recurrent_smem",
+            "o_norm",
+            "split_widen",
+            "sigmoid",
+            "fill",
+            "pack"
         ]
     );
-    let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
+    let optional: Vec<&str> = table
+        .entries
+        .iter()
+        .filter(|e| e.optional)
+        .map(|e| e.field.as_str())
+        .collect();
     assert_eq!(optional, ["gemv_batchm", "recurrent_smem"]);
-    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (16, 14, 2));
-    assert!(table.entries.iter().all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty())));
+    assert_eq!(
+        (
+            table.entries.len(),
+            table.required_count(),
+            table.optional_count()
+        ),
+        (16, 14, 2)
+    );
+    assert!(
+        table
+            .entries
+            .iter()
+            .all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty()))
+    );
     let smem = &table.entries[10];
-    assert_eq!((smem.module.as_str(), smem.entry.as_str()), ("kda_recurrent", "kda_recurrent_decode_bf16_smem"));
+    assert_eq!(
+        (smem.module.as_str(), smem.entry.as_str()),
+        ("kda_recurrent", "kda_recurrent_decode_bf16_smem")
+    );
 }
 
 #[test]
@@ -45,20 +84,31 @@ fn entries_keep_file_order_fields_and_locations() {
     assert!(b.entries[1].optional);
     assert_eq!(b.entries[1].location, Location { line: 4, column: 1 });
     let one = &manifest.tables[1].entries[0];
-    assert_eq!((one.field.as_str(), one.module.as_str(), one.entry.as_str()), ("one", "n", "one"));
+    assert_eq!(
+        (one.field.as_str(), one.module.as_str(), one.entry.as_str()),
+        ("one", "n", "one")
+    );
     assert_eq!(one.location.line, 7);
 }
 
 #[test]
 fn a_manifest_without_tables_is_empty_not_an_error() {
-    assert!(Manifest::parse("k.toml", "# nothing yet\n").unwrap().tables.is_empty());
+    assert!(
+        Manifest::parse("k.toml", "# nothing yet\n")
+            .unwrap()
+            .tables
+            .is_empty()
+    );
 }
 
 #[test]
 fn syntax_errors_are_all_reported_with_their_locations() {
     assert_eq!(
         errors("[t\ngemm = {\n"),
-        ["k.toml:1:3: unclosed table, expected `]`", "k.toml:2:9: unclosed inline table, expected `}`"]
+        [
+            "k.toml:1:3: unclosed table, expected `]`",
+            "k.toml:2:9: unclosed inline table, expected `}`"
+        ]
     );
 }
 
@@ -66,14 +116,22 @@ fn syntax_errors_are_all_reported_with_their_locations() {
 fn unknown_keys_are_reported_at_the_key() {
     assert_eq!(
         errors("[t]\ngemm = { module = \"gemm\", entry = \"e\", optinal = true }\n"),
-        ["k.toml:2:40: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`"]
+        [
+            "k.toml:2:40: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`"
+        ]
     );
 }
 
 #[test]
 fn missing_module_or_entry_is_reported_at_the_entry() {
-    assert_eq!(errors("[t]\ngemm = { entry = \"e\" }\n"), ["k.toml:2:8: entry `gemm`: missing field `module`"]);
-    assert_eq!(errors("[t]\n[t.gemm]\nmodule = \"m\"\n"), ["k.toml:2:1: entry `gemm`: missing field `entry`"]);
+    assert_eq!(
+        errors("[t]\ngemm = { entry = \"e\" }\n"),
+        ["k.toml:2:8: entry `gemm`: missing field `module`"]
+    );
+    assert_eq!(
+        errors("[t]\n[t.gemm]\nmodule = \"m\"\n"),
+        ["k.toml:2:1: entry `gemm`: missing field `entry`"]
+    );
 }
 
 #[test]
@@ -95,7 +153,9 @@ fn wrong_value_types_are_reported_at_the_value() {
 #[test]
 fn field_names_must_be_rust_identifiers_and_not_keywords() {
     assert_eq!(
-        errors("[t]\ntype = { module = \"m\", entry = \"a\" }\n\"two words\" = { module = \"m\", entry = \"b\" }\n"),
+        errors(
+            "[t]\ntype = { module = \"m\", entry = \"a\" }\n\"two words\" = { module = \"m\", entry = \"b\" }\n"
+        ),
         [
             "k.toml:2:1: field name `type` is a Rust keyword; choose another name",
             "k.toml:3:1: field name \"two words\" is not a Rust identifier",
@@ -113,7 +173,10 @@ fn modules_and_entries_must_be_c_identifiers() {
         ]
     );
     // cudarc's CString conversion would panic on a NUL; the manifest never lets one through.
-    assert_eq!(errors("[t]\ng = { module = \"m\", entry = \"a\\u0000b\" }\n").len(), 1);
+    assert_eq!(
+        errors("[t]\ng = { module = \"m\", entry = \"a\\u0000b\" }\n").len(),
+        1
+    );
 }
 
 #[test]
@@ -133,14 +196,21 @@ fn an_entry_point_listed_twice_names_the_first_listing() {
 
 #[test]
 fn empty_tables_and_non_tables_are_rejected() {
-    assert_eq!(errors("[t]\n"), ["k.toml:1:2: table `[t]` lists no kernel entries"]);
+    assert_eq!(
+        errors("[t]\n"),
+        ["k.toml:1:2: table `[t]` lists no kernel entries"]
+    );
     assert_eq!(
         errors("version = 1\n"),
-        ["k.toml:1:1: `version` is not a kernel table: the top level of a manifest holds only `[table]`s of entries such as `gemm = { module = \"gemm\", entry = \"dense_gemm_bf16\" }`"]
+        [
+            "k.toml:1:1: `version` is not a kernel table: the top level of a manifest holds only `[table]`s of entries such as `gemm = { module = \"gemm\", entry = \"dense_gemm_bf16\" }`"
+        ]
     );
     assert_eq!(
         errors("[t]\ngemm = \"dense_gemm_bf16\"\n"),
-        ["k.toml:2:8: entry `gemm` must be a table such as `{ module = \"...\", entry = \"...\" }`, not a string"]
+        [
+            "k.toml:2:8: entry `gemm` must be a table such as `{ module = \"...\", entry = \"...\" }`, not a string"
+        ]
     );
 }
 

@@ -13,8 +13,26 @@ const VALID: &str = "[glm5next_kda]\n\
 
 /// Fragments that make TOML and manifest errors when spliced in anywhere.
 const FRAGMENTS: &[&str] = &[
-    "[", "]", "{", "}", "=", "\"", "\n", ",", "optional = 1", "module = \"a-b\"", "x = { }", "[t]\n",
-    "é", "\0", "'''", "#", "fn", "entry = \"e\"", ".", "[[a]]\n",
+    "[",
+    "]",
+    "{",
+    "}",
+    "=",
+    "\"",
+    "\n",
+    ",",
+    "optional = 1",
+    "module = \"a-b\"",
+    "x = { }",
+    "[t]\n",
+    "é",
+    "\0",
+    "'''",
+    "#",
+    "fn",
+    "entry = \"e\"",
+    ".",
+    "[[a]]\n",
 ];
 
 /// Every error's line and column lie inside `text`.
@@ -24,7 +42,10 @@ fn assert_located_inside(text: &str) {
         assert!(!error.diagnostics.is_empty());
         for diagnostic in &error.diagnostics {
             let location = diagnostic.location;
-            assert!((1..=line_count).contains(&location.line), "{location} outside {line_count} lines");
+            assert!(
+                (1..=line_count).contains(&location.line),
+                "{location} outside {line_count} lines"
+            );
             let line = text.split('\n').nth(location.line as usize - 1).unwrap();
             assert!(location.column >= 1 && location.column as usize <= line.chars().count() + 1);
         }

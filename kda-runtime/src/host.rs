@@ -122,10 +122,16 @@ fn check_size(expected: usize, found: usize) -> Result<(), BackendError> {
 }
 
 /// Checks that `range` lies inside `buffer`, as a slice argument must.
-pub fn check_range(buffer: &DeviceBuffer, range: &std::ops::Range<usize>) -> Result<(), BackendError> {
+pub fn check_range(
+    buffer: &DeviceBuffer,
+    range: &std::ops::Range<usize>,
+) -> Result<(), BackendError> {
     if range.start <= range.end && range.end <= buffer.len() {
         Ok(())
     } else {
-        Err(BackendError::SliceOutOfBounds { range: range.clone(), len: buffer.len() })
+        Err(BackendError::SliceOutOfBounds {
+            range: range.clone(),
+            len: buffer.len(),
+        })
     }
 }

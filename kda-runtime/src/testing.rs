@@ -167,7 +167,11 @@ impl FakeBackend {
             KernelArg::Slice(buffer, range) => {
                 self.memory.storage(buffer)?;
                 check_range(buffer, range)?;
-                FakeArg::Buffer { dtype: buffer.dtype(), len: range.len(), writable: false }
+                FakeArg::Buffer {
+                    dtype: buffer.dtype(),
+                    len: range.len(),
+                    writable: false,
+                }
             }
             KernelArg::U32(value) => FakeArg::U32(*value),
             KernelArg::I32(value) => FakeArg::I32(*value),

@@ -13,7 +13,9 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(
         "causal_conv1d",
         "causal_conv1d_update_l2norm",
-        &[MutF32, ConstBf16, ConstBf16, MutBf16, U32, U32, U32, U32, F32],
+        &[
+            MutF32, ConstBf16, ConstBf16, MutBf16, U32, U32, U32, U32, F32,
+        ],
         causal_conv1d_update_l2norm,
     )
     .with_kernel(
@@ -112,22 +114,24 @@ impl<'a> ConvLaunch<'a> {
             dim,
             width,
         };
-        par_rows_mut(out, t, dim).enumerate().for_each(|(tau, row)| {
-            let mut y: Vec<f32> = (0..dim)
-                .map(|c| {
-                    let taps = &weight[c * width..][..width];
-                    // a = Σ_s window[s]·w[c][s], tap 0 on the oldest input, ascending s.
-                    let a = taps.iter().enumerate().fold(0.0, |acc, (s, tap)| {
-                        acc + window.input(c, tau + s) * tap.to_f32()
-                    });
-                    silu(a)
-                })
-                .collect();
-            finish(&mut y);
-            row.iter_mut()
-                .zip(&y)
-                .for_each(|(out, &y)| *out = bf16::from_f32(y));
-        });
+        par_rows_mut(out, t, dim)
+            .enumerate()
+            .for_each(|(tau, row)| {
+                let mut y: Vec<f32> = (0..dim)
+                    .map(|c| {
+                        let taps = &weight[c * width..][..width];
+                        // a = Σ_s window[s]·w[c][s], tap 0 on the oldest input, ascending s.
+                        let a = taps.iter().enumerate().fold(0.0, |acc, (s, tap)| {
+                            acc + window.input(c, tau + s) * tap.to_f32()
+                        });
+                        silu(a)
+                    })
+                    .collect();
+                finish(&mut y);
+                row.iter_mut()
+                    .zip(&y)
+                    .for_each(|(out, &y)| *out = bf16::from_f32(y));
+            });
         // After t tokens, slot s holds input t − 1 + s of the extended sequence.
         state.par_iter_mut().enumerate().for_each(|(i, slot)| {
             *slot = window.input(i / width, t - 1 + i % width);

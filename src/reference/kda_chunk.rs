@@ -331,7 +331,9 @@ fn combination<'r>(
 ) -> Vec<f32> {
     let mut acc = vec![0.0f32; d];
     for (row, coef) in rows.zip(coefs) {
-        acc.iter_mut().zip(row).for_each(|(acc, x)| *acc += coef * x);
+        acc.iter_mut()
+            .zip(row)
+            .for_each(|(acc, x)| *acc += coef * x);
     }
     acc
 }

@@ -69,21 +69,30 @@ fn kda_split_widen(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let parts = [args.mut_f32(1)?, args.mut_f32(2)?, args.mut_f32(3)?];
     let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
     require("src [t, 3·qkv]", src.len(), &[t, 3, qkv])?;
-    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(&parts) {
+    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"]
+        .iter()
+        .zip(&parts)
+    {
         require(name, part.len(), &[t, qkv])?;
     }
     for (index, part) in parts.into_iter().enumerate() {
-        par_rows_mut(part, t, qkv).enumerate().for_each(|(row, dst)| {
-            let src = &src[(3 * row + index) * qkv..][..qkv];
-            dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
-        });
+        par_rows_mut(part, t, qkv)
+            .enumerate()
+            .for_each(|(row, dst)| {
+                let src = &src[(3 * row + index) * qkv..][..qkv];
+                dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
+            });
     }
     Ok(())
 }
 
 /// `q, k, v [t, qkv], dst [t, 3·qkv], t, qkv`: `dst[τ] = q[τ] | k[τ] | v[τ]`.
 fn kda_pack_qkv_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let parts = [args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?];
+    let parts = [
+        args.const_bf16(0)?,
+        args.const_bf16(1)?,
+        args.const_bf16(2)?,
+    ];
     let dst = args.mut_bf16(3)?;
     let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
     for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(parts) {

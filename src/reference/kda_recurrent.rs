@@ -50,7 +50,11 @@ struct Step {
 
 /// `q, k, v [h, d], gate [h, d], beta [h], state [h, d, d], out [h, d], h, d, scale`.
 fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
-    let (q, k, v) = (args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?);
+    let (q, k, v) = (
+        args.const_bf16(0)?,
+        args.const_bf16(1)?,
+        args.const_bf16(2)?,
+    );
     let (gate, beta) = (args.const_f32(3)?, args.const_f32(4)?);
     let (state, out) = (args.mut_f32(5)?, args.mut_f32(6)?);
     let (h, d) = (args.u32(7)? as usize, args.u32(8)? as usize);
@@ -108,13 +112,23 @@ fn widen(values: &[bf16]) -> Vec<f32> {
 /// `δ = β·(v − Σ)`; pass 2 over k ascending adds `k·δ`, stores and accumulates with `q·scale`.
 fn update_column(column: &mut [f32], stride: usize, step: &Step, v: f32) -> f32 {
     let mut kv = 0.0;
-    for ((s, decay), k) in column.iter_mut().step_by(stride).zip(&step.decay).zip(&step.k) {
+    for ((s, decay), k) in column
+        .iter_mut()
+        .step_by(stride)
+        .zip(&step.decay)
+        .zip(&step.k)
+    {
         *s *= decay;
         kv += *s * k;
     }
     let delta = step.beta * (v - kv);
     let mut out = 0.0;
-    for ((s, k), q) in column.iter_mut().step_by(stride).zip(&step.k).zip(&step.q_scaled) {
+    for ((s, k), q) in column
+        .iter_mut()
+        .step_by(stride)
+        .zip(&step.k)
+        .zip(&step.q_scaled)
+    {
         *s += k * delta;
         out += *s * q;
     }

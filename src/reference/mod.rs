@@ -83,7 +83,9 @@ fn l2_norm(values: impl IntoIterator<Item = f32>, eps: f32) -> f32 {
 /// Checks that the buffer described by `name` (its shape written in, e.g. "a [m, k]") holds the
 /// `dims` tensor. Longer buffers are fine: a kernel reads and writes the prefix it is told about.
 fn require(name: &str, len: usize, dims: &[usize]) -> Result<(), KernelError> {
-    let needed = dims.iter().try_fold(1usize, |acc, &dim| acc.checked_mul(dim));
+    let needed = dims
+        .iter()
+        .try_fold(1usize, |acc, &dim| acc.checked_mul(dim));
     let shape = || {
         let factors = dims.iter().map(ToString::to_string).collect::<Vec<_>>();
         factors.join("×")
@@ -94,7 +96,10 @@ fn require(name: &str, len: usize, dims: &[usize]) -> Result<(), KernelError> {
             shape()
         ))),
         Some(needed) if len < needed => Err(KernelError::new(if dims.len() > 1 {
-            format!("`{name}` holds {len} elements, needs {} = {needed}", shape())
+            format!(
+                "`{name}` holds {len} elements, needs {} = {needed}",
+                shape()
+            )
         } else {
             format!("`{name}` holds {len} elements, needs {needed}")
         })),

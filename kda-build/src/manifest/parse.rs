@@ -69,7 +69,11 @@ fn read_table(
         .into_iter()
         .filter_map(|(field, value)| read_entry(text, spanned_string(field), value, diagnostics))
         .collect();
-    Some(RawTable { name, is_empty, entries })
+    Some(RawTable {
+        name,
+        is_empty,
+        entries,
+    })
 }
 
 fn read_entry(

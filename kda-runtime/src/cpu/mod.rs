@@ -72,7 +72,9 @@ impl Default for CpuBackend {
 impl fmt::Debug for CpuBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let entries = self.modules.iter().flat_map(|(module, entries)| {
-            entries.keys().map(move |entry| format!("{module}::{entry}"))
+            entries
+                .keys()
+                .map(move |entry| format!("{module}::{entry}"))
         });
         f.debug_struct("CpuBackend")
             .field("id", &self.id)
@@ -148,22 +150,28 @@ impl CpuBackend {
         arg: &'s mut KernelArg<'_>,
     ) -> Result<CpuArg<'s>, String> {
         let found = found(arg);
-        let mismatch = |found: &str| format!("parameter {index}: expected `{kind}`, found `{found}`");
+        let mismatch =
+            |found: &str| format!("parameter {index}: expected `{kind}`, found `{found}`");
         let foreign = |error: BackendError| format!("parameter {index}: {error}");
         match (kind, arg) {
             (ParamKind::U32, KernelArg::U32(value)) => Ok(CpuArg::U32(*value)),
             (ParamKind::I32, KernelArg::I32(value)) => Ok(CpuArg::I32(*value)),
             (ParamKind::F32, KernelArg::F32(value)) => Ok(CpuArg::F32(*value)),
             // As in C, a writable buffer may fill a `const T*` parameter.
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Buffer(buffer)) => {
-                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
-            }
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::BufferMut(buffer)) => {
-                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
-            }
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Buffer(buffer)) => self
+                .shared(kind, buffer)
+                .map_err(foreign)?
+                .ok_or_else(|| mismatch(&found)),
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::BufferMut(buffer)) => self
+                .shared(kind, buffer)
+                .map_err(foreign)?
+                .ok_or_else(|| mismatch(&found)),
             (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Slice(buffer, range)) => {
                 check_range(buffer, range).map_err(foreign)?;
-                let whole = self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))?;
+                let whole = self
+                    .shared(kind, buffer)
+                    .map_err(foreign)?
+                    .ok_or_else(|| mismatch(&found))?;
                 Ok(match whole {
                     CpuArg::ConstBf16(data) => CpuArg::ConstBf16(&data[range.clone()]),
                     CpuArg::ConstF32(data) => CpuArg::ConstF32(&data[range.clone()]),
@@ -281,7 +289,10 @@ impl GpuBackend for CpuBackend {
         };
         let signature = &cpu_kernel.signature;
         if args.len() != signature.len() {
-            let expected = signature.iter().map(ToString::to_string).collect::<Vec<_>>();
+            let expected = signature
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>();
             return Err(refused(format!(
                 "expected {} arguments ({}), got {}",
                 signature.len(),

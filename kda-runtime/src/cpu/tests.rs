@@ -161,10 +161,12 @@ fn a_read_only_buffer_for_a_written_parameter_is_refused() {
     let gpu = gpu();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&y).into(), 1u32.into(), 1.0f32.into()]);
+    let reason = launch_refusal(
+        &gpu,
+        &mut [(&x).into(), (&y).into(), 1u32.into(), 1.0f32.into()],
+    );
     assert_eq!(
-        reason,
-        "parameter 1: expected `f32*`, found `const f32*`",
+        reason, "parameter 1: expected `f32*`, found `const f32*`",
         "{reason}"
     );
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0]);
@@ -187,11 +189,20 @@ fn a_wrong_dtype_is_refused() {
     let gpu = gpu();
     let x = gpu.upload(&[bf16::ONE]).unwrap();
     let mut y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()]);
-    assert_eq!(reason, "parameter 0: expected `const f32*`, found `const bf16*`");
+    let reason = launch_refusal(
+        &gpu,
+        &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
+    );
+    assert_eq!(
+        reason,
+        "parameter 0: expected `const f32*`, found `const bf16*`"
+    );
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = gpu.upload(&[bf16::ONE]).unwrap();
-    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()]);
+    let reason = launch_refusal(
+        &gpu,
+        &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
+    );
     assert_eq!(reason, "parameter 1: expected `f32*`, found `bf16*`");
 }
 
@@ -201,7 +212,10 @@ fn a_buffer_of_another_backend_is_refused() {
     let other = CpuBackend::new();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = other.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()]);
+    let reason = launch_refusal(
+        &gpu,
+        &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
+    );
     assert!(reason.starts_with("parameter 1: "), "{reason}");
     assert!(reason.contains("another backend"), "{reason}");
     assert_eq!(other.download::<f32>(&y).unwrap(), [1.0]);
@@ -230,7 +244,10 @@ fn a_kernel_error_becomes_a_launch_error() {
     let gpu = gpu();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 2u32.into(), 1.0f32.into()]);
+    let reason = launch_refusal(
+        &gpu,
+        &mut [(&x).into(), (&mut y).into(), 2u32.into(), 1.0f32.into()],
+    );
     assert_eq!(reason, "n = 2 exceeds the buffers");
 }
 
@@ -247,20 +264,32 @@ fn a_kernel_asking_for_the_wrong_argument_gets_an_error() {
             args.mut_f32(0)?;
             args.mut_f32(0).map(drop)
         })
-        .with_kernel("k", "shared_twice", &[ParamKind::ConstF32, ParamKind::I32], |mut args| {
-            let (a, b) = (args.const_f32(0)?, args.const_f32(0)?);
-            let (i, j) = (args.i32(1)?, args.i32(1)?);
-            assert_eq!((a.len(), b.len(), i, j, args.len()), (1, 1, -3, -3, 2));
-            Ok(())
-        });
+        .with_kernel(
+            "k",
+            "shared_twice",
+            &[ParamKind::ConstF32, ParamKind::I32],
+            |mut args| {
+                let (a, b) = (args.const_f32(0)?, args.const_f32(0)?);
+                let (i, j) = (args.i32(1)?, args.i32(1)?);
+                assert_eq!((a.len(), b.len(), i, j, args.len()), (1, 1, -3, -3, 2));
+                Ok(())
+            },
+        );
     let run = |entry: &str, args: &mut [KernelArg<'_>]| {
         let kernel = gpu.lookup("k", entry).unwrap();
-        gpu.launch(kernel, geometry(), args).map_err(|e| e.to_string())
+        gpu.launch(kernel, geometry(), args)
+            .map_err(|e| e.to_string())
     };
     let wrong = run("wrong_kind", &mut [1u32.into()]).unwrap_err();
-    assert!(wrong.ends_with("argument 0 is a `u32`, not a `f32`"), "{wrong}");
+    assert!(
+        wrong.ends_with("argument 0 is a `u32`, not a `f32`"),
+        "{wrong}"
+    );
     let range = run("out_of_range", &mut [1u32.into()]).unwrap_err();
-    assert!(range.ends_with("argument 1 asked for, but the launch has 1"), "{range}");
+    assert!(
+        range.ends_with("argument 1 asked for, but the launch has 1"),
+        "{range}"
+    );
     let mut buffer = gpu.zeros::<f32>(1).unwrap();
     let twice = run("twice", &mut [(&mut buffer).into()]).unwrap_err();
     assert!(twice.ends_with("argument 0 was already taken"), "{twice}");

@@ -44,7 +44,9 @@ impl Rng {
     }
 
     fn bf16s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<bf16> {
-        (0..n).map(|_| bf16::from_f32(self.uniform(lo, hi))).collect()
+        (0..n)
+            .map(|_| bf16::from_f32(self.uniform(lo, hi)))
+            .collect()
     }
 }
 
@@ -165,7 +167,10 @@ fn sigmoid64(x: f64) -> f64 {
 /// not all zero.
 fn checked_peak(what: &str, want: &[f64]) -> f64 {
     assert!(!want.is_empty(), "{what}: nothing compared");
-    assert!(want.iter().all(|x| x.is_finite()), "{what}: non-finite reference");
+    assert!(
+        want.iter().all(|x| x.is_finite()),
+        "{what}: non-finite reference"
+    );
     let peak = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     assert!(peak > 0.0, "{what}: all-zero reference");
     peak
@@ -197,7 +202,10 @@ fn assert_relative(what: &str, got: &[f32], want: &[f64], tolerance: f64) {
     checked_peak(what, want);
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let rel = (f64::from(g) - w).abs() / w.abs();
-        assert!(rel <= tolerance, "{what}[{i}]: {g} vs {w}, relative {rel:.3e}");
+        assert!(
+            rel <= tolerance,
+            "{what}[{i}]: {g} vs {w}, relative {rel:.3e}"
+        );
     }
 }
 
