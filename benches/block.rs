@@ -22,12 +22,7 @@ fn main() {
 fn setup(preset: &str) -> (CpuBackend, KdaGeometry, HostWeights, Vec<half::bf16>) {
     let geometry = KdaGeometry::preset(preset).unwrap();
     let weights = HostWeights::synthetic(&geometry, 1);
-    (
-        kda::reference::backend(),
-        geometry,
-        weights,
-        synthetic_hidden(&geometry, PROMPT, 2),
-    )
+    (kda::reference::backend(), geometry, weights, synthetic_hidden(&geometry, PROMPT, 2))
 }
 
 #[divan::bench(args = PRESETS)]
@@ -36,9 +31,7 @@ fn decode_step(bencher: divan::Bencher, preset: &str) {
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &weights).unwrap();
     let mut state = block.new_state().unwrap();
     let token = gpu.upload(&prompt[..geometry.hidden as usize]).unwrap();
-    bencher
-        .counter(ItemsCount::new(1usize))
-        .bench_local(|| block.decode_step(&mut state, &token).unwrap());
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| block.decode_step(&mut state, &token).unwrap());
 }
 
 #[divan::bench(args = PRESETS)]
@@ -56,16 +49,13 @@ fn chunked_prefill(bencher: divan::Bencher, preset: &str) {
 fn per_token_prefill(bencher: divan::Bencher, preset: &str) {
     let (gpu, geometry, weights, prompt) = setup(preset);
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &weights).unwrap();
-    let tokens: Vec<_> = prompt
-        .chunks(geometry.hidden as usize)
-        .map(|row| gpu.upload(row).unwrap())
-        .collect();
-    bencher
-        .counter(ItemsCount::new(PROMPT))
-        .with_inputs(|| block.new_state().unwrap())
-        .bench_local_refs(|state| {
+    let tokens: Vec<_> =
+        prompt.chunks(geometry.hidden as usize).map(|row| gpu.upload(row).unwrap()).collect();
+    bencher.counter(ItemsCount::new(PROMPT)).with_inputs(|| block.new_state().unwrap()).bench_local_refs(
+        |state| {
             for token in &tokens {
                 block.decode_step(state, token).unwrap();
             }
-        });
+        },
+    );
 }

@@ -17,10 +17,7 @@ fn main() {
 
 /// A site whose crate root holds the project's `kernels.toml` and generated `large_<n>.toml`s.
 fn site() -> DeriveSite {
-    DeriveSite {
-        crate_root: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
-        deriving_file: None,
-    }
+    DeriveSite { crate_root: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))), deriving_file: None }
 }
 
 #[divan::bench]

@@ -2,8 +2,7 @@
 //! [`Glm5NextKdaKernels`] on any backend (`KERNEL-ABI.md`, "The block").
 
 use kda_runtime::{
-    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry,
-    ResolveError,
+    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry, ResolveError,
 };
 
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
@@ -73,12 +72,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         geometry.validate()?;
         let kernels = Glm5NextKdaKernels::resolve(gpu)?;
         let weights = weights.upload(gpu)?;
-        Ok(Self {
-            gpu,
-            kernels,
-            geometry,
-            weights,
-        })
+        Ok(Self { gpu, kernels, geometry, weights })
     }
 
     /// The resolved kernels.
@@ -93,21 +87,15 @@ impl<'g> Glm5NextKdaBlock<'g> {
 
     /// The recurrent kernel decode uses: `recurrent_smem` where the target has it.
     pub fn decode_kernel(&self) -> KernelHandle {
-        self.kernels
-            .recurrent_smem
-            .unwrap_or(self.kernels.recurrent)
+        self.kernels.recurrent_smem.unwrap_or(self.kernels.recurrent)
     }
 
     /// A fresh sequence: zero conv window, zero recurrent state.
     pub fn new_state(&self) -> Result<KdaState, BlockError> {
         let g = &self.geometry;
         Ok(KdaState {
-            conv: self
-                .gpu
-                .alloc(DType::F32, (g.conv_dim() * CONV_WIDTH) as usize)?,
-            recurrent: self
-                .gpu
-                .alloc(DType::F32, (g.heads * g.head_dim * g.head_dim) as usize)?,
+            conv: self.gpu.alloc(DType::F32, (g.conv_dim() * CONV_WIDTH) as usize)?,
+            recurrent: self.gpu.alloc(DType::F32, (g.heads * g.head_dim * g.head_dim) as usize)?,
         })
     }
 
@@ -119,10 +107,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
     ) -> Result<DeviceBuffer, BlockError> {
         let t = self.tokens(hidden)?;
         if t != 1 {
-            return Err(BlockError::Input {
-                expected: "one token".to_owned(),
-                found: format!("{t} tokens"),
-            });
+            return Err(BlockError::Input { expected: "one token".to_owned(), found: format!("{t} tokens") });
         }
         let g = self.geometry;
         let (qkv, dim) = (g.qkv(), g.conv_dim());
@@ -144,11 +129,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
             ],
         )?;
         let mut core = self.gpu.alloc(DType::F32, qkv as usize)?;
-        let (q, k, v) = (
-            0..qkv as usize,
-            qkv as usize..2 * qkv as usize,
-            2 * qkv as usize..dim as usize,
-        );
+        let (q, k, v) = (0..qkv as usize, qkv as usize..2 * qkv as usize, 2 * qkv as usize..dim as usize);
         self.launch(
             self.decode_kernel(),
             launch::per_head(g.heads, g.head_dim),
@@ -170,11 +151,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
 
     /// `t ≥ 1` tokens at once through the chunked form: `hidden` is `[t, hidden]` bf16; returns
     /// `[t, hidden]` bf16 and leaves `state` where `t` decode steps would.
-    pub fn prefill(
-        &self,
-        state: &mut KdaState,
-        hidden: &DeviceBuffer,
-    ) -> Result<DeviceBuffer, BlockError> {
+    pub fn prefill(&self, state: &mut KdaState, hidden: &DeviceBuffer) -> Result<DeviceBuffer, BlockError> {
         let t = self.tokens(hidden)?;
         let g = self.geometry;
         let (qkv, dim, t_pad) = (g.qkv(), g.conv_dim(), g.padded(t));
@@ -275,22 +252,14 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mm = |x: &DeviceBuffer, weight: &DeviceBuffer, n: u32, k: u32| {
             dense_mm_bf16(self.gpu, &self.kernels, x, weight, (t, n, k))
         };
-        let projections =
-            [&w.q_proj, &w.k_proj, &w.v_proj].map(|weight| mm(hidden, weight, qkv, g.hidden));
+        let projections = [&w.q_proj, &w.k_proj, &w.v_proj].map(|weight| mm(hidden, weight, qkv, g.hidden));
         let [qp, kp, vp] = projections;
         let (qp, kp, vp) = (qp?, kp?, vp?);
         let mut packed = self.gpu.alloc(DType::Bf16, (t * 3 * qkv) as usize)?;
         self.launch(
             self.kernels.pack,
             launch::elementwise(t * 3 * qkv),
-            &mut [
-                (&qp).into(),
-                (&kp).into(),
-                (&vp).into(),
-                (&mut packed).into(),
-                t.into(),
-                qkv.into(),
-            ],
+            &mut [(&qp).into(), (&kp).into(), (&vp).into(), (&mut packed).into(), t.into(), qkv.into()],
         )?;
 
         let g_raw = mm(&mm(hidden, &w.f_a, d, g.hidden)?, &w.f_b, qkv, d)?;
@@ -318,12 +287,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
             &mut [(&b_raw).into(), (&mut beta).into(), (t * heads).into()],
         )?;
         let out_gate = mm(&mm(hidden, &w.g_a, d, g.hidden)?, &w.g_b, qkv, d)?;
-        Ok(FrontEnd {
-            qkv: packed,
-            gate,
-            beta,
-            out_gate,
-        })
+        Ok(FrontEnd { qkv: packed, gate, beta, out_gate })
     }
 
     /// The gated output norm and the output projection of `t` rows of `core`.
@@ -349,13 +313,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 g.norm_eps.into(),
             ],
         )?;
-        Ok(dense_mm_bf16(
-            self.gpu,
-            &self.kernels,
-            &normed,
-            &self.weights.o_proj,
-            (t, g.hidden, g.qkv()),
-        )?)
+        Ok(dense_mm_bf16(self.gpu, &self.kernels, &normed, &self.weights.o_proj, (t, g.hidden, g.qkv()))?)
     }
 
     /// An f32 buffer of `t_pad` rows of `width` for `t` rows of data. A padded one is zeroed by
@@ -383,10 +341,10 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 found: format!("{} {} values", hidden.len(), hidden.dtype()),
             });
         }
-        u32::try_from(hidden.len() / width).map_err(|_| BlockError::Input {
-            expected: expected(),
-            found: "more than 2³² tokens".to_owned(),
-        })
+        u32::try_from(hidden.len() / width)
+            .map_err(|_| BlockError::Input {
+                expected: expected(), found: "more than 2³² tokens".to_owned()
+            })
     }
 
     fn launch(

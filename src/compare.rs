@@ -27,11 +27,7 @@ impl Agreement {
         if peak == 0.0 {
             return None;
         }
-        let error: f64 = result
-            .iter()
-            .zip(reference)
-            .map(|(r, e)| (r - e) * (r - e))
-            .sum();
+        let error: f64 = result.iter().zip(reference).map(|(r, e)| (r - e) * (r - e)).sum();
         let norm: f64 = reference.iter().map(|e| e * e).sum();
         let max_relative = result
             .iter()
@@ -39,11 +35,7 @@ impl Agreement {
             .filter(|(_, e)| e.abs() >= 1e-3 * peak)
             .map(|(r, e)| ((r - e) / e).abs())
             .fold(0.0, f64::max);
-        Some(Agreement {
-            relative_rms: (error / norm).sqrt(),
-            max_relative,
-            elements: result.len(),
-        })
+        Some(Agreement { relative_rms: (error / norm).sqrt(), max_relative, elements: result.len() })
     }
 }
 

@@ -150,11 +150,9 @@ impl KdaGeometry {
         }
         let state = u64::from(self.heads) * u64::from(self.head_dim) * u64::from(self.head_dim);
         let conv = 3 * self.qkv_u64() * u64::from(CONV_WIDTH);
-        for (what, value) in [
-            ("3·qkv·W", conv),
-            ("H·D·D", state),
-            ("hidden·qkv", u64::from(self.hidden) * self.qkv_u64()),
-        ] {
+        for (what, value) in
+            [("3·qkv·W", conv), ("H·D·D", state), ("hidden·qkv", u64::from(self.hidden) * self.qkv_u64())]
+        {
             if value > u64::from(u32::MAX) {
                 return Err(GeometryError::Overflow { what, value });
             }
@@ -214,10 +212,7 @@ mod tests {
             KdaGeometry::preset(name).unwrap().validate().unwrap();
         }
         let glm = KdaGeometry::glm5_flash();
-        assert_eq!(
-            (glm.hidden, glm.heads, glm.head_dim, glm.chunk),
-            (4096, 64, 128, 64)
-        );
+        assert_eq!((glm.hidden, glm.heads, glm.head_dim, glm.chunk), (4096, 64, 128, 64));
         assert_eq!(glm.qkv(), 8192);
         assert_eq!(glm.conv_dim(), 24576);
     }
@@ -225,41 +220,14 @@ mod tests {
     #[test]
     fn geometries_the_kernels_cannot_run_are_refused() {
         let tiny = KdaGeometry::tiny();
-        assert_eq!(
-            KdaGeometry {
-                head_dim: 48,
-                ..tiny
-            }
-            .validate(),
-            Err(GeometryError::HeadDim(48))
-        );
-        assert_eq!(
-            KdaGeometry { chunk: 16, ..tiny }.validate(),
-            Err(GeometryError::Chunk(16))
-        );
-        assert_eq!(
-            KdaGeometry { heads: 0, ..tiny }.validate(),
-            Err(GeometryError::Zero("heads"))
-        );
-        let positive = KdaGeometry {
-            gate_law: GateLaw::Bounded { lower_bound: 1.0 },
-            ..tiny
-        };
+        assert_eq!(KdaGeometry { head_dim: 48, ..tiny }.validate(), Err(GeometryError::HeadDim(48)));
+        assert_eq!(KdaGeometry { chunk: 16, ..tiny }.validate(), Err(GeometryError::Chunk(16)));
+        assert_eq!(KdaGeometry { heads: 0, ..tiny }.validate(), Err(GeometryError::Zero("heads")));
+        let positive = KdaGeometry { gate_law: GateLaw::Bounded { lower_bound: 1.0 }, ..tiny };
         assert_eq!(positive.validate(), Err(GeometryError::LowerBound(1.0)));
-        let huge = KdaGeometry {
-            hidden: 1 << 20,
-            heads: 1 << 12,
-            head_dim: 128,
-            ..tiny
-        };
-        assert!(matches!(
-            huge.validate(),
-            Err(GeometryError::Overflow { .. })
-        ));
-        assert!(matches!(
-            KdaGeometry::preset("huge"),
-            Err(GeometryError::UnknownPreset(_))
-        ));
+        let huge = KdaGeometry { hidden: 1 << 20, heads: 1 << 12, head_dim: 128, ..tiny };
+        assert!(matches!(huge.validate(), Err(GeometryError::Overflow { .. })));
+        assert!(matches!(KdaGeometry::preset("huge"), Err(GeometryError::UnknownPreset(_))));
     }
 
     #[test]

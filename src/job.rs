@@ -59,12 +59,7 @@ pub fn run(
     options: &JobOptions,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<JobReport, JobError> {
-    let JobOptions {
-        geometry,
-        prompt,
-        decode,
-        seed,
-    } = *options;
+    let JobOptions { geometry, prompt, decode, seed } = *options;
     let weights = HostWeights::synthetic(&geometry, seed);
     let block = Glm5NextKdaBlock::new(gpu, geometry, &weights)?;
     let width = geometry.hidden as usize;
@@ -76,10 +71,7 @@ pub fn run(
     let mut chunked = Vec::with_capacity(hidden.len());
     let (prefill_time, ()) = timed(|| -> Result<(), JobError> {
         if prompt > 0 {
-            let out = block.prefill(
-                &mut chunked_state,
-                &gpu.upload(&hidden[..prompt as usize * width])?,
-            )?;
+            let out = block.prefill(&mut chunked_state, &gpu.upload(&hidden[..prompt as usize * width])?)?;
             chunked.extend(gpu.download::<bf16>(&out)?);
         }
         Ok(())
@@ -103,8 +95,8 @@ pub fn run(
         Ok(())
     })?;
 
-    let outputs = Agreement::of(&widen(&chunked), &widen(&per_token))
-        .ok_or(JobError::Incomparable("outputs"))?;
+    let outputs =
+        Agreement::of(&widen(&chunked), &widen(&per_token)).ok_or(JobError::Incomparable("outputs"))?;
     let state = Agreement::of(
         &widen(&gpu.download::<f32>(&chunked_state.recurrent)?),
         &widen(&gpu.download::<f32>(&per_token_state.recurrent)?),

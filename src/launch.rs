@@ -37,18 +37,10 @@ pub fn gemv(n: u32) -> LaunchGeometry {
 
 /// Kernels that give each head (or each row × head) one block of up to 128 threads.
 pub fn per_head(blocks: u32, head_dim: u32) -> LaunchGeometry {
-    LaunchGeometry {
-        grid: (blocks.max(1), 1, 1),
-        block: (head_dim.min(128), 1, 1),
-        shared_mem_bytes: 0,
-    }
+    LaunchGeometry { grid: (blocks.max(1), 1, 1), block: (head_dim.min(128), 1, 1), shared_mem_bytes: 0 }
 }
 
 /// `kda_chunk_prepare`: one block per (chunk, head).
 pub fn chunk_prepare(chunks: u32, heads: u32) -> LaunchGeometry {
-    LaunchGeometry {
-        grid: (chunks.max(1), heads, 1),
-        block: (128, 1, 1),
-        shared_mem_bytes: 0,
-    }
+    LaunchGeometry { grid: (chunks.max(1), heads, 1), block: (128, 1, 1), shared_mem_bytes: 0 }
 }

@@ -71,12 +71,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         "\nblock: {} ({geometry}); prompt {} tokens, then {} decode steps; seed {}",
         cli.preset, cli.prompt, cli.decode, cli.seed
     );
-    let options = JobOptions {
-        geometry,
-        prompt: cli.prompt,
-        decode: cli.decode,
-        seed: cli.seed,
-    };
+    let options = JobOptions { geometry, prompt: cli.prompt, decode: cli.decode, seed: cli.seed };
     let report = kda::job::run(gpu.as_ref(), &options, &mut progress)?;
     print_report(&report);
     Ok(())
@@ -108,18 +103,9 @@ fn progress(done: u32, total: u32) {
 
 fn print_report(report: &JobReport) {
     println!("\nthroughput:");
-    println!(
-        "  chunked prefill   {:>10.1} tokens/s",
-        report.prefill_tokens_per_s
-    );
-    println!(
-        "  decode            {:>10.1} tokens/s",
-        report.decode_tokens_per_s
-    );
-    println!(
-        "  per-token path    {:>10.1} tokens/s",
-        report.per_token_tokens_per_s
-    );
+    println!("  chunked prefill   {:>10.1} tokens/s", report.prefill_tokens_per_s);
+    println!("  decode            {:>10.1} tokens/s", report.decode_tokens_per_s);
+    println!("  per-token path    {:>10.1} tokens/s", report.per_token_tokens_per_s);
     println!("agreement, chunked prefill + decode vs per-token decode:");
     // Prefill rounds q and k to bf16 twice (conv, then L2), decode once: the paths differ by
     // that rounding, not by the recurrence, whose kernels agree to ~1e-6 on equal inputs.
@@ -138,8 +124,8 @@ fn print_report(report: &JobReport) {
 fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
     let (file, text) = match path {
         Some(path) => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
             (path.display().to_string(), text)
         }
         None => (MANIFEST_NAME.to_owned(), MANIFEST.to_owned()),

@@ -3,10 +3,8 @@
 use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle};
 
 use crate::kernels::Glm5NextKdaKernels;
+use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::launch;
-
-/// The most rows `dense_gemv_bf16_batchm` takes in one pass over the weight.
-pub const DENSE_GEMV_BATCHM_MAX_M: u32 = 16;
 
 /// Which kernel [`dense_mm_bf16`] runs for `m` rows: 1 → `gemv`; 2..=16 → `gemv_batchm` where the
 /// target has it, else `gemm`; more → `gemm`.
@@ -46,11 +44,8 @@ pub fn dense_mm_bf16(
     };
     // gemv has no `m`; the others take `x, w, y, m, n, k`.
     let rows = (family != DenseKernel::Gemv).then_some(KernelArg::U32(m));
-    let mut args: Vec<KernelArg<'_>> = [x.into(), w.into(), (&mut y).into()]
-        .into_iter()
-        .chain(rows)
-        .chain([n.into(), k.into()])
-        .collect();
+    let mut args: Vec<KernelArg<'_>> =
+        [x.into(), w.into(), (&mut y).into()].into_iter().chain(rows).chain([n.into(), k.into()]).collect();
     gpu.launch(kernel, geometry, &mut args)?;
     drop(args);
     Ok(y)

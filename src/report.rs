@@ -10,29 +10,19 @@ use crate::kernels::Glm5NextKdaKernels;
 /// What the block runs instead of each optional entry a target lacks.
 pub const FALLBACKS: [(&str, &str); 2] = [
     ("gemv_batchm", "gemm for 2..=16 rows"),
-    (
-        "recurrent_smem",
-        "recurrent (reads and writes the state twice)",
-    ),
+    ("recurrent_smem", "recurrent (reads and writes the state twice)"),
 ];
 
 /// The fallback of the optional entry `field`.
 pub fn fallback_of(field: &str) -> Option<&'static str> {
-    FALLBACKS
-        .iter()
-        .find(|(optional, _)| *optional == field)
-        .map(|(_, fallback)| *fallback)
+    FALLBACKS.iter().find(|(optional, _)| *optional == field).map(|(_, fallback)| *fallback)
 }
 
 /// One line per entry of `[glm5next_kda]` as `gpu` answers its lookup.
 pub fn resolution(gpu: &dyn GpuBackend) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "kernel table glm5next_kda on {}:", gpu.describe());
-    let width = Glm5NextKdaKernels::ENTRIES
-        .iter()
-        .map(|e| e.field.len())
-        .max()
-        .unwrap_or(0);
+    let width = Glm5NextKdaKernels::ENTRIES.iter().map(|e| e.field.len()).max().unwrap_or(0);
     for entry in &Glm5NextKdaKernels::ENTRIES {
         let _ = writeln!(
             out,
@@ -49,10 +39,7 @@ fn status(gpu: &dyn GpuBackend, entry: &KernelEntry) -> String {
     match try_kernel(gpu, entry.module, entry.entry) {
         Ok(Some(_)) => "resolved".to_owned(),
         Ok(None) if entry.required => "MISSING (required)".to_owned(),
-        Ok(None) => format!(
-            "absent: falls back to {}",
-            fallback_of(entry.field).unwrap_or("nothing")
-        ),
+        Ok(None) => format!("absent: falls back to {}", fallback_of(entry.field).unwrap_or("nothing")),
         Err(error) => format!("FAILED: {error}"),
     }
 }

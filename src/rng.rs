@@ -53,10 +53,6 @@ mod tests {
     #[test]
     fn uniform_values_stay_in_bounds() {
         let mut rng = SplitMix64::new(7);
-        assert!(
-            rng.uniform_vec(10_000, 0.5)
-                .iter()
-                .all(|x| (-0.5..0.5).contains(x))
-        );
+        assert!(rng.uniform_vec(10_000, 0.5).iter().all(|x| (-0.5..0.5).contains(x)));
     }
 }

@@ -92,12 +92,7 @@ impl HostWeights {
             b_proj,
             g_a,
             g_b,
-            o_norm: bf16_vec(
-                &rng.uniform_vec(d, 0.1)
-                    .iter()
-                    .map(|x| 1.0 + x)
-                    .collect::<Vec<_>>(),
-            ),
+            o_norm: bf16_vec(&rng.uniform_vec(d, 0.1).iter().map(|x| 1.0 + x).collect::<Vec<_>>()),
             o_proj,
         }
     }

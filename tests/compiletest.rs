@@ -13,11 +13,7 @@ mod manifests;
 fn ui() {
     let generated = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/generated");
     std::fs::create_dir_all(&generated).unwrap();
-    std::fs::write(
-        generated.join("large.toml"),
-        manifests::large_manifest(1_000),
-    )
-    .unwrap();
+    std::fs::write(generated.join("large.toml"), manifests::large_manifest(1_000)).unwrap();
     std::fs::write(generated.join("grown.toml"), grown_manifest()).unwrap();
 
     let cases = trybuild::TestCases::new();
@@ -28,21 +24,10 @@ fn ui() {
 /// The project's `kernels.toml` with one more line at the end of `[glm5next_kda]`: the whole edit
 /// a new kernel needs.
 fn grown_manifest() -> String {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels.toml"))
-        .unwrap();
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels.toml")).unwrap();
     let manifest = Manifest::parse("kernels.toml", &text).unwrap();
-    let last_line = manifest
-        .table("glm5next_kda")
-        .unwrap()
-        .entries
-        .last()
-        .unwrap()
-        .location
-        .line as usize;
+    let last_line = manifest.table("glm5next_kda").unwrap().entries.last().unwrap().location.line as usize;
     let mut lines: Vec<&str> = text.lines().collect();
-    lines.insert(
-        last_line,
-        "extra_kernel = { module = \"kda_extra\", entry = \"kda_extra_kernel\" }",
-    );
+    lines.insert(last_line, "extra_kernel = { module = \"kda_extra\", entry = \"kda_extra_kernel\" }");
     lines.join("\n") + "\n"
 }

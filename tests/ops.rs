@@ -26,14 +26,7 @@ fn one_row_runs_gemv() {
     let (kernel, args) = launched_for(&gpu, 1);
     assert_eq!(kernel, "gemv::dense_gemv_bf16");
     assert_eq!(&args[3..], [FakeArg::U32(N), FakeArg::U32(K)]);
-    assert_eq!(
-        args[2],
-        FakeArg::Buffer {
-            dtype: DType::Bf16,
-            len: N as usize,
-            writable: true
-        }
-    );
+    assert_eq!(args[2], FakeArg::Buffer { dtype: DType::Bf16, len: N as usize, writable: true });
 }
 
 #[test]
@@ -41,14 +34,8 @@ fn two_to_sixteen_rows_run_batchm_where_the_target_has_it() {
     let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
     for m in [2, 9, 16] {
         let (kernel, args) = launched_for(&gpu, m);
-        assert_eq!(
-            kernel, "dense_gemv_bf16_batchm::dense_gemv_bf16_batchm",
-            "m = {m}"
-        );
-        assert_eq!(
-            &args[3..],
-            [FakeArg::U32(m), FakeArg::U32(N), FakeArg::U32(K)]
-        );
+        assert_eq!(kernel, "dense_gemv_bf16_batchm::dense_gemv_bf16_batchm", "m = {m}");
+        assert_eq!(&args[3..], [FakeArg::U32(m), FakeArg::U32(N), FakeArg::U32(K)]);
     }
 }
 
@@ -68,10 +55,7 @@ fn more_than_sixteen_rows_run_gemm() {
     let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
     let (kernel, args) = launched_for(&gpu, 17);
     assert_eq!(kernel, "gemm::dense_gemm_bf16");
-    assert_eq!(
-        &args[3..],
-        [FakeArg::U32(17), FakeArg::U32(N), FakeArg::U32(K)]
-    );
+    assert_eq!(&args[3..], [FakeArg::U32(17), FakeArg::U32(N), FakeArg::U32(K)]);
 }
 
 /// `x · wᵀ` in f64 from the same bf16 values.
@@ -80,19 +64,14 @@ fn product_f64(x: &[bf16], w: &[bf16], m: usize) -> Vec<f64> {
     let mut y = vec![0.0; m * n];
     for i in 0..m {
         for j in 0..n {
-            y[i * n + j] = (0..k)
-                .map(|p| f64::from(x[i * k + p]) * f64::from(w[j * k + p]))
-                .sum();
+            y[i * n + j] = (0..k).map(|p| f64::from(x[i * k + p]) * f64::from(w[j * k + p])).sum();
         }
     }
     y
 }
 
 fn random_bf16(rng: &mut SplitMix64, len: usize) -> Vec<bf16> {
-    rng.uniform_vec(len, 1.0)
-        .into_iter()
-        .map(bf16::from_f32)
-        .collect()
+    rng.uniform_vec(len, 1.0).into_iter().map(bf16::from_f32).collect()
 }
 
 #[test]
@@ -107,27 +86,16 @@ fn every_path_computes_the_product_within_one_bf16_ulp_and_the_fallback_bit_for_
         let mut results = Vec::new();
         for gpu in [&with_batchm, &without_batchm] {
             let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
-            let y = dense_mm_bf16(
-                gpu,
-                &kernels,
-                &gpu.upload(&x).unwrap(),
-                &gpu.upload(&w).unwrap(),
-                (m, N, K),
-            )
-            .unwrap();
+            let y =
+                dense_mm_bf16(gpu, &kernels, &gpu.upload(&x).unwrap(), &gpu.upload(&w).unwrap(), (m, N, K))
+                    .unwrap();
             results.push(gpu.download::<bf16>(&y).unwrap());
         }
-        assert_eq!(
-            results[0], results[1],
-            "m = {m}: batchm and its gemm fallback differ"
-        );
+        assert_eq!(results[0], results[1], "m = {m}: batchm and its gemm fallback differ");
         for (got, exact) in results[0].iter().zip(product_f64(&x, &w, m as usize)) {
             // One bf16 ulp at the exact value, plus a floor for results near zero.
             let ulp = 2f64.powi(exact.abs().max(1e-3).log2().floor() as i32 - 7);
-            assert!(
-                (f64::from(*got) - exact).abs() <= ulp + 1e-3,
-                "m = {m}: {got} vs {exact}"
-            );
+            assert!((f64::from(*got) - exact).abs() <= ulp + 1e-3, "m = {m}: {got} vs {exact}");
         }
     }
 }

@@ -11,10 +11,7 @@ fn the_table_counts_16_entries_14_required_2_optional() {
     assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 14);
     assert_eq!(Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS, 2);
     assert_eq!(<Glm5NextKda as KernelTable>::NAME, "glm5next_kda");
-    assert_eq!(
-        <Glm5NextKda as KernelTable>::ENTRIES,
-        &Glm5NextKdaKernels::ENTRIES
-    );
+    assert_eq!(<Glm5NextKda as KernelTable>::ENTRIES, &Glm5NextKdaKernels::ENTRIES);
 }
 
 #[test]
@@ -22,11 +19,7 @@ fn entries_carry_the_manifest_lines_in_order() {
     let text = include_str!("../kernels.toml");
     for entry in Glm5NextKdaKernels::ENTRIES {
         let line = text.lines().nth(entry.line as usize - 1).unwrap();
-        assert!(
-            line.starts_with(&format!("{} ", entry.field)),
-            "line {} is {line:?}",
-            entry.line
-        );
+        assert!(line.starts_with(&format!("{} ", entry.field)), "line {} is {line:?}", entry.line);
         assert!(line.contains(&format!("module = \"{}\"", entry.module)));
         assert!(line.contains(&format!("entry = \"{}\"", entry.entry)));
         assert_eq!(line.contains("optional = true"), !entry.required);
@@ -39,16 +32,11 @@ fn entries_carry_the_manifest_lines_in_order() {
 fn every_entry_present_resolves_each_once_in_manifest_order() {
     let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
-    let expected: Vec<(String, String)> = Glm5NextKdaKernels::ENTRIES
-        .iter()
-        .map(|e| (e.module.to_owned(), e.entry.to_owned()))
-        .collect();
+    let expected: Vec<(String, String)> =
+        Glm5NextKdaKernels::ENTRIES.iter().map(|e| (e.module.to_owned(), e.entry.to_owned())).collect();
     assert_eq!(gpu.lookups(), expected);
     assert_eq!(kernels.gemm, gpu.lookup("gemm", "dense_gemm_bf16").unwrap());
-    assert_eq!(
-        kernels.pack,
-        gpu.lookup("kda_layer_ops", "kda_pack_qkv_bf16").unwrap()
-    );
+    assert_eq!(kernels.pack, gpu.lookup("kda_layer_ops", "kda_pack_qkv_bf16").unwrap());
     assert!(kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some());
     assert_ne!(kernels.recurrent, kernels.recurrent_smem.unwrap());
 }
@@ -62,11 +50,7 @@ fn an_absent_optional_entry_is_none() {
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
     assert_eq!(kernels.recurrent_smem, None);
     assert_eq!(kernels.gemv_batchm, None);
-    assert_eq!(
-        kernels.recurrent,
-        gpu.lookup("kda_recurrent", "kda_recurrent_decode_bf16")
-            .unwrap()
-    );
+    assert_eq!(kernels.recurrent, gpu.lookup("kda_recurrent", "kda_recurrent_decode_bf16").unwrap());
 }
 
 #[test]
@@ -97,20 +81,14 @@ fn three_missing_required_entries_are_named_in_one_error() {
 fn a_failing_module_under_an_optional_entry_is_an_error_not_none() {
     let gpu = FakeBackend::new()
         .with_table::<Glm5NextKda>()
-        .failing_module(
-            "dense_gemv_bf16_batchm",
-            "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-        );
+        .failing_module("dense_gemv_bf16_batchm", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION");
     let error = Glm5NextKdaKernels::resolve(&gpu).unwrap_err();
     assert_eq!(error.missing().count(), 0);
     let failures: Vec<&str> = error.failures().map(|p| p.entry.field).collect();
     assert_eq!(failures, ["gemv_batchm"]);
     let message = error.to_string();
     assert!(message.contains("1 lookup failed"), "{message}");
-    assert!(
-        message.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
-        "{message}"
-    );
+    assert!(message.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"), "{message}");
     assert!(message.contains("(optional, kernels.toml:12)"), "{message}");
 }
 
@@ -119,15 +97,8 @@ fn try_kernel_is_none_only_for_not_found() {
     let gpu = FakeBackend::new()
         .with_kernel("kda_recurrent", "kda_recurrent_decode_bf16")
         .failing_module("kda_chunk", "module image is corrupt");
-    assert!(
-        try_kernel(&gpu, "kda_recurrent", "kda_recurrent_decode_bf16")
-            .unwrap()
-            .is_some()
-    );
-    assert_eq!(
-        try_kernel(&gpu, "kda_recurrent", "kda_recurrent_decode_bf16_smem").unwrap(),
-        None
-    );
+    assert!(try_kernel(&gpu, "kda_recurrent", "kda_recurrent_decode_bf16").unwrap().is_some());
+    assert_eq!(try_kernel(&gpu, "kda_recurrent", "kda_recurrent_decode_bf16_smem").unwrap(), None);
     assert_eq!(try_kernel(&gpu, "norm", "l2_norm_bf16").unwrap(), None);
     let error = try_kernel(&gpu, "kda_chunk", "kda_chunk_scan").unwrap_err();
     assert!(matches!(error, LookupError::Failed { .. }));
@@ -145,15 +116,7 @@ fn a_handle_launches_only_on_the_backend_that_issued_it() {
     let geometry = LaunchGeometry::linear(8, 256);
     let mut buffer = first.alloc(kda_runtime::DType::F32, 8).unwrap();
     first
-        .launch(
-            kernels.fill,
-            geometry,
-            &mut [
-                KernelArg::BufferMut(&mut buffer),
-                8u32.into(),
-                0.0f32.into(),
-            ],
-        )
+        .launch(kernels.fill, geometry, &mut [KernelArg::BufferMut(&mut buffer), 8u32.into(), 0.0f32.into()])
         .unwrap();
     assert_eq!(first.launched(), ["kda_layer_ops::kda_fill_f32"]);
 
@@ -161,11 +124,8 @@ fn a_handle_launches_only_on_the_backend_that_issued_it() {
     assert!(foreign.is_err());
     // Nor may a buffer cross over.
     let second_kernels = Glm5NextKdaKernels::resolve(&second).unwrap();
-    let foreign_buffer = second.launch(
-        second_kernels.fill,
-        geometry,
-        &mut [KernelArg::BufferMut(&mut buffer)],
-    );
+    let foreign_buffer =
+        second.launch(second_kernels.fill, geometry, &mut [KernelArg::BufferMut(&mut buffer)]);
     assert!(foreign_buffer.is_err());
     assert!(second.launched().is_empty());
 }

@@ -5,17 +5,12 @@ use kda_build::{Location, Manifest};
 /// The rendered errors of `text`, one per line.
 fn errors(text: &str) -> Vec<String> {
     let error = Manifest::parse("k.toml", text).expect_err("the manifest should be rejected");
-    error
-        .diagnostics
-        .iter()
-        .map(|d| d.render(&error.file))
-        .collect()
+    error.diagnostics.iter().map(|d| d.render(&error.file)).collect()
 }
 
 #[test]
 fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels.toml")).unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels.toml")).unwrap();
     let manifest = Manifest::parse("kernels.toml", &text).unwrap();
     let table = manifest.table("glm5next_kda").unwrap();
     let fields: Vec<&str> = table.entries.iter().map(|e| e.field.as_str()).collect();
@@ -40,27 +35,10 @@ fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
             "pack"
         ]
     );
-    let optional: Vec<&str> = table
-        .entries
-        .iter()
-        .filter(|e| e.optional)
-        .map(|e| e.field.as_str())
-        .collect();
+    let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
     assert_eq!(optional, ["gemv_batchm", "recurrent_smem"]);
-    assert_eq!(
-        (
-            table.entries.len(),
-            table.required_count(),
-            table.optional_count()
-        ),
-        (16, 14, 2)
-    );
-    assert!(
-        table
-            .entries
-            .iter()
-            .all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty()))
-    );
+    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (16, 14, 2));
+    assert!(table.entries.iter().all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty())));
     let smem = &table.entries[10];
     assert_eq!(
         (smem.module.as_str(), smem.entry.as_str()),
@@ -84,31 +62,20 @@ fn entries_keep_file_order_fields_and_locations() {
     assert!(b.entries[1].optional);
     assert_eq!(b.entries[1].location, Location { line: 4, column: 1 });
     let one = &manifest.tables[1].entries[0];
-    assert_eq!(
-        (one.field.as_str(), one.module.as_str(), one.entry.as_str()),
-        ("one", "n", "one")
-    );
+    assert_eq!((one.field.as_str(), one.module.as_str(), one.entry.as_str()), ("one", "n", "one"));
     assert_eq!(one.location.line, 7);
 }
 
 #[test]
 fn a_manifest_without_tables_is_empty_not_an_error() {
-    assert!(
-        Manifest::parse("k.toml", "# nothing yet\n")
-            .unwrap()
-            .tables
-            .is_empty()
-    );
+    assert!(Manifest::parse("k.toml", "# nothing yet\n").unwrap().tables.is_empty());
 }
 
 #[test]
 fn syntax_errors_are_all_reported_with_their_locations() {
     assert_eq!(
         errors("[t\ngemm = {\n"),
-        [
-            "k.toml:1:3: unclosed table, expected `]`",
-            "k.toml:2:9: unclosed inline table, expected `}`"
-        ]
+        ["k.toml:1:3: unclosed table, expected `]`", "k.toml:2:9: unclosed inline table, expected `}`"]
     );
 }
 
@@ -173,10 +140,7 @@ fn modules_and_entries_must_be_c_identifiers() {
         ]
     );
     // cudarc's CString conversion would panic on a NUL; the manifest never lets one through.
-    assert_eq!(
-        errors("[t]\ng = { module = \"m\", entry = \"a\\u0000b\" }\n").len(),
-        1
-    );
+    assert_eq!(errors("[t]\ng = { module = \"m\", entry = \"a\\u0000b\" }\n").len(), 1);
 }
 
 #[test]
@@ -191,15 +155,18 @@ fn an_entry_point_listed_twice_names_the_first_listing() {
         ]
     );
     // The same entry point in two tables is fine: each table resolves on its own.
-    assert!(Manifest::parse("k.toml", "[t]\na = { module = \"m\", entry = \"e\" }\n[u]\na = { module = \"m\", entry = \"e\" }\n").is_ok());
+    assert!(
+        Manifest::parse(
+            "k.toml",
+            "[t]\na = { module = \"m\", entry = \"e\" }\n[u]\na = { module = \"m\", entry = \"e\" }\n"
+        )
+        .is_ok()
+    );
 }
 
 #[test]
 fn empty_tables_and_non_tables_are_rejected() {
-    assert_eq!(
-        errors("[t]\n"),
-        ["k.toml:1:2: table `[t]` lists no kernel entries"]
-    );
+    assert_eq!(errors("[t]\n"), ["k.toml:1:2: table `[t]` lists no kernel entries"]);
     assert_eq!(
         errors("version = 1\n"),
         [
@@ -223,12 +190,8 @@ fn every_error_is_reported_at_once_in_file_order() {
                 [empty]\n\
                 [u]\n\
                 x = { module = \"m\" }\n";
-    let lines: Vec<u32> = Manifest::parse("k.toml", text)
-        .unwrap_err()
-        .diagnostics
-        .iter()
-        .map(|d| d.location.line)
-        .collect();
+    let lines: Vec<u32> =
+        Manifest::parse("k.toml", text).unwrap_err().diagnostics.iter().map(|d| d.location.line).collect();
     assert_eq!(lines, [3, 4, 5, 7]);
 }
 
@@ -240,4 +203,30 @@ fn the_error_display_is_one_located_line_per_problem() {
         "path/to/kernels.toml:1:2: table `[t]` lists no kernel entries\n\
          path/to/kernels.toml:2:2: table `[u]` lists no kernel entries"
     );
+}
+
+#[test]
+fn defines_are_named_integers_shared_by_kernels_and_rust() {
+    let text = "[defines]\nDENSE_GEMV_BATCHM_MAX_M = 16\nKDA_VPB = 32\n\n[t]\ng = { module = \"m\", entry = \"e\" }\n";
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    let defines: Vec<(&str, u32, u32)> =
+        manifest.defines.iter().map(|d| (d.name.as_str(), d.value, d.location.line)).collect();
+    assert_eq!(defines, [("DENSE_GEMV_BATCHM_MAX_M", 16, 2), ("KDA_VPB", 32, 3)]);
+    // `[defines]` is not a kernel table.
+    assert_eq!(manifest.tables.len(), 1);
+    assert!(manifest.table("defines").is_none());
+}
+
+#[test]
+fn defines_must_be_u32_values_with_c_names() {
+    assert_eq!(
+        errors("[defines]\nNEG = -1\nTEXT = \"16\"\n\"BAD-NAME\" = 1\nfn = 2\n"),
+        [
+            "k.toml:2:7: define `NEG`: invalid value: integer `-1`, expected u32",
+            "k.toml:3:8: define `TEXT`: invalid type: string \"16\", expected u32",
+            "k.toml:4:1: define \"BAD-NAME\" must be a C identifier that is not a Rust keyword",
+            "k.toml:5:1: define \"fn\" must be a C identifier that is not a Rust keyword",
+        ]
+    );
+    assert_eq!(errors("defines = 3\n"), ["k.toml:1:1: `defines` must be a table of `NAME = integer` lines"]);
 }

@@ -42,10 +42,7 @@ fn assert_located_inside(text: &str) {
         assert!(!error.diagnostics.is_empty());
         for diagnostic in &error.diagnostics {
             let location = diagnostic.location;
-            assert!(
-                (1..=line_count).contains(&location.line),
-                "{location} outside {line_count} lines"
-            );
+            assert!((1..=line_count).contains(&location.line), "{location} outside {line_count} lines");
             let line = text.split('\n').nth(location.line as usize - 1).unwrap();
             assert!(location.column >= 1 && location.column as usize <= line.chars().count() + 1);
         }

@@ -24,11 +24,9 @@ pub fn derive_kernel_table(input: TokenStream) -> TokenStream {
     let site = kda_build::codegen::DeriveSite {
         crate_root: std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
         // Relative to rustc's working directory; absolute under trybuild.
-        deriving_file: call_site.local_file().map(|file| {
-            std::env::current_dir()
-                .map(|cwd| cwd.join(&file))
-                .unwrap_or(file)
-        }),
+        deriving_file: call_site
+            .local_file()
+            .map(|file| std::env::current_dir().map(|cwd| cwd.join(&file)).unwrap_or(file)),
     };
     kda_build::codegen::derive_kernel_table(input.into(), &site).into()
 }

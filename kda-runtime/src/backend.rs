@@ -18,11 +18,7 @@ pub struct LaunchGeometry {
 impl LaunchGeometry {
     /// A one-dimensional launch covering `n` items with `block` threads per block.
     pub fn linear(n: u32, block: u32) -> Self {
-        Self {
-            grid: (n.div_ceil(block).max(1), 1, 1),
-            block: (block, 1, 1),
-            shared_mem_bytes: 0,
-        }
+        Self { grid: (n.div_ceil(block).max(1), 1, 1), block: (block, 1, 1), shared_mem_bytes: 0 }
     }
 }
 
@@ -142,9 +138,5 @@ pub trait GpuBackendExt: GpuBackend {
 impl<B: GpuBackend + ?Sized> GpuBackendExt for B {}
 
 fn check_dtype(expected: DType, found: DType) -> Result<(), BackendError> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(BackendError::DTypeMismatch { expected, found })
-    }
+    if expected == found { Ok(()) } else { Err(BackendError::DTypeMismatch { expected, found }) }
 }

@@ -64,18 +64,8 @@ pub struct DeviceBuffer {
 
 impl DeviceBuffer {
     /// Wraps `storage` that `backend` allocated for `len` elements of `dtype`.
-    pub fn new(
-        backend: BackendId,
-        dtype: DType,
-        len: usize,
-        storage: Box<dyn BufferStorage>,
-    ) -> Self {
-        Self {
-            backend,
-            dtype,
-            len,
-            storage,
-        }
+    pub fn new(backend: BackendId, dtype: DType, len: usize, storage: Box<dyn BufferStorage>) -> Self {
+        Self { backend, dtype, len, storage }
     }
 
     /// The backend that owns the memory.

@@ -57,12 +57,7 @@ impl HostMemory {
 
     /// A zeroed buffer of `len` elements of `dtype`.
     pub fn alloc(&self, dtype: DType, len: usize) -> DeviceBuffer {
-        DeviceBuffer::new(
-            self.backend,
-            dtype,
-            len,
-            Box::new(HostStorage::zeroed(dtype, len)),
-        )
+        DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::zeroed(dtype, len)))
     }
 
     /// The storage of `buffer`, if this backend allocated it.
@@ -72,10 +67,7 @@ impl HostMemory {
     }
 
     /// The storage of `buffer`, mutably, if this backend allocated it.
-    pub fn storage_mut<'b>(
-        &self,
-        buffer: &'b mut DeviceBuffer,
-    ) -> Result<&'b mut HostStorage, BackendError> {
+    pub fn storage_mut<'b>(&self, buffer: &'b mut DeviceBuffer) -> Result<&'b mut HostStorage, BackendError> {
         self.check_owner(buffer)?;
         let foreign = self.foreign_buffer();
         buffer.storage_mut().ok_or(foreign)
@@ -98,11 +90,7 @@ impl HostMemory {
     }
 
     fn check_owner(&self, buffer: &DeviceBuffer) -> Result<(), BackendError> {
-        if buffer.backend() == self.backend {
-            Ok(())
-        } else {
-            Err(self.foreign_buffer())
-        }
+        if buffer.backend() == self.backend { Ok(()) } else { Err(self.foreign_buffer()) }
     }
 
     fn foreign_buffer(&self) -> BackendError {
@@ -114,24 +102,14 @@ impl HostMemory {
 }
 
 fn check_size(expected: usize, found: usize) -> Result<(), BackendError> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(BackendError::SizeMismatch { expected, found })
-    }
+    if expected == found { Ok(()) } else { Err(BackendError::SizeMismatch { expected, found }) }
 }
 
 /// Checks that `range` lies inside `buffer`, as a slice argument must.
-pub fn check_range(
-    buffer: &DeviceBuffer,
-    range: &std::ops::Range<usize>,
-) -> Result<(), BackendError> {
+pub fn check_range(buffer: &DeviceBuffer, range: &std::ops::Range<usize>) -> Result<(), BackendError> {
     if range.start <= range.end && range.end <= buffer.len() {
         Ok(())
     } else {
-        Err(BackendError::SliceOutOfBounds {
-            range: range.clone(),
-            len: buffer.len(),
-        })
+        Err(BackendError::SliceOutOfBounds { range: range.clone(), len: buffer.len() })
     }
 }

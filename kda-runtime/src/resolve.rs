@@ -30,17 +30,12 @@ pub struct ResolveError {
 impl ResolveError {
     /// The required entries the backend does not carry.
     pub fn missing(&self) -> impl Iterator<Item = &KernelEntry> {
-        self.problems
-            .iter()
-            .filter(|problem| problem.error.is_not_found())
-            .map(|problem| &problem.entry)
+        self.problems.iter().filter(|problem| problem.error.is_not_found()).map(|problem| &problem.entry)
     }
 
     /// The lookups that failed rather than found nothing.
     pub fn failures(&self) -> impl Iterator<Item = &ResolveProblem> {
-        self.problems
-            .iter()
-            .filter(|problem| !problem.error.is_not_found())
+        self.problems.iter().filter(|problem| !problem.error.is_not_found())
     }
 }
 
@@ -48,28 +43,16 @@ impl fmt::Display for ResolveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let missing = self.missing().count();
         let failed = self.problems.len() - missing;
-        write!(
-            f,
-            "kernel table `{}` cannot be resolved on {}:",
-            self.table, self.backend
-        )?;
+        write!(f, "kernel table `{}` cannot be resolved on {}:", self.table, self.backend)?;
         if missing > 0 {
-            write!(
-                f,
-                " {missing} required entry point{} missing",
-                plural(missing)
-            )?;
+            write!(f, " {missing} required entry point{} missing", plural(missing))?;
         }
         if failed > 0 {
             let comma = if missing > 0 { "," } else { "" };
             write!(f, "{comma} {failed} lookup{} failed", plural(failed))?;
         }
         for ResolveProblem { entry, error } in &self.problems {
-            let kind = if entry.required {
-                "required"
-            } else {
-                "optional"
-            };
+            let kind = if entry.required { "required" } else { "optional" };
             write!(
                 f,
                 "\n  - field `{}`: {}::{} ({kind}, {}:{}): {error}",
@@ -98,24 +81,14 @@ pub struct Resolver<'g> {
 impl<'g> Resolver<'g> {
     /// Starts resolving `table` (listed in `manifest`) on `gpu`.
     pub fn new(gpu: &'g dyn GpuBackend, table: &'static str, manifest: &'static str) -> Self {
-        Self {
-            gpu,
-            table,
-            manifest,
-            problems: Vec::new(),
-        }
+        Self { gpu, table, manifest, problems: Vec::new() }
     }
 
     /// Looks up an entry every target must carry; `None` when it cannot, and the problem is kept.
     pub fn required(&mut self, entry: &KernelEntry) -> Option<KernelHandle> {
         self.gpu
             .lookup(entry.module, entry.entry)
-            .map_err(|error| {
-                self.problems.push(ResolveProblem {
-                    entry: *entry,
-                    error,
-                })
-            })
+            .map_err(|error| self.problems.push(ResolveProblem { entry: *entry, error }))
             .ok()
     }
 
@@ -123,12 +96,7 @@ impl<'g> Resolver<'g> {
     /// lookup is kept as a problem, since a broken image must not pass for an absent kernel.
     pub fn optional(&mut self, entry: &KernelEntry) -> Option<KernelHandle> {
         try_kernel(self.gpu, entry.module, entry.entry)
-            .map_err(|error| {
-                self.problems.push(ResolveProblem {
-                    entry: *entry,
-                    error,
-                })
-            })
+            .map_err(|error| self.problems.push(ResolveProblem { entry: *entry, error }))
             .ok()
             .flatten()
     }

@@ -99,12 +99,8 @@ impl FakeBackend {
     /// Also carries `module::entry`.
     pub fn with_kernel(mut self, module: &str, entry: &str) -> Self {
         let next = self.kernels.len() as u32;
-        let index = *self
-            .modules
-            .entry(module.to_owned())
-            .or_default()
-            .entry(entry.to_owned())
-            .or_insert(next);
+        let index =
+            *self.modules.entry(module.to_owned()).or_default().entry(entry.to_owned()).or_insert(next);
         if index == next {
             self.kernels.push((module.to_owned(), entry.to_owned()));
         }
@@ -113,9 +109,7 @@ impl FakeBackend {
 
     /// Also carries every entry of the table `T`.
     pub fn with_table<T: KernelTable>(self) -> Self {
-        T::ENTRIES.iter().fold(self, |gpu, entry| {
-            gpu.with_kernel(entry.module, entry.entry)
-        })
+        T::ENTRIES.iter().fold(self, |gpu, entry| gpu.with_kernel(entry.module, entry.entry))
     }
 
     /// No longer carries `module::entry`; a module left with no entry is no longer carried.
@@ -148,11 +142,7 @@ impl FakeBackend {
     /// The launched kernels so far, as `module::entry`, in order.
     pub fn launched(&self) -> Vec<String> {
         let record = self.record();
-        record
-            .launches
-            .iter()
-            .map(|l| format!("{}::{}", l.module, l.entry))
-            .collect()
+        record.launches.iter().map(|l| format!("{}::{}", l.module, l.entry)).collect()
     }
 
     fn record(&self) -> MutexGuard<'_, Record> {
@@ -167,11 +157,7 @@ impl FakeBackend {
             KernelArg::Slice(buffer, range) => {
                 self.memory.storage(buffer)?;
                 check_range(buffer, range)?;
-                FakeArg::Buffer {
-                    dtype: buffer.dtype(),
-                    len: range.len(),
-                    writable: false,
-                }
+                FakeArg::Buffer { dtype: buffer.dtype(), len: range.len(), writable: false }
             }
             KernelArg::U32(value) => FakeArg::U32(*value),
             KernelArg::I32(value) => FakeArg::I32(*value),
@@ -179,17 +165,9 @@ impl FakeBackend {
         })
     }
 
-    fn describe_buffer(
-        &self,
-        buffer: &DeviceBuffer,
-        writable: bool,
-    ) -> Result<FakeArg, BackendError> {
+    fn describe_buffer(&self, buffer: &DeviceBuffer, writable: bool) -> Result<FakeArg, BackendError> {
         self.memory.storage(buffer)?;
-        Ok(FakeArg::Buffer {
-            dtype: buffer.dtype(),
-            len: buffer.len(),
-            writable,
-        })
+        Ok(FakeArg::Buffer { dtype: buffer.dtype(), len: buffer.len(), writable })
     }
 }
 
@@ -203,9 +181,7 @@ impl GpuBackend for FakeBackend {
     }
 
     fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
-        self.record()
-            .lookups
-            .push((module.to_owned(), entry.to_owned()));
+        self.record().lookups.push((module.to_owned(), entry.to_owned()));
         if let Some(message) = self.failing.get(module) {
             return Err(LookupError::Failed {
                 module: module.to_owned(),
@@ -219,15 +195,11 @@ impl GpuBackend for FakeBackend {
         let entries = self
             .modules
             .get(module)
-            .ok_or_else(|| LookupError::ModuleNotCarried {
-                module: module.to_owned(),
-            })?;
-        let index = entries
-            .get(entry)
-            .ok_or_else(|| LookupError::EntryNotInModule {
-                module: module.to_owned(),
-                entry: entry.to_owned(),
-            })?;
+            .ok_or_else(|| LookupError::ModuleNotCarried { module: module.to_owned() })?;
+        let index = entries.get(entry).ok_or_else(|| LookupError::EntryNotInModule {
+            module: module.to_owned(),
+            entry: entry.to_owned(),
+        })?;
         Ok(KernelHandle::new(self.id, *index))
     }
 
@@ -255,16 +227,11 @@ impl GpuBackend for FakeBackend {
                 backend: self.describe(),
             });
         }
-        let (module, entry) = self.kernels.get(kernel.index() as usize).ok_or_else(|| {
-            BackendError::UnknownHandle {
-                backend: self.describe(),
-                index: kernel.index(),
-            }
-        })?;
-        let args = args
-            .iter()
-            .map(|arg| self.describe_arg(arg))
-            .collect::<Result<_, _>>()?;
+        let (module, entry) = self
+            .kernels
+            .get(kernel.index() as usize)
+            .ok_or_else(|| BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() })?;
+        let args = args.iter().map(|arg| self.describe_arg(arg)).collect::<Result<_, _>>()?;
         self.record().launches.push(FakeLaunch {
             module: module.clone(),
             entry: entry.clone(),

@@ -13,9 +13,7 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(
         "causal_conv1d",
         "causal_conv1d_update_l2norm",
-        &[
-            MutF32, ConstBf16, ConstBf16, MutBf16, U32, U32, U32, U32, F32,
-        ],
+        &[MutF32, ConstBf16, ConstBf16, MutBf16, U32, U32, U32, U32, F32],
         causal_conv1d_update_l2norm,
     )
     .with_kernel(
@@ -33,7 +31,7 @@ fn causal_conv1d_update_l2norm(mut args: CpuArgs<'_>) -> Result<(), KernelError>
     let (qk_channels, head_dim) = (args.u32(6)? as usize, args.u32(7)? as usize);
     let eps = args.f32(8)?;
     let conv = ConvLaunch::read(&mut args, 1)?;
-    if head_dim == 0 || qk_channels % head_dim != 0 || qk_channels > conv.dim {
+    if head_dim == 0 || !qk_channels.is_multiple_of(head_dim) || qk_channels > conv.dim {
         return Err(KernelError::new(format!(
             "qk_channels = {qk_channels} must be a multiple of head_dim = {head_dim} (≥ 1) \
              and at most dim = {}",
@@ -81,57 +79,33 @@ impl<'a> ConvLaunch<'a> {
         require("x [t, dim]", x.len(), &[t, dim])?;
         require("weight [dim, width]", weight.len(), &[dim, width])?;
         require("out [t, dim]", out.len(), &[t, dim])?;
-        Ok(Self {
-            state,
-            x,
-            weight,
-            out,
-            dim,
-            width,
-            t,
-        })
+        Ok(Self { state, x, weight, out, dim, width, t })
     }
 
     /// Computes each token's `silu(conv)` row in f32, lets `finish` adjust it (the decode's L2
     /// norm), rounds it once into `out`, then leaves the last W inputs in the state.
     fn run(self, finish: impl Fn(&mut [f32]) + Sync) {
-        let Self {
-            state,
-            x,
-            weight,
-            out,
-            dim,
-            width,
-            t,
-        } = self;
+        let Self { state, x, weight, out, dim, width, t } = self;
         if t == 0 {
             return;
         }
         let state = &mut state[..dim * width];
-        let window = Window {
-            old: state.to_vec(),
-            x,
-            dim,
-            width,
-        };
-        par_rows_mut(out, t, dim)
-            .enumerate()
-            .for_each(|(tau, row)| {
-                let mut y: Vec<f32> = (0..dim)
-                    .map(|c| {
-                        let taps = &weight[c * width..][..width];
-                        // a = Σ_s window[s]·w[c][s], tap 0 on the oldest input, ascending s.
-                        let a = taps.iter().enumerate().fold(0.0, |acc, (s, tap)| {
-                            acc + window.input(c, tau + s) * tap.to_f32()
-                        });
-                        silu(a)
-                    })
-                    .collect();
-                finish(&mut y);
-                row.iter_mut()
-                    .zip(&y)
-                    .for_each(|(out, &y)| *out = bf16::from_f32(y));
-            });
+        let window = Window { old: state.to_vec(), x, dim, width };
+        par_rows_mut(out, t, dim).enumerate().for_each(|(tau, row)| {
+            let mut y: Vec<f32> = (0..dim)
+                .map(|c| {
+                    let taps = &weight[c * width..][..width];
+                    // a = Σ_s window[s]·w[c][s], tap 0 on the oldest input, ascending s.
+                    let a = taps
+                        .iter()
+                        .enumerate()
+                        .fold(0.0, |acc, (s, tap)| acc + window.input(c, tau + s) * tap.to_f32());
+                    silu(a)
+                })
+                .collect();
+            finish(&mut y);
+            row.iter_mut().zip(&y).for_each(|(out, &y)| *out = bf16::from_f32(y));
+        });
         // After t tokens, slot s holds input t − 1 + s of the extended sequence.
         state.par_iter_mut().enumerate().for_each(|(i, slot)| {
             *slot = window.input(i / width, t - 1 + i % width);

@@ -7,23 +7,16 @@ use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{dot_bf16, par_rows_mut, require};
-
-/// The most rows `dense_gemv_bf16_batchm` takes; dispatch sends larger batches to the GEMM.
-pub const DENSE_GEMV_BATCHM_MAX_M: u32 = 16;
+use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(
-        "gemv",
-        "dense_gemv_bf16",
-        &[ConstBf16, ConstBf16, MutBf16, U32, U32],
-        dense_gemv_bf16,
-    )
-    .with_kernel(
-        "dense_gemv_bf16_batchm",
-        "dense_gemv_bf16_batchm",
-        &[ConstBf16, ConstBf16, MutBf16, U32, U32, U32],
-        dense_gemv_bf16_batchm,
-    )
+    gpu.with_kernel("gemv", "dense_gemv_bf16", &[ConstBf16, ConstBf16, MutBf16, U32, U32], dense_gemv_bf16)
+        .with_kernel(
+            "dense_gemv_bf16_batchm",
+            "dense_gemv_bf16_batchm",
+            &[ConstBf16, ConstBf16, MutBf16, U32, U32, U32],
+            dense_gemv_bf16_batchm,
+        )
 }
 
 /// `x, w, y, n, k`: `y[j] = bf16(x · w[j])`.
@@ -42,10 +35,7 @@ fn dense_gemv_bf16_batchm(args: CpuArgs<'_>) -> Result<(), KernelError> {
     let launch = RowsLaunch::read(args)?;
     let max = DENSE_GEMV_BATCHM_MAX_M as usize;
     if !(2..=max).contains(&launch.m) {
-        return Err(KernelError::new(format!(
-            "m = {} is outside 2..={max}",
-            launch.m
-        )));
+        return Err(KernelError::new(format!("m = {} is outside 2..={max}", launch.m)));
     }
     launch.run();
     Ok(())
@@ -75,11 +65,7 @@ impl<'a> RowsLaunch<'a> {
     /// Reads the arguments and checks the buffers hold their tensors.
     pub(super) fn read(mut args: CpuArgs<'a>) -> Result<Self, KernelError> {
         let (a, b, c) = (args.const_bf16(0)?, args.const_bf16(1)?, args.mut_bf16(2)?);
-        let (m, n, k) = (
-            args.u32(3)? as usize,
-            args.u32(4)? as usize,
-            args.u32(5)? as usize,
-        );
+        let (m, n, k) = (args.u32(3)? as usize, args.u32(4)? as usize, args.u32(5)? as usize);
         require("a [m, k]", a.len(), &[m, k])?;
         require("b [n, k]", b.len(), &[n, k])?;
         require("c [m, n]", c.len(), &[m, n])?;
@@ -89,8 +75,6 @@ impl<'a> RowsLaunch<'a> {
     /// Computes every row of `c` as a GEMV of the matching row of `a`, rows in parallel.
     pub(super) fn run(self) {
         let Self { a, b, c, m, n, k } = self;
-        par_rows_mut(c, m, n)
-            .enumerate()
-            .for_each(|(i, row)| matvec(&a[i * k..][..k], b, row));
+        par_rows_mut(c, m, n).enumerate().for_each(|(i, row)| matvec(&a[i * k..][..k], b, row));
     }
 }

@@ -15,18 +15,13 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(
         "kda_chunk",
         "kda_chunk_prepare",
-        &[
-            ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, MutF32, U32, U32, U32, U32,
-        ],
+        &[ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, MutF32, U32, U32, U32, U32],
         kda_chunk_prepare,
     )
     .with_kernel(
         "kda_chunk",
         "kda_chunk_scan",
-        &[
-            ConstF32, ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, U32, U32, U32, U32,
-            F32,
-        ],
+        &[ConstF32, ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, U32, U32, U32, U32, F32],
         kda_chunk_scan,
     )
 }
@@ -94,13 +89,7 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     }
     require("beta [t_pad, h]", beta.len(), &[layout.t_pad, layout.h])?;
     let Layout { h, d, c, .. } = layout;
-    let inputs = PrepareInputs {
-        layout,
-        k,
-        v,
-        gate,
-        beta,
-    };
+    let inputs = PrepareInputs { layout, k, v, gate, beta };
     // A chunk's rows are contiguous in every output: chunks in parallel, and within one, heads
     // in parallel into small blocks that are then copied to their strided rows.
     let chunk_len = c * h * d;
@@ -110,10 +99,8 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
         .zip(par_rows_mut(w, chunks, chunk_len))
         .enumerate()
         .for_each(|(chunk, ((gc, u), w))| {
-            let blocks: Vec<Prepared> = (0..h)
-                .into_par_iter()
-                .map(|head| inputs.block(chunk, head))
-                .collect();
+            let blocks: Vec<Prepared> =
+                (0..h).into_par_iter().map(|head| inputs.block(chunk, head)).collect();
             for (head, block) in blocks.iter().enumerate() {
                 for i in 0..c {
                     let (at, local) = ((i * h + head) * d, i * d);
@@ -148,31 +135,18 @@ impl PrepareInputs<'_> {
         let real = self.layout.real(chunk);
         let zeros = vec![0.0; d];
         let row = |data: &[f32], i: usize| -> Vec<f32> {
-            if i < real {
-                self.layout.row(data, chunk * c + i, head).to_vec()
-            } else {
-                zeros.clone()
-            }
+            if i < real { self.layout.row(data, chunk * c + i, head).to_vec() } else { zeros.clone() }
         };
         let k: Vec<Vec<f32>> = (0..c).map(|i| row(self.k, i)).collect();
         let v: Vec<Vec<f32>> = (0..c).map(|i| row(self.v, i)).collect();
-        let beta: Vec<f32> = (0..c)
-            .map(|i| {
-                if i < real {
-                    self.beta[(chunk * c + i) * h + head]
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        let beta: Vec<f32> =
+            (0..c).map(|i| if i < real { self.beta[(chunk * c + i) * h + head] } else { 0.0 }).collect();
 
         // gc[i] = Σ_{p ≤ i} gate[p], one accumulator per channel.
         let mut gc = Vec::with_capacity(c * d);
         let mut acc = vec![0.0f32; d];
         for i in 0..c {
-            acc.iter_mut()
-                .zip(row(self.gate, i))
-                .for_each(|(acc, g)| *acc += g);
+            acc.iter_mut().zip(row(self.gate, i)).for_each(|(acc, g)| *acc += g);
             gc.extend_from_slice(&acc);
         }
         let gc_row = |i: usize| &gc[i * d..(i + 1) * d];
@@ -181,23 +155,22 @@ impl PrepareInputs<'_> {
         let mut a = vec![0.0f32; c * c];
         for i in 1..c {
             for j in 0..i {
-                let sum = (0..d).fold(0.0, |acc, x| {
-                    acc + k[i][x] * k[j][x] * (gc_row(i)[x] - gc_row(j)[x]).exp()
-                });
+                let sum =
+                    (0..d).fold(0.0, |acc, x| acc + k[i][x] * k[j][x] * (gc_row(i)[x] - gc_row(j)[x]).exp());
                 a[i * c + j] = -beta[i] * sum;
             }
         }
         // Forward substitution, row i from the final rows < i: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]
-        // (A[m][j] is 0 for m ≤ j). Ascending j in place is exact: entry j only reads row i's
-        // entries m > j, which are still the original ones.
+        // (A[m][j] is 0 for m ≤ j). Row i can be updated in place in ascending j: entry j reads
+        // only entries m > j of its row, which still hold their original values.
         for i in 1..c {
             for j in 0..i {
                 let sum = (j + 1..i).fold(0.0, |acc, m| acc + a[i * c + m] * a[m * c + j]);
                 a[i * c + j] += sum;
             }
-            a[i * c + i] = 1.0;
         }
-        a[0] = 1.0;
+        // The unit diagonal makes A = (I + L)⁻¹; it was 0 during the substitution.
+        (0..c).for_each(|i| a[i * c + i] = 1.0);
 
         // u[i] = Σ_{j≤i} A[i][j]·β_j·v[j], w[i] = Σ_{j≤i} A[i][j]·β_j·k[j]·exp(gc[j]).
         let k_decay: Vec<f32> = gc.iter().map(|g| g.exp()).collect();
@@ -239,15 +212,7 @@ fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     }
     let Layout { h, d, .. } = layout;
     require("state [h, d, d]", state.len(), &[h, d, d])?;
-    let inputs = ScanInputs {
-        layout,
-        q,
-        k,
-        gc,
-        u,
-        w,
-        scale,
-    };
+    let inputs = ScanInputs { layout, q, k, gc, u, w, scale };
     // Heads are independent and each walks its chunks in order: chunks in sequence, and within
     // one, heads in parallel (each owning its state rows).
     for chunk in 0..layout.chunks() {
@@ -294,16 +259,10 @@ impl ScanInputs<'_> {
         for i in 0..real {
             let q_scaled: Vec<f32> = q(i).iter().map(|q| q * self.scale).collect();
             // Σ_k q[i,k]·scale·exp(gc[i,k])·S[k], with the state from before this chunk.
-            let inter = rows_combination(
-                state,
-                d,
-                q_scaled.iter().zip(gc(i)).map(|(q, g)| q * g.exp()),
-            );
+            let inter = rows_combination(state, d, q_scaled.iter().zip(gc(i)).map(|(q, g)| q * g.exp()));
             // intra[i,j] = Σ_d q[i,d]·scale·k[j,d]·exp(gc[i,d] − gc[j,d]), diagonal included.
             let intra = (0..=i).map(|j| {
-                (0..d).fold(0.0, |acc, x| {
-                    acc + q_scaled[x] * k(j)[x] * (gc(i)[x] - gc(j)[x]).exp()
-                })
+                (0..d).fold(0.0, |acc, x| acc + q_scaled[x] * k(j)[x] * (gc(i)[x] - gc(j)[x]).exp())
             });
             let local = combination(vnew.iter().map(Vec::as_slice), intra, d);
             out.extend(inter.iter().zip(&local).map(|(inter, local)| inter + local));
@@ -314,10 +273,7 @@ impl ScanInputs<'_> {
             let coefs = (0..real).map(|i| k(i)[x] * (last[x] - gc(i)[x]).exp());
             let update = combination(vnew.iter().map(Vec::as_slice), coefs, d);
             let decay = last[x].exp();
-            state_row
-                .iter_mut()
-                .zip(update)
-                .for_each(|(s, update)| *s = *s * decay + update);
+            state_row.iter_mut().zip(update).for_each(|(s, update)| *s = *s * decay + update);
         }
         out
     }
@@ -331,9 +287,7 @@ fn combination<'r>(
 ) -> Vec<f32> {
     let mut acc = vec![0.0f32; d];
     for (row, coef) in rows.zip(coefs) {
-        acc.iter_mut()
-            .zip(row)
-            .for_each(|(acc, x)| *acc += coef * x);
+        acc.iter_mut().zip(row).for_each(|(acc, x)| *acc += coef * x);
     }
     acc
 }

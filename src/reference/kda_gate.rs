@@ -10,9 +10,7 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(
         "kda_gate",
         "kda_gate_bf16",
-        &[
-            ConstBf16, ConstF32, ConstF32, MutF32, U32, U32, U32, U32, F32,
-        ],
+        &[ConstBf16, ConstF32, ConstF32, MutF32, U32, U32, U32, U32, F32],
         kda_gate_bf16,
     )
 }
@@ -45,20 +43,12 @@ impl Law {
 fn kda_gate_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (g_raw, dt_bias, a_log) = (args.const_bf16(0)?, args.const_f32(1)?, args.const_f32(2)?);
     let gate = args.mut_f32(3)?;
-    let (t, h, d) = (
-        args.u32(4)? as usize,
-        args.u32(5)? as usize,
-        args.u32(6)? as usize,
-    );
+    let (t, h, d) = (args.u32(4)? as usize, args.u32(5)? as usize, args.u32(6)? as usize);
     let law = match args.u32(7)? {
-        0 => Law::Bounded {
-            lower_bound: args.f32(8)?,
-        },
+        0 => Law::Bounded { lower_bound: args.f32(8)? },
         1 => Law::Softplus,
         other => {
-            return Err(KernelError::new(format!(
-                "law = {other} is neither 0 (bounded) nor 1 (softplus)"
-            )));
+            return Err(KernelError::new(format!("law = {other} is neither 0 (bounded) nor 1 (softplus)")));
         }
     };
     require("g_raw [t, h, d]", g_raw.len(), &[t, h, d])?;
@@ -66,12 +56,10 @@ fn kda_gate_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     require("a_log [h]", a_log.len(), &[h])?;
     require("gate [t, h, d]", gate.len(), &[t, h, d])?;
     let row = h * d;
-    par_rows_mut(gate, t, row)
-        .zip(g_raw[..t * row].par_chunks(row.max(1)))
-        .for_each(|(gate, g_raw)| {
-            for (channel, (gate, g)) in gate.iter_mut().zip(g_raw).enumerate() {
-                *gate = law.gate(a_log[channel / d], g.to_f32() + dt_bias[channel]);
-            }
-        });
+    par_rows_mut(gate, t, row).zip(g_raw[..t * row].par_chunks(row.max(1))).for_each(|(gate, g_raw)| {
+        for (channel, (gate, g)) in gate.iter_mut().zip(g_raw).enumerate() {
+            *gate = law.gate(a_log[channel / d], g.to_f32() + dt_bias[channel]);
+        }
+    });
     Ok(())
 }

@@ -16,18 +16,8 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
         &[ConstF32, ConstBf16, ConstBf16, MutBf16, U32, U32, F32],
         kda_o_norm_gated_bf16,
     )
-    .with_kernel(
-        MODULE,
-        "kda_split_widen",
-        &[ConstBf16, MutF32, MutF32, MutF32, U32, U32],
-        kda_split_widen,
-    )
-    .with_kernel(
-        MODULE,
-        "kda_sigmoid_bf16_f32",
-        &[ConstBf16, MutF32, U32],
-        kda_sigmoid_bf16_f32,
-    )
+    .with_kernel(MODULE, "kda_split_widen", &[ConstBf16, MutF32, MutF32, MutF32, U32, U32], kda_split_widen)
+    .with_kernel(MODULE, "kda_sigmoid_bf16_f32", &[ConstBf16, MutF32, U32], kda_sigmoid_bf16_f32)
     .with_kernel(MODULE, "kda_fill_f32", &[MutF32, U32, F32], kda_fill_f32)
     .with_kernel(
         MODULE,
@@ -48,18 +38,16 @@ fn kda_o_norm_gated_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     require("gate [rows, d]", gate.len(), &[rows, d])?;
     require("weight [d]", weight.len(), &[d])?;
     require("out [rows, d]", out.len(), &[rows, d])?;
-    par_rows_mut(out, rows, d)
-        .enumerate()
-        .for_each(|(row, out)| {
-            let x = &x[row * d..][..d];
-            let gate = &gate[row * d..][..d];
-            let sum = x.iter().fold(0.0, |acc, x| acc + x * x);
-            let r = 1.0 / (sum / d as f32 + eps).sqrt();
-            for (i, out) in out.iter_mut().enumerate() {
-                let value = x[i] * r * weight[i].to_f32() * sigmoid(gate[i].to_f32());
-                *out = bf16::from_f32(value);
-            }
-        });
+    par_rows_mut(out, rows, d).enumerate().for_each(|(row, out)| {
+        let x = &x[row * d..][..d];
+        let gate = &gate[row * d..][..d];
+        let sum = x.iter().fold(0.0, |acc, x| acc + x * x);
+        let r = 1.0 / (sum / d as f32 + eps).sqrt();
+        for (i, out) in out.iter_mut().enumerate() {
+            let value = x[i] * r * weight[i].to_f32() * sigmoid(gate[i].to_f32());
+            *out = bf16::from_f32(value);
+        }
+    });
     Ok(())
 }
 
@@ -69,30 +57,21 @@ fn kda_split_widen(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let parts = [args.mut_f32(1)?, args.mut_f32(2)?, args.mut_f32(3)?];
     let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
     require("src [t, 3·qkv]", src.len(), &[t, 3, qkv])?;
-    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"]
-        .iter()
-        .zip(&parts)
-    {
+    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(&parts) {
         require(name, part.len(), &[t, qkv])?;
     }
     for (index, part) in parts.into_iter().enumerate() {
-        par_rows_mut(part, t, qkv)
-            .enumerate()
-            .for_each(|(row, dst)| {
-                let src = &src[(3 * row + index) * qkv..][..qkv];
-                dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
-            });
+        par_rows_mut(part, t, qkv).enumerate().for_each(|(row, dst)| {
+            let src = &src[(3 * row + index) * qkv..][..qkv];
+            dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
+        });
     }
     Ok(())
 }
 
 /// `q, k, v [t, qkv], dst [t, 3·qkv], t, qkv`: `dst[τ] = q[τ] | k[τ] | v[τ]`.
 fn kda_pack_qkv_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let parts = [
-        args.const_bf16(0)?,
-        args.const_bf16(1)?,
-        args.const_bf16(2)?,
-    ];
+    let parts = [args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?];
     let dst = args.mut_bf16(3)?;
     let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
     for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(parts) {
@@ -110,10 +89,7 @@ fn kda_sigmoid_bf16_f32(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (x, y, n) = (args.const_bf16(0)?, args.mut_f32(1)?, args.u32(2)? as usize);
     require("x [n]", x.len(), &[n])?;
     require("y [n]", y.len(), &[n])?;
-    y[..n]
-        .par_iter_mut()
-        .zip(&x[..n])
-        .for_each(|(y, x)| *y = sigmoid(x.to_f32()));
+    y[..n].par_iter_mut().zip(&x[..n]).for_each(|(y, x)| *y = sigmoid(x.to_f32()));
     Ok(())
 }
 

@@ -10,21 +10,14 @@ use rayon::prelude::*;
 use super::{par_rows_mut, require};
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    const SIGNATURE: &[kda_runtime::cpu::ParamKind] = &[
-        ConstBf16, ConstBf16, ConstBf16, ConstF32, ConstF32, MutF32, MutF32, U32, U32, F32,
-    ];
-    gpu.with_kernel(
-        "kda_recurrent",
-        "kda_recurrent_decode_bf16",
-        SIGNATURE,
-        |args| decode(args, Column::InPlace),
-    )
-    .with_kernel(
-        "kda_recurrent",
-        "kda_recurrent_decode_bf16_smem",
-        SIGNATURE,
-        |args| decode(args, Column::Staged),
-    )
+    const SIGNATURE: &[kda_runtime::cpu::ParamKind] =
+        &[ConstBf16, ConstBf16, ConstBf16, ConstF32, ConstF32, MutF32, MutF32, U32, U32, F32];
+    gpu.with_kernel("kda_recurrent", "kda_recurrent_decode_bf16", SIGNATURE, |args| {
+        decode(args, Column::InPlace)
+    })
+    .with_kernel("kda_recurrent", "kda_recurrent_decode_bf16_smem", SIGNATURE, |args| {
+        decode(args, Column::Staged)
+    })
 }
 
 /// How a variant reaches a state column: where the CUDA kernels differ (global memory twice, or
@@ -50,11 +43,7 @@ struct Step {
 
 /// `q, k, v [h, d], gate [h, d], beta [h], state [h, d, d], out [h, d], h, d, scale`.
 fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
-    let (q, k, v) = (
-        args.const_bf16(0)?,
-        args.const_bf16(1)?,
-        args.const_bf16(2)?,
-    );
+    let (q, k, v) = (args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?);
     let (gate, beta) = (args.const_f32(3)?, args.const_f32(4)?);
     let (state, out) = (args.mut_f32(5)?, args.mut_f32(6)?);
     let (h, d) = (args.u32(7)? as usize, args.u32(8)? as usize);
@@ -70,10 +59,8 @@ fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
     }
     require("beta [h]", beta.len(), &[h])?;
     require("state [h, d, d]", state.len(), &[h, d, d])?;
-    par_rows_mut(state, h, d * d)
-        .zip(par_rows_mut(out, h, d))
-        .enumerate()
-        .for_each(|(head, (state, out))| {
+    par_rows_mut(state, h, d * d).zip(par_rows_mut(out, h, d)).enumerate().for_each(
+        |(head, (state, out))| {
             let row = head * d..(head + 1) * d;
             let step = Step {
                 decay: gate[row.clone()].iter().map(|g| g.exp()).collect(),
@@ -91,7 +78,7 @@ fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
                 Column::Staged => {
                     let mut scratch = vec![0.0; d];
                     for (col, out) in out.iter_mut().enumerate() {
-                        let strided = state[col..].iter_mut().step_by(d);
+                        let strided = state[col..].iter().step_by(d);
                         scratch.iter_mut().zip(strided).for_each(|(s, x)| *s = *x);
                         *out = update_column(&mut scratch, 1, &step, v[col]);
                         let strided = state[col..].iter_mut().step_by(d);
@@ -99,7 +86,8 @@ fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
                     }
                 }
             }
-        });
+        },
+    );
     Ok(())
 }
 
@@ -112,23 +100,13 @@ fn widen(values: &[bf16]) -> Vec<f32> {
 /// `δ = β·(v − Σ)`; pass 2 over k ascending adds `k·δ`, stores and accumulates with `q·scale`.
 fn update_column(column: &mut [f32], stride: usize, step: &Step, v: f32) -> f32 {
     let mut kv = 0.0;
-    for ((s, decay), k) in column
-        .iter_mut()
-        .step_by(stride)
-        .zip(&step.decay)
-        .zip(&step.k)
-    {
+    for ((s, decay), k) in column.iter_mut().step_by(stride).zip(&step.decay).zip(&step.k) {
         *s *= decay;
         kv += *s * k;
     }
     let delta = step.beta * (v - kv);
     let mut out = 0.0;
-    for ((s, k), q) in column
-        .iter_mut()
-        .step_by(stride)
-        .zip(&step.k)
-        .zip(&step.q_scaled)
-    {
+    for ((s, k), q) in column.iter_mut().step_by(stride).zip(&step.k).zip(&step.q_scaled) {
         *s += k * delta;
         out += *s * q;
     }

@@ -34,8 +34,6 @@ use half::bf16;
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
-pub use gemv::DENSE_GEMV_BATCHM_MAX_M;
-
 /// A CPU backend carrying all 16 entries of `[glm5next_kda]`, run by the reference kernels.
 ///
 /// Use [`CpuBackend::without`] on it to emulate a target that lacks the optional entries.
@@ -50,17 +48,13 @@ pub fn backend() -> CpuBackend {
         kda_recurrent::register,
         kda_layer_ops::register,
     ];
-    modules
-        .into_iter()
-        .fold(CpuBackend::new(), |gpu, register| register(gpu))
+    modules.into_iter().fold(CpuBackend::new(), |gpu, register| register(gpu))
 }
 
 /// `Σ_p f32(a[p])·f32(b[p])`, one f32 accumulator in ascending `p`: the order the ABI fixes for
 /// every GEMM and GEMV output.
 fn dot_bf16(a: &[bf16], b: &[bf16]) -> f32 {
-    a.iter()
-        .zip(b)
-        .fold(0.0, |acc, (a, b)| acc + a.to_f32() * b.to_f32())
+    a.iter().zip(b).fold(0.0, |acc, (a, b)| acc + a.to_f32() * b.to_f32())
 }
 
 /// `σ(x) = 1/(1+e^{-x})`.
@@ -83,23 +77,15 @@ fn l2_norm(values: impl IntoIterator<Item = f32>, eps: f32) -> f32 {
 /// Checks that the buffer described by `name` (its shape written in, e.g. "a [m, k]") holds the
 /// `dims` tensor. Longer buffers are fine: a kernel reads and writes the prefix it is told about.
 fn require(name: &str, len: usize, dims: &[usize]) -> Result<(), KernelError> {
-    let needed = dims
-        .iter()
-        .try_fold(1usize, |acc, &dim| acc.checked_mul(dim));
+    let needed = dims.iter().try_fold(1usize, |acc, &dim| acc.checked_mul(dim));
     let shape = || {
         let factors = dims.iter().map(ToString::to_string).collect::<Vec<_>>();
         factors.join("×")
     };
     match needed {
-        None => Err(KernelError::new(format!(
-            "`{name}` of {} elements overflows usize",
-            shape()
-        ))),
+        None => Err(KernelError::new(format!("`{name}` of {} elements overflows usize", shape()))),
         Some(needed) if len < needed => Err(KernelError::new(if dims.len() > 1 {
-            format!(
-                "`{name}` holds {len} elements, needs {} = {needed}",
-                shape()
-            )
+            format!("`{name}` holds {len} elements, needs {} = {needed}", shape())
         } else {
             format!("`{name}` holds {len} elements, needs {needed}")
         })),

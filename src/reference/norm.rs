@@ -8,12 +8,7 @@ use rayon::prelude::*;
 use super::{l2_norm, par_rows_mut, require};
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(
-        "norm",
-        "l2_norm_bf16",
-        &[MutBf16, U32, U32, U32, U32, F32],
-        l2_norm_bf16,
-    )
+    gpu.with_kernel("norm", "l2_norm_bf16", &[MutBf16, U32, U32, U32, U32, F32], l2_norm_bf16)
 }
 
 /// `data, rows, row_stride, heads, head_dim, eps`: the `heads·head_dim` values at the start of
@@ -23,21 +18,19 @@ fn l2_norm_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (rows, row_stride) = (args.u32(1)? as usize, args.u32(2)? as usize);
     let (heads, head_dim) = (args.u32(3)? as usize, args.u32(4)? as usize);
     let eps = args.f32(5)?;
-    let width = heads
-        .checked_mul(head_dim)
-        .filter(|&width| head_dim > 0 && width <= row_stride)
-        .ok_or_else(|| {
+    let width = heads.checked_mul(head_dim).filter(|&width| head_dim > 0 && width <= row_stride).ok_or_else(
+        || {
             KernelError::new(format!(
                 "heads = {heads} of head_dim = {head_dim} (≥ 1) must fit in row_stride = \
                  {row_stride}"
             ))
-        })?;
+        },
+    )?;
     require("data [rows, row_stride]", data.len(), &[rows, row_stride])?;
     par_rows_mut(data, rows, row_stride).for_each(|row| {
         for head in row[..width].chunks_mut(head_dim) {
             let norm = l2_norm(head.iter().map(|x| x.to_f32()), eps);
-            head.iter_mut()
-                .for_each(|x| *x = bf16::from_f32(x.to_f32() / norm));
+            head.iter_mut().for_each(|x| *x = bf16::from_f32(x.to_f32() / norm));
         }
     });
     Ok(())

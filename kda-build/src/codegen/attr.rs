@@ -18,31 +18,24 @@ pub(super) struct Attrs {
 /// kept, so one bad key does not hide the others.
 pub(super) fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Attrs {
     let mut parsed = Attrs::default();
-    for attr in attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("kernel_table"))
-    {
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("kernel_table")) {
         parsed.span.get_or_insert(attr.span());
         if let Err(error) = attr.parse_nested_meta(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(Ident::to_string)
-                .unwrap_or_default();
+            let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
             let slot = match key.as_str() {
                 "manifest" => &mut parsed.manifest,
                 "table" => &mut parsed.table,
                 "name" => {
                     let literal: LitStr = meta.value()?.parse()?;
-                    let ident = literal.parse::<Ident>().map_err(|_| {
-                        syn::Error::new(literal.span(), "`name` must be a Rust identifier")
-                    })?;
+                    let ident = literal
+                        .parse::<Ident>()
+                        .map_err(|_| syn::Error::new(literal.span(), "`name` must be a Rust identifier"))?;
                     return set_once(&mut parsed.name, ident, &meta.path);
                 }
                 _ => {
-                    return Err(meta.error(
-                        "unknown key in #[kernel_table]: expected `manifest`, `table` or `name`",
-                    ));
+                    return Err(
+                        meta.error("unknown key in #[kernel_table]: expected `manifest`, `table` or `name`")
+                    );
                 }
             };
             let literal: LitStr = meta.value()?.parse()?;
@@ -56,10 +49,7 @@ pub(super) fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Attrs 
 
 fn set_once<T>(slot: &mut Option<T>, value: T, key: &syn::Path) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(syn::Error::new_spanned(
-            key,
-            "this key is given twice in #[kernel_table]",
-        ));
+        return Err(syn::Error::new_spanned(key, "this key is given twice in #[kernel_table]"));
     }
     *slot = Some(value);
     Ok(())

@@ -17,10 +17,7 @@ const DEFAULT_MANIFEST: &str = "kernels.toml";
 pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
     let mut errors = Vec::new();
     let attrs = attr::parse(&input.attrs, &mut errors);
-    let kernels = attrs
-        .name
-        .clone()
-        .unwrap_or_else(|| format_ident!("{}Kernels", input.ident));
+    let kernels = attrs.name.clone().unwrap_or_else(|| format_ident!("{}Kernels", input.ident));
     if !errors.is_empty() {
         // With a key unread, looking for the manifest or table would only report guesses.
         let errors = errors.iter().map(syn::Error::to_compile_error);
@@ -30,10 +27,7 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
     // Errors about the manifest point at the literal naming it, else at the attribute or derive.
     let attr_span = attrs.span.unwrap_or_else(Span::call_site);
     let manifest_span = attrs.manifest.as_ref().map_or(attr_span, LitStr::span);
-    let manifest_path = attrs
-        .manifest
-        .as_ref()
-        .map_or_else(|| DEFAULT_MANIFEST.to_owned(), LitStr::value);
+    let manifest_path = attrs.manifest.as_ref().map_or_else(|| DEFAULT_MANIFEST.to_owned(), LitStr::value);
 
     let file = locate(&manifest_path, site)
         .map_err(|message| errors.push(syn::Error::new(manifest_span, message)))
@@ -47,17 +41,12 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
             .ok()
     });
     let table = manifest.as_ref().and_then(|manifest| {
-        let name = attrs
-            .table
-            .as_ref()
-            .map_or_else(|| snake_case(&input.ident.to_string()), LitStr::value);
+        let name = attrs.table.as_ref().map_or_else(|| snake_case(&input.ident.to_string()), LitStr::value);
         let table = manifest.table(&name);
         if table.is_none() {
             let span = attrs.table.as_ref().map_or(manifest_span, LitStr::span);
-            errors.push(syn::Error::new(
-                span,
-                missing_table_message(manifest, &name, &manifest_path, &attrs),
-            ));
+            errors
+                .push(syn::Error::new(span, missing_table_message(manifest, &name, &manifest_path, &attrs)));
         }
         table
     });
@@ -75,26 +64,14 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
     }
 }
 
-fn missing_table_message(
-    manifest: &Manifest,
-    name: &str,
-    path: &str,
-    attrs: &attr::Attrs,
-) -> String {
-    let tables: Vec<String> = manifest
-        .tables
-        .iter()
-        .map(|table| format!("`{}`", table.name))
-        .collect();
+fn missing_table_message(manifest: &Manifest, name: &str, path: &str, attrs: &attr::Attrs) -> String {
+    let tables: Vec<String> = manifest.tables.iter().map(|table| format!("`{}`", table.name)).collect();
     let how = if attrs.table.is_some() {
         String::new()
     } else {
         " (the type's name in snake_case; name another with `table = \"...\"`)".to_owned()
     };
-    format!(
-        "{path} has no table `[{name}]`{how}; its tables: {}",
-        tables.join(", ")
-    )
+    format!("{path} has no table `[{name}]`{how}; its tables: {}", tables.join(", "))
 }
 
 /// Makes rustc record the manifest as an input, so editing it rebuilds the deriving crate.
@@ -106,21 +83,13 @@ fn track(file: &ManifestFile) -> TokenStream {
 }
 
 /// The table of `table`, for the marker `input`, named `kernels`.
-fn generate(
-    input: &DeriveInput,
-    kernels: &Ident,
-    table: &Table,
-    file: &ManifestFile,
-) -> TokenStream {
+fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &ManifestFile) -> TokenStream {
     let vis = &input.vis;
     let marker = &input.ident;
     let table_name = &table.name;
     let manifest = &file.display;
-    let fields: Vec<Ident> = table
-        .entries
-        .iter()
-        .map(|entry| Ident::new(&entry.field, Span::call_site()))
-        .collect();
+    let fields: Vec<Ident> =
+        table.entries.iter().map(|entry| Ident::new(&entry.field, Span::call_site())).collect();
 
     let field_decls = table.entries.iter().zip(&fields).map(|(entry, field)| {
         let doc = entry.doc.iter().map(|doc| format!(" {doc}"));
@@ -129,11 +98,7 @@ fn generate(
             entry.module,
             entry.entry,
             entry.location.line,
-            if entry.optional {
-                "; `None` where the target lacks it"
-            } else {
-                ""
-            }
+            if entry.optional { "; `None` where the target lacks it" } else { "" }
         );
         let ty = if entry.optional {
             quote!(::core::option::Option<::kda_runtime::KernelHandle>)
@@ -165,8 +130,7 @@ fn generate(
     let struct_doc = format!(
         " Kernel handles of the table `[{table_name}]` in `{manifest}`, resolved by [`{kernels}::resolve`]."
     );
-    let marker_doc =
-        format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
+    let marker_doc = format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
     quote! {
         #[doc = #struct_doc]
@@ -214,20 +178,11 @@ fn generate(
 fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &str) -> TokenStream {
     // A mixed-site name cannot collide with the field names the manifest brings in.
     let resolver = Ident::new("resolver", Span::mixed_site());
-    let lookups = table
-        .entries
-        .iter()
-        .zip(fields)
-        .enumerate()
-        .map(|(index, (entry, field))| {
-            let index = Literal::usize_unsuffixed(index);
-            let method = if entry.optional {
-                quote!(optional)
-            } else {
-                quote!(required)
-            };
-            quote! { let #field = #resolver.#method(&Self::ENTRIES[#index]); }
-        });
+    let lookups = table.entries.iter().zip(fields).enumerate().map(|(index, (entry, field))| {
+        let index = Literal::usize_unsuffixed(index);
+        let method = if entry.optional { quote!(optional) } else { quote!(required) };
+        quote! { let #field = #resolver.#method(&Self::ENTRIES[#index]); }
+    });
     let required: Vec<&Ident> = table
         .entries
         .iter()

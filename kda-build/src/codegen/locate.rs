@@ -29,10 +29,7 @@ pub(super) fn locate(relative: &str, site: &DeriveSite) -> Result<ManifestFile, 
             .collect()
     };
     let Some(path) = candidates.iter().find(|path| path.is_file()) else {
-        let tried: Vec<String> = candidates
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect();
+        let tried: Vec<String> = candidates.iter().map(|path| path.display().to_string()).collect();
         return Err(format!(
             "cannot find the kernel manifest `{relative}` (looked for {}); \
              `manifest` is relative to the crate root",
@@ -43,15 +40,7 @@ pub(super) fn locate(relative: &str, site: &DeriveSite) -> Result<ManifestFile, 
             }
         ));
     };
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        format!(
-            "cannot read the kernel manifest `{}`: {error}",
-            path.display()
-        )
-    })?;
-    Ok(ManifestFile {
-        display: relative.to_owned(),
-        path: path.clone(),
-        text,
-    })
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read the kernel manifest `{}`: {error}", path.display()))?;
+    Ok(ManifestFile { display: relative.to_owned(), path: path.clone(), text })
 }

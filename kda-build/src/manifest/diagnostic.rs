@@ -48,11 +48,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A problem with the bytes `span` of `text`.
     pub fn new(text: &str, span: Range<usize>, message: impl Into<String>) -> Self {
-        Diagnostic {
-            location: Location::of_offset(text, span.start),
-            span,
-            message: message.into(),
-        }
+        Diagnostic { location: Location::of_offset(text, span.start), span, message: message.into() }
     }
 
     /// `FILE:LINE:COL: message`.
@@ -89,27 +85,12 @@ mod tests {
     #[test]
     fn locations_count_lines_and_characters() {
         let text = "a = 1\nbé = 2\n";
-        assert_eq!(
-            Location::of_offset(text, 0),
-            Location { line: 1, column: 1 }
-        );
-        assert_eq!(
-            Location::of_offset(text, 6),
-            Location { line: 2, column: 1 }
-        );
+        assert_eq!(Location::of_offset(text, 0), Location { line: 1, column: 1 });
+        assert_eq!(Location::of_offset(text, 6), Location { line: 2, column: 1 });
         // 'é' is two bytes but one column.
-        assert_eq!(
-            Location::of_offset(text, 9),
-            Location { line: 2, column: 3 }
-        );
+        assert_eq!(Location::of_offset(text, 9), Location { line: 2, column: 3 });
         // Inside a multi-byte character: the character's own column.
-        assert_eq!(
-            Location::of_offset(text, 8),
-            Location { line: 2, column: 2 }
-        );
-        assert_eq!(
-            Location::of_offset(text, 1000),
-            Location { line: 3, column: 1 }
-        );
+        assert_eq!(Location::of_offset(text, 8), Location { line: 2, column: 2 });
+        assert_eq!(Location::of_offset(text, 1000), Location { line: 3, column: 1 });
     }
 }

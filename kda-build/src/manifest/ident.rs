@@ -2,11 +2,11 @@
 
 /// Words that cannot name a struct field (strict and reserved keywords, 2024 edition).
 const RUST_KEYWORDS: &[&str] = &[
-    "Self", "abstract", "as", "async", "await", "become", "box", "break", "const", "continue",
-    "crate", "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if",
-    "impl", "in", "let", "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub",
-    "ref", "return", "self", "static", "struct", "super", "trait", "true", "try", "type", "typeof",
-    "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
+    "Self", "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate", "do",
+    "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let", "loop",
+    "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "return", "self", "static",
+    "struct", "super", "trait", "true", "try", "type", "typeof", "unsafe", "unsized", "use", "virtual",
+    "where", "while", "yield",
 ];
 
 /// Whether `name` is a Rust keyword (so it cannot name a field without `r#`).
@@ -17,22 +17,15 @@ pub fn is_rust_keyword(name: &str) -> bool {
 /// Whether `name` can name a struct field: a Rust identifier that is not a keyword.
 pub fn is_rust_field_name(name: &str) -> bool {
     let mut chars = name.chars();
-    let starts_well = chars
-        .next()
-        .is_some_and(|first| first == '_' || unicode_ident::is_xid_start(first));
-    starts_well
-        && chars.all(unicode_ident::is_xid_continue)
-        && name != "_"
-        && !is_rust_keyword(name)
+    let starts_well = chars.next().is_some_and(|first| first == '_' || unicode_ident::is_xid_start(first));
+    starts_well && chars.all(unicode_ident::is_xid_continue) && name != "_" && !is_rust_keyword(name)
 }
 
 /// Whether `name` is a C identifier (ASCII letters, digits and `_`, not starting with a digit),
 /// as a module file name and an `extern "C"` entry point must be.
 pub fn is_c_identifier(name: &str) -> bool {
     let mut bytes = name.bytes();
-    bytes
-        .next()
-        .is_some_and(|first| first == b'_' || first.is_ascii_alphabetic())
+    bytes.next().is_some_and(|first| first == b'_' || first.is_ascii_alphabetic())
         && bytes.all(|b| b == b'_' || b.is_ascii_alphanumeric())
 }
 
@@ -45,9 +38,7 @@ mod tests {
         for good in ["gemm", "gemv_batchm", "_private", "x1", "état"] {
             assert!(is_rust_field_name(good), "{good}");
         }
-        for bad in [
-            "", "_", "1x", "a-b", "a b", "type", "self", "Self", "gen", "try", "r#type",
-        ] {
+        for bad in ["", "_", "1x", "a-b", "a b", "type", "self", "Self", "gen", "try", "r#type"] {
             assert!(!is_rust_field_name(bad), "{bad}");
         }
     }

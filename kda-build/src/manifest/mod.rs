@@ -8,6 +8,9 @@
 //!                 optional = true, doc = "The batched GEMV." }
 //! ```
 //!
+//! A reserved `[defines]` table holds named integer constants (`DENSE_GEMV_BATCHM_MAX_M = 16`)
+//! that the kernels get as `-D` flags and Rust as constants.
+//!
 //! [`Manifest::parse`] reads the file and reports every problem at once, in file order, each at
 //! its `LINE:COL`.
 
@@ -17,13 +20,30 @@ mod parse;
 mod validate;
 
 pub use diagnostic::{Diagnostic, Location, ManifestError};
-pub use ident::{is_c_identifier, is_rust_field_name};
+pub use ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
+
+/// The reserved table of named integer constants shared by the kernels and Rust.
+pub const DEFINES_TABLE: &str = "defines";
 
 /// A parsed and validated manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
     /// The kernel tables, in file order.
     pub tables: Vec<Table>,
+    /// The `[defines]`, in file order: passed to nvcc as `-DNAME=VALUE` and generated as Rust
+    /// constants, so neither side writes a shared constant twice.
+    pub defines: Vec<Define>,
+}
+
+/// One named constant of `[defines]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Define {
+    /// A C identifier (and so a Rust constant name).
+    pub name: String,
+    /// Its value.
+    pub value: u32,
+    /// Where the name is written.
+    pub location: Location,
 }
 
 /// One kernel table: a top-level `[name]` table of the manifest.
@@ -58,21 +78,17 @@ impl Manifest {
     /// Parses and validates `text`, the contents of the manifest `file` (the name errors show).
     pub fn parse(file: &str, text: &str) -> Result<Manifest, ManifestError> {
         let mut diagnostics = Vec::new();
-        let tables = parse::read(text, &mut diagnostics);
-        validate::validate(text, &tables, &mut diagnostics);
+        let raw = parse::read(text, &mut diagnostics);
+        validate::validate(text, &raw, &mut diagnostics);
         if diagnostics.is_empty() {
-            let tables = tables
-                .into_iter()
-                .map(|table| table.into_table(text))
-                .collect();
-            Ok(Manifest { tables })
+            Ok(Manifest {
+                tables: raw.tables.into_iter().map(|table| table.into_table(text)).collect(),
+                defines: raw.defines.into_iter().map(|define| parse::into_define(text, define)).collect(),
+            })
         } else {
             // File order, whichever step found them.
             diagnostics.sort_by_key(|diagnostic| diagnostic.span.start);
-            Err(ManifestError {
-                file: file.to_owned(),
-                diagnostics,
-            })
+            Err(ManifestError { file: file.to_owned(), diagnostics })
         }
     }
 

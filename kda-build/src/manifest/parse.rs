@@ -4,7 +4,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
-use super::{Diagnostic, Entry, Location, Table};
+use super::{DEFINES_TABLE, Define, Diagnostic, Entry, Location, Table};
 
 /// One entry as written, with the spans later checks blame.
 #[derive(Deserialize)]
@@ -27,10 +27,17 @@ pub(super) struct RawTable {
     pub entries: Vec<(Spanned<String>, RawEntry)>,
 }
 
+/// The manifest as written: its kernel tables and its `[defines]`.
+#[derive(Default)]
+pub(super) struct RawManifest {
+    pub tables: Vec<RawTable>,
+    pub defines: Vec<(Spanned<String>, u32)>,
+}
+
 /// Parses `text` into raw tables, collecting every syntax and shape error in `diagnostics`.
 ///
 /// Syntax errors stop here: checking the shape of a half-parsed document would only add noise.
-pub(super) fn read(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawTable> {
+pub(super) fn read(text: &str, diagnostics: &mut Vec<Diagnostic>) -> RawManifest {
     let (root, syntax_errors) = DeTable::parse_recoverable(text);
     if !syntax_errors.is_empty() {
         diagnostics.extend(
@@ -38,11 +45,49 @@ pub(super) fn read(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawTabl
                 .iter()
                 .map(|error| Diagnostic::new(text, error.span().unwrap_or(0..0), error.message())),
         );
-        return Vec::new();
+        return RawManifest::default();
     }
-    root.into_inner()
+    let mut manifest = RawManifest::default();
+    for (name, value) in root.into_inner() {
+        let name = spanned_string(name);
+        if name.get_ref() == DEFINES_TABLE {
+            manifest.defines.extend(read_defines(text, name, value, diagnostics));
+        } else {
+            manifest.tables.extend(read_table(text, name, value, diagnostics));
+        }
+    }
+    manifest
+}
+
+/// `[defines]`: `NAME = integer` lines, read as `u32`.
+fn read_defines(
+    text: &str,
+    name: Spanned<String>,
+    value: Spanned<DeValue<'_>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(Spanned<String>, u32)> {
+    let DeValue::Table(defines) = value.into_inner() else {
+        diagnostics.push(Diagnostic::new(
+            text,
+            name.span(),
+            "`defines` must be a table of `NAME = integer` lines",
+        ));
+        return Vec::new();
+    };
+    defines
         .into_iter()
-        .filter_map(|(name, value)| read_table(text, spanned_string(name), value, diagnostics))
+        .filter_map(|(key, value)| {
+            let key = spanned_string(key);
+            let value_span = value.span();
+            u32::deserialize(ValueDeserializer::from(value))
+                .map_err(|error| {
+                    let span = error.span().unwrap_or(value_span);
+                    let message = format!("define `{}`: {}", key.get_ref(), error.message());
+                    diagnostics.push(Diagnostic::new(text, span, message));
+                })
+                .ok()
+                .map(|value| (key, value))
+        })
         .collect()
 }
 
@@ -69,11 +114,7 @@ fn read_table(
         .into_iter()
         .filter_map(|(field, value)| read_entry(text, spanned_string(field), value, diagnostics))
         .collect();
-    Some(RawTable {
-        name,
-        is_empty,
-        entries,
-    })
+    Some(RawTable { name, is_empty, entries })
 }
 
 fn read_entry(
@@ -101,11 +142,7 @@ fn read_entry(
         Ok(entry) => Some((field, entry)),
         Err(error) => {
             let span = error.span().unwrap_or(value_span);
-            diagnostics.push(Diagnostic::new(
-                text,
-                span,
-                format!("entry `{name}`: {}", error.message()),
-            ));
+            diagnostics.push(Diagnostic::new(text, span, format!("entry `{name}`: {}", error.message())));
             None
         }
     }
@@ -117,11 +154,7 @@ fn spanned_string(key: Spanned<std::borrow::Cow<'_, str>>) -> Spanned<String> {
 }
 
 fn article(type_name: &str) -> &'static str {
-    if type_name.starts_with(['a', 'e', 'i', 'o', 'u']) {
-        "an"
-    } else {
-        "a"
-    }
+    if type_name.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
 }
 
 impl RawTable {
@@ -144,4 +177,9 @@ impl RawTable {
                 .collect(),
         }
     }
+}
+
+/// The validated model of a define.
+pub(super) fn into_define(text: &str, (name, value): (Spanned<String>, u32)) -> Define {
+    Define { location: Location::of_offset(text, name.span().start), name: name.into_inner(), value }
 }

@@ -5,12 +5,22 @@ use std::collections::HashMap;
 
 use super::Diagnostic;
 use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
-use super::parse::RawTable;
+use super::parse::{RawManifest, RawTable};
 
-/// Checks every table, adding each problem to `diagnostics`.
-pub(super) fn validate(text: &str, tables: &[RawTable], diagnostics: &mut Vec<Diagnostic>) {
-    for table in tables {
+/// Checks every table and define, adding each problem to `diagnostics`.
+pub(super) fn validate(text: &str, manifest: &RawManifest, diagnostics: &mut Vec<Diagnostic>) {
+    for table in &manifest.tables {
         validate_table(text, table, diagnostics);
+    }
+    for (name, _) in &manifest.defines {
+        // Both nvcc (`-DNAME=VALUE`) and Rust (`pub const NAME`) see the name.
+        if !is_c_identifier(name.get_ref()) || is_rust_keyword(name.get_ref()) {
+            diagnostics.push(Diagnostic::new(
+                text,
+                name.span(),
+                format!("define {:?} must be a C identifier that is not a Rust keyword", name.get_ref()),
+            ));
+        }
     }
 }
 
@@ -42,10 +52,7 @@ fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic
                 ));
             }
         }
-        let symbol = (
-            entry.module.get_ref().as_str(),
-            entry.entry.get_ref().as_str(),
-        );
+        let symbol = (entry.module.get_ref().as_str(), entry.entry.get_ref().as_str());
         if let Some(first) = first_listed.insert(symbol, field) {
             diagnostics.push(Diagnostic::new(
                 text,
@@ -66,9 +73,7 @@ fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic
 
 fn field_name_problem(field: &str) -> Option<String> {
     if is_rust_keyword(field) {
-        Some(format!(
-            "field name `{field}` is a Rust keyword; choose another name"
-        ))
+        Some(format!("field name `{field}` is a Rust keyword; choose another name"))
     } else if !is_rust_field_name(field) {
         Some(format!("field name {field:?} is not a Rust identifier"))
     } else {

@@ -96,9 +96,7 @@ pub struct KernelError {
 impl KernelError {
     /// An error saying `message`.
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
+        Self { message: message.into() }
     }
 }
 
@@ -143,9 +141,7 @@ macro_rules! accessors {
 
 impl<'a> CpuArgs<'a> {
     pub(crate) fn new(args: Vec<CpuArg<'a>>) -> Self {
-        Self {
-            slots: args.into_iter().map(Some).collect(),
-        }
+        Self { slots: args.into_iter().map(Some).collect() }
     }
 
     /// The number of arguments.
@@ -178,9 +174,7 @@ impl<'a> CpuArgs<'a> {
     fn take(&mut self, index: usize) -> Result<CpuArg<'a>, KernelError> {
         let count = self.slots.len();
         let slot = self.slots.get_mut(index).ok_or_else(|| {
-            KernelError::new(format!(
-                "argument {index} asked for, but the launch has {count}"
-            ))
+            KernelError::new(format!("argument {index} asked for, but the launch has {count}"))
         })?;
         let taken = || KernelError::new(format!("argument {index} was already taken"));
         match slot.as_ref().ok_or_else(taken)?.shared() {

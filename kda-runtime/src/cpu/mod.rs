@@ -33,8 +33,8 @@ pub use args::{CpuArg, CpuArgs, KernelError, ParamKind};
 
 use crate::host::{HostMemory, HostStorage, check_range};
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle,
-    LaunchGeometry, LookupError,
+    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry,
+    LookupError,
 };
 
 type KernelFn = dyn Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync;
@@ -71,11 +71,10 @@ impl Default for CpuBackend {
 
 impl fmt::Debug for CpuBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self.modules.iter().flat_map(|(module, entries)| {
-            entries
-                .keys()
-                .map(move |entry| format!("{module}::{entry}"))
-        });
+        let entries = self
+            .modules
+            .iter()
+            .flat_map(|(module, entries)| entries.keys().map(move |entry| format!("{module}::{entry}")));
         f.debug_struct("CpuBackend")
             .field("id", &self.id)
             .field("kernels", &entries.collect::<Vec<_>>())
@@ -87,23 +86,12 @@ impl CpuBackend {
     /// A backend that carries no kernel.
     pub fn new() -> Self {
         let id = BackendId::fresh();
-        Self {
-            id,
-            memory: HostMemory::new(id),
-            modules: BTreeMap::new(),
-            kernels: Vec::new(),
-        }
+        Self { id, memory: HostMemory::new(id), modules: BTreeMap::new(), kernels: Vec::new() }
     }
 
     /// Also carries `module::entry`, run by `function` with arguments matching `signature`.
     /// Registering an entry again replaces its signature and function.
-    pub fn with_kernel<F>(
-        mut self,
-        module: &str,
-        entry: &str,
-        signature: &[ParamKind],
-        function: F,
-    ) -> Self
+    pub fn with_kernel<F>(mut self, module: &str, entry: &str, signature: &[ParamKind], function: F) -> Self
     where
         F: Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
     {
@@ -114,12 +102,8 @@ impl CpuBackend {
             function: Box::new(function),
         };
         let next = u32::try_from(self.kernels.len()).expect("fewer than 2³² kernels registered");
-        let index = *self
-            .modules
-            .entry(module.to_owned())
-            .or_default()
-            .entry(entry.to_owned())
-            .or_insert(next);
+        let index =
+            *self.modules.entry(module.to_owned()).or_default().entry(entry.to_owned()).or_insert(next);
         if index == next {
             self.kernels.push(Some(kernel));
         } else {
@@ -150,28 +134,22 @@ impl CpuBackend {
         arg: &'s mut KernelArg<'_>,
     ) -> Result<CpuArg<'s>, String> {
         let found = found(arg);
-        let mismatch =
-            |found: &str| format!("parameter {index}: expected `{kind}`, found `{found}`");
+        let mismatch = |found: &str| format!("parameter {index}: expected `{kind}`, found `{found}`");
         let foreign = |error: BackendError| format!("parameter {index}: {error}");
         match (kind, arg) {
             (ParamKind::U32, KernelArg::U32(value)) => Ok(CpuArg::U32(*value)),
             (ParamKind::I32, KernelArg::I32(value)) => Ok(CpuArg::I32(*value)),
             (ParamKind::F32, KernelArg::F32(value)) => Ok(CpuArg::F32(*value)),
             // As in C, a writable buffer may fill a `const T*` parameter.
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Buffer(buffer)) => self
-                .shared(kind, buffer)
-                .map_err(foreign)?
-                .ok_or_else(|| mismatch(&found)),
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::BufferMut(buffer)) => self
-                .shared(kind, buffer)
-                .map_err(foreign)?
-                .ok_or_else(|| mismatch(&found)),
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Buffer(buffer)) => {
+                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
+            }
+            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::BufferMut(buffer)) => {
+                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
+            }
             (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Slice(buffer, range)) => {
                 check_range(buffer, range).map_err(foreign)?;
-                let whole = self
-                    .shared(kind, buffer)
-                    .map_err(foreign)?
-                    .ok_or_else(|| mismatch(&found))?;
+                let whole = self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))?;
                 Ok(match whole {
                     CpuArg::ConstBf16(data) => CpuArg::ConstBf16(&data[range.clone()]),
                     CpuArg::ConstF32(data) => CpuArg::ConstF32(&data[range.clone()]),
@@ -207,11 +185,7 @@ impl CpuBackend {
 /// A launch argument in the C spelling of the parameter kind it would fill.
 fn found(arg: &KernelArg<'_>) -> String {
     let pointer = |dtype: DType, writable: bool| {
-        if writable {
-            format!("{dtype}*")
-        } else {
-            format!("const {dtype}*")
-        }
+        if writable { format!("{dtype}*") } else { format!("const {dtype}*") }
     };
     match arg {
         KernelArg::Buffer(buffer) => pointer(buffer.dtype(), false),
@@ -236,15 +210,11 @@ impl GpuBackend for CpuBackend {
         let entries = self
             .modules
             .get(module)
-            .ok_or_else(|| LookupError::ModuleNotCarried {
-                module: module.to_owned(),
-            })?;
-        let index = entries
-            .get(entry)
-            .ok_or_else(|| LookupError::EntryNotInModule {
-                module: module.to_owned(),
-                entry: entry.to_owned(),
-            })?;
+            .ok_or_else(|| LookupError::ModuleNotCarried { module: module.to_owned() })?;
+        let index = entries.get(entry).ok_or_else(|| LookupError::EntryNotInModule {
+            module: module.to_owned(),
+            entry: entry.to_owned(),
+        })?;
         Ok(KernelHandle::new(self.id, *index))
     }
 
@@ -274,13 +244,9 @@ impl GpuBackend for CpuBackend {
                 backend: self.describe(),
             });
         }
-        let cpu_kernel = self
-            .kernels
-            .get(kernel.index() as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| BackendError::UnknownHandle {
-                backend: self.describe(),
-                index: kernel.index(),
+        let cpu_kernel =
+            self.kernels.get(kernel.index() as usize).and_then(Option::as_ref).ok_or_else(|| {
+                BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() }
             })?;
         let refused = |reason: String| BackendError::Launch {
             module: cpu_kernel.module.clone(),
@@ -289,10 +255,7 @@ impl GpuBackend for CpuBackend {
         };
         let signature = &cpu_kernel.signature;
         if args.len() != signature.len() {
-            let expected = signature
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>();
+            let expected = signature.iter().map(ToString::to_string).collect::<Vec<_>>();
             return Err(refused(format!(
                 "expected {} arguments ({}), got {}",
                 signature.len(),

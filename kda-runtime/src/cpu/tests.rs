@@ -3,12 +3,7 @@ use half::bf16;
 use super::*;
 use crate::{GpuBackendExt, try_kernel};
 
-const AXPY: &[ParamKind] = &[
-    ParamKind::ConstF32,
-    ParamKind::MutF32,
-    ParamKind::U32,
-    ParamKind::F32,
-];
+const AXPY: &[ParamKind] = &[ParamKind::ConstF32, ParamKind::MutF32, ParamKind::U32, ParamKind::F32];
 
 /// `y[i] = a·x[i] + y[i]` for `i < n`, refusing buffers shorter than `n`.
 fn axpy(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
@@ -38,11 +33,7 @@ fn geometry() -> LaunchGeometry {
 fn launch_refusal(gpu: &CpuBackend, args: &mut [KernelArg<'_>]) -> String {
     let kernel = gpu.lookup("blas", "axpy").unwrap();
     match gpu.launch(kernel, geometry(), args) {
-        Err(BackendError::Launch {
-            module,
-            entry,
-            reason,
-        }) => {
+        Err(BackendError::Launch { module, entry, reason }) => {
             assert_eq!((module.as_str(), entry.as_str()), ("blas", "axpy"));
             reason
         }
@@ -79,16 +70,10 @@ fn lookup_tells_a_missing_module_from_a_missing_entry() {
 fn without_removes_an_entry_then_the_emptied_module() {
     let gpu = gpu().without("blas", "noop");
     assert!(gpu.has_module("blas"));
-    assert!(matches!(
-        gpu.lookup("blas", "noop"),
-        Err(LookupError::EntryNotInModule { .. })
-    ));
+    assert!(matches!(gpu.lookup("blas", "noop"), Err(LookupError::EntryNotInModule { .. })));
     let gpu = gpu.without("other", "noop").without("absent", "noop");
     assert!(!gpu.has_module("other"));
-    assert!(matches!(
-        gpu.lookup("other", "noop"),
-        Err(LookupError::ModuleNotCarried { .. })
-    ));
+    assert!(matches!(gpu.lookup("other", "noop"), Err(LookupError::ModuleNotCarried { .. })));
     assert!(gpu.lookup("blas", "axpy").is_ok());
 }
 
@@ -114,12 +99,7 @@ fn a_registered_kernel_computes() {
     let x = gpu.upload(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut y = gpu.upload(&[10.0f32, 20.0, 30.0]).unwrap();
     let kernel = gpu.lookup("blas", "axpy").unwrap();
-    gpu.launch(
-        kernel,
-        geometry(),
-        &mut [(&x).into(), (&mut y).into(), 2u32.into(), 0.5f32.into()],
-    )
-    .unwrap();
+    gpu.launch(kernel, geometry(), &mut [(&x).into(), (&mut y).into(), 2u32.into(), 0.5f32.into()]).unwrap();
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [10.5, 21.0, 30.0]);
 }
 
@@ -137,12 +117,8 @@ fn a_writable_buffer_may_fill_a_const_parameter() {
     let mut x = gpu.upload(&[4.0f32]).unwrap();
     let mut y = gpu.upload(&[1.0f32]).unwrap();
     let kernel = gpu.lookup("blas", "axpy").unwrap();
-    gpu.launch(
-        kernel,
-        geometry(),
-        &mut [(&mut x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
-    )
-    .unwrap();
+    gpu.launch(kernel, geometry(), &mut [(&mut x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()])
+        .unwrap();
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [5.0]);
 }
 
@@ -161,14 +137,8 @@ fn a_read_only_buffer_for_a_written_parameter_is_refused() {
     let gpu = gpu();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(
-        &gpu,
-        &mut [(&x).into(), (&y).into(), 1u32.into(), 1.0f32.into()],
-    );
-    assert_eq!(
-        reason, "parameter 1: expected `f32*`, found `const f32*`",
-        "{reason}"
-    );
+    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&y).into(), 1u32.into(), 1.0f32.into()]);
+    assert_eq!(reason, "parameter 1: expected `f32*`, found `const f32*`", "{reason}");
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0]);
 }
 
@@ -177,10 +147,7 @@ fn a_wrong_scalar_kind_is_refused() {
     let gpu = gpu();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(
-        &gpu,
-        &mut [(&x).into(), (&mut y).into(), 1i32.into(), 1.0f32.into()],
-    );
+    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1i32.into(), 1.0f32.into()]);
     assert_eq!(reason, "parameter 2: expected `u32`, found `i32`");
 }
 
@@ -189,20 +156,11 @@ fn a_wrong_dtype_is_refused() {
     let gpu = gpu();
     let x = gpu.upload(&[bf16::ONE]).unwrap();
     let mut y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(
-        &gpu,
-        &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
-    );
-    assert_eq!(
-        reason,
-        "parameter 0: expected `const f32*`, found `const bf16*`"
-    );
+    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()]);
+    assert_eq!(reason, "parameter 0: expected `const f32*`, found `const bf16*`");
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = gpu.upload(&[bf16::ONE]).unwrap();
-    let reason = launch_refusal(
-        &gpu,
-        &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
-    );
+    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()]);
     assert_eq!(reason, "parameter 1: expected `f32*`, found `bf16*`");
 }
 
@@ -212,10 +170,7 @@ fn a_buffer_of_another_backend_is_refused() {
     let other = CpuBackend::new();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = other.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(
-        &gpu,
-        &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()],
-    );
+    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 1u32.into(), 1.0f32.into()]);
     assert!(reason.starts_with("parameter 1: "), "{reason}");
     assert!(reason.contains("another backend"), "{reason}");
     assert_eq!(other.download::<f32>(&y).unwrap(), [1.0]);
@@ -223,14 +178,11 @@ fn a_buffer_of_another_backend_is_refused() {
 
 #[test]
 fn a_handle_of_another_backend_or_unknown_index_is_refused() {
-    let gpu = gpu();
     // Same registrations, so the foreign handle's index is valid here too: only its backend differs.
     let twin = gpu();
+    let gpu = gpu();
     let foreign = twin.lookup("blas", "axpy").unwrap();
-    assert!(matches!(
-        gpu.launch(foreign, geometry(), &mut []),
-        Err(BackendError::ForeignResource { .. })
-    ));
+    assert!(matches!(gpu.launch(foreign, geometry(), &mut []), Err(BackendError::ForeignResource { .. })));
     let own = gpu.lookup("blas", "axpy").unwrap();
     let unknown = KernelHandle::new(own.backend(), 99);
     assert!(matches!(
@@ -244,52 +196,33 @@ fn a_kernel_error_becomes_a_launch_error() {
     let gpu = gpu();
     let x = gpu.upload(&[1.0f32]).unwrap();
     let mut y = gpu.upload(&[1.0f32]).unwrap();
-    let reason = launch_refusal(
-        &gpu,
-        &mut [(&x).into(), (&mut y).into(), 2u32.into(), 1.0f32.into()],
-    );
+    let reason = launch_refusal(&gpu, &mut [(&x).into(), (&mut y).into(), 2u32.into(), 1.0f32.into()]);
     assert_eq!(reason, "n = 2 exceeds the buffers");
 }
 
 #[test]
 fn a_kernel_asking_for_the_wrong_argument_gets_an_error() {
     let gpu = CpuBackend::new()
-        .with_kernel("k", "wrong_kind", &[ParamKind::U32], |mut args| {
-            args.f32(0).map(drop)
-        })
-        .with_kernel("k", "out_of_range", &[ParamKind::U32], |mut args| {
-            args.u32(1).map(drop)
-        })
+        .with_kernel("k", "wrong_kind", &[ParamKind::U32], |mut args| args.f32(0).map(drop))
+        .with_kernel("k", "out_of_range", &[ParamKind::U32], |mut args| args.u32(1).map(drop))
         .with_kernel("k", "twice", &[ParamKind::MutF32], |mut args| {
             args.mut_f32(0)?;
             args.mut_f32(0).map(drop)
         })
-        .with_kernel(
-            "k",
-            "shared_twice",
-            &[ParamKind::ConstF32, ParamKind::I32],
-            |mut args| {
-                let (a, b) = (args.const_f32(0)?, args.const_f32(0)?);
-                let (i, j) = (args.i32(1)?, args.i32(1)?);
-                assert_eq!((a.len(), b.len(), i, j, args.len()), (1, 1, -3, -3, 2));
-                Ok(())
-            },
-        );
+        .with_kernel("k", "shared_twice", &[ParamKind::ConstF32, ParamKind::I32], |mut args| {
+            let (a, b) = (args.const_f32(0)?, args.const_f32(0)?);
+            let (i, j) = (args.i32(1)?, args.i32(1)?);
+            assert_eq!((a.len(), b.len(), i, j, args.len()), (1, 1, -3, -3, 2));
+            Ok(())
+        });
     let run = |entry: &str, args: &mut [KernelArg<'_>]| {
         let kernel = gpu.lookup("k", entry).unwrap();
-        gpu.launch(kernel, geometry(), args)
-            .map_err(|e| e.to_string())
+        gpu.launch(kernel, geometry(), args).map_err(|e| e.to_string())
     };
     let wrong = run("wrong_kind", &mut [1u32.into()]).unwrap_err();
-    assert!(
-        wrong.ends_with("argument 0 is a `u32`, not a `f32`"),
-        "{wrong}"
-    );
+    assert!(wrong.ends_with("argument 0 is a `u32`, not a `f32`"), "{wrong}");
     let range = run("out_of_range", &mut [1u32.into()]).unwrap_err();
-    assert!(
-        range.ends_with("argument 1 asked for, but the launch has 1"),
-        "{range}"
-    );
+    assert!(range.ends_with("argument 1 asked for, but the launch has 1"), "{range}");
     let mut buffer = gpu.zeros::<f32>(1).unwrap();
     let twice = run("twice", &mut [(&mut buffer).into()]).unwrap_err();
     assert!(twice.ends_with("argument 0 was already taken"), "{twice}");
@@ -304,8 +237,5 @@ fn copies_round_trip_and_check_sizes() {
     let buffer = gpu.upload(&data).unwrap();
     assert_eq!(gpu.download::<bf16>(&buffer).unwrap(), data);
     let mut short = [0u8; 2];
-    assert!(matches!(
-        gpu.copy_to_host(&buffer, &mut short),
-        Err(BackendError::SizeMismatch { .. })
-    ));
+    assert!(matches!(gpu.copy_to_host(&buffer, &mut short), Err(BackendError::SizeMismatch { .. })));
 }

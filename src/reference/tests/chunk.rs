@@ -39,14 +39,8 @@ fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32
         Arg::F32Mut(vec![fill; len]),
     ];
     prepare.extend(dims());
-    let mut outs = launch("kda_chunk", "kda_chunk_prepare", prepare)
-        .into_iter()
-        .map(Out::f32);
-    let (gc, u, w) = (
-        outs.next().unwrap(),
-        outs.next().unwrap(),
-        outs.next().unwrap(),
-    );
+    let mut outs = launch("kda_chunk", "kda_chunk_prepare", prepare).into_iter().map(Out::f32);
+    let (gc, u, w) = (outs.next().unwrap(), outs.next().unwrap(), outs.next().unwrap());
     let mut scan = vec![
         Arg::F32(q),
         Arg::F32(k),
@@ -58,43 +52,20 @@ fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32
     ];
     scan.extend(dims());
     scan.push(Arg::Scalar(scale(d)));
-    let mut outs = launch("kda_chunk", "kda_chunk_scan", scan)
-        .into_iter()
-        .map(Out::f32);
+    let mut outs = launch("kda_chunk", "kda_chunk_scan", scan).into_iter().map(Out::f32);
     let (state, out) = (outs.next().unwrap(), outs.next().unwrap());
-    Chunked {
-        gc,
-        u,
-        w,
-        out,
-        state,
-    }
+    Chunked { gc, u, w, out, state }
 }
 
 #[test]
 fn chunked_prefill_matches_the_f64_recurrence() {
-    for (t, h, d, c) in [
-        (45, 2, 32, 16),
-        (45, 2, 32, 32),
-        (11, 1, 64, 8),
-        (9, 1, 128, 8),
-    ] {
+    for (t, h, d, c) in [(45, 2, 32, 16), (45, 2, 32, 32), (11, 1, 64, 8), (9, 1, 128, 8)] {
         let inputs = KdaInputs::new(40 + c as u64 + d as u64, t, h, d);
         let result = chunked(&inputs, t, h, d, c, 0.0);
         let (want_out, want_state) = recurrence64(&inputs, t, h, d);
         let what = format!("t = {t}, d = {d}, c = {c}");
-        assert_close(
-            &format!("chunk out, {what}"),
-            &result.out[..t * h * d],
-            &want_out,
-            1e-5,
-        );
-        assert_close(
-            &format!("chunk state, {what}"),
-            &result.state,
-            &want_state,
-            1e-5,
-        );
+        assert_close(&format!("chunk out, {what}"), &result.out[..t * h * d], &want_out, 1e-5);
+        assert_close(&format!("chunk state, {what}"), &result.state, &want_state, 1e-5);
     }
 }
 
@@ -112,12 +83,7 @@ fn chunked_prefill_matches_the_recurrent_kernel() {
             &widen_f32(&out),
             1e-5,
         );
-        assert_close(
-            &format!("chunk vs recurrent state, {what}"),
-            &result.state,
-            &widen_f32(&state),
-            1e-5,
-        );
+        assert_close(&format!("chunk vs recurrent state, {what}"), &result.state, &widen_f32(&state), 1e-5);
     }
 }
 
@@ -174,17 +140,11 @@ fn chunk_kernels_refuse_bad_sizes() {
     assert_eq!(reason, "`beta [t_pad, h]` holds 3 elements, needs 4×1 = 4");
     // t = 3 in chunks of 8 pads to 8 positions: 16 elements, more than the buffers hold.
     let reason = refusal("kda_chunk", "kda_chunk_prepare", prepare(8, 8));
-    assert_eq!(
-        reason,
-        "`k [t_pad, h, d]` holds 8 elements, needs 8×1×2 = 16"
-    );
+    assert_eq!(reason, "`k [t_pad, h, d]` holds 8 elements, needs 8×1×2 = 16");
     let mut scan: Vec<Arg> = (0..5).map(|_| buffer(8)).collect();
     scan.extend([Arg::F32Mut(vec![0.0; 3]), Arg::F32Mut(vec![0.0; 8])]);
     scan.extend([t, h, d, 4].map(|x| Arg::U32(x as u32)));
     scan.push(Arg::Scalar(1.0));
     let reason = refusal("kda_chunk", "kda_chunk_scan", scan);
-    assert_eq!(
-        reason,
-        "`state [h, d, d]` holds 3 elements, needs 1×2×2 = 4"
-    );
+    assert_eq!(reason, "`state [h, d, d]` holds 3 elements, needs 1×2×2 = 4");
 }

@@ -12,13 +12,7 @@ fn silu64(x: f64) -> f64 {
 
 /// The ABI's conv, literally: per token, shift the state left, append the input, sum the taps
 /// over the window and apply SiLU. Returns the f64 outputs `[t, dim]` and the final state.
-fn conv64(
-    state: &[f32],
-    x: &[bf16],
-    weight: &[bf16],
-    dim: usize,
-    t: usize,
-) -> (Vec<f64>, Vec<f64>) {
+fn conv64(state: &[f32], x: &[bf16], weight: &[bf16], dim: usize, t: usize) -> (Vec<f64>, Vec<f64>) {
     let mut state = widen_f32(state);
     let weight = widen(weight);
     let mut out = vec![0.0; t * dim];
@@ -73,11 +67,8 @@ fn decode_args(inputs: &ConvInputs, dim: usize, qk: usize, head_dim: usize) -> V
 
 /// `(state, out)` after a decode step.
 fn decode(inputs: &ConvInputs, dim: usize, qk: usize, head_dim: usize) -> (Vec<f32>, Vec<bf16>) {
-    let mut outs = launch(
-        "causal_conv1d",
-        "causal_conv1d_update_l2norm",
-        decode_args(inputs, dim, qk, head_dim),
-    );
+    let mut outs =
+        launch("causal_conv1d", "causal_conv1d_update_l2norm", decode_args(inputs, dim, qk, head_dim));
     let out = outs.remove(1).bf16();
     (outs.remove(0).f32(), out)
 }
@@ -111,11 +102,7 @@ fn conv_decode_normalises_q_and_k_heads_only() {
     for c in 0..dim {
         let old = &inputs.state[c * WIDTH..(c + 1) * WIDTH];
         let new = &state[c * WIDTH..(c + 1) * WIDTH];
-        assert_eq!(
-            new,
-            [old[1], old[2], old[3], inputs.x[c].to_f32()],
-            "channel {c}"
-        );
+        assert_eq!(new, [old[1], old[2], old[3], inputs.x[c].to_f32()], "channel {c}");
     }
 }
 
@@ -143,10 +130,7 @@ fn conv_state_after_two_tokens_keeps_the_old_tail() {
     let (state, out) = prefill(&inputs, dim, 2);
     assert_eq!(state, [3.0, 4.0, 5.0, 6.0]);
     // Only the newest tap is on: y = silu(x).
-    let want: Vec<bf16> = [5.0f64, 6.0]
-        .iter()
-        .map(|&x| bf16::from_f64(silu64(x)))
-        .collect();
+    let want: Vec<bf16> = [5.0f64, 6.0].iter().map(|&x| bf16::from_f64(silu64(x))).collect();
     assert_eq!(out, want);
 }
 
@@ -173,22 +157,13 @@ fn conv_prefill_is_decode_without_the_norm_token_by_token() {
 fn conv_refuses_bad_sizes() {
     let (dim, qk, head_dim) = (16, 8, 8);
     let mut inputs = conv_inputs(13, dim, 1);
-    let reason = refusal(
-        "causal_conv1d",
-        "causal_conv1d_update_l2norm",
-        decode_args(&inputs, dim, 12, head_dim),
-    );
+    let reason =
+        refusal("causal_conv1d", "causal_conv1d_update_l2norm", decode_args(&inputs, dim, 12, head_dim));
     assert!(reason.contains("multiple of head_dim"), "{reason}");
     inputs.weight.pop();
-    let reason = refusal(
-        "causal_conv1d",
-        "causal_conv1d_update_l2norm",
-        decode_args(&inputs, dim, qk, head_dim),
-    );
-    assert_eq!(
-        reason,
-        "`weight [dim, width]` holds 63 elements, needs 16×4 = 64"
-    );
+    let reason =
+        refusal("causal_conv1d", "causal_conv1d_update_l2norm", decode_args(&inputs, dim, qk, head_dim));
+    assert_eq!(reason, "`weight [dim, width]` holds 63 elements, needs 16×4 = 64");
     let reason = refusal(
         "causal_conv1d",
         "causal_conv1d_update_prefill",
@@ -220,27 +195,14 @@ fn l2_args(data: &[bf16], rows: usize, stride: usize, heads: usize, head_dim: us
 fn l2_norm_normalises_the_leading_heads_of_each_row() {
     let (rows, stride, heads, head_dim) = (3, 192, 4, 32);
     let data = Rng::new(14).bf16s(rows * stride, -1.5, 1.5);
-    let out = launch(
-        "norm",
-        "l2_norm_bf16",
-        l2_args(&data, rows, stride, heads, head_dim),
-    )
-    .remove(0)
-    .bf16();
+    let out = launch("norm", "l2_norm_bf16", l2_args(&data, rows, stride, heads, head_dim)).remove(0).bf16();
     let width = heads * head_dim;
     for r in 0..rows {
         let row = r * stride..(r + 1) * stride;
         let mut want = widen(&data[row.start..row.start + width]);
         l2_heads64(&mut want, head_dim, 1e-6);
-        assert_bf16_rounded(
-            &format!("l2 row {r}"),
-            &out[row.start..row.start + width],
-            &want,
-        );
-        assert_eq!(
-            out[row.start + width..row.end],
-            data[row.start + width..row.end]
-        );
+        assert_bf16_rounded(&format!("l2 row {r}"), &out[row.start..row.start + width], &want);
+        assert_eq!(out[row.start + width..row.end], data[row.start + width..row.end]);
     }
 }
 
@@ -248,9 +210,7 @@ fn l2_norm_normalises_the_leading_heads_of_each_row() {
 fn l2_norm_of_a_hand_case() {
     // (3, 4) / 5 = (0.6, 0.8) up to eps = 1e-6.
     let data = [bf16::from_f32(3.0), bf16::from_f32(4.0)];
-    let out = launch("norm", "l2_norm_bf16", l2_args(&data, 1, 2, 1, 2))
-        .remove(0)
-        .bf16();
+    let out = launch("norm", "l2_norm_bf16", l2_args(&data, 1, 2, 1, 2)).remove(0).bf16();
     assert_eq!(out, [bf16::from_f32(0.6), bf16::from_f32(0.8)]);
 }
 
@@ -260,8 +220,5 @@ fn l2_norm_refuses_heads_wider_than_a_row_and_short_data() {
     let reason = refusal("norm", "l2_norm_bf16", l2_args(&data, 2, 32, 2, 32));
     assert!(reason.contains("must fit in row_stride = 32"), "{reason}");
     let reason = refusal("norm", "l2_norm_bf16", l2_args(&data, 3, 32, 1, 32));
-    assert_eq!(
-        reason,
-        "`data [rows, row_stride]` holds 64 elements, needs 3×32 = 96"
-    );
+    assert_eq!(reason, "`data [rows, row_stride]` holds 64 elements, needs 3×32 = 96");
 }

@@ -3,7 +3,7 @@
 use half::bf16;
 
 use super::*;
-use crate::reference::DENSE_GEMV_BATCHM_MAX_M;
+use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 
 /// `c = a·bᵀ` in f64.
 fn matmul64(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<f64> {
@@ -100,13 +100,10 @@ fn batchm_rows_are_bit_identical_to_gemv_and_to_gemm() {
     let w = rng.bf16s(n * k, -1.0, 1.0);
     for m in [2, 7, DENSE_GEMV_BATCHM_MAX_M as usize] {
         let x = rng.bf16s(m * k, -2.0, 2.0);
-        let batched = launch(
-            "dense_gemv_bf16_batchm",
-            "dense_gemv_bf16_batchm",
-            batchm_args(&x, &w, m, n, k),
-        )
-        .remove(0)
-        .bf16();
+        let batched =
+            launch("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm", batchm_args(&x, &w, m, n, k))
+                .remove(0)
+                .bf16();
         for i in 0..m {
             let row = gemv(&x[i * k..(i + 1) * k], &w, n, k);
             assert_eq!(batched[i * n..(i + 1) * n], row, "m = {m}, row {i}");
@@ -122,11 +119,8 @@ fn batchm_refuses_m_outside_its_range() {
     let w = vec![bf16::ONE; n * k];
     for m in [0, 1, DENSE_GEMV_BATCHM_MAX_M as usize + 1] {
         let x = vec![bf16::ONE; m * k];
-        let reason = refusal(
-            "dense_gemv_bf16_batchm",
-            "dense_gemv_bf16_batchm",
-            batchm_args(&x, &w, m, n, k),
-        );
+        let reason =
+            refusal("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm", batchm_args(&x, &w, m, n, k));
         assert!(reason.contains("outside 2..=16"), "{reason}");
     }
 }

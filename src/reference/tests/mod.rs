@@ -11,8 +11,7 @@ mod recurrent;
 use half::bf16;
 use kda_runtime::cpu::CpuBackend;
 use kda_runtime::{
-    BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelArg, KernelTable,
-    LaunchGeometry,
+    BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelArg, KernelTable, LaunchGeometry,
 };
 
 use crate::kernels::Glm5NextKda;
@@ -44,9 +43,7 @@ impl Rng {
     }
 
     fn bf16s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<bf16> {
-        (0..n)
-            .map(|_| bf16::from_f32(self.uniform(lo, hi)))
-            .collect()
+        (0..n).map(|_| bf16::from_f32(self.uniform(lo, hi))).collect()
     }
 }
 
@@ -84,12 +81,7 @@ impl Out {
 }
 
 /// Uploads `args`, launches `module::entry` on `gpu` and returns the written buffers, in order.
-fn try_launch(
-    gpu: &CpuBackend,
-    module: &str,
-    entry: &str,
-    args: Vec<Arg>,
-) -> Result<Vec<Out>, BackendError> {
+fn try_launch(gpu: &CpuBackend, module: &str, entry: &str, args: Vec<Arg>) -> Result<Vec<Out>, BackendError> {
     enum Slot {
         Buffer(DeviceBuffer, bool),
         U32(u32),
@@ -108,9 +100,7 @@ fn try_launch(
             })
         })
         .collect::<Result<Vec<_>, BackendError>>()?;
-    let kernel = gpu
-        .lookup(module, entry)
-        .unwrap_or_else(|error| panic!("{error}"));
+    let kernel = gpu.lookup(module, entry).unwrap_or_else(|error| panic!("{error}"));
     let mut kernel_args: Vec<KernelArg<'_>> = slots
         .iter_mut()
         .map(|slot| match slot {
@@ -167,10 +157,7 @@ fn sigmoid64(x: f64) -> f64 {
 /// not all zero.
 fn checked_peak(what: &str, want: &[f64]) -> f64 {
     assert!(!want.is_empty(), "{what}: nothing compared");
-    assert!(
-        want.iter().all(|x| x.is_finite()),
-        "{what}: non-finite reference"
-    );
+    assert!(want.iter().all(|x| x.is_finite()), "{what}: non-finite reference");
     let peak = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     assert!(peak > 0.0, "{what}: all-zero reference");
     peak
@@ -202,10 +189,7 @@ fn assert_relative(what: &str, got: &[f32], want: &[f64], tolerance: f64) {
     checked_peak(what, want);
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let rel = (f64::from(g) - w).abs() / w.abs();
-        assert!(
-            rel <= tolerance,
-            "{what}[{i}]: {g} vs {w}, relative {rel:.3e}"
-        );
+        assert!(rel <= tolerance, "{what}[{i}]: {g} vs {w}, relative {rel:.3e}");
     }
 }
 
@@ -225,11 +209,7 @@ fn assert_bf16_rounded(what: &str, got: &[bf16], want: &[f64]) {
         assert!(err <= bf16_ulp(w), "{what}[{i}]: {g} vs {w}");
         exact += usize::from(*g == bf16::from_f64(w));
     }
-    assert!(
-        exact * 100 >= got.len() * 99,
-        "{what}: only {exact} of {} exact",
-        got.len()
-    );
+    assert!(exact * 100 >= got.len() * 99, "{what}: only {exact} of {} exact", got.len());
 }
 
 #[test]

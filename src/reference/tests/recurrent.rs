@@ -47,12 +47,7 @@ pub(super) fn scale(d: usize) -> f32 {
 }
 
 /// The ABI recurrence in f64, token by token: `[t, h, d]` outputs and the final `[h, d, d]` state.
-pub(super) fn recurrence64(
-    inputs: &KdaInputs,
-    t: usize,
-    h: usize,
-    d: usize,
-) -> (Vec<f64>, Vec<f64>) {
+pub(super) fn recurrence64(inputs: &KdaInputs, t: usize, h: usize, d: usize) -> (Vec<f64>, Vec<f64>) {
     let (q, k, v) = (widen(&inputs.q), widen(&inputs.k), widen(&inputs.v));
     let (gate, beta) = (widen_f32(&inputs.gate), widen_f32(&inputs.beta));
     let scale = f64::from(scale(d));
@@ -131,12 +126,7 @@ fn recurrent_matches_the_f64_recurrence_for_every_head_dim() {
         let (out, state) = decode_steps("kda_recurrent_decode_bf16", &inputs, t, h, d);
         let (want_out, want_state) = recurrence64(&inputs, t, h, d);
         assert_close(&format!("recurrent out, d = {d}"), &out, &want_out, 1e-5);
-        assert_close(
-            &format!("recurrent state, d = {d}"),
-            &state,
-            &want_state,
-            1e-5,
-        );
+        assert_close(&format!("recurrent state, d = {d}"), &state, &want_state, 1e-5);
     }
 }
 
@@ -164,10 +154,7 @@ fn recurrent_hand_case() {
     let mut args = step_args(&inputs, &inputs.state, 0, 1, 1);
     args[9] = Arg::Scalar(1.0);
     let outs = launch("kda_recurrent", "kda_recurrent_decode_bf16", args);
-    assert_eq!(
-        outs.into_iter().map(Out::f32).collect::<Vec<_>>(),
-        [[2.5], [2.5]]
-    );
+    assert_eq!(outs.into_iter().map(Out::f32).collect::<Vec<_>>(), [[2.5], [2.5]]);
 }
 
 #[test]
@@ -179,8 +166,5 @@ fn recurrent_refuses_a_short_state() {
         "kda_recurrent_decode_bf16_smem",
         step_args(&inputs, &inputs.state[1..], 0, h, d),
     );
-    assert_eq!(
-        reason,
-        "`state [h, d, d]` holds 127 elements, needs 2×8×8 = 128"
-    );
+    assert_eq!(reason, "`state [h, d, d]` holds 127 elements, needs 2×8×8 = 128");
 }

@@ -1,0 +1,185 @@
+//! Which entry points a compiled module exports, and whether they are the manifest's.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::Manifest;
+
+/// A manifest entry the compiled kernels do not export under its exact name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryProblem {
+    /// `kernels.toml:LINE`.
+    pub listed_at: String,
+    /// The source file of the module.
+    pub file: String,
+    /// `module::entry`.
+    pub symbol: String,
+    /// What is wrong.
+    pub kind: ProblemKind,
+}
+
+/// How an entry is missing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// Exported, but under a C++-mangled name: the kernel lacks `extern "C"`.
+    Mangled(String),
+    /// Not exported at all; what the module does export.
+    Missing(Vec<String>),
+}
+
+impl fmt::Display for EntryProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { listed_at, file, symbol, kind } = self;
+        match kind {
+            ProblemKind::Mangled(mangled) => write!(
+                f,
+                "{listed_at}: `{symbol}` is exported by {file} under the C++-mangled name `{mangled}`: \
+                 declare the kernel `extern \"C\"`"
+            ),
+            ProblemKind::Missing(found) if found.is_empty() => {
+                write!(f, "{listed_at}: `{symbol}` is not in {file}, which exports no kernel")
+            }
+            ProblemKind::Missing(found) => write!(
+                f,
+                "{listed_at}: `{symbol}` is not in {file}, which exports {}",
+                found.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+/// The kernel entry points of a PTX file: the names of its `.entry` directives.
+pub fn ptx_entries(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|line| {
+            let after = line.trim_start().strip_prefix(".visible ").unwrap_or(line.trim_start());
+            let name = after.strip_prefix(".entry ")?;
+            let name = name.split(['(', ' ']).next()?.trim();
+            (!name.is_empty()).then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// Checks every manifest entry against `exported` (per module, its entry points): a problem per
+/// entry not exported under its exact name; a warning per exported kernel no table lists.
+pub fn check_entries(
+    manifest: &Manifest,
+    manifest_name: &str,
+    kernels_dir: &Path,
+    exported: &[(String, Vec<String>)],
+    warnings: &mut Vec<String>,
+) -> Vec<EntryProblem> {
+    let mut problems = Vec::new();
+    let file = |module: &str| kernels_dir.join(format!("{module}.cu")).display().to_string();
+    for table in &manifest.tables {
+        for entry in &table.entries {
+            let Some((_, names)) = exported.iter().find(|(module, _)| *module == entry.module) else {
+                continue;
+            };
+            if names.contains(&entry.entry) {
+                continue;
+            }
+            // A C++ name mangles as `_Z<length><name>` followed by its parameter types.
+            let mangled_prefix = format!("{}{}", entry.entry.len(), entry.entry);
+            let kind =
+                match names.iter().find(|name| name.starts_with("_Z") && name.contains(&mangled_prefix)) {
+                    Some(mangled) => ProblemKind::Mangled(mangled.clone()),
+                    None => ProblemKind::Missing(names.clone()),
+                };
+            problems.push(EntryProblem {
+                listed_at: format!("{manifest_name}:{}", entry.location.line),
+                file: file(&entry.module),
+                symbol: format!("{}::{}", entry.module, entry.entry),
+                kind,
+            });
+        }
+    }
+    for (module, names) in exported {
+        let listed = |name: &String| {
+            manifest.tables.iter().flat_map(|t| &t.entries).any(|e| e.module == *module && e.entry == *name)
+        };
+        for name in names.iter().filter(|name| !listed(name)) {
+            warnings.push(format!(
+                "{} exports the kernel `{name}`, which no table of {manifest_name} lists",
+                file(module)
+            ));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "\
+//
+.version 9.0
+.target sm_90
+.visible .entry dense_gemm_bf16(
+\t.param .u64 dense_gemm_bf16_param_0
+)
+.entry _Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj(
+\t.param .u64 p
+)
+.visible .entry helper_kernel(
+)
+.func (.param .b32 r) not_an_entry(
+)
+";
+
+    fn manifest() -> Manifest {
+        Manifest::parse(
+            "kernels.toml",
+            "[t]\ngemm = { module = \"dense\", entry = \"dense_gemm_bf16\" }\n\
+             gemv = { module = \"dense\", entry = \"dense_gemv_bf16\" }\n\
+             batchm = { module = \"dense\", entry = \"dense_gemv_bf16_batchm\", optional = true }\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn entries_are_read_from_ptx_mangled_or_not() {
+        assert_eq!(
+            ptx_entries(PTX),
+            ["dense_gemm_bf16", "_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj", "helper_kernel"]
+        );
+    }
+
+    #[test]
+    fn a_mangled_entry_is_reported_with_its_mangled_name_and_a_missing_one_with_what_is_there() {
+        let mut warnings = Vec::new();
+        let exported = [("dense".to_owned(), ptx_entries(PTX))];
+        let problems =
+            check_entries(&manifest(), "kernels.toml", Path::new("kernels"), &exported, &mut warnings);
+        let messages: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            [
+                "kernels.toml:3: `dense::dense_gemv_bf16` is exported by kernels/dense.cu under the C++-mangled \
+                 name `_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj`: declare the kernel `extern \"C\"`",
+                "kernels.toml:4: `dense::dense_gemv_bf16_batchm` is not in kernels/dense.cu, which exports \
+                 `dense_gemm_bf16`, `_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj`, `helper_kernel`",
+            ]
+        );
+        assert!(warnings.iter().any(|w| w.contains("`helper_kernel`, which no table of kernels.toml lists")));
+    }
+
+    #[test]
+    fn a_module_exporting_every_entry_passes() {
+        let exported = [(
+            "dense".to_owned(),
+            vec![
+                "dense_gemm_bf16".to_owned(),
+                "dense_gemv_bf16".to_owned(),
+                "dense_gemv_bf16_batchm".to_owned(),
+            ],
+        )];
+        let mut warnings = Vec::new();
+        assert!(
+            check_entries(&manifest(), "kernels.toml", Path::new("kernels"), &exported, &mut warnings)
+                .is_empty()
+        );
+        assert!(warnings.is_empty());
+    }
+}
