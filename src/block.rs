@@ -335,7 +335,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
     fn tokens(&self, hidden: &DeviceBuffer) -> Result<u32, BlockError> {
         let width = self.geometry.hidden as usize;
         let expected = || format!("bf16 rows of {width} values");
-        if hidden.dtype() != DType::Bf16 || hidden.is_empty() || hidden.len() % width != 0 {
+        if hidden.dtype() != DType::Bf16 || hidden.is_empty() || !hidden.len().is_multiple_of(width) {
             return Err(BlockError::Input {
                 expected: expected(),
                 found: format!("{} {} values", hidden.len(), hidden.dtype()),

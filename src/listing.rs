@@ -18,7 +18,8 @@ pub fn render(file: &str, manifest: &Manifest) -> String {
         let width = manifest.defines.iter().map(|d| d.name.len()).max().unwrap_or(0);
         let _ = writeln!(out, "\n[defines]  (-DNAME=VALUE for nvcc, kda::kernels::defines for Rust)");
         for define in &manifest.defines {
-            let _ = writeln!(out, "  {:width$}  {:>6}  line {}", define.name, define.value, define.location.line);
+            let _ =
+                writeln!(out, "  {:width$}  {:>6}  line {}", define.name, define.value, define.location.line);
         }
     }
     out

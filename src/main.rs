@@ -79,20 +79,36 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
 
 /// The CPU reference backend, or CUDA where this binary can drive it.
 fn select_backend(choice: BackendChoice) -> anyhow::Result<Box<dyn GpuBackend>> {
-    const NO_CUDA: &str = "this binary was built without CUDA support";
-    match choice {
-        BackendChoice::Cuda => bail!("--backend cuda: {NO_CUDA}"),
-        BackendChoice::Auto => {
-            println!("backend: CPU reference (CUDA not used: {NO_CUDA})");
+    match (choice, cuda_backend()) {
+        (BackendChoice::Cuda, Err(why)) => bail!("--backend cuda: {why}"),
+        (BackendChoice::Cuda | BackendChoice::Auto, Ok(gpu)) => {
+            println!("backend: {}", gpu.describe());
+            return Ok(gpu);
         }
-        BackendChoice::Cpu => println!("backend: CPU reference (--backend cpu)"),
+        (BackendChoice::Auto, Err(why)) => println!("backend: CPU reference (CUDA not used: {why})"),
+        (BackendChoice::Cpu, _) => println!("backend: CPU reference (--backend cpu)"),
     }
     Ok(Box::new(kda::reference::backend()))
 }
 
+/// The CUDA backend on device 0 with the kernel images built into this binary, or why not.
+#[cfg(feature = "cuda")]
+fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
+    let gpu = kda_runtime::cuda::CudaBackend::new(0, kda::kernels::KERNEL_IMAGES)?;
+    if let Some(why) = kda::kernels::KERNEL_IMAGES_MISSING {
+        bail!("this binary carries no CUDA kernel images: {why}");
+    }
+    Ok(Box::new(gpu))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
+    bail!("this binary was built without the `cuda` feature")
+}
+
 /// A progress line on stderr for runs long enough to need one.
 fn progress(done: u32, total: u32) {
-    if total >= 64 && (done % (total / 10).max(1) == 0 || done == total) {
+    if total >= 64 && (done.is_multiple_of((total / 10).max(1)) || done == total) {
         eprint!("\r  per-token path: {done}/{total} tokens");
         if done == total {
             eprintln!();

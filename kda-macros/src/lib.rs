@@ -9,7 +9,7 @@ use proc_macro::TokenStream;
 
 /// Generates the kernel table of a marker type from a manifest table.
 ///
-/// ```ignore
+/// ```text
 /// #[derive(KernelTable)]
 /// #[kernel_table(manifest = "kernels.toml", table = "glm5next_kda", name = "Glm5NextKdaKernels")]
 /// pub struct Glm5NextKda;

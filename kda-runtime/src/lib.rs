@@ -18,6 +18,8 @@
 mod backend;
 mod buffer;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod entry;
 mod error;
 mod handle;

@@ -4,11 +4,9 @@
 //!
 //! ```no_run
 //! // build.rs
-//! fn main() {
-//!     if let Err(error) = kda_build::cuda::KernelBuild::from_env().and_then(|build| build.run()) {
-//!         eprintln!("{error}");
-//!         std::process::exit(1);
-//!     }
+//! if let Err(error) = kda_build::cuda::KernelBuild::from_env().and_then(|build| build.run()) {
+//!     eprintln!("{error}");
+//!     std::process::exit(1);
 //! }
 //! ```
 //!

@@ -1,0 +1,200 @@
+//! The CUDA backend (feature `cuda`): device memory, kernel images embedded by the build, loaded
+//! once per module on first lookup, and launches through `cudarc`.
+//!
+//! It never panics on a machine without a GPU: [`CudaBackend::new`] checks that libcuda can be
+//! loaded before any other driver call and returns [`BackendError::Unavailable`] otherwise.
+
+mod launch;
+mod modules;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError};
+
+use crate::{
+    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle,
+    KernelImage, LaunchGeometry, LookupError,
+};
+use modules::ModuleCache;
+
+/// A CUDA device, its stream, and the kernel images it can load.
+pub struct CudaBackend {
+    id: BackendId,
+    stream: Arc<CudaStream>,
+    description: String,
+    modules: ModuleCache,
+}
+
+/// Device memory behind a [`DeviceBuffer`]: bytes, freed when dropped.
+struct CudaStorage {
+    bytes: CudaSlice<u8>,
+}
+
+impl BufferStorage for CudaStorage {}
+
+impl CudaBackend {
+    /// Device `ordinal`, carrying the modules of `images` (a module without an image is "not
+    /// built for this target"). An `Err`, never a panic, where there is no driver, no such device,
+    /// or the device cannot be used.
+    pub fn new(ordinal: usize, images: &'static [KernelImage]) -> Result<Self, BackendError> {
+        // SAFETY: only tries to open the driver library; no driver function is called.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(unavailable(
+                "the CUDA driver library (libcuda.so) is not installed on this machine".to_owned(),
+            ));
+        }
+        // A broken driver library (a stub without some symbol) makes cudarc panic: keep that an Err.
+        let context = std::panic::catch_unwind(|| open_device(ordinal)).map_err(|_| {
+            unavailable("the CUDA driver library is incomplete (a symbol is missing)".to_owned())
+        })??;
+        let (context, description) = context;
+        Ok(Self {
+            id: BackendId::fresh(),
+            stream: context.default_stream(),
+            description,
+            modules: ModuleCache::new(context, images),
+        })
+    }
+
+    /// The number of CUDA devices, or why there are none.
+    pub fn device_count() -> Result<usize, BackendError> {
+        // SAFETY: as in `new`.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(unavailable(
+                "the CUDA driver library (libcuda.so) is not installed on this machine".to_owned(),
+            ));
+        }
+        std::panic::catch_unwind(CudaContext::device_count)
+            .map_err(|_| {
+                unavailable("the CUDA driver library is incomplete (a symbol is missing)".to_owned())
+            })?
+            .map(|count| usize::try_from(count).unwrap_or(0))
+            .map_err(|error| unavailable(format!("cuInit failed: {error:?}")))
+    }
+
+    /// Whether this binary carries a compiled image of `module` (lookups in a carried module can
+    /// still fail, when the image does not load on this device).
+    pub fn carries(&self, module: &str) -> bool {
+        self.modules.carries(module)
+    }
+
+    fn storage<'b>(&self, buffer: &'b DeviceBuffer) -> Result<&'b CudaStorage, BackendError> {
+        if buffer.backend() != self.id {
+            return Err(self.foreign("a device buffer"));
+        }
+        buffer.storage().ok_or_else(|| self.foreign("a device buffer"))
+    }
+
+    fn storage_mut<'b>(&self, buffer: &'b mut DeviceBuffer) -> Result<&'b mut CudaStorage, BackendError> {
+        if buffer.backend() != self.id {
+            return Err(self.foreign("a device buffer"));
+        }
+        let foreign = self.foreign("a device buffer");
+        buffer.storage_mut().ok_or(foreign)
+    }
+
+    fn foreign(&self, what: &str) -> BackendError {
+        BackendError::ForeignResource { what: what.to_owned(), backend: self.description.clone() }
+    }
+
+    fn driver(&self, operation: &str, error: DriverError) -> BackendError {
+        BackendError::Driver {
+            operation: format!("{operation} on {}", self.description),
+            source: Box::new(error),
+        }
+    }
+}
+
+fn unavailable(reason: String) -> BackendError {
+    BackendError::Unavailable { backend: "CUDA".to_owned(), reason }
+}
+
+/// The context of device `ordinal` and its description.
+fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, String), BackendError> {
+    let count =
+        CudaContext::device_count().map_err(|error| unavailable(format!("cuInit failed: {error:?}")))?;
+    if count <= 0 {
+        return Err(unavailable("the driver reports no CUDA device".to_owned()));
+    }
+    if ordinal >= count as usize {
+        return Err(unavailable(format!("there is no CUDA device {ordinal}: the driver reports {count}")));
+    }
+    let context =
+        CudaContext::new(ordinal).map_err(|error| unavailable(format!("device {ordinal}: {error:?}")))?;
+    let name = context.name().unwrap_or_else(|_| "unknown device".to_owned());
+    let description = match context.compute_capability() {
+        Ok((major, minor)) => format!("CUDA device {ordinal} ({name}, sm_{major}{minor})"),
+        Err(_) => format!("CUDA device {ordinal} ({name})"),
+    };
+    Ok((context, description))
+}
+
+impl GpuBackend for CudaBackend {
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn has_module(&self, module: &str) -> bool {
+        self.modules.carries(module)
+    }
+
+    fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
+        self.modules.lookup(module, entry, &self.description).map(|index| KernelHandle::new(self.id, index))
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        // cuMemAlloc refuses zero bytes; an empty buffer still owns one.
+        let bytes = (len * dtype.size()).max(1);
+        let bytes =
+            self.stream.alloc_zeros::<u8>(bytes).map_err(|e| self.driver("allocating device memory", e))?;
+        Ok(DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes })))
+    }
+
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        let expected = dst.byte_len();
+        if src.len() != expected {
+            return Err(BackendError::SizeMismatch { expected, found: src.len() });
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let storage = self.storage_mut(dst)?;
+        let mut target = storage.bytes.slice_mut(..expected);
+        self.stream.memcpy_htod(src, &mut target).map_err(|e| self.driver("copying to the device", e))
+    }
+
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        let expected = src.byte_len();
+        if dst.len() != expected {
+            return Err(BackendError::SizeMismatch { expected, found: dst.len() });
+        }
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let storage = self.storage(src)?;
+        self.stream
+            .memcpy_dtoh(&storage.bytes.slice(..expected), dst)
+            .map_err(|e| self.driver("copying to the host", e))?;
+        self.synchronize()
+    }
+
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        if kernel.backend() != self.id {
+            return Err(self.foreign(&format!("kernel handle {:#x}", kernel.get())));
+        }
+        let function = self.modules.function(kernel.index()).ok_or_else(|| BackendError::UnknownHandle {
+            backend: self.description.clone(),
+            index: kernel.index(),
+        })?;
+        launch::launch(self, &function, geometry, args)
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.stream.synchronize().map_err(|e| self.driver("synchronizing", e))
+    }
+}
