@@ -2,7 +2,9 @@
 //! replaces (one `lookup(..)?` per required entry, `try_kernel` per optional one), both on the
 //! CPU reference backend, side by side. Goal: generated / hand-written ≤ 1.05.
 //!
-//! `cargo bench --bench resolve`
+//! `cargo bench --bench resolve`. Both run the same fixed sample size: divan otherwise picks
+//! different iteration counts per benchmark, and a sample of one iteration carries the timer's
+//! own overhead.
 
 use kda::kernels::Glm5NextKdaKernels;
 use kda_runtime::{GpuBackend, KernelHandle, LookupError, try_kernel};
@@ -55,13 +57,13 @@ impl SeedKernels {
     }
 }
 
-#[divan::bench]
+#[divan::bench(sample_count = 3000, sample_size = 16)]
 fn generated(bencher: divan::Bencher) {
     let gpu = kda::reference::backend();
     bencher.bench(|| Glm5NextKdaKernels::resolve(divan::black_box(&gpu)).unwrap());
 }
 
-#[divan::bench]
+#[divan::bench(sample_count = 3000, sample_size = 16)]
 fn hand_written_seed(bencher: divan::Bencher) {
     let gpu = kda::reference::backend();
     bencher.bench(|| SeedKernels::resolve(divan::black_box(&gpu)).unwrap());

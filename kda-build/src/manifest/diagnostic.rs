@@ -13,18 +13,42 @@ pub struct Location {
 }
 
 impl Location {
-    /// The location of byte `offset` of `text` (clamped to the text).
+    /// The location of byte `offset` of `text` (clamped to the text). For many offsets of one
+    /// text, build a [`LineIndex`] once.
     pub fn of_offset(text: &str, offset: usize) -> Location {
-        let mut offset = offset.min(text.len());
-        while !text.is_char_boundary(offset) {
+        LineIndex::new(text).location(offset)
+    }
+}
+
+/// A text with the offsets of its line starts, to locate many byte offsets in it cheaply.
+#[derive(Clone, Debug)]
+pub struct LineIndex<'a> {
+    text: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    /// Indexes the lines of `text`.
+    pub fn new(text: &'a str) -> Self {
+        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(at, _)| at + 1)).collect();
+        Self { text, line_starts }
+    }
+
+    /// The indexed text.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// The location of byte `offset` (clamped to the text; inside a multi-byte character, that
+    /// character's column).
+    pub fn location(&self, offset: usize) -> Location {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let before = &text[..offset];
-        let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
-        Location {
-            line: before.matches('\n').count() as u32 + 1,
-            column: before[line_start..].chars().count() as u32 + 1,
-        }
+        let line = self.line_starts.partition_point(|&start| start <= offset);
+        let line_start = self.line_starts[line - 1];
+        Location { line: line as u32, column: self.text[line_start..offset].chars().count() as u32 + 1 }
     }
 }
 
@@ -46,9 +70,9 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// A problem with the bytes `span` of `text`.
-    pub fn new(text: &str, span: Range<usize>, message: impl Into<String>) -> Self {
-        Diagnostic { location: Location::of_offset(text, span.start), span, message: message.into() }
+    /// A problem with the bytes `span` of the indexed text.
+    pub fn new(text: &LineIndex<'_>, span: Range<usize>, message: impl Into<String>) -> Self {
+        Diagnostic { location: text.location(span.start), span, message: message.into() }
     }
 
     /// `FILE:LINE:COL: message`.

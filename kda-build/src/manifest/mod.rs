@@ -19,7 +19,7 @@ mod ident;
 mod parse;
 mod validate;
 
-pub use diagnostic::{Diagnostic, Location, ManifestError};
+pub use diagnostic::{Diagnostic, LineIndex, Location, ManifestError};
 pub use ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 
 /// The reserved table of named integer constants shared by the kernels and Rust.
@@ -77,13 +77,14 @@ pub struct Entry {
 impl Manifest {
     /// Parses and validates `text`, the contents of the manifest `file` (the name errors show).
     pub fn parse(file: &str, text: &str) -> Result<Manifest, ManifestError> {
+        let source = &LineIndex::new(text);
         let mut diagnostics = Vec::new();
-        let raw = parse::read(text, &mut diagnostics);
-        validate::validate(text, &raw, &mut diagnostics);
+        let raw = parse::read(source, &mut diagnostics);
+        validate::validate(source, &raw, &mut diagnostics);
         if diagnostics.is_empty() {
             Ok(Manifest {
-                tables: raw.tables.into_iter().map(|table| table.into_table(text)).collect(),
-                defines: raw.defines.into_iter().map(|define| parse::into_define(text, define)).collect(),
+                tables: raw.tables.into_iter().map(|table| table.into_table(source)).collect(),
+                defines: raw.defines.into_iter().map(|define| parse::into_define(source, define)).collect(),
             })
         } else {
             // File order, whichever step found them.

@@ -1,10 +1,10 @@
-//! From TOML text to spanned raw tables: syntax, and the shape of every table and entry.
+//! From TOML source to spanned raw tables: syntax, and the shape of every table and entry.
 
 use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
-use super::{DEFINES_TABLE, Define, Diagnostic, Entry, Location, Table};
+use super::{DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// One entry as written, with the spans later checks blame.
 #[derive(Deserialize)]
@@ -34,16 +34,16 @@ pub(super) struct RawManifest {
     pub defines: Vec<(Spanned<String>, u32)>,
 }
 
-/// Parses `text` into raw tables, collecting every syntax and shape error in `diagnostics`.
+/// Parses `source` into raw tables, collecting every syntax and shape error in `diagnostics`.
 ///
 /// Syntax errors stop here: checking the shape of a half-parsed document would only add noise.
-pub(super) fn read(text: &str, diagnostics: &mut Vec<Diagnostic>) -> RawManifest {
-    let (root, syntax_errors) = DeTable::parse_recoverable(text);
+pub(super) fn read(source: &LineIndex<'_>, diagnostics: &mut Vec<Diagnostic>) -> RawManifest {
+    let (root, syntax_errors) = DeTable::parse_recoverable(source.text());
     if !syntax_errors.is_empty() {
         diagnostics.extend(
             syntax_errors
                 .iter()
-                .map(|error| Diagnostic::new(text, error.span().unwrap_or(0..0), error.message())),
+                .map(|error| Diagnostic::new(source, error.span().unwrap_or(0..0), error.message())),
         );
         return RawManifest::default();
     }
@@ -51,9 +51,9 @@ pub(super) fn read(text: &str, diagnostics: &mut Vec<Diagnostic>) -> RawManifest
     for (name, value) in root.into_inner() {
         let name = spanned_string(name);
         if name.get_ref() == DEFINES_TABLE {
-            manifest.defines.extend(read_defines(text, name, value, diagnostics));
+            manifest.defines.extend(read_defines(source, name, value, diagnostics));
         } else {
-            manifest.tables.extend(read_table(text, name, value, diagnostics));
+            manifest.tables.extend(read_table(source, name, value, diagnostics));
         }
     }
     manifest
@@ -61,14 +61,14 @@ pub(super) fn read(text: &str, diagnostics: &mut Vec<Diagnostic>) -> RawManifest
 
 /// `[defines]`: `NAME = integer` lines, read as `u32`.
 fn read_defines(
-    text: &str,
+    source: &LineIndex<'_>,
     name: Spanned<String>,
     value: Spanned<DeValue<'_>>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<(Spanned<String>, u32)> {
     let DeValue::Table(defines) = value.into_inner() else {
         diagnostics.push(Diagnostic::new(
-            text,
+            source,
             name.span(),
             "`defines` must be a table of `NAME = integer` lines",
         ));
@@ -83,7 +83,7 @@ fn read_defines(
                 .map_err(|error| {
                     let span = error.span().unwrap_or(value_span);
                     let message = format!("define `{}`: {}", key.get_ref(), error.message());
-                    diagnostics.push(Diagnostic::new(text, span, message));
+                    diagnostics.push(Diagnostic::new(source, span, message));
                 })
                 .ok()
                 .map(|value| (key, value))
@@ -92,14 +92,14 @@ fn read_defines(
 }
 
 fn read_table(
-    text: &str,
+    source: &LineIndex<'_>,
     name: Spanned<String>,
     value: Spanned<DeValue<'_>>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<RawTable> {
     let DeValue::Table(entries) = value.into_inner() else {
         diagnostics.push(Diagnostic::new(
-            text,
+            source,
             name.span(),
             format!(
                 "`{}` is not a kernel table: the top level of a manifest holds only \
@@ -112,13 +112,13 @@ fn read_table(
     let is_empty = entries.is_empty();
     let entries = entries
         .into_iter()
-        .filter_map(|(field, value)| read_entry(text, spanned_string(field), value, diagnostics))
+        .filter_map(|(field, value)| read_entry(source, spanned_string(field), value, diagnostics))
         .collect();
     Some(RawTable { name, is_empty, entries })
 }
 
 fn read_entry(
-    text: &str,
+    source: &LineIndex<'_>,
     field: Spanned<String>,
     value: Spanned<DeValue<'_>>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -126,7 +126,7 @@ fn read_entry(
     let name = field.get_ref();
     if !value.get_ref().is_table() {
         diagnostics.push(Diagnostic::new(
-            text,
+            source,
             value.span(),
             format!(
                 "entry `{name}` must be a table such as `{{ module = \"...\", entry = \"...\" }}`, \
@@ -142,7 +142,7 @@ fn read_entry(
         Ok(entry) => Some((field, entry)),
         Err(error) => {
             let span = error.span().unwrap_or(value_span);
-            diagnostics.push(Diagnostic::new(text, span, format!("entry `{name}`: {}", error.message())));
+            diagnostics.push(Diagnostic::new(source, span, format!("entry `{name}`: {}", error.message())));
             None
         }
     }
@@ -159,15 +159,15 @@ fn article(type_name: &str) -> &'static str {
 
 impl RawTable {
     /// The validated model of this table.
-    pub fn into_table(self, text: &str) -> Table {
+    pub fn into_table(self, source: &LineIndex<'_>) -> Table {
         Table {
-            location: Location::of_offset(text, self.name.span().start),
+            location: source.location(self.name.span().start),
             name: self.name.into_inner(),
             entries: self
                 .entries
                 .into_iter()
                 .map(|(field, raw)| Entry {
-                    location: Location::of_offset(text, field.span().start),
+                    location: source.location(field.span().start),
                     field: field.into_inner(),
                     module: raw.module.into_inner(),
                     entry: raw.entry.into_inner(),
@@ -180,6 +180,6 @@ impl RawTable {
 }
 
 /// The validated model of a define.
-pub(super) fn into_define(text: &str, (name, value): (Spanned<String>, u32)) -> Define {
-    Define { location: Location::of_offset(text, name.span().start), name: name.into_inner(), value }
+pub(super) fn into_define(source: &LineIndex<'_>, (name, value): (Spanned<String>, u32)) -> Define {
+    Define { location: source.location(name.span().start), name: name.into_inner(), value }
 }

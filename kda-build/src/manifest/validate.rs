@@ -3,20 +3,20 @@
 
 use std::collections::HashMap;
 
-use super::Diagnostic;
 use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawManifest, RawTable};
+use super::{Diagnostic, LineIndex};
 
 /// Checks every table and define, adding each problem to `diagnostics`.
-pub(super) fn validate(text: &str, manifest: &RawManifest, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn validate(source: &LineIndex<'_>, manifest: &RawManifest, diagnostics: &mut Vec<Diagnostic>) {
     for table in &manifest.tables {
-        validate_table(text, table, diagnostics);
+        validate_table(source, table, diagnostics);
     }
     for (name, _) in &manifest.defines {
         // Both nvcc (`-DNAME=VALUE`) and Rust (`pub const NAME`) see the name.
         if !is_c_identifier(name.get_ref()) || is_rust_keyword(name.get_ref()) {
             diagnostics.push(Diagnostic::new(
-                text,
+                source,
                 name.span(),
                 format!("define {:?} must be a C identifier that is not a Rust keyword", name.get_ref()),
             ));
@@ -24,11 +24,11 @@ pub(super) fn validate(text: &str, manifest: &RawManifest, diagnostics: &mut Vec
     }
 }
 
-fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic>) {
+fn validate_table(source: &LineIndex<'_>, table: &RawTable, diagnostics: &mut Vec<Diagnostic>) {
     let table_name = table.name.get_ref();
     if table.is_empty {
         diagnostics.push(Diagnostic::new(
-            text,
+            source,
             table.name.span(),
             format!("table `[{table_name}]` lists no kernel entries"),
         ));
@@ -36,12 +36,12 @@ fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic
     let mut first_listed = HashMap::new();
     for (field, entry) in &table.entries {
         if let Some(message) = field_name_problem(field.get_ref()) {
-            diagnostics.push(Diagnostic::new(text, field.span(), message));
+            diagnostics.push(Diagnostic::new(source, field.span(), message));
         }
         for (what, name) in [("module", &entry.module), ("entry point", &entry.entry)] {
             if !is_c_identifier(name.get_ref()) {
                 diagnostics.push(Diagnostic::new(
-                    text,
+                    source,
                     name.span(),
                     format!(
                         "{what} {:?} of `{}` is not a C identifier \
@@ -55,14 +55,14 @@ fn validate_table(text: &str, table: &RawTable, diagnostics: &mut Vec<Diagnostic
         let symbol = (entry.module.get_ref().as_str(), entry.entry.get_ref().as_str());
         if let Some(first) = first_listed.insert(symbol, field) {
             diagnostics.push(Diagnostic::new(
-                text,
+                source,
                 field.span(),
                 format!(
                     "`{}::{}` is listed twice in `[{table_name}]`: first as `{}` at {}",
                     symbol.0,
                     symbol.1,
                     first.get_ref(),
-                    super::Location::of_offset(text, first.span().start)
+                    source.location(first.span().start)
                 ),
             ));
             // Keep blaming later repeats on the first listing.

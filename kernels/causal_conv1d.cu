@@ -1,0 +1,119 @@
+// causal_conv1d: the depthwise causal conv (width W ≤ CONV_MAX_WIDTH) with SiLU, carrying a
+// [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest (KERNEL-ABI.md).
+//
+// Geometry (src/launch.rs): both entries run `launch::conv(dim)`: one thread per channel,
+// blockDim.x == CONV_BLOCK, grid ⌈dim / CONV_BLOCK⌉ (the decode entry needs exactly that block,
+// so that its L2 heads never straddle blocks: CONV_BLOCK is a multiple of every head_dim).
+//
+// Per channel c and token: shift state[c][0..W−1] ← state[c][1..W], state[c][W−1] ← f32(x[c]);
+// a = Σ_{s<W} state[c][s]·f32(w[c][s]) (one accumulator from 0, ascending s: tap 0 multiplies the
+// oldest input); y = silu(a) = a·(1/(1+e^{−a})).
+#include "kda_common.cuh"
+
+#ifndef CONV_BLOCK
+#error "CONV_BLOCK must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef CONV_MAX_WIDTH
+#error "CONV_MAX_WIDTH must be defined by the build (kernels.toml [defines])"
+#endif
+
+static_assert(CONV_BLOCK % 32 == 0 && CONV_BLOCK <= 1024, "CONV_BLOCK must be whole warps");
+static_assert(CONV_BLOCK % KDA_MAX_HEAD_DIM == 0, "a conv block must hold whole L2 heads");
+
+__device__ __forceinline__ float silu(float a) { return a * (1.0f / (1.0f + expf(-a))); }
+
+// Loads channel c's window into win[0..width) and its taps into tap[0..width).
+__device__ __forceinline__ void load_channel(const float* state, const bf16* weight, u32 c, u32 width,
+                                             float (&win)[CONV_MAX_WIDTH], float (&tap)[CONV_MAX_WIDTH]) {
+    const size_t base = static_cast<size_t>(c) * width;
+#pragma unroll
+    for (u32 s = 0; s < CONV_MAX_WIDTH; ++s) {
+        win[s] = s < width ? state[base + s] : 0.0f;
+        tap[s] = s < width ? widen(weight[base + s]) : 0.0f;
+    }
+}
+
+// Shifts the window by one input and returns a = Σ_s win[s]·tap[s], ascending s.
+__device__ __forceinline__ float push(float (&win)[CONV_MAX_WIDTH], const float (&tap)[CONV_MAX_WIDTH], u32 width,
+                                      float input) {
+#pragma unroll
+    for (u32 s = 0; s + 1 < CONV_MAX_WIDTH; ++s)
+        if (s + 1 < width) win[s] = win[s + 1];
+#pragma unroll
+    for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
+        if (s + 1 == width) win[s] = input;
+    float a = 0.0f;
+#pragma unroll
+    for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
+        if (s < width) a = a + win[s] * tap[s];
+    return a;
+}
+
+__device__ __forceinline__ void store_channel(float* state, u32 c, u32 width, const float (&win)[CONV_MAX_WIDTH]) {
+    const size_t base = static_cast<size_t>(c) * width;
+#pragma unroll
+    for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
+        if (s < width) state[base + s] = win[s];
+}
+
+// Decode, one token: x, out [dim]. Then for c < qk_channels (the q and k heads, head_dim
+// consecutive channels each): y ← y / sqrt(Σ_head y² + eps); out[c] = bf16(y), one rounding.
+// The Σy² order is warp butterflies then the head's warp partials in order (the ABI leaves it
+// free). Requires blockDim.x == CONV_BLOCK, head_dim a multiple of 32 dividing CONV_BLOCK,
+// qk_channels a multiple of head_dim and ≤ dim, 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is
+// written.
+extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ state, const bf16* __restrict__ x,
+                                                       const bf16* __restrict__ weight, bf16* __restrict__ out,
+                                                       u32 dim, u32 width, u32 qk_channels, u32 head_dim,
+                                                       float eps) {
+    __shared__ float partial[CONV_BLOCK / 32];
+    if (blockDim.x != CONV_BLOCK || width == 0 || width > CONV_MAX_WIDTH) return;
+    if (head_dim == 0 || head_dim % 32 != 0 || CONV_BLOCK % head_dim != 0) return;
+    if (qk_channels % head_dim != 0 || qk_channels > dim) return;
+
+    const u32 block_start = blockIdx.x * CONV_BLOCK;
+    const u32 c = block_start + threadIdx.x;
+    const bool active = c < dim;
+    float y = 0.0f;
+    if (active) {
+        float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
+        load_channel(state, weight, c, width, win, tap);
+        y = silu(push(win, tap, width, widen(x[c])));
+        store_channel(state, c, width, win);
+    }
+    // Block-uniform: does this block hold any q/k channel? (Heads never straddle blocks.)
+    if (block_start < qk_channels) {
+        const bool normed = c < qk_channels;
+        const float sq = warp_sum(normed ? y * y : 0.0f);
+        const u32 warp = threadIdx.x >> 5;
+        if ((threadIdx.x & 31) == 0) partial[warp] = sq;
+        __syncthreads();
+        if (normed) {
+            const u32 warps_per_head = head_dim >> 5;
+            const u32 first = (threadIdx.x / head_dim) * warps_per_head;
+            float total = 0.0f;
+            for (u32 i = 0; i < warps_per_head; ++i) total = total + partial[first + i];
+            y = y / sqrtf(total + eps);
+        }
+    }
+    if (active) out[c] = narrow(y);
+}
+
+// Prefill, t tokens in order: x, out [t, dim]; out[τ][c] = bf16(silu(a)), no L2. The final state
+// holds the last W inputs (with the old state's tail when t < W). Each thread walks its channel's
+// tokens in order, so the window lives in registers. Requires 1 ≤ width ≤ CONV_MAX_WIDTH.
+extern "C" __global__ void causal_conv1d_update_prefill(float* __restrict__ state, const bf16* __restrict__ x,
+                                                        const bf16* __restrict__ weight, bf16* __restrict__ out,
+                                                        u32 dim, u32 width, u32 t) {
+    if (width == 0 || width > CONV_MAX_WIDTH) return;
+    const u32 stride = gridDim.x * blockDim.x;
+    for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < dim; c += stride) {
+        float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
+        load_channel(state, weight, c, width, win, tap);
+        for (u32 tau = 0; tau < t; ++tau) {
+            const size_t at = static_cast<size_t>(tau) * dim + c;
+            out[at] = narrow(silu(push(win, tap, width, widen(x[at]))));
+        }
+        store_channel(state, c, width, win);
+    }
+}

@@ -1,0 +1,71 @@
+// Shared helpers of the [glm5next_kda] kernels (KERNEL-ABI.md). Kept light: <cuda_bf16.h> and
+// a few inline device functions, so that each module compiles fast.
+//
+// Every module is built with `--fmad=false -O3`: each `a * b + c` rounds twice, exactly as the
+// Rust reference evaluates it, so the expressions below are written in the reference's order
+// (`acc = acc + x * y`, left to right) wherever the ABI fixes the order.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 bf16;
+typedef unsigned int u32;
+
+// ---- constants shared with the Rust side (kernels.toml [defines], passed as -DNAME=VALUE) ----
+#ifndef ELEMENTWISE_BLOCK
+#error "ELEMENTWISE_BLOCK must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef KDA_MAX_HEAD_DIM
+#error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef KDA_MAX_CHUNK
+#error "KDA_MAX_CHUNK must be defined by the build (kernels.toml [defines])"
+#endif
+
+// Exact bf16 -> f32 widening of the two halves of a 32-bit word (element 0 in the low half).
+__device__ __forceinline__ float bf16_lo(uint32_t word) { return __uint_as_float(word << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t word) { return __uint_as_float(word & 0xffff0000u); }
+
+__device__ __forceinline__ float widen(bf16 x) { return __bfloat162float(x); }
+
+// Round to nearest even (the ABI's only f32 -> bf16 rounding).
+__device__ __forceinline__ bf16 narrow(float x) { return __float2bfloat16_rn(x); }
+
+// σ(x) = 1/(1+e^{-x}), with the accurate expf (no fast-math intrinsics anywhere in this project).
+__device__ __forceinline__ float sigmoidf_acc(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// Sum over a full warp; every lane gets the total. The order is a fixed butterfly, used only where
+// the ABI leaves the reduction order free (the norms).
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+    return x;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the same total:
+// warp butterflies, then the warp partials added in warp order. `scratch` holds 32 floats; the
+// trailing barrier lets the caller reuse it at once. Must be reached by every thread of the block.
+__device__ __forceinline__ float block_sum(float x, float* scratch) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    x = warp_sum(x);
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    float total = 0.0f;
+    for (u32 i = 0; i < warps; ++i) total = total + scratch[i];
+    __syncthreads();
+    return total;
+}
+
+// Asynchronous 16-byte global -> shared copy (sm_80+), bypassing L1: for streamed weights.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+    const u32 dst = static_cast<u32>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
