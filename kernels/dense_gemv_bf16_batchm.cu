@@ -1,0 +1,23 @@
+// dense_gemv_bf16_batchm: y[i][j] = bf16(Σ_p x[i][p]·w[j][p]) for 1 ≤ m ≤ DENSE_GEMV_BATCHM_MAX_M
+// rows, reading the weight once for all of them (KERNEL-ABI.md). Each row is computed by the very
+// body of `gemv::dense_gemv_bf16` (dense_gemv.cuh: same expressions, same ascending order), so
+// row i is bit-identical to the gemv of row i. The K tile width only changes how the weight is
+// staged, never the order of any accumulator.
+//
+// Geometry (src/launch.rs): `launch::gemv(m, n)` with m ≥ 2: blockDim = (GEMV_COLS_PER_BLOCK,
+// GEMV_BATCHM_ROW_GROUPS), grid ⌈n / GEMV_COLS_PER_BLOCK⌉. Shared memory is static (24 KiB).
+// m outside 1..=DENSE_GEMV_BATCHM_MAX_M writes nothing.
+#include "dense_gemv.cuh"
+
+#ifndef DENSE_GEMV_BATCHM_MAX_M
+#error "DENSE_GEMV_BATCHM_MAX_M must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef GEMV_BATCHM_ROW_GROUPS
+#error "GEMV_BATCHM_ROW_GROUPS must be defined by the build (kernels.toml [defines])"
+#endif
+
+extern "C" __global__ void __launch_bounds__(GEMV_COLS_PER_BLOCK * GEMV_BATCHM_ROW_GROUPS)
+    dense_gemv_bf16_batchm(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y, u32 m,
+                           u32 n, u32 k) {
+    dense_gemv_body<DENSE_GEMV_BATCHM_MAX_M, GEMV_BATCHM_ROW_GROUPS, /*KT=*/128>(x, w, y, m, n, k);
+}
