@@ -9,11 +9,16 @@ use kda_runtime::cuda::CudaBackend;
 #[test]
 fn the_backend_is_an_err_exactly_where_the_driver_has_no_device() {
     match (CudaBackend::device_count(), CudaBackend::new(0, KERNEL_IMAGES)) {
-        (Err(BackendError::Unavailable { reason, .. }), Err(BackendError::Unavailable { reason: again, .. })) => {
+        (
+            Err(BackendError::Unavailable { reason, .. }),
+            Err(BackendError::Unavailable { reason: again, .. }),
+        ) => {
             assert_eq!(reason, again);
             assert!(reason.contains("libcuda") || reason.contains("cuInit"), "{reason}");
         }
-        (Ok(0), Err(BackendError::Unavailable { reason, .. })) => assert!(reason.contains("no CUDA device"), "{reason}"),
+        (Ok(0), Err(BackendError::Unavailable { reason, .. })) => {
+            assert!(reason.contains("no CUDA device"), "{reason}")
+        }
         (Ok(count), Ok(gpu)) if count > 0 => {
             use kda_runtime::GpuBackend;
             assert!(gpu.describe().starts_with("CUDA device 0 ("), "{}", gpu.describe());
@@ -47,6 +52,11 @@ fn the_embedded_images_cover_every_entry_of_the_table() {
             .unwrap_or_else(|| panic!("no image of module `{}`", entry.module));
         // Every fatbin starts with the fatbin magic 0xBA55ED50 (little-endian).
         assert_eq!(image.fatbin[..4], [0x50, 0xED, 0x55, 0xBA], "{}", entry.module);
-        assert!(contains(image.fatbin, entry.entry.as_bytes()), "`{}` not in the image of `{}`", entry.entry, entry.module);
+        assert!(
+            contains(image.fatbin, entry.entry.as_bytes()),
+            "`{}` not in the image of `{}`",
+            entry.entry,
+            entry.module
+        );
     }
 }

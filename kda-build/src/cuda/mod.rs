@@ -96,8 +96,19 @@ pub struct KernelBuild {
     out_dir: PathBuf,
     compute_caps: Vec<u32>,
     require_nvcc: bool,
-    nvcc: Option<Nvcc>,
+    nvcc: NvccSource,
     cargo_directives: bool,
+}
+
+/// Where a build gets its nvcc.
+#[derive(Clone, Debug)]
+enum NvccSource {
+    /// [`Nvcc::find`].
+    Search,
+    /// This one.
+    Given(Nvcc),
+    /// None: build no image.
+    Absent,
 }
 
 /// The environment a build script reads, so tests can give it explicitly.
@@ -123,7 +134,7 @@ impl KernelBuild {
             out_dir: out_dir.into(),
             compute_caps: vec![90],
             require_nvcc: false,
-            nvcc: None,
+            nvcc: NvccSource::Search,
             cargo_directives: false,
         }
     }
@@ -157,7 +168,13 @@ impl KernelBuild {
 
     /// Use this nvcc rather than looking for one.
     pub fn nvcc(mut self, nvcc: Nvcc) -> Self {
-        self.nvcc = Some(nvcc);
+        self.nvcc = NvccSource::Given(nvcc);
+        self
+    }
+
+    /// Build as on a machine without nvcc: no image, the `[defines]` still generated.
+    pub fn without_nvcc(mut self) -> Self {
+        self.nvcc = NvccSource::Absent;
         self
     }
 
@@ -166,8 +183,15 @@ impl KernelBuild {
         self.rerun_if_changed();
         let text = read(&self.manifest)?;
         let manifest = Manifest::parse(&self.manifest_name, &text)?;
+        // Checked with or without nvcc: a module with no source is never built anywhere.
+        let modules = self.modules(&manifest)?;
         let mut output = BuildOutput::default();
-        let nvcc = match self.nvcc.clone().map_or_else(Nvcc::find, Ok) {
+        let found = match &self.nvcc {
+            NvccSource::Search => Nvcc::find(),
+            NvccSource::Given(nvcc) => Ok(nvcc.clone()),
+            NvccSource::Absent => Err("this build was told to use no nvcc".to_owned()),
+        };
+        let nvcc = match found {
             Ok(nvcc) => Some(nvcc),
             Err(why) if self.require_nvcc => return Err(BuildError::NvccRequired(why)),
             Err(why) => {
@@ -179,7 +203,7 @@ impl KernelBuild {
         };
         if let Some(nvcc) = &nvcc {
             output.warnings.extend(nvcc.version_warning());
-            output.images = self.compile_all(nvcc, &manifest, &mut output.warnings)?;
+            output.images = self.compile_all(nvcc, &manifest, &modules, &mut output.warnings)?;
         }
         let generated = generate::rust_source(&manifest, &output.images, nvcc.is_none());
         output.generated = self.out_dir.join("kda_kernels.rs");
@@ -197,9 +221,9 @@ impl KernelBuild {
         &self,
         nvcc: &Nvcc,
         manifest: &Manifest,
+        modules: &[(String, PathBuf)],
         warnings: &mut Vec<String>,
     ) -> Result<Vec<(String, PathBuf)>, BuildError> {
-        let modules = self.modules(manifest)?;
         let defines: Vec<String> =
             manifest.defines.iter().map(|d| format!("-D{}={}", d.name, d.value)).collect();
         let compiled = std::thread::scope(|scope| {

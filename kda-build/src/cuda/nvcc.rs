@@ -124,7 +124,7 @@ fn candidates() -> Vec<PathBuf> {
         .filter_map(std::env::var_os)
         .map(|root| PathBuf::from(root).join("bin").join("nvcc"))
         .collect();
-    candidates.push(install_prefix().join("bin").join("nvcc"));
+    candidates.push(install_prefix().join("cuda").join("bin").join("nvcc"));
     candidates.push(compiler_from_cc());
     candidates
 }
