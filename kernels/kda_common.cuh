@@ -13,9 +13,6 @@ typedef __nv_bfloat16 bf16;
 typedef unsigned int u32;
 
 // ---- constants shared with the Rust side (kernels.toml [defines], passed as -DNAME=VALUE) ----
-#ifndef ELEMENTWISE_BLOCK
-#error "ELEMENTWISE_BLOCK must be defined by the build (kernels.toml [defines])"
-#endif
 #ifndef KDA_MAX_HEAD_DIM
 #error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
 #endif

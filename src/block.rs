@@ -115,7 +115,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut conv_out = self.gpu.alloc(DType::Bf16, dim as usize)?;
         self.launch(
             self.kernels.conv_decode,
-            launch::elementwise(dim),
+            launch::conv(dim),
             &mut [
                 (&mut state.conv).into(),
                 (&front.qkv).into(),
@@ -132,7 +132,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let (q, k, v) = (0..qkv as usize, qkv as usize..2 * qkv as usize, 2 * qkv as usize..dim as usize);
         self.launch(
             self.decode_kernel(),
-            launch::per_head(g.heads, g.head_dim),
+            launch::recurrent(g.heads, g.head_dim),
             &mut [
                 conv_out.slice(q),
                 conv_out.slice(k),
@@ -160,7 +160,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut conv_out = self.gpu.alloc(DType::Bf16, (t * dim) as usize)?;
         self.launch(
             self.kernels.conv_prefill,
-            launch::elementwise(dim),
+            launch::conv(dim),
             &mut [
                 (&mut state.conv).into(),
                 (&front.qkv).into(),
@@ -173,7 +173,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         )?;
         self.launch(
             self.kernels.l2,
-            launch::per_head(t * 2 * g.heads, g.head_dim),
+            launch::norm(t * 2 * g.heads, g.head_dim),
             &mut [
                 (&mut conv_out).into(),
                 t.into(),
@@ -224,7 +224,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut core = self.gpu.alloc(DType::F32, padded)?;
         self.launch(
             self.kernels.chunk_scan,
-            launch::per_head(g.heads, g.head_dim),
+            launch::chunk_scan(g.heads, g.head_dim),
             &mut [
                 (&q).into(),
                 (&k).into(),
@@ -302,7 +302,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut normed = self.gpu.alloc(DType::Bf16, (rows * g.head_dim) as usize)?;
         self.launch(
             self.kernels.o_norm,
-            launch::per_head(rows, g.head_dim),
+            launch::norm(rows, g.head_dim),
             &mut [
                 core.into(),
                 out_gate.into(),

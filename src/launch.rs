@@ -1,46 +1,204 @@
 //! The launch geometry of every kernel of `[glm5next_kda]`, in one place: the block launches
-//! through these, and the CUDA kernels are written for them. The CPU reference ignores geometry.
+//! through these, and the CUDA kernels (`kernels/*.cu`) are written for exactly these shapes. The
+//! CPU reference ignores geometry.
+//!
+//! The constants below are the ones the CUDA side compiles against (as `-DNAME=VALUE` from the
+//! `[defines]` table of `kernels.toml`); a kernel launched with a block shape other than the one
+//! documented here returns without writing anything, so the two sides must agree.
+//!
+//! Every kernel uses static shared memory only (at most 41,216 bytes per block, below the 48 KiB
+//! that needs no opt-in), so every geometry has `shared_mem_bytes: 0`.
 
 use kda_runtime::LaunchGeometry;
 
-/// Threads per block of the elementwise kernels.
+/// Threads per block of the elementwise kernels (they grid-stride, so any block size works).
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 
-/// Rows and columns of a GEMM output tile.
-pub const GEMM_TILE: u32 = 16;
+/// The largest head dimension the kernels' static shared memory holds.
+pub const KDA_MAX_HEAD_DIM: u32 = 128;
 
-/// Output rows of a GEMV block: one warp per row.
-pub const GEMV_ROWS_PER_BLOCK: u32 = 8;
+/// The largest chunk size the chunk kernels' static shared memory holds.
+pub const KDA_MAX_CHUNK: u32 = 64;
 
-/// One thread per element.
+/// Rows of the output tile of a `dense_gemm_bf16` block.
+pub const GEMM_TILE_M: u32 = 64;
+
+/// Columns of the output tile of a `dense_gemm_bf16` block.
+pub const GEMM_TILE_N: u32 = 64;
+
+/// Threads of a `dense_gemm_bf16` block (4 × 4 outputs each).
+pub const GEMM_THREADS: u32 = 256;
+
+/// Output columns of a GEMV block: one lane per column (`blockDim.x`).
+pub const GEMV_COLS_PER_BLOCK: u32 = 32;
+
+/// Row groups of a `dense_gemv_bf16_batchm` block (`blockDim.y`): group `g` computes the rows
+/// `i ≡ g (mod GEMV_BATCHM_ROW_GROUPS)` of its columns.
+pub const GEMV_BATCHM_ROW_GROUPS: u32 = 4;
+
+/// The most rows `dense_gemv_bf16_batchm` takes in one pass over the weight.
+pub const DENSE_GEMV_BATCHM_MAX_M: u32 = 16;
+
+/// Threads of a conv block, one per channel. A multiple of every head dimension, so that the
+/// decode's per-head L2 norm never straddles two blocks.
+pub const CONV_BLOCK: u32 = 256;
+
+/// The widest conv window the conv kernels hold in registers.
+pub const CONV_MAX_WIDTH: u32 = 4;
+
+/// The most threads of a norm block (one block per head row).
+pub const NORM_MAX_BLOCK: u32 = 128;
+
+/// State columns per block of the recurrent kernels (`blockDim.x`, one thread per column).
+pub const RECURRENT_VPB: u32 = 32;
+
+/// Threads of a chunk-prepare or chunk-scan block.
+pub const CHUNK_THREADS: u32 = 128;
+
+/// State columns per chunk-scan block (one per lane).
+pub const CHUNK_SCAN_VT: u32 = 32;
+
+/// The `[defines]` of `kernels.toml` every kernel module is compiled with, as `(NAME, VALUE)`: the
+/// constants above that the CUDA side reads (`ELEMENTWISE_BLOCK` and `NORM_MAX_BLOCK` are sizing
+/// choices of this file only: those kernels take any block of whole warps).
+pub const DEFINES: [(&str, u32); 13] = [
+    ("KDA_MAX_HEAD_DIM", KDA_MAX_HEAD_DIM),
+    ("KDA_MAX_CHUNK", KDA_MAX_CHUNK),
+    ("GEMM_TILE_M", GEMM_TILE_M),
+    ("GEMM_TILE_N", GEMM_TILE_N),
+    ("GEMM_THREADS", GEMM_THREADS),
+    ("GEMV_COLS_PER_BLOCK", GEMV_COLS_PER_BLOCK),
+    ("GEMV_BATCHM_ROW_GROUPS", GEMV_BATCHM_ROW_GROUPS),
+    ("DENSE_GEMV_BATCHM_MAX_M", DENSE_GEMV_BATCHM_MAX_M),
+    ("CONV_BLOCK", CONV_BLOCK),
+    ("CONV_MAX_WIDTH", CONV_MAX_WIDTH),
+    ("RECURRENT_VPB", RECURRENT_VPB),
+    ("CHUNK_THREADS", CHUNK_THREADS),
+    ("CHUNK_SCAN_VT", CHUNK_SCAN_VT),
+];
+
+/// A geometry without dynamic shared memory; an empty grid dimension becomes 1 (the kernels
+/// bounds-check, so a launch over nothing writes nothing).
+fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
+    LaunchGeometry { grid: (grid.0.max(1), grid.1.max(1), grid.2.max(1)), block, shared_mem_bytes: 0 }
+}
+
+/// The elementwise kernels (`kda_gate_bf16`, `kda_sigmoid_bf16_f32`, `kda_fill_f32`,
+/// `kda_split_widen`, `kda_pack_qkv_bf16`): one thread per element of `n`. They grid-stride, so
+/// this is a sizing choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)
 }
 
-/// `dense_gemm_bf16`: one `GEMM_TILE²` block per output tile of `c [m, n]`.
+/// `dense_gemm_bf16` on `c [m, n]`: one block of [`GEMM_THREADS`] per
+/// [`GEMM_TILE_M`] × [`GEMM_TILE_N`] output tile.
 pub fn gemm(m: u32, n: u32) -> LaunchGeometry {
-    LaunchGeometry {
-        grid: (n.div_ceil(GEMM_TILE), m.div_ceil(GEMM_TILE), 1),
-        block: (GEMM_TILE, GEMM_TILE, 1),
-        shared_mem_bytes: 0,
-    }
+    blocks((n.div_ceil(GEMM_TILE_N), m.div_ceil(GEMM_TILE_M), 1), (GEMM_THREADS, 1, 1))
 }
 
-/// `dense_gemv_bf16` and `dense_gemv_bf16_batchm`: one warp per output column of the weight.
-pub fn gemv(n: u32) -> LaunchGeometry {
-    LaunchGeometry {
-        grid: (n.div_ceil(GEMV_ROWS_PER_BLOCK), 1, 1),
-        block: (32 * GEMV_ROWS_PER_BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    }
+/// `dense_gemv_bf16` (`m = 1`) and `dense_gemv_bf16_batchm` (`2 ≤ m ≤ 16`) on `y [m, n]`: one block
+/// per [`GEMV_COLS_PER_BLOCK`] output columns, `(32, 1)` threads for the GEMV and
+/// `(32, GEMV_BATCHM_ROW_GROUPS)` for the batched GEMV (the two kernels check their block shape).
+pub fn gemv(m: u32, n: u32) -> LaunchGeometry {
+    let groups = if m <= 1 { 1 } else { GEMV_BATCHM_ROW_GROUPS };
+    blocks((n.div_ceil(GEMV_COLS_PER_BLOCK), 1, 1), (GEMV_COLS_PER_BLOCK, groups, 1))
 }
 
-/// Kernels that give each head (or each row × head) one block of up to 128 threads.
-pub fn per_head(blocks: u32, head_dim: u32) -> LaunchGeometry {
-    LaunchGeometry { grid: (blocks.max(1), 1, 1), block: (head_dim.min(128), 1, 1), shared_mem_bytes: 0 }
+/// `causal_conv1d_update_l2norm` and `causal_conv1d_update_prefill` over `dim` channels: one
+/// thread per channel, [`CONV_BLOCK`] per block (the decode kernel requires exactly that block).
+pub fn conv(dim: u32) -> LaunchGeometry {
+    blocks((dim.div_ceil(CONV_BLOCK), 1, 1), (CONV_BLOCK, 1, 1))
 }
 
-/// `kda_chunk_prepare`: one block per (chunk, head).
+/// `l2_norm_bf16` (`rows` = tokens × q/k heads) and `kda_o_norm_gated_bf16` (`rows` = tokens ×
+/// heads): one block per head row, the head's `head_dim` values spread over a whole number of
+/// warps (at most [`NORM_MAX_BLOCK`] threads; the block loops over longer heads).
+pub fn norm(rows: u32, head_dim: u32) -> LaunchGeometry {
+    let threads = head_dim.div_ceil(32).clamp(1, NORM_MAX_BLOCK / 32) * 32;
+    blocks((rows, 1, 1), (threads, 1, 1))
+}
+
+/// `kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem` (the same geometry, so decode
+/// can launch either): grid `(heads, head_dim / RECURRENT_VPB)`, [`RECURRENT_VPB`] threads, one
+/// per state column.
+pub fn recurrent(heads: u32, head_dim: u32) -> LaunchGeometry {
+    blocks((heads, head_dim.div_ceil(RECURRENT_VPB), 1), (RECURRENT_VPB, 1, 1))
+}
+
+/// `kda_chunk_prepare`: one block of [`CHUNK_THREADS`] per (chunk, head).
 pub fn chunk_prepare(chunks: u32, heads: u32) -> LaunchGeometry {
-    LaunchGeometry { grid: (chunks.max(1), heads, 1), block: (128, 1, 1), shared_mem_bytes: 0 }
+    blocks((chunks, heads, 1), (CHUNK_THREADS, 1, 1))
+}
+
+/// `kda_chunk_scan`: one block of [`CHUNK_THREADS`] per (head, [`CHUNK_SCAN_VT`] state columns);
+/// each walks all chunks of its head in order.
+pub fn chunk_scan(heads: u32, head_dim: u32) -> LaunchGeometry {
+    blocks((heads, head_dim.div_ceil(CHUNK_SCAN_VT), 1), (CHUNK_THREADS, 1, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_batched_gemv_limit_is_the_dispatch_limit() {
+        assert_eq!(DENSE_GEMV_BATCHM_MAX_M, crate::ops::DENSE_GEMV_BATCHM_MAX_M);
+        assert_eq!(DENSE_GEMV_BATCHM_MAX_M, crate::reference::DENSE_GEMV_BATCHM_MAX_M);
+    }
+
+    #[test]
+    fn conv_blocks_hold_whole_heads_of_every_head_dim() {
+        for head_dim in crate::geometry::HEAD_DIMS {
+            assert_eq!(CONV_BLOCK % head_dim, 0, "head_dim {head_dim}");
+            assert!(head_dim <= KDA_MAX_HEAD_DIM);
+        }
+        assert_eq!(conv(24576).grid, (96, 1, 1));
+    }
+
+    #[test]
+    fn column_splits_cover_every_head_dim_exactly() {
+        for head_dim in crate::geometry::HEAD_DIMS {
+            assert_eq!(head_dim % RECURRENT_VPB, 0, "head_dim {head_dim}");
+            assert_eq!(head_dim % CHUNK_SCAN_VT, 0, "head_dim {head_dim}");
+            assert_eq!(recurrent(64, head_dim).grid, (64, head_dim / RECURRENT_VPB, 1));
+            assert_eq!(chunk_scan(64, head_dim).grid, (64, head_dim / CHUNK_SCAN_VT, 1));
+        }
+        for chunk in crate::geometry::CHUNK_SIZES {
+            assert!(chunk <= KDA_MAX_CHUNK && CHUNK_THREADS >= chunk);
+        }
+    }
+
+    #[test]
+    fn gemv_blocks_are_one_lane_per_column() {
+        assert_eq!(gemv(1, 8192).block, (32, 1, 1));
+        assert_eq!(gemv(1, 8192).grid, (256, 1, 1));
+        assert_eq!(gemv(16, 100).block, (32, GEMV_BATCHM_ROW_GROUPS, 1));
+        assert_eq!(gemv(16, 100).grid, (4, 1, 1));
+        assert_eq!(gemm(65, 8192).grid, (128, 2, 1));
+    }
+
+    #[test]
+    fn norm_blocks_are_whole_warps() {
+        assert_eq!(norm(10, 32).block, (32, 1, 1));
+        assert_eq!(norm(10, 128).block, (128, 1, 1));
+        assert_eq!(norm(10, 256).block, (128, 1, 1));
+        assert_eq!(norm(10, 20).block, (32, 1, 1));
+        assert_eq!(norm(0, 64).grid, (1, 1, 1));
+    }
+
+    #[test]
+    fn no_geometry_asks_for_dynamic_shared_memory() {
+        let all = [
+            elementwise(1000),
+            gemm(3, 5),
+            gemv(1, 5),
+            gemv(7, 5),
+            conv(768),
+            norm(4, 128),
+            recurrent(2, 128),
+            chunk_prepare(3, 2),
+            chunk_scan(2, 128),
+        ];
+        assert!(all.iter().all(|g| g.shared_mem_bytes == 0));
+    }
 }

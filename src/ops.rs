@@ -39,7 +39,7 @@ pub fn dense_mm_bf16(
     let mut y = gpu.alloc(DType::Bf16, m as usize * n as usize)?;
     let (kernel, family) = dense_mm_kernel(kernels, m);
     let geometry = match family {
-        DenseKernel::Gemv | DenseKernel::GemvBatchM => launch::gemv(n),
+        DenseKernel::Gemv | DenseKernel::GemvBatchM => launch::gemv(m, n),
         DenseKernel::Gemm => launch::gemm(m, n),
     };
     // gemv has no `m`; the others take `x, w, y, m, n, k`.

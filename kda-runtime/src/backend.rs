@@ -1,6 +1,7 @@
 //! The backend trait: what a model needs from a GPU (or the CPU standing in for one).
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use crate::{BackendError, DType, DeviceBuffer, Element, KernelHandle, LookupError};
 
@@ -94,6 +95,9 @@ pub trait GpuBackend: Send + Sync {
     /// Copies `src` into `dst` (exactly `src.byte_len()` bytes).
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError>;
 
+    /// Copies buffer `src` into buffer `dst` on the device; both must have the same byte size.
+    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError>;
+
     /// Launches `kernel` with `geometry` and `args`, in the kernel's parameter order.
     fn launch(
         &self,
@@ -104,6 +108,16 @@ pub trait GpuBackend: Send + Sync {
 
     /// Waits until every launch and copy issued so far has finished.
     fn synchronize(&self) -> Result<(), BackendError>;
+
+    /// How long the device spends on what `work` issues. The default times it on the host
+    /// between two synchronizations; a GPU backend measures on the device (CUDA events).
+    fn time(&self, work: &mut dyn FnMut() -> Result<(), BackendError>) -> Result<Duration, BackendError> {
+        self.synchronize()?;
+        let start = Instant::now();
+        work()?;
+        self.synchronize()?;
+        Ok(start.elapsed())
+    }
 }
 
 /// Typed transfers on any backend, built on the byte-level methods of [`GpuBackend`].

@@ -89,6 +89,15 @@ impl HostMemory {
         Ok(())
     }
 
+    /// Copies buffer `src` into buffer `dst`, both this backend's and of the same byte size.
+    pub fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        let src = self.storage(src)?.bytes();
+        let dst = self.storage_mut(dst)?.bytes_mut();
+        check_size(dst.len(), src.len())?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
     fn check_owner(&self, buffer: &DeviceBuffer) -> Result<(), BackendError> {
         if buffer.backend() == self.backend { Ok(()) } else { Err(self.foreign_buffer()) }
     }

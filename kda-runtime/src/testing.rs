@@ -215,6 +215,10 @@ impl GpuBackend for FakeBackend {
         self.memory.copy_to_host(src, dst)
     }
 
+    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.memory.copy_on_device(src, dst)
+    }
+
     fn launch(
         &self,
         kernel: KernelHandle,

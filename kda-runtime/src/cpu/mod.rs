@@ -230,6 +230,10 @@ impl GpuBackend for CpuBackend {
         self.memory.copy_to_host(src, dst)
     }
 
+    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.memory.copy_on_device(src, dst)
+    }
+
     /// Checks `args` against the kernel's signature, then runs it to completion on this thread
     /// (and whatever threads the kernel itself uses). `geometry` is ignored.
     fn launch(

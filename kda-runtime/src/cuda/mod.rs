@@ -8,6 +8,7 @@ mod launch;
 mod modules;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError};
 
@@ -178,6 +179,19 @@ impl GpuBackend for CudaBackend {
         self.synchronize()
     }
 
+    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        let (bytes, expected) = (src.byte_len(), dst.byte_len());
+        if bytes != expected {
+            return Err(BackendError::SizeMismatch { expected, found: bytes });
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        let source = self.storage(src)?.bytes.slice(..bytes);
+        let mut target = self.storage_mut(dst)?.bytes.slice_mut(..bytes);
+        self.stream.memcpy_dtod(&source, &mut target).map_err(|e| self.driver("copying on the device", e))
+    }
+
     fn launch(
         &self,
         kernel: KernelHandle,
@@ -196,5 +210,18 @@ impl GpuBackend for CudaBackend {
 
     fn synchronize(&self) -> Result<(), BackendError> {
         self.stream.synchronize().map_err(|e| self.driver("synchronizing", e))
+    }
+
+    /// Times `work` with CUDA events recorded on the stream around it.
+    fn time(&self, work: &mut dyn FnMut() -> Result<(), BackendError>) -> Result<Duration, BackendError> {
+        // Events made without flags cannot time (cudarc defaults to CU_EVENT_DISABLE_TIMING).
+        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let record = || self.stream.record_event(timing).map_err(|e| self.driver("recording an event", e));
+        let start = record()?;
+        work()?;
+        let end = record()?;
+        end.synchronize().map_err(|e| self.driver("waiting for an event", e))?;
+        let milliseconds = start.elapsed_ms(&end).map_err(|e| self.driver("reading an event", e))?;
+        Ok(Duration::from_secs_f64(f64::from(milliseconds) / 1e3))
     }
 }
