@@ -26,6 +26,7 @@ mod handle;
 pub mod host;
 mod image;
 mod lookup;
+mod registry;
 mod resolve;
 mod table;
 pub mod testing;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::host::{HostMemory, check_range};
+use crate::registry::KernelRegistry;
 use crate::{
     BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, KernelTable,
     LaunchGeometry, LookupError,
@@ -65,12 +66,8 @@ struct Record {
 /// assert!(matches!(gpu.lookup("kda_recurrent", "kda_recurrent_decode_bf16"), Err(LookupError::Failed { .. })));
 /// ```
 pub struct FakeBackend {
-    id: BackendId,
     memory: HostMemory,
-    /// module → entry → index into `kernels`.
-    modules: HashMap<String, HashMap<String, u32>>,
-    /// index → (module, entry).
-    kernels: Vec<(String, String)>,
+    kernels: KernelRegistry<()>,
     /// module → the message its lookups fail with.
     failing: HashMap<String, String>,
     record: Mutex<Record>,
@@ -87,10 +84,8 @@ impl FakeBackend {
     pub fn new() -> Self {
         let id = BackendId::fresh();
         Self {
-            id,
             memory: HostMemory::new(id),
-            modules: HashMap::new(),
-            kernels: Vec::new(),
+            kernels: KernelRegistry::new(id),
             failing: HashMap::new(),
             record: Mutex::default(),
         }
@@ -98,12 +93,7 @@ impl FakeBackend {
 
     /// Also carries `module::entry`.
     pub fn with_kernel(mut self, module: &str, entry: &str) -> Self {
-        let next = self.kernels.len() as u32;
-        let index =
-            *self.modules.entry(module.to_owned()).or_default().entry(entry.to_owned()).or_insert(next);
-        if index == next {
-            self.kernels.push((module.to_owned(), entry.to_owned()));
-        }
+        self.kernels.insert(module, entry, ());
         self
     }
 
@@ -114,12 +104,7 @@ impl FakeBackend {
 
     /// No longer carries `module::entry`; a module left with no entry is no longer carried.
     pub fn without(mut self, module: &str, entry: &str) -> Self {
-        if let Some(entries) = self.modules.get_mut(module) {
-            entries.remove(entry);
-            if entries.is_empty() {
-                self.modules.remove(module);
-            }
-        }
+        self.kernels.remove(module, entry);
         self
     }
 
@@ -177,7 +162,7 @@ impl GpuBackend for FakeBackend {
     }
 
     fn has_module(&self, module: &str) -> bool {
-        self.modules.contains_key(module) || self.failing.contains_key(module)
+        self.kernels.has_module(module) || self.failing.contains_key(module)
     }
 
     fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
@@ -192,15 +177,7 @@ impl GpuBackend for FakeBackend {
                 },
             });
         }
-        let entries = self
-            .modules
-            .get(module)
-            .ok_or_else(|| LookupError::ModuleNotCarried { module: module.to_owned() })?;
-        let index = entries.get(entry).ok_or_else(|| LookupError::EntryNotInModule {
-            module: module.to_owned(),
-            entry: entry.to_owned(),
-        })?;
-        Ok(KernelHandle::new(self.id, *index))
+        self.kernels.lookup(module, entry)
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
@@ -225,20 +202,11 @@ impl GpuBackend for FakeBackend {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        if kernel.backend() != self.id {
-            return Err(BackendError::ForeignResource {
-                what: format!("kernel handle {:#x}", kernel.get()),
-                backend: self.describe(),
-            });
-        }
-        let (module, entry) = self
-            .kernels
-            .get(kernel.index() as usize)
-            .ok_or_else(|| BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() })?;
+        let registered = self.kernels.get(kernel, &self.describe())?;
         let args = args.iter().map(|arg| self.describe_arg(arg)).collect::<Result<_, _>>()?;
         self.record().launches.push(FakeLaunch {
-            module: module.clone(),
-            entry: entry.clone(),
+            module: registered.module.clone(),
+            entry: registered.entry.clone(),
             geometry,
             args,
         });

@@ -26,12 +26,12 @@
 
 mod args;
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 pub use args::{CpuArg, CpuArgs, KernelError, ParamKind};
 
 use crate::host::{HostMemory, HostStorage, check_range};
+use crate::registry::KernelRegistry;
 use crate::{
     BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry,
     LookupError,
@@ -39,9 +39,8 @@ use crate::{
 
 type KernelFn = dyn Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync;
 
+/// A registered kernel: its declared signature and the function that runs it.
 struct CpuKernel {
-    module: String,
-    entry: String,
     signature: Vec<ParamKind>,
     function: Box<KernelFn>,
 }
@@ -56,11 +55,7 @@ struct CpuKernel {
 pub struct CpuBackend {
     id: BackendId,
     memory: HostMemory,
-    /// module → entry → index into `kernels`.
-    modules: BTreeMap<String, BTreeMap<String, u32>>,
-    /// index → the kernel; `None` once removed, so a handle issued before the removal is refused
-    /// instead of still launching it.
-    kernels: Vec<Option<CpuKernel>>,
+    kernels: KernelRegistry<CpuKernel>,
 }
 
 impl Default for CpuBackend {
@@ -71,13 +66,9 @@ impl Default for CpuBackend {
 
 impl fmt::Debug for CpuBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self
-            .modules
-            .iter()
-            .flat_map(|(module, entries)| entries.keys().map(move |entry| format!("{module}::{entry}")));
         f.debug_struct("CpuBackend")
             .field("id", &self.id)
-            .field("kernels", &entries.collect::<Vec<_>>())
+            .field("kernels", &self.kernels.names().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -86,7 +77,7 @@ impl CpuBackend {
     /// A backend that carries no kernel.
     pub fn new() -> Self {
         let id = BackendId::fresh();
-        Self { id, memory: HostMemory::new(id), modules: BTreeMap::new(), kernels: Vec::new() }
+        Self { id, memory: HostMemory::new(id), kernels: KernelRegistry::new(id) }
     }
 
     /// Also carries `module::entry`, run by `function` with arguments matching `signature`.
@@ -95,33 +86,18 @@ impl CpuBackend {
     where
         F: Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
     {
-        let kernel = CpuKernel {
-            module: module.to_owned(),
-            entry: entry.to_owned(),
-            signature: signature.to_vec(),
-            function: Box::new(function),
-        };
-        let next = u32::try_from(self.kernels.len()).expect("fewer than 2³² kernels registered");
-        let index =
-            *self.modules.entry(module.to_owned()).or_default().entry(entry.to_owned()).or_insert(next);
-        if index == next {
-            self.kernels.push(Some(kernel));
-        } else {
-            self.kernels[index as usize] = Some(kernel);
-        }
+        self.kernels.insert(
+            module,
+            entry,
+            CpuKernel { signature: signature.to_vec(), function: Box::new(function) },
+        );
         self
     }
 
-    /// No longer carries `module::entry`; a module left with no entry is no longer carried.
+    /// No longer carries `module::entry`; a module left with no entry is no longer carried, and
+    /// handles issued for the entry are refused from now on.
     pub fn without(mut self, module: &str, entry: &str) -> Self {
-        if let Some(entries) = self.modules.get_mut(module) {
-            if let Some(index) = entries.remove(entry) {
-                self.kernels[index as usize] = None;
-            }
-            if entries.is_empty() {
-                self.modules.remove(module);
-            }
-        }
+        self.kernels.remove(module, entry);
         self
     }
 
@@ -203,19 +179,11 @@ impl GpuBackend for CpuBackend {
     }
 
     fn has_module(&self, module: &str) -> bool {
-        self.modules.contains_key(module)
+        self.kernels.has_module(module)
     }
 
     fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
-        let entries = self
-            .modules
-            .get(module)
-            .ok_or_else(|| LookupError::ModuleNotCarried { module: module.to_owned() })?;
-        let index = entries.get(entry).ok_or_else(|| LookupError::EntryNotInModule {
-            module: module.to_owned(),
-            entry: entry.to_owned(),
-        })?;
-        Ok(KernelHandle::new(self.id, *index))
+        self.kernels.lookup(module, entry)
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
@@ -242,19 +210,11 @@ impl GpuBackend for CpuBackend {
         _geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        if kernel.backend() != self.id {
-            return Err(BackendError::ForeignResource {
-                what: format!("kernel handle {:#x}", kernel.get()),
-                backend: self.describe(),
-            });
-        }
-        let cpu_kernel =
-            self.kernels.get(kernel.index() as usize).and_then(Option::as_ref).ok_or_else(|| {
-                BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() }
-            })?;
+        let registered = self.kernels.get(kernel, &self.describe())?;
+        let cpu_kernel = &registered.kernel;
         let refused = |reason: String| BackendError::Launch {
-            module: cpu_kernel.module.clone(),
-            entry: cpu_kernel.entry.clone(),
+            module: registered.module.clone(),
+            entry: registered.entry.clone(),
             reason,
         };
         let signature = &cpu_kernel.signature;
