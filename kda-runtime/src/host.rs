@@ -122,3 +122,41 @@ pub fn check_range(buffer: &DeviceBuffer, range: &std::ops::Range<usize>) -> Res
         Err(BackendError::SliceOutOfBounds { range: range.clone(), len: buffer.len() })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::testing::FakeBackend;
+    use crate::{BackendError, GpuBackend, GpuBackendExt};
+
+    #[test]
+    fn copies_on_the_device_need_equal_sizes_and_one_owner() {
+        let gpu = FakeBackend::new();
+        let src = gpu.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+        let mut dst = gpu.zeros::<f32>(3).unwrap();
+        gpu.copy_on_device(&src, &mut dst).unwrap();
+        assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.0, 2.0, 3.0]);
+
+        let mut short = gpu.zeros::<f32>(2).unwrap();
+        let mismatch = gpu.copy_on_device(&src, &mut short);
+        assert!(matches!(mismatch, Err(BackendError::SizeMismatch { expected: 8, found: 12 })));
+        let other = FakeBackend::new();
+        let mut foreign = other.zeros::<f32>(3).unwrap();
+        assert!(matches!(gpu.copy_on_device(&src, &mut foreign), Err(BackendError::ForeignResource { .. })));
+    }
+
+    #[test]
+    fn the_default_timer_covers_the_work() {
+        let gpu = FakeBackend::new();
+        let elapsed = gpu
+            .time(&mut || {
+                std::thread::sleep(Duration::from_millis(20));
+                Ok(())
+            })
+            .unwrap();
+        assert!(elapsed >= Duration::from_millis(20), "{elapsed:?}");
+        let failed = gpu.time(&mut || Err(BackendError::UnknownHandle { backend: "fake".into(), index: 1 }));
+        assert!(failed.is_err());
+    }
+}
