@@ -10,6 +10,9 @@
 // oldest input); y = silu(a) = a·(1/(1+e^{−a})).
 #include "kda_common.cuh"
 
+#ifndef KDA_MAX_HEAD_DIM
+#error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
+#endif
 #ifndef CONV_BLOCK
 #error "CONV_BLOCK must be defined by the build (kernels.toml [defines])"
 #endif

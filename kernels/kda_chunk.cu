@@ -23,6 +23,12 @@
 // d = 128 (prepare 41,216 B, scan 41,088 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
 
+#ifndef KDA_MAX_HEAD_DIM
+#error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef KDA_MAX_CHUNK
+#error "KDA_MAX_CHUNK must be defined by the build (kernels.toml [defines])"
+#endif
 #ifndef CHUNK_THREADS
 #error "CHUNK_THREADS must be defined by the build (kernels.toml [defines])"
 #endif
@@ -107,6 +113,8 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const
             gs[i * STR + xx] = ok ? gc[at(i) + x0 + xx] : 0.0f;
         }
         __syncthreads();
+        // Kept rolled: the body already inlines RPW·JB expf calls.
+#pragma unroll 1
         for (u32 xx = 0; xx < PREP_TD; ++xx) {
 #pragma unroll
             for (u32 r = 0; r < RPW; ++r) {
@@ -277,6 +285,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
                     }
                 }
                 __syncthreads();
+#pragma unroll 1
                 for (u32 xx = 0; xx < SCAN_TD; ++xx) {
 #pragma unroll
                     for (u32 r = 0; r < RPW; ++r) {

@@ -12,13 +12,8 @@
 typedef __nv_bfloat16 bf16;
 typedef unsigned int u32;
 
-// ---- constants shared with the Rust side (kernels.toml [defines], passed as -DNAME=VALUE) ----
-#ifndef KDA_MAX_HEAD_DIM
-#error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
-#endif
-#ifndef KDA_MAX_CHUNK
-#error "KDA_MAX_CHUNK must be defined by the build (kernels.toml [defines])"
-#endif
+// Constants shared with the Rust side come from kernels.toml [defines] (-DNAME=VALUE); each module
+// checks the ones it uses with an #error guard.
 
 // Exact bf16 -> f32 widening of the two halves of a 32-bit word (element 0 in the low half).
 __device__ __forceinline__ float bf16_lo(uint32_t word) { return __uint_as_float(word << 16); }

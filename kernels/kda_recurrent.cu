@@ -14,6 +14,9 @@
 // outputs are bit-identical; they differ only in how often the column crosses global memory.
 #include "kda_common.cuh"
 
+#ifndef KDA_MAX_HEAD_DIM
+#error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
+#endif
 #ifndef RECURRENT_VPB
 #error "RECURRENT_VPB must be defined by the build (kernels.toml [defines])"
 #endif

@@ -2,9 +2,9 @@
 //! through these, and the CUDA kernels (`kernels/*.cu`) are written for exactly these shapes. The
 //! CPU reference ignores geometry.
 //!
-//! The constants below are the ones the CUDA side compiles against (as `-DNAME=VALUE` from the
-//! `[defines]` table of `kernels.toml`); a kernel launched with a block shape other than the one
-//! documented here returns without writing anything, so the two sides must agree.
+//! The constants both sides need come from the `[defines]` table of `kernels.toml` (nvcc gets
+//! them as `-DNAME=VALUE`); a kernel launched with a block shape other than the one documented
+//! here returns without writing anything, so the two sides must agree.
 //!
 //! Every kernel uses static shared memory only (at most 41,216 bytes per block, below the 48 KiB
 //! that needs no opt-in), so every geometry has `shared_mem_bytes: 0`.
@@ -14,68 +14,17 @@ use kda_runtime::LaunchGeometry;
 /// Threads per block of the elementwise kernels (they grid-stride, so any block size works).
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 
-/// The largest head dimension the kernels' static shared memory holds.
-pub const KDA_MAX_HEAD_DIM: u32 = 128;
-
-/// The largest chunk size the chunk kernels' static shared memory holds.
-pub const KDA_MAX_CHUNK: u32 = 64;
-
-/// Rows of the output tile of a `dense_gemm_bf16` block.
-pub const GEMM_TILE_M: u32 = 64;
-
-/// Columns of the output tile of a `dense_gemm_bf16` block.
-pub const GEMM_TILE_N: u32 = 64;
-
-/// Threads of a `dense_gemm_bf16` block (4 × 4 outputs each).
-pub const GEMM_THREADS: u32 = 256;
-
-/// Output columns of a GEMV block: one lane per column (`blockDim.x`).
-pub const GEMV_COLS_PER_BLOCK: u32 = 32;
-
-/// Row groups of a `dense_gemv_bf16_batchm` block (`blockDim.y`): group `g` computes the rows
-/// `i ≡ g (mod GEMV_BATCHM_ROW_GROUPS)` of its columns.
-pub const GEMV_BATCHM_ROW_GROUPS: u32 = 4;
-
-/// The most rows `dense_gemv_bf16_batchm` takes in one pass over the weight.
-pub const DENSE_GEMV_BATCHM_MAX_M: u32 = 16;
-
-/// Threads of a conv block, one per channel. A multiple of every head dimension, so that the
-/// decode's per-head L2 norm never straddles two blocks.
-pub const CONV_BLOCK: u32 = 256;
-
-/// The widest conv window the conv kernels hold in registers.
-pub const CONV_MAX_WIDTH: u32 = 4;
-
-/// The most threads of a norm block (one block per head row).
+/// The most threads of a norm block (one block per head row): a sizing choice of this file, the
+/// norm kernels take any block of whole warps.
 pub const NORM_MAX_BLOCK: u32 = 128;
 
-/// State columns per block of the recurrent kernels (`blockDim.x`, one thread per column).
-pub const RECURRENT_VPB: u32 = 32;
-
-/// Threads of a chunk-prepare or chunk-scan block.
-pub const CHUNK_THREADS: u32 = 128;
-
-/// State columns per chunk-scan block (one per lane).
-pub const CHUNK_SCAN_VT: u32 = 32;
-
-/// The `[defines]` of `kernels.toml` every kernel module is compiled with, as `(NAME, VALUE)`: the
-/// constants above that the CUDA side reads (`ELEMENTWISE_BLOCK` and `NORM_MAX_BLOCK` are sizing
-/// choices of this file only: those kernels take any block of whole warps).
-pub const DEFINES: [(&str, u32); 13] = [
-    ("KDA_MAX_HEAD_DIM", KDA_MAX_HEAD_DIM),
-    ("KDA_MAX_CHUNK", KDA_MAX_CHUNK),
-    ("GEMM_TILE_M", GEMM_TILE_M),
-    ("GEMM_TILE_N", GEMM_TILE_N),
-    ("GEMM_THREADS", GEMM_THREADS),
-    ("GEMV_COLS_PER_BLOCK", GEMV_COLS_PER_BLOCK),
-    ("GEMV_BATCHM_ROW_GROUPS", GEMV_BATCHM_ROW_GROUPS),
-    ("DENSE_GEMV_BATCHM_MAX_M", DENSE_GEMV_BATCHM_MAX_M),
-    ("CONV_BLOCK", CONV_BLOCK),
-    ("CONV_MAX_WIDTH", CONV_MAX_WIDTH),
-    ("RECURRENT_VPB", RECURRENT_VPB),
-    ("CHUNK_THREADS", CHUNK_THREADS),
-    ("CHUNK_SCAN_VT", CHUNK_SCAN_VT),
-];
+/// The constants the kernels are compiled with, from the `[defines]` of `kernels.toml` (each
+/// documented there).
+pub use crate::kernels::defines::{
+    CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS,
+    GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM,
+    RECURRENT_VPB,
+};
 
 /// A geometry without dynamic shared memory; an empty grid dimension becomes 1 (the kernels
 /// bounds-check, so a launch over nothing writes nothing).
@@ -141,12 +90,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_batched_gemv_limit_is_the_dispatch_limit() {
-        assert_eq!(DENSE_GEMV_BATCHM_MAX_M, crate::ops::DENSE_GEMV_BATCHM_MAX_M);
-        assert_eq!(DENSE_GEMV_BATCHM_MAX_M, crate::reference::DENSE_GEMV_BATCHM_MAX_M);
-    }
-
-    #[test]
     fn conv_blocks_hold_whole_heads_of_every_head_dim() {
         for head_dim in crate::geometry::HEAD_DIMS {
             assert_eq!(CONV_BLOCK % head_dim, 0, "head_dim {head_dim}");
@@ -164,7 +107,9 @@ mod tests {
             assert_eq!(chunk_scan(64, head_dim).grid, (64, head_dim / CHUNK_SCAN_VT, 1));
         }
         for chunk in crate::geometry::CHUNK_SIZES {
-            assert!(chunk <= KDA_MAX_CHUNK && CHUNK_THREADS >= chunk);
+            assert!(chunk <= KDA_MAX_CHUNK, "chunk {chunk}");
+            // One thread per chunk row in the prepare kernel's substitution.
+            assert!(chunk <= CHUNK_THREADS, "chunk {chunk}");
         }
     }
 
