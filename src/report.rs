@@ -43,3 +43,38 @@ fn status(gpu: &dyn GpuBackend, entry: &KernelEntry) -> String {
         Err(error) => format!("FAILED: {error}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kda_runtime::testing::FakeBackend;
+
+    use super::*;
+    use crate::kernels::Glm5NextKda;
+
+    #[test]
+    fn every_optional_entry_and_only_those_has_a_fallback() {
+        let optional: Vec<&str> =
+            Glm5NextKdaKernels::ENTRIES.iter().filter(|e| !e.required).map(|e| e.field).collect();
+        let with_fallback: Vec<&str> = FALLBACKS.iter().map(|(field, _)| *field).collect();
+        assert_eq!(optional, with_fallback);
+    }
+
+    #[test]
+    fn the_report_names_absent_failed_and_missing_entries() {
+        let gpu = FakeBackend::new()
+            .with_table::<Glm5NextKda>()
+            .without("kda_recurrent", "kda_recurrent_decode_bf16_smem")
+            .without("gemm", "dense_gemm_bf16")
+            .failing_module("dense_gemv_bf16_batchm", "image does not load");
+        let report = resolution(&gpu);
+        let line =
+            |field: &str| report.lines().find(|l| l.trim_start().starts_with(field)).unwrap().to_owned();
+        assert!(line("gemm ").ends_with("MISSING (required)"), "{report}");
+        assert!(
+            line("recurrent_smem")
+                .ends_with("absent: falls back to recurrent (reads and writes the state twice)")
+        );
+        assert!(line("gemv_batchm").contains("FAILED: looking up"), "{report}");
+        assert!(line("pack").ends_with("resolved"));
+    }
+}
