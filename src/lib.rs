@@ -2,7 +2,9 @@
 //! dispatch, the KDA block that runs decode and chunked prefill through the table, and the
 //! command-line reports built on it.
 
+pub mod bench;
 pub mod block;
+pub mod cases;
 pub mod compare;
 pub mod geometry;
 pub mod job;

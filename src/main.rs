@@ -1,10 +1,11 @@
 //! `kda`: the GLM-5 Next KDA block on the best backend available, and the manifest's tables.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use kda::bench::BenchOptions;
 use kda::geometry::KdaGeometry;
 use kda::job::{JobOptions, JobReport};
 use kda::kernels::{MANIFEST, MANIFEST_NAME};
@@ -45,6 +46,22 @@ enum Command {
         #[arg(long)]
         manifest: Option<PathBuf>,
     },
+    /// Times one launch of each kernel of the table on its launch case and reports the bandwidth
+    /// it achieves, against a device-to-device copy measured in the same run.
+    Bench {
+        /// Where to run (default: the `--backend` given before `bench`, else the best available).
+        #[arg(long, value_enum)]
+        backend: Option<BackendChoice>,
+        /// Layer geometry: tiny, mid or glm5-flash (default: glm5-flash on CUDA, tiny on the CPU).
+        #[arg(long)]
+        preset: Option<String>,
+        /// Tokens of the prefill kernels' cases (decode kernels take one).
+        #[arg(long, default_value_t = BenchOptions::TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
+        tokens: u32,
+        /// Timed launches per kernel, after one warm-up launch.
+        #[arg(long, default_value_t = BenchOptions::ITERATIONS, value_parser = clap::value_parser!(u32).range(1..))]
+        iterations: u32,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -58,6 +75,9 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::List { manifest }) => list(manifest),
+        Some(Command::Bench { backend, preset, tokens, iterations }) => {
+            bench(backend.unwrap_or(cli.backend), preset, tokens, iterations, cli.seed)
+        }
         None => run(&cli),
     }
 }
@@ -65,7 +85,7 @@ fn main() -> anyhow::Result<()> {
 fn run(cli: &Cli) -> anyhow::Result<()> {
     let geometry = KdaGeometry::preset(&cli.preset)?;
     geometry.validate()?;
-    let gpu = select_backend(cli.backend)?;
+    let (gpu, _) = select_backend(cli.backend)?;
     print!("{}", kda::report::resolution(gpu.as_ref()));
     println!(
         "\nblock: {} ({geometry}); prompt {} tokens, then {} decode steps; seed {}",
@@ -77,18 +97,49 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The CPU reference backend, or CUDA where this binary can drive it.
-fn select_backend(choice: BackendChoice) -> anyhow::Result<Box<dyn GpuBackend>> {
+/// The CPU reference backend, or CUDA where this binary can drive it; and which of the two
+/// ([`BackendChoice::Cpu`] or [`BackendChoice::Cuda`]) it is.
+fn select_backend(choice: BackendChoice) -> anyhow::Result<(Box<dyn GpuBackend>, BackendChoice)> {
     match (choice, cuda_backend()) {
         (BackendChoice::Cuda, Err(why)) => bail!("--backend cuda: {why}"),
         (BackendChoice::Cuda | BackendChoice::Auto, Ok(gpu)) => {
             println!("backend: {}", gpu.describe());
-            return Ok(gpu);
+            return Ok((gpu, BackendChoice::Cuda));
         }
         (BackendChoice::Auto, Err(why)) => println!("backend: CPU reference (CUDA not used: {why})"),
         (BackendChoice::Cpu, _) => println!("backend: CPU reference (--backend cpu)"),
     }
-    Ok(Box::new(kda::reference::backend()))
+    Ok((Box::new(kda::reference::backend()), BackendChoice::Cpu))
+}
+
+/// `kda bench`: the launch cases of every kernel, timed on the chosen backend.
+fn bench(
+    choice: BackendChoice,
+    preset: Option<String>,
+    tokens: u32,
+    iterations: u32,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let (gpu, chosen) = select_backend(choice)?;
+    let on_cuda = matches!(chosen, BackendChoice::Cuda);
+    let preset = preset.unwrap_or_else(|| BenchOptions::default_preset(on_cuda).to_owned());
+    let geometry = KdaGeometry::preset(&preset)?;
+    let copy_bytes = BenchOptions::default_copy_bytes(on_cuda);
+    let options = BenchOptions { geometry, tokens, iterations, seed, copy_bytes };
+    println!("preset: {preset}");
+    // A progress line only where someone watches: logs get the report alone.
+    let terminal = std::io::stderr().is_terminal();
+    let report = kda::bench::run(gpu.as_ref(), &options, &mut |field| {
+        if terminal {
+            eprint!("\r  timing {field:<16}");
+            let _ = std::io::stderr().flush();
+        }
+    })?;
+    if terminal {
+        eprint!("\r{:<26}\r", "");
+    }
+    print!("{report}");
+    Ok(())
 }
 
 /// The CUDA backend on device 0 with the kernel images built into this binary, or why not.

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# The project's GPU checks: built where Rust and nvcc are, run on a machine with a CUDA GPU and no
+# Rust toolchain.
+#
+# Usage:
+#   scripts/gpu-check.sh --build   Here (Rust, nvcc): builds the test binaries and the `kda` binary
+#                                  with `--release --features cuda` and KDA_REQUIRE_NVCC=1, and copies
+#                                  them into gpu-check/bin/ (ignored by git; carry `gpu-check` to the
+#                                  GPU machine). nvcc: $NVCC, else `nvcc` on PATH, else the project's
+#                                  pinned one (scripts/install-cuda.sh).
+#   scripts/gpu-check.sh           On the GPU machine, from a copy of the repo that holds gpu-check/:
+#                                  nvidia-smi (if present); every copied test binary with
+#                                  `--include-ignored --test-threads=1 --nocapture` (the GPU parity
+#                                  tests of tests/gpu.rs and the whole CPU suite); `kda --backend cuda`
+#                                  on the default preset and on glm5-flash; `kda bench --backend cuda`.
+#                                  Runs them all, tees everything into ${OUT:-gpu-check}/gpu-check.log,
+#                                  then exits 1 if any of them failed.
+#
+# Environment (run mode): OUT (where the log goes), GPU_CHECK_STEP_TIMEOUT (seconds per step,
+# default 600).
+#
+# Left out of the copied tests, each for a reason the run machine cannot meet:
+#   kda--compiletest       trybuild: runs cargo and rustc on tests/ui
+#   kda-build--cuda_build  runs nvcc on fixtures it finds through its compile-time source path
+#   kda-build--manifest    reads kernels.toml through its compile-time source path
+#   kda-macros--lib        a proc-macro crate's tests link the toolchain's libstd-*.so
+# `--build` fails if any copied binary still holds this checkout's absolute path (on the GPU
+# machine the repo is a copy at another path, so such a binary would read files that are not
+# there) or links the toolchain's libstd-*.so (there is no toolchain there).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="gpu-check/bin"
+EXCLUDED=(kda--compiletest kda-build--cuda_build kda-build--manifest kda-macros--lib)
+
+usage() {
+    sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+build() {
+    set -e
+    cd "$ROOT"
+    export KDA_REQUIRE_NVCC=1
+    if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then
+        NVCC="$(scripts/install-cuda.sh | tail -n 1)"
+        export NVCC
+    fi
+    echo "gpu-check --build: nvcc ${NVCC:-$(command -v nvcc)}"
+
+    JSON="$(mktemp)"
+    trap 'rm -f "$JSON"' EXIT
+    cargo test --release --workspace --features cuda --no-run --message-format=json >"$JSON"
+    cargo build --release --features cuda --bin kda
+
+    rm -rf "$BIN"
+    mkdir -p "$BIN/tests"
+    # Each test executable as <package>--<lib | bin-NAME | test NAME>, less the excluded ones.
+    python3 - "$JSON" "$BIN/tests" "${EXCLUDED[@]}" <<'PY'
+import json, shutil, sys
+
+json_path, dest, excluded = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+copied = []
+for line in open(json_path):
+    message = json.loads(line)
+    if message.get("reason") != "compiler-artifact" or not message.get("executable"):
+        continue
+    if not message["profile"]["test"]:
+        continue
+    # package_id: "path+file:///…/dir#name@version", or "…/name#version" when the two agree.
+    location, _, version = message["package_id"].partition("#")
+    package = version.split("@")[0] if "@" in version else location.rstrip("/").split("/")[-1]
+    target = message["target"]
+    kind = target["kind"][0]
+    # A package's unit tests are "lib" (library) or "bin-NAME"; an integration test is its name.
+    what = {"lib": "lib", "proc-macro": "lib", "bin": f"bin-{target['name']}"}.get(kind, target["name"])
+    name = f"{package}--{what}"
+    if name in excluded:
+        print(f"  left out {name}")
+        continue
+    shutil.copy2(message["executable"], f"{dest}/{name}")
+    copied.append(name)
+if not copied:
+    sys.exit("no test executable in cargo's output")
+for name in sorted(copied):
+    print(f"  copied {name}")
+PY
+    cp target/release/kda "$BIN/kda"
+    strip "$BIN"/kda "$BIN"/tests/* 2>/dev/null || true
+
+    local unfit=()
+    for binary in "$BIN"/kda "$BIN"/tests/*; do
+        if grep -qaF "$ROOT" "$binary"; then
+            unfit+=("$binary: holds the checkout's path $ROOT")
+        fi
+        if grep -qa 'libstd-[0-9a-f]*\.so' "$binary"; then
+            unfit+=("$binary: links the toolchain's libstd")
+        fi
+    done
+    if ((${#unfit[@]})); then
+        echo "error: binaries that cannot run on the GPU machine (add them to EXCLUDED, or fix them):" >&2
+        printf '  %s\n' "${unfit[@]}" >&2
+        exit 1
+    fi
+    echo "gpu-check --build: $(du -sh gpu-check | cut -f1) in gpu-check/ ($(find "$BIN" -type f | wc -l) binaries)"
+    echo "next: on the GPU machine, from the repo root with gpu-check/ carried: scripts/gpu-check.sh"
+}
+
+run() {
+    cd "$ROOT"
+    if [[ ! -x "$BIN/kda" ]] || ! compgen -G "$BIN/tests/*" >/dev/null; then
+        echo "error: no binaries in $BIN: run scripts/gpu-check.sh --build first (where Rust and nvcc" \
+            "are), then bring gpu-check/ along" >&2
+        exit 2
+    fi
+    local out="${OUT:-gpu-check}"
+    LIMIT="${GPU_CHECK_STEP_TIMEOUT:-600}"
+    mkdir -p "$out"
+    # Errors of the kda binary print without a backtrace (panics still follow RUST_BACKTRACE).
+    export RUST_LIB_BACKTRACE="${RUST_LIB_BACKTRACE:-0}"
+    LOG="$out/gpu-check.log"
+    : >"$LOG"
+    FAILED=()
+    local started=$SECONDS
+
+    note "gpu-check: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname), $(nproc) CPUs, in $ROOT"
+    if command -v nvidia-smi >/dev/null; then
+        step nvidia-smi nvidia-smi
+    else
+        note "nvidia-smi: not on this machine"
+    fi
+    for test in "$BIN"/tests/*; do
+        step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
+    done
+    step "kda (default preset)" "$BIN/kda" --backend cuda
+    step "kda (glm5-flash)" "$BIN/kda" --backend cuda --preset glm5-flash
+    step "kda bench" "$BIN/kda" bench --backend cuda
+
+    note ""
+    note "gpu-check: $((SECONDS - started)) s; log in $LOG"
+    if ((${#FAILED[@]})); then
+        note "gpu-check: FAILED: ${#FAILED[@]} step(s):"
+        for failed in "${FAILED[@]}"; do note "  $failed"; done
+        exit 1
+    fi
+    note "gpu-check: every step passed"
+}
+
+note() {
+    echo "$*" | tee -a "$LOG"
+}
+
+# Runs one step, its output teed into the log; a failure is recorded and the run goes on.
+step() {
+    local name="$1"
+    shift
+    note ""
+    note "==> $name: $*"
+    local begun=$SECONDS
+    if command -v timeout >/dev/null; then
+        timeout -k 10 "$LIMIT" "$@" 2>&1 | tee -a "$LOG"
+    else
+        "$@" 2>&1 | tee -a "$LOG"
+    fi
+    local status=${PIPESTATUS[0]}
+    if ((status == 0)); then
+        note "<== $name: ok ($((SECONDS - begun)) s)"
+    else
+        local why="exit $status"
+        ((status == 124 || status == 137)) && why="timed out after $LIMIT s, or killed"
+        note "<== $name: FAILED ($why, $((SECONDS - begun)) s)"
+        FAILED+=("$name ($why)")
+    fi
+}
+
+case "${1:-}" in
+    --build) build ;;
+    "") run ;;
+    -h | --help) usage ;;
+    *)
+        usage >&2
+        exit 2
+        ;;
+esac
