@@ -1,0 +1,215 @@
+//! The arguments of a launch case: host data, how the kernel uses each buffer, and the
+//! constructors the cases are written with.
+
+use std::fmt;
+use std::ops::Range;
+
+use half::bf16;
+use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt};
+
+use super::*;
+
+/// What the positions of a buffer a kernel must not touch hold: chunk padding of the inputs (which
+/// the kernels must read as zero) and the parts of outputs a kernel must leave alone. Exactly
+/// representable in bf16 and f32, and far from every real value.
+pub const POISON: f32 = 7.5;
+
+/// Host data of one buffer.
+#[derive(Clone, PartialEq)]
+pub enum HostData {
+    /// bf16 elements.
+    Bf16(Vec<bf16>),
+    /// f32 elements.
+    F32(Vec<f32>),
+}
+
+impl HostData {
+    /// `len` elements of `dtype`, each [`POISON`].
+    pub fn poison(dtype: DType, len: usize) -> Self {
+        match dtype {
+            DType::Bf16 => HostData::Bf16(vec![bf16::from_f32(POISON); len]),
+            DType::F32 => HostData::F32(vec![POISON; len]),
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            HostData::Bf16(_) => DType::Bf16,
+            HostData::F32(_) => DType::F32,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            HostData::Bf16(data) => data.len(),
+            HostData::F32(data) => data.len(),
+        }
+    }
+
+    /// Whether there is no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements, widened exactly to f64.
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            HostData::Bf16(data) => data.iter().map(|x| x.to_f64()).collect(),
+            HostData::F32(data) => data.iter().map(|&x| f64::from(x)).collect(),
+        }
+    }
+
+    /// The elements' bit patterns (bf16 in the low 16 bits).
+    pub fn bits(&self) -> Vec<u32> {
+        match self {
+            HostData::Bf16(data) => data.iter().map(|x| u32::from(x.to_bits())).collect(),
+            HostData::F32(data) => data.iter().map(|x| x.to_bits()).collect(),
+        }
+    }
+
+    /// Whether every element is finite.
+    pub fn is_finite(&self) -> bool {
+        match self {
+            HostData::Bf16(data) => data.iter().all(|x| x.is_finite()),
+            HostData::F32(data) => data.iter().all(|x| x.is_finite()),
+        }
+    }
+
+    /// Whether every element is zero (of either sign); true when empty.
+    pub fn is_all_zero(&self) -> bool {
+        self.to_f64().iter().all(|&x| x == 0.0)
+    }
+
+    /// The bf16 elements, if these are bf16.
+    pub fn as_bf16(&self) -> Option<&[bf16]> {
+        match self {
+            HostData::Bf16(data) => Some(data),
+            HostData::F32(_) => None,
+        }
+    }
+
+    /// The f32 elements, if these are f32.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match self {
+            HostData::F32(data) => Some(data),
+            HostData::Bf16(_) => None,
+        }
+    }
+
+    pub(super) fn upload(&self, gpu: &dyn GpuBackend) -> Result<DeviceBuffer, BackendError> {
+        match self {
+            HostData::Bf16(data) => gpu.upload(data),
+            HostData::F32(data) => gpu.upload(data),
+        }
+    }
+
+    pub(super) fn download(gpu: &dyn GpuBackend, buffer: &DeviceBuffer) -> Result<Self, BackendError> {
+        Ok(match buffer.dtype() {
+            DType::Bf16 => HostData::Bf16(gpu.download(buffer)?),
+            DType::F32 => HostData::F32(gpu.download(buffer)?),
+        })
+    }
+}
+
+impl fmt::Debug for HostData {
+    /// The type and length only: the data runs to millions of elements.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} × {}", self.dtype(), self.len())
+    }
+}
+
+impl From<Vec<bf16>> for HostData {
+    fn from(data: Vec<bf16>) -> Self {
+        HostData::Bf16(data)
+    }
+}
+
+impl From<Vec<f32>> for HostData {
+    fn from(data: Vec<f32>) -> Self {
+        HostData::F32(data)
+    }
+}
+
+/// How a kernel uses a buffer argument; a written buffer says how it must agree with the
+/// reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Access {
+    /// `const T*`: only read.
+    Read,
+    /// `T*`, written without being read (its initial contents are [`POISON`]).
+    Write(Check),
+    /// `T*`, read and written in place (a state).
+    ReadWrite(Check),
+}
+
+/// A buffer argument.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferArg {
+    /// The ABI's name of the parameter (`state`, `out`, ...).
+    pub name: &'static str,
+    /// The contents uploaded before the launch.
+    pub data: HostData,
+    /// How the kernel uses it.
+    pub access: Access,
+    /// The prefix the kernel uses: elements past it are padding, never read as data and, in a
+    /// written buffer, left untouched (checked bit for bit).
+    pub used: usize,
+    /// Elements the kernel must read (or write) once each: `used`, unless the kernel touches
+    /// only part of the prefix (the L2 norm leaves the v channels alone).
+    pub moved: usize,
+}
+
+/// One argument of a launch case, in the kernel's parameter order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CaseArg {
+    /// A buffer of its own.
+    Buffer(BufferArg),
+    /// Elements `range` of a read-only buffer holding `data`: the `pointer + offset` the block
+    /// passes for q, k and v of the packed conv output.
+    Slice {
+        /// The ABI's name of the parameter.
+        name: &'static str,
+        /// The whole buffer.
+        data: HostData,
+        /// The part the kernel gets.
+        range: Range<usize>,
+    },
+    /// A `u32` scalar.
+    U32(u32),
+    /// An `f32` scalar.
+    F32(f32),
+}
+
+/// A buffer the kernel reads whole.
+pub(super) fn read(name: &'static str, data: impl Into<HostData>) -> CaseArg {
+    let data = data.into();
+    let len = data.len();
+    CaseArg::Buffer(BufferArg { name, data, access: Access::Read, used: len, moved: len })
+}
+
+/// A buffer the kernel reads the first `used` elements of (the rest is poisoned padding).
+pub(super) fn read_prefix(name: &'static str, data: Vec<f32>, used: usize) -> CaseArg {
+    let data = HostData::F32(data);
+    CaseArg::Buffer(BufferArg { name, data, access: Access::Read, used, moved: used })
+}
+
+/// A poisoned buffer of `len` the kernel writes whole.
+pub(super) fn write(dtype: DType, name: &'static str, len: u32, check: Check) -> CaseArg {
+    write_prefix(dtype, name, len, len, check)
+}
+
+/// A poisoned buffer of `len` the kernel writes the first `used` elements of.
+pub(super) fn write_prefix(dtype: DType, name: &'static str, len: u32, used: u32, check: Check) -> CaseArg {
+    let data = HostData::poison(dtype, len as usize);
+    let used = used as usize;
+    CaseArg::Buffer(BufferArg { name, data, access: Access::Write(check), used, moved: used })
+}
+
+/// A buffer the kernel reads and writes in place.
+pub(super) fn update(name: &'static str, data: impl Into<HostData>, check: Check) -> CaseArg {
+    let data = data.into();
+    let len = data.len();
+    CaseArg::Buffer(BufferArg { name, data, access: Access::ReadWrite(check), used: len, moved: len })
+}

@@ -1,0 +1,203 @@
+//! Seeded inputs at the scales the block feeds each kernel, and the argument lists shared by
+//! several cases.
+
+use std::fmt;
+
+use half::bf16;
+use kda_runtime::DType;
+
+use crate::geometry::CONV_WIDTH;
+use crate::kernels::Glm5NextKdaKernels;
+use crate::rng::SplitMix64;
+
+use super::*;
+
+/// `x, w, y[, m], n, k` of a dense product (`m` absent for the GEMV), `y` poisoned.
+pub(super) fn dense_args(x: Vec<bf16>, w: Vec<bf16>, m: Option<u32>, n: u32, k: u32) -> Vec<CaseArg> {
+    let rows = m.unwrap_or(1);
+    let mut args = vec![read("x", x), read("w", w), write(DType::Bf16, "y", rows * n, Check::Dense)];
+    args.extend(m.map(CaseArg::U32));
+    args.extend([CaseArg::U32(n), CaseArg::U32(k)]);
+    args
+}
+
+/// A conv state (the last W inputs, bf16 projections widened) and conv taps within ±0.5.
+pub(super) fn conv_inputs(rng: &mut SplitMix64, s: Shape) -> (Vec<f32>, Vec<bf16>) {
+    let window = s.dim * CONV_WIDTH;
+    let state = activations(rng, window).iter().map(|x| x.to_f32()).collect();
+    (state, bf16_vec(&uniform(rng, window, -0.5, 0.5)))
+}
+
+/// The inputs of the chunked prefill, `[t_pad, ...]` with the padding poisoned.
+pub(super) struct ChunkInputs {
+    s: Shape,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    gate: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+impl ChunkInputs {
+    /// q and k L2-normalised per head and rounded to bf16 (as the conv and L2 kernels leave
+    /// them), v the SiLU outputs of the conv, negative log-decays, β in (0, 1).
+    pub(super) fn draw(rng: &mut SplitMix64, s: Shape) -> Self {
+        let padded = (s.t_pad * s.qkv) as usize;
+        let widen = |x: Vec<bf16>| x.iter().map(|x| x.to_f32()).collect::<Vec<_>>();
+        let k = poisoned(widen(unit_heads(rng, s.t * s.h, s.d)), padded);
+        let v = poisoned(widen(silu_outputs(rng, s.t * s.qkv)), padded);
+        let gate = poisoned(log_decays(rng, s.t * s.qkv), padded);
+        let beta = poisoned(betas(rng, s.t * s.h), (s.t_pad * s.h) as usize);
+        let q = poisoned(widen(unit_heads(rng, s.t * s.h, s.d)), padded);
+        Self { s, q, k, v, gate, beta }
+    }
+
+    pub(super) fn prepare_args(self) -> Vec<CaseArg> {
+        let s = self.s;
+        let len = s.t_pad * s.qkv;
+        let (real, beta_real) = ((s.t * s.qkv) as usize, (s.t * s.h) as usize);
+        // Prepare writes every position, the padding as if its inputs were zero.
+        let out = |name| write(DType::F32, name, len, Check::RelativeRms(1e-5));
+        vec![
+            read_prefix("k", self.k, real),
+            read_prefix("v", self.v, real),
+            read_prefix("gate", self.gate, real),
+            read_prefix("beta", self.beta, beta_real),
+            out("gc"),
+            out("u"),
+            out("w"),
+            CaseArg::U32(s.t),
+            CaseArg::U32(s.h),
+            CaseArg::U32(s.d),
+            CaseArg::U32(s.geometry.chunk),
+        ]
+    }
+}
+
+/// The scan's arguments: the chunk inputs' q and k, `gc`, `u` and `w` from the reference prepare
+/// of the same inputs (padding poisoned again), a nonzero state.
+pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseError> {
+    let mut rng = stream(seed, "chunk");
+    let ChunkInputs { q, k, .. } = ChunkInputs::draw(&mut rng, s);
+    // The prepare case draws the same inputs from the same stream.
+    let prepare = KernelCase::new("chunk_prepare", &s.geometry, s.t, seed)?;
+    let gpu = crate::reference::backend();
+    let failed = |error: &dyn fmt::Display| CaseError::Reference(error.to_string());
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).map_err(|error| failed(&error))?;
+    let outputs = prepare.run(&gpu, &kernels).map_err(|error| failed(&error))?;
+    let real = (s.t * s.qkv) as usize;
+    let output = |name: &str| -> Result<Vec<f32>, CaseError> {
+        let data = outputs.iter().find(|output| output.name == name).and_then(|output| output.data.as_f32());
+        let mut data = data.ok_or_else(|| failed(&format!("no f32 output `{name}`")))?.to_vec();
+        data[real..].fill(POISON);
+        Ok(data)
+    };
+    let (gc, u, w) = (output("gc")?, output("u")?, output("w")?);
+    let len = s.t_pad * s.qkv;
+    Ok(vec![
+        read_prefix("q", q, real),
+        read_prefix("k", k, real),
+        read_prefix("gc", gc, real),
+        read_prefix("u", u, real),
+        read_prefix("w", w, real),
+        update("state", state_values(&mut rng, s), Check::RelativeRms(1e-5)),
+        // Rows ≥ t of the output are not written.
+        write_prefix(DType::F32, "out", len, s.t * s.qkv, Check::RelativeRms(1e-5)),
+        CaseArg::U32(s.t),
+        CaseArg::U32(s.h),
+        CaseArg::U32(s.d),
+        CaseArg::U32(s.geometry.chunk),
+        CaseArg::F32(s.geometry.scale()),
+    ])
+}
+
+/// One decode step: q, k and v as slices of the packed conv output (q and k L2-normalised per
+/// head, v SiLU outputs), negative log-decays, β in (0, 1), a nonzero state.
+pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape) -> Vec<CaseArg> {
+    let qkv = s.qkv as usize;
+    let mut packed = unit_heads(rng, 2 * s.h, s.d);
+    packed.extend(silu_outputs(rng, s.qkv));
+    let packed = HostData::Bf16(packed);
+    let slice = |name, part: usize| CaseArg::Slice {
+        name,
+        data: packed.clone(),
+        range: part * qkv..(part + 1) * qkv,
+    };
+    vec![
+        slice("q", 0),
+        slice("k", 1),
+        slice("v", 2),
+        read("gate", log_decays(rng, s.qkv)),
+        read("beta", betas(rng, s.h)),
+        update("state", state_values(rng, s), Check::RelativeRms(1e-5)),
+        write(DType::F32, "out", s.qkv, Check::RelativeRms(1e-5)),
+        CaseArg::U32(s.h),
+        CaseArg::U32(s.d),
+        CaseArg::F32(s.geometry.scale()),
+    ]
+}
+
+/// The generator of one case's inputs: `seed` mixed with the FNV-1a hash of `key`, so that each
+/// case's inputs stay the same when other cases change.
+pub(super) fn stream(seed: u64, key: &str) -> SplitMix64 {
+    let hash =
+        key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    SplitMix64::new(seed ^ hash)
+}
+
+/// `n` values uniform in `[lo, hi)`.
+pub(super) fn uniform(rng: &mut SplitMix64, n: u32, lo: f32, hi: f32) -> Vec<f32> {
+    (0..n).map(|_| lo + (hi - lo) * rng.next_unit()).collect()
+}
+
+pub(super) fn bf16_vec(values: &[f32]) -> Vec<bf16> {
+    values.iter().copied().map(bf16::from_f32).collect()
+}
+
+/// Unit-variance activations (a normed residual stream, the projections of one).
+pub(super) fn activations(rng: &mut SplitMix64, n: u32) -> Vec<bf16> {
+    bf16_vec(&uniform(rng, n, -1.7, 1.7))
+}
+
+/// A Linear weight `[out, inputs]` with variance `1/inputs`: unit-variance outputs.
+pub(super) fn linear(rng: &mut SplitMix64, out: u32, inputs: u32) -> Vec<bf16> {
+    let bound = (3.0 / inputs as f32).sqrt();
+    bf16_vec(&uniform(rng, out * inputs, -bound, bound))
+}
+
+/// What the conv leaves: `silu` of unit-scale sums, in bf16.
+pub(super) fn silu_outputs(rng: &mut SplitMix64, n: u32) -> Vec<bf16> {
+    let silu = |x: f32| x / (1.0 + (-x).exp());
+    bf16_vec(&uniform(rng, n, -3.0, 3.0).into_iter().map(silu).collect::<Vec<_>>())
+}
+
+/// `heads` vectors of `d`, each L2-normalised, in bf16 (what the q/k L2 norm leaves).
+pub(super) fn unit_heads(rng: &mut SplitMix64, heads: u32, d: u32) -> Vec<bf16> {
+    let mut values = uniform(rng, heads * d, -1.0, 1.0);
+    for head in values.chunks_mut(d as usize) {
+        let norm = head.iter().map(|x| x * x).sum::<f32>().sqrt();
+        head.iter_mut().for_each(|x| *x /= norm);
+    }
+    bf16_vec(&values)
+}
+
+/// Log-decays as the bounded gate makes them: `−5·σ(x)`, x in [−5, 0): from ≈ −0.03 to −2.5.
+pub(super) fn log_decays(rng: &mut SplitMix64, n: u32) -> Vec<f32> {
+    uniform(rng, n, -5.0, 0.0).into_iter().map(|x| -5.0 / (1.0 + (-x).exp())).collect()
+}
+
+/// β = σ(x), x in [−3, 3): within (0.04, 0.96).
+pub(super) fn betas(rng: &mut SplitMix64, n: u32) -> Vec<f32> {
+    uniform(rng, n, -3.0, 3.0).into_iter().map(|x| 1.0 / (1.0 + (-x).exp())).collect()
+}
+
+/// A recurrent state `[h, d, d]` of a sequence under way: nonzero, within ±0.5.
+pub(super) fn state_values(rng: &mut SplitMix64, s: Shape) -> Vec<f32> {
+    uniform(rng, s.h * s.d * s.d, -0.5, 0.5)
+}
+
+/// `values` followed by [`POISON`] up to `len`.
+pub(super) fn poisoned(mut values: Vec<f32>, len: usize) -> Vec<f32> {
+    values.resize(len, POISON);
+    values
+}

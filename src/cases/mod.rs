@@ -1,0 +1,468 @@
+//! Launch cases: one launch of each kernel of `[glm5next_kda]` at a layer geometry and a token
+//! count, with seeded host inputs at the scales the block feeds it, the launch geometry of
+//! [`launch`](crate::launch), how each written buffer must agree with the CPU reference
+//! (`KERNEL-ABI.md`, "Tolerances") and the bytes a launch moves.
+//!
+//! The GPU parity tests (`tests/gpu.rs`) run every case on CUDA and on the CPU reference and
+//! compare what each wrote; `kda bench` times them. A case is plain data: its arguments are
+//! [`CaseArg`]s in the kernel's parameter order, so every kernel is described the same way and
+//! uploaded, launched and downloaded by the same code.
+//!
+//! ```
+//! use kda::cases::KernelCase;
+//! use kda::geometry::KdaGeometry;
+//! use kda::kernels::Glm5NextKdaKernels;
+//!
+//! let gpu = kda::reference::backend();
+//! let kernels = Glm5NextKdaKernels::resolve(&gpu)?;
+//! for case in KernelCase::all(&KdaGeometry::tiny(), 3, 7)? {
+//!     for output in case.run(&gpu, &kernels)? {
+//!         assert!(output.data.is_finite(), "{}: {}", case.field(), output.name);
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod check;
+mod data;
+mod inputs;
+#[cfg(test)]
+mod tests;
+
+use std::ops::Range;
+
+use kda_runtime::{
+    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
+};
+
+use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
+use crate::kernels::Glm5NextKdaKernels;
+use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::launch;
+
+pub use check::{Check, HostOutput, Measurement, Mismatch};
+use data::*;
+pub use data::{Access, BufferArg, CaseArg, HostData, POISON};
+use inputs::*;
+
+/// Why cases could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    /// The geometry is not one the kernels run.
+    #[error("invalid geometry: {0}")]
+    Geometry(#[from] GeometryError),
+    /// A case needs at least one token.
+    #[error("a launch case needs at least one token")]
+    NoTokens,
+    /// The padded token count times a row overflows the kernels' 32-bit sizes.
+    #[error("{0} tokens overflow the kernels' 32-bit sizes at this geometry")]
+    TooManyTokens(u32),
+    /// A table entry without a case: every entry of `[glm5next_kda]` needs one here.
+    #[error("no launch case for entry `{0}`: add one to src/cases.rs")]
+    NoCase(String),
+    /// The reference run that makes the chunk scan's inputs failed.
+    #[error("the reference run behind the chunk scan's inputs failed: {0}")]
+    Reference(String),
+}
+
+/// The shape every case is built from.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    geometry: KdaGeometry,
+    t: u32,
+    t_pad: u32,
+    h: u32,
+    d: u32,
+    qkv: u32,
+    dim: u32,
+    hidden: u32,
+}
+
+impl Shape {
+    fn new(geometry: &KdaGeometry, t: u32) -> Result<Self, CaseError> {
+        geometry.validate()?;
+        if t == 0 {
+            return Err(CaseError::NoTokens);
+        }
+        let t_pad = u64::from(t).div_ceil(u64::from(geometry.chunk)) * u64::from(geometry.chunk);
+        if t_pad * u64::from(geometry.conv_dim()) > u64::from(u32::MAX) {
+            return Err(CaseError::TooManyTokens(t));
+        }
+        Ok(Self {
+            geometry: *geometry,
+            t,
+            t_pad: t_pad as u32,
+            h: geometry.heads,
+            d: geometry.head_dim,
+            qkv: geometry.qkv(),
+            dim: geometry.conv_dim(),
+            hidden: geometry.hidden,
+        })
+    }
+}
+
+/// Picks the handle of one entry out of the resolved table.
+type Handle = fn(&Glm5NextKdaKernels) -> Option<KernelHandle>;
+
+/// One launch of one kernel of `[glm5next_kda]`: its arguments with their host data, its launch
+/// geometry, and how to find its handle in a resolved table.
+#[derive(Clone, Debug)]
+pub struct KernelCase {
+    entry: KernelEntry,
+    handle: Handle,
+    launch: LaunchGeometry,
+    args: Vec<CaseArg>,
+    tokens: u32,
+}
+
+/// A case's arguments on a backend, ready for repeated launches.
+pub struct PreparedCase {
+    slots: Vec<Slot>,
+}
+
+enum Slot {
+    Buffer(DeviceBuffer, bool),
+    Slice(DeviceBuffer, Range<usize>),
+    U32(u32),
+    F32(f32),
+}
+
+impl KernelCase {
+    /// One case per entry of `[glm5next_kda]`, in manifest order, at `geometry` with `t` tokens
+    /// (prefill kernels take all `t`; decode kernels one token; the batched GEMV `t` rows clamped
+    /// to 2..=16), inputs drawn from `seed`. Fails for an entry without a case.
+    pub fn all(geometry: &KdaGeometry, t: u32, seed: u64) -> Result<Vec<KernelCase>, CaseError> {
+        Glm5NextKdaKernels::ENTRIES.iter().map(|entry| Self::new(entry.field, geometry, t, seed)).collect()
+    }
+
+    /// The case of entry `field` (see [`KernelCase::all`]). Each case draws its inputs from its
+    /// own stream of `seed`; `recurrent` and `recurrent_smem` draw the same inputs, as do the two
+    /// chunk kernels (the scan's `gc`, `u` and `w` are the reference prepare's outputs).
+    pub fn new(field: &str, geometry: &KdaGeometry, t: u32, seed: u64) -> Result<KernelCase, CaseError> {
+        let s = Shape::new(geometry, t)?;
+        let entry = *Glm5NextKdaKernels::ENTRIES
+            .iter()
+            .find(|entry| entry.field == field)
+            .ok_or_else(|| CaseError::NoCase(field.to_owned()))?;
+        let mut rng = stream(seed, field);
+        let (handle, launch, args): (Handle, _, _) = match field {
+            "gemm" => {
+                let (m, n, k) = (s.t, s.qkv, s.hidden);
+                let args = dense_args(activations(&mut rng, m * k), linear(&mut rng, n, k), Some(m), n, k);
+                (|k| Some(k.gemm), launch::gemm(m, n), args)
+            }
+            "gemv" => {
+                let (n, k) = (s.qkv, s.hidden);
+                let args = dense_args(activations(&mut rng, k), linear(&mut rng, n, k), None, n, k);
+                (|k| Some(k.gemv), launch::gemv(1, n), args)
+            }
+            "gemv_batchm" => {
+                let (m, n, k) = (s.t.clamp(2, DENSE_GEMV_BATCHM_MAX_M), s.qkv, s.hidden);
+                let args = dense_args(activations(&mut rng, m * k), linear(&mut rng, n, k), Some(m), n, k);
+                (|k| k.gemv_batchm, launch::gemv(m, n), args)
+            }
+            "conv_decode" => {
+                let (state, weight) = conv_inputs(&mut rng, s);
+                let args = vec![
+                    update("state", state, Check::Exact),
+                    read("x", activations(&mut rng, s.dim)),
+                    read("weight", weight),
+                    write(DType::Bf16, "out", s.dim, Check::Bf16Rounded),
+                    CaseArg::U32(s.dim),
+                    CaseArg::U32(CONV_WIDTH),
+                    CaseArg::U32(2 * s.qkv),
+                    CaseArg::U32(s.d),
+                    CaseArg::F32(s.geometry.l2_eps),
+                ];
+                (|k| Some(k.conv_decode), launch::conv(s.dim), args)
+            }
+            "conv_prefill" => {
+                let (state, weight) = conv_inputs(&mut rng, s);
+                let args = vec![
+                    update("state", state, Check::Exact),
+                    read("x", activations(&mut rng, s.t * s.dim)),
+                    read("weight", weight),
+                    write(DType::Bf16, "out", s.t * s.dim, Check::Bf16Rounded),
+                    CaseArg::U32(s.dim),
+                    CaseArg::U32(CONV_WIDTH),
+                    CaseArg::U32(s.t),
+                ];
+                (|k| Some(k.conv_prefill), launch::conv(s.dim), args)
+            }
+            "l2" => {
+                let data = silu_outputs(&mut rng, s.t * s.dim);
+                let mut data = update("data", data, Check::Bf16Rounded);
+                if let CaseArg::Buffer(buffer) = &mut data {
+                    // Only the q and k channels, two thirds of each row, are read and written.
+                    buffer.moved = (s.t * 2 * s.qkv) as usize;
+                }
+                let args = vec![
+                    data,
+                    CaseArg::U32(s.t),
+                    CaseArg::U32(s.dim),
+                    CaseArg::U32(2 * s.h),
+                    CaseArg::U32(s.d),
+                    CaseArg::F32(s.geometry.l2_eps),
+                ];
+                (|k| Some(k.l2), launch::norm(s.t * 2 * s.h, s.d), args)
+            }
+            "gate" => {
+                let law = s.geometry.gate_law;
+                let args = vec![
+                    read("g_raw", activations(&mut rng, s.t * s.qkv)),
+                    // Biases as trained, in [−4, −1]: σ's argument mostly negative, mild decays.
+                    read("dt_bias", uniform(&mut rng, s.qkv, -4.0, -1.0)),
+                    read("a_log", uniform(&mut rng, s.h, -0.5, 0.5)),
+                    write(DType::F32, "gate", s.t * s.qkv, Check::Relative(1e-6)),
+                    CaseArg::U32(s.t),
+                    CaseArg::U32(s.h),
+                    CaseArg::U32(s.d),
+                    CaseArg::U32(law.code()),
+                    CaseArg::F32(law.lower_bound()),
+                ];
+                (|k| Some(k.gate), launch::elementwise(s.t * s.qkv), args)
+            }
+            "chunk_prepare" => {
+                let args = ChunkInputs::draw(&mut stream(seed, "chunk"), s).prepare_args();
+                (|k| Some(k.chunk_prepare), launch::chunk_prepare(s.t_pad / s.geometry.chunk, s.h), args)
+            }
+            "chunk_scan" => {
+                let args = chunk_scan_args(seed, s)?;
+                (|k| Some(k.chunk_scan), launch::chunk_scan(s.h, s.d), args)
+            }
+            "recurrent" => {
+                let args = recurrent_args(&mut stream(seed, "recurrent"), s);
+                (|k| Some(k.recurrent), launch::recurrent(s.h, s.d), args)
+            }
+            "recurrent_smem" => {
+                let args = recurrent_args(&mut stream(seed, "recurrent"), s);
+                (|k| k.recurrent_smem, launch::recurrent(s.h, s.d), args)
+            }
+            "o_norm" => {
+                let rows = s.t * s.h;
+                let args = vec![
+                    read("x", uniform(&mut rng, rows * s.d, -1.0, 1.0)),
+                    read("gate", activations(&mut rng, rows * s.d)),
+                    read("weight", bf16_vec(&uniform(&mut rng, s.d, 0.9, 1.1))),
+                    write(DType::Bf16, "out", rows * s.d, Check::Bf16Rounded),
+                    CaseArg::U32(rows),
+                    CaseArg::U32(s.d),
+                    CaseArg::F32(s.geometry.norm_eps),
+                ];
+                (|k| Some(k.o_norm), launch::norm(rows, s.d), args)
+            }
+            "split_widen" => {
+                let (real, padded) = (s.t * s.qkv, s.t_pad * s.qkv);
+                // Rows ≥ t of the padded outputs must stay as they were.
+                let out = |name| write_prefix(DType::F32, name, padded, real, Check::Exact);
+                let args = vec![
+                    read("src", activations(&mut rng, s.t * s.dim)),
+                    out("q"),
+                    out("k"),
+                    out("v"),
+                    CaseArg::U32(s.t),
+                    CaseArg::U32(s.qkv),
+                ];
+                (|k| Some(k.split_widen), launch::elementwise(s.t * s.dim), args)
+            }
+            "sigmoid" => {
+                let n = s.t * s.h;
+                let args = vec![
+                    read("x", activations(&mut rng, n)),
+                    write(DType::F32, "y", n, Check::Relative(1e-6)),
+                    CaseArg::U32(n),
+                ];
+                (|k| Some(k.sigmoid), launch::elementwise(n), args)
+            }
+            "fill" => {
+                // The real rows of a padded buffer: the rows past them must stay as they were.
+                let (n, len) = (s.t * s.qkv, s.t_pad * s.qkv);
+                let args = vec![
+                    write_prefix(DType::F32, "dst", len, n, Check::Exact),
+                    CaseArg::U32(n),
+                    CaseArg::F32(0.25),
+                ];
+                (|k| Some(k.fill), launch::elementwise(len), args)
+            }
+            "pack" => {
+                let n = s.t * s.qkv;
+                let args = vec![
+                    read("q", activations(&mut rng, n)),
+                    read("k", activations(&mut rng, n)),
+                    read("v", activations(&mut rng, n)),
+                    write(DType::Bf16, "dst", 3 * n, Check::Exact),
+                    CaseArg::U32(s.t),
+                    CaseArg::U32(s.qkv),
+                ];
+                (|k| Some(k.pack), launch::elementwise(3 * n), args)
+            }
+            other => return Err(CaseError::NoCase(other.to_owned())),
+        };
+        Ok(KernelCase { entry, handle, launch, args, tokens: t })
+    }
+
+    /// The table field this case launches.
+    pub fn field(&self) -> &'static str {
+        self.entry.field
+    }
+
+    /// The manifest entry this case launches.
+    pub fn entry(&self) -> &KernelEntry {
+        &self.entry
+    }
+
+    /// The token count the case was built for.
+    pub fn tokens(&self) -> u32 {
+        self.tokens
+    }
+
+    /// The arguments, in the kernel's parameter order.
+    pub fn args(&self) -> &[CaseArg] {
+        &self.args
+    }
+
+    /// The buffer argument called `name`.
+    pub fn buffer(&self, name: &str) -> Option<&BufferArg> {
+        self.args.iter().find_map(|arg| match arg {
+            CaseArg::Buffer(buffer) if buffer.name == name => Some(buffer),
+            _ => None,
+        })
+    }
+
+    /// The launch geometry, from [`launch`](crate::launch).
+    pub fn launch_geometry(&self) -> LaunchGeometry {
+        self.launch
+    }
+
+    /// The case's kernel in a resolved table; `None` for an optional entry the target lacks.
+    pub fn kernel(&self, kernels: &Glm5NextKdaKernels) -> Option<KernelHandle> {
+        (self.handle)(kernels)
+    }
+
+    /// The bytes one launch must move at least: each input read once, each output written once,
+    /// each in/out buffer read and written once (padding neither).
+    pub fn bytes_moved(&self) -> u64 {
+        let bytes = |len: usize, dtype: DType| (len * dtype.size()) as u64;
+        self.args
+            .iter()
+            .map(|arg| match arg {
+                CaseArg::Buffer(BufferArg { data, access, moved, .. }) => match access {
+                    Access::Read | Access::Write(_) => bytes(*moved, data.dtype()),
+                    Access::ReadWrite(_) => 2 * bytes(*moved, data.dtype()),
+                },
+                CaseArg::Slice { data, range, .. } => bytes(range.len(), data.dtype()),
+                CaseArg::U32(_) | CaseArg::F32(_) => 0,
+            })
+            .sum()
+    }
+
+    /// Uploads the arguments to `gpu`.
+    pub fn prepare(&self, gpu: &dyn GpuBackend) -> Result<PreparedCase, BackendError> {
+        let slots = self
+            .args
+            .iter()
+            .map(|arg| {
+                Ok(match arg {
+                    CaseArg::Buffer(buffer) => {
+                        Slot::Buffer(buffer.data.upload(gpu)?, buffer.access != Access::Read)
+                    }
+                    CaseArg::Slice { data, range, .. } => Slot::Slice(data.upload(gpu)?, range.clone()),
+                    CaseArg::U32(value) => Slot::U32(*value),
+                    CaseArg::F32(value) => Slot::F32(*value),
+                })
+            })
+            .collect::<Result<_, BackendError>>()?;
+        Ok(PreparedCase { slots })
+    }
+
+    /// Launches the kernel once on `prepared` (which [`KernelCase::prepare`] made on the same
+    /// `gpu`); in/out buffers carry over from launch to launch.
+    pub fn launch(
+        &self,
+        gpu: &dyn GpuBackend,
+        kernels: &Glm5NextKdaKernels,
+        prepared: &mut PreparedCase,
+    ) -> Result<(), BackendError> {
+        let kernel = self.kernel(kernels).ok_or_else(|| BackendError::Launch {
+            module: self.entry.module.to_owned(),
+            entry: self.entry.entry.to_owned(),
+            reason: format!(
+                "the optional entry `{}` is not resolved on {}",
+                self.entry.field,
+                gpu.describe()
+            ),
+        })?;
+        let mut args: Vec<KernelArg<'_>> = prepared
+            .slots
+            .iter_mut()
+            .map(|slot| match slot {
+                Slot::Buffer(buffer, true) => KernelArg::BufferMut(buffer),
+                Slot::Buffer(buffer, false) => KernelArg::Buffer(buffer),
+                Slot::Slice(buffer, range) => buffer.slice(range.clone()),
+                Slot::U32(value) => KernelArg::U32(*value),
+                Slot::F32(value) => KernelArg::F32(*value),
+            })
+            .collect();
+        gpu.launch(kernel, self.launch, &mut args)
+    }
+
+    /// Every buffer the kernel writes (in/out ones included), downloaded from `prepared`, in
+    /// parameter order.
+    pub fn outputs(
+        &self,
+        gpu: &dyn GpuBackend,
+        prepared: &PreparedCase,
+    ) -> Result<Vec<HostOutput>, BackendError> {
+        self.args
+            .iter()
+            .zip(&prepared.slots)
+            .filter_map(|(arg, slot)| match (arg, slot) {
+                (CaseArg::Buffer(buffer), Slot::Buffer(device, true)) => Some((buffer, device)),
+                _ => None,
+            })
+            .map(|(buffer, device)| {
+                let check = match buffer.access {
+                    Access::Write(check) | Access::ReadWrite(check) => check,
+                    Access::Read => Check::Exact,
+                };
+                Ok(HostOutput {
+                    name: buffer.name,
+                    data: HostData::download(gpu, device)?,
+                    check,
+                    used: buffer.used,
+                })
+            })
+            .collect()
+    }
+
+    /// Uploads, launches once, and downloads every written buffer.
+    pub fn run(
+        &self,
+        gpu: &dyn GpuBackend,
+        kernels: &Glm5NextKdaKernels,
+    ) -> Result<Vec<HostOutput>, BackendError> {
+        let mut prepared = self.prepare(gpu)?;
+        self.launch(gpu, kernels, &mut prepared)?;
+        self.outputs(gpu, &prepared)
+    }
+
+    /// For a `gemv_batchm` case: the `gemv` case of its row `row` (that row of `x`, the same
+    /// weight), whose output must be bit-identical to that row of the batched output. `None` for
+    /// another case or a row past `m`.
+    pub fn gemv_row(&self, row: u32) -> Option<KernelCase> {
+        let (m, n, k) = match self.args[3..] {
+            [CaseArg::U32(m), CaseArg::U32(n), CaseArg::U32(k)] if self.field() == "gemv_batchm" => (m, n, k),
+            _ => return None,
+        };
+        let (x, w) = (self.buffer("x")?.data.as_bf16()?, self.buffer("w")?.data.as_bf16()?);
+        let x = x.chunks_exact(k as usize).take(m as usize).nth(row as usize)?;
+        let gemv = *Glm5NextKdaKernels::ENTRIES.iter().find(|entry| entry.field == "gemv")?;
+        Some(KernelCase {
+            entry: gemv,
+            handle: |k| Some(k.gemv),
+            launch: launch::gemv(1, n),
+            args: dense_args(x.to_vec(), w.to_vec(), None, n, k),
+            tokens: 1,
+        })
+    }
+}

@@ -1,0 +1,270 @@
+use half::bf16;
+
+use super::check::ulp;
+use super::*;
+use crate::geometry::GateLaw;
+
+fn reference() -> (kda_runtime::cpu::CpuBackend, Glm5NextKdaKernels) {
+    let gpu = crate::reference::backend();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
+    (gpu, kernels)
+}
+
+/// Geometries covering every head dim and both chunk sizes, and both gate laws.
+fn geometries() -> [KdaGeometry; 3] {
+    let tiny = KdaGeometry::tiny();
+    [
+        tiny,
+        KdaGeometry { hidden: 96, heads: 2, head_dim: 64, chunk: 64, gate_law: GateLaw::Softplus, ..tiny },
+        KdaGeometry { hidden: 128, heads: 1, head_dim: 128, chunk: 64, ..tiny },
+    ]
+}
+
+#[test]
+fn there_is_one_case_per_entry_of_the_table_in_manifest_order() {
+    let cases = KernelCase::all(&KdaGeometry::tiny(), 5, 1).unwrap();
+    let fields: Vec<_> = cases.iter().map(KernelCase::field).collect();
+    let entries: Vec<_> = Glm5NextKdaKernels::ENTRIES.iter().map(|entry| entry.field).collect();
+    assert_eq!(fields, entries);
+    assert_eq!(cases.len(), Glm5NextKdaKernels::ENTRY_POINTS);
+}
+
+#[test]
+fn each_case_launches_the_kernel_of_its_own_entry() {
+    let (gpu, kernels) = reference();
+    for case in KernelCase::all(&KdaGeometry::tiny(), 5, 1).unwrap() {
+        let entry = case.entry();
+        let expected = gpu.lookup(entry.module, entry.entry).unwrap();
+        assert_eq!(case.kernel(&kernels), Some(expected), "{}", case.field());
+    }
+    // On a target without the optional entries, their cases have no kernel and say so.
+    let lacking = crate::reference::backend()
+        .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm")
+        .without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
+    let kernels = Glm5NextKdaKernels::resolve(&lacking).unwrap();
+    let case = KernelCase::new("recurrent_smem", &KdaGeometry::tiny(), 1, 1).unwrap();
+    assert_eq!(case.kernel(&kernels), None);
+    let error = case.run(&lacking, &kernels).unwrap_err().to_string();
+    assert!(error.contains("`recurrent_smem` is not resolved"), "{error}");
+}
+
+#[test]
+fn every_case_runs_on_the_reference_and_writes_finite_nonzero_outputs() {
+    let (gpu, kernels) = reference();
+    for geometry in geometries() {
+        for t in [1, 45, 64] {
+            for case in KernelCase::all(&geometry, t, 3).unwrap() {
+                let what = format!("{} at {geometry}, t = {t}", case.field());
+                let outputs = case.run(&gpu, &kernels).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(!outputs.is_empty(), "{what}: writes nothing");
+                for output in outputs {
+                    let what = format!("{what}, `{}`", output.name);
+                    let before = &case.buffer(output.name).unwrap().data;
+                    assert!(output.data.is_finite(), "{what}: not finite");
+                    assert!(!output.data.is_all_zero(), "{what}: all zero");
+                    assert_ne!(output.data.bits()[..output.used], before.bits()[..output.used], "{what}");
+                    // The reference agrees with itself under every output's check.
+                    output.compare(&output).unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
+    let geometry = KdaGeometry::tiny();
+    let (t, d) = (45, geometry.head_dim as usize);
+    let real = t * geometry.qkv() as usize;
+    let scan = KernelCase::new("chunk_scan", &geometry, t as u32, 9).unwrap();
+    let prepare = KernelCase::new("chunk_prepare", &geometry, t as u32, 9).unwrap();
+    let f32s = |case: &KernelCase, name| case.buffer(name).unwrap().data.as_f32().unwrap().to_vec();
+    for (case, name) in [(&scan, "q"), (&scan, "k"), (&prepare, "k")] {
+        let values = f32s(case, name);
+        assert_eq!(values.len(), 64 * geometry.qkv() as usize, "padded to whole chunks");
+        for head in values[..real].chunks(d) {
+            let norm = head.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-2, "{name}: |head| = {norm}");
+        }
+        assert!(values[real..].iter().all(|&x| x == POISON), "{name}: padding poisoned");
+    }
+    // The two chunk kernels see the same k; the scan gets the reference prepare's outputs.
+    assert_eq!(f32s(&scan, "k"), f32s(&prepare, "k"));
+    let (gpu, kernels) = reference();
+    let gc = prepare.run(&gpu, &kernels).unwrap().remove(0);
+    assert_eq!(gc.data.as_f32().unwrap()[..real], f32s(&scan, "gc")[..real]);
+    assert!(f32s(&prepare, "gate")[..real].iter().all(|&g| (-5.0..0.0).contains(&g)));
+    assert!(f32s(&prepare, "beta")[..t * 2].iter().all(|&b| b > 0.0 && b < 1.0));
+    assert!(f32s(&scan, "state").iter().any(|&x| x != 0.0));
+
+    // recurrent and recurrent_smem launch on the same inputs; q and k are unit heads.
+    let recurrent = KernelCase::new("recurrent", &geometry, 1, 9).unwrap();
+    let smem = KernelCase::new("recurrent_smem", &geometry, 1, 9).unwrap();
+    assert_eq!(recurrent.args(), smem.args());
+    let CaseArg::Slice { data, range, .. } = &recurrent.args()[1] else { panic!("k is a slice") };
+    let k = &data.as_bf16().unwrap()[range.clone()];
+    for head in k.chunks(d) {
+        let norm = head.iter().map(|x| x.to_f32().powi(2)).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-2, "k: |head| = {norm}");
+    }
+    // Different seeds draw different inputs; the same seed the same.
+    assert_eq!(
+        KernelCase::new("gemv", &geometry, 1, 9).unwrap().args(),
+        KernelCase::new("gemv", &geometry, 1, 9).unwrap().args()
+    );
+    assert_ne!(
+        KernelCase::new("gemv", &geometry, 1, 9).unwrap().args(),
+        KernelCase::new("gemv", &geometry, 1, 10).unwrap().args()
+    );
+}
+
+#[test]
+fn bytes_moved_counts_each_input_and_output_once_and_states_twice() {
+    let tiny = KdaGeometry::tiny();
+    // gemv: x [64], w [64, 64], y [64], bf16.
+    assert_eq!(KernelCase::new("gemv", &tiny, 7, 1).unwrap().bytes_moved(), (64 + 64 * 64 + 64) * 2);
+    // recurrent: q, k, v [64] bf16; gate [64], beta [2], state [2, 32, 32] twice, out [64] f32.
+    let recurrent = 3 * 64 * 2 + (64 + 2 + 2 * 2 * 32 * 32 + 64) * 4;
+    assert_eq!(KernelCase::new("recurrent", &tiny, 7, 1).unwrap().bytes_moved(), recurrent);
+    // fill of t = 7 real rows of a padded buffer: 7 · 64 f32 written.
+    assert_eq!(KernelCase::new("fill", &tiny, 7, 1).unwrap().bytes_moved(), 7 * 64 * 4);
+    // l2 reads and writes the q and k channels of 7 rows of 192: 7 · 128 bf16, twice.
+    assert_eq!(KernelCase::new("l2", &tiny, 7, 1).unwrap().bytes_moved(), 2 * 7 * 128 * 2);
+}
+
+#[test]
+fn a_prepared_case_launches_repeatedly_carrying_its_state() {
+    let (gpu, kernels) = reference();
+    let case = KernelCase::new("conv_decode", &KdaGeometry::tiny(), 1, 2).unwrap();
+    let once = case.run(&gpu, &kernels).unwrap();
+    let mut prepared = case.prepare(&gpu).unwrap();
+    case.launch(&gpu, &kernels, &mut prepared).unwrap();
+    assert_eq!(case.outputs(&gpu, &prepared).unwrap(), once);
+    case.launch(&gpu, &kernels, &mut prepared).unwrap();
+    let twice = case.outputs(&gpu, &prepared).unwrap();
+    assert_ne!(twice[0].data, once[0].data, "the conv window moved on");
+}
+
+#[test]
+fn batchm_rows_become_gemv_cases_with_the_same_weight() {
+    let (gpu, kernels) = reference();
+    let batchm = KernelCase::new("gemv_batchm", &KdaGeometry::tiny(), 5, 4).unwrap();
+    let batched = batchm.run(&gpu, &kernels).unwrap().remove(0);
+    let n = 64;
+    for i in 0..5 {
+        let row = batchm.gemv_row(i).unwrap();
+        assert_eq!(row.field(), "gemv");
+        assert_eq!(row.buffer("w"), batchm.buffer("w"));
+        let y = row.run(&gpu, &kernels).unwrap().remove(0);
+        let i = i as usize;
+        assert_eq!(y.data.bits(), batched.data.bits()[i * n..(i + 1) * n]);
+    }
+    assert!(batchm.gemv_row(5).is_none());
+    assert!(KernelCase::new("gemv", &KdaGeometry::tiny(), 5, 4).unwrap().gemv_row(0).is_none());
+}
+
+#[test]
+fn cases_refuse_what_the_kernels_cannot_run() {
+    let tiny = KdaGeometry::tiny();
+    assert!(matches!(KernelCase::all(&tiny, 0, 1), Err(CaseError::NoTokens)));
+    assert!(matches!(KernelCase::new("nope", &tiny, 1, 1), Err(CaseError::NoCase(_))));
+    let bad = KdaGeometry { head_dim: 48, ..tiny };
+    assert!(matches!(KernelCase::all(&bad, 1, 1), Err(CaseError::Geometry(_))));
+    assert!(matches!(
+        KernelCase::all(&KdaGeometry::glm5_flash(), u32::MAX, 1),
+        Err(CaseError::TooManyTokens(_))
+    ));
+}
+
+fn bf16s(values: &[f32]) -> HostData {
+    HostData::Bf16(bf16_vec(values))
+}
+
+/// `value` moved by `ulps` bf16 ulps (away from zero for positive `ulps`).
+fn nudge(value: f32, ulps: i32) -> bf16 {
+    bf16::from_bits((i32::from(bf16::from_f32(value).to_bits()) + ulps) as u16)
+}
+
+#[test]
+fn checks_pass_what_the_abi_allows_and_fail_what_it_does_not() {
+    let want: Vec<f32> = (1..=200).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+    let reference = bf16s(&want);
+    let HostData::Bf16(exact) = reference.clone() else { unreachable!() };
+    let n = exact.len();
+    // At the peak, where two ulps exceed the dense check's floor of 2⁻⁸·rms.
+    let at = (0..n).max_by(|&a, &b| want[a].abs().total_cmp(&want[b].abs())).unwrap();
+    let mut one_ulp = exact.clone();
+    one_ulp[at] = nudge(want[at], 1);
+    let mut two_ulps = exact.clone();
+    two_ulps[at] = nudge(want[at], 2);
+    let one_ulp = HostData::Bf16(one_ulp);
+    let two_ulps = HostData::Bf16(two_ulps);
+    // Bit-exact only passes exact data.
+    assert_eq!(Check::Exact.compare(&reference, &reference, n).unwrap().exact, n);
+    assert!(Check::Exact.compare(&one_ulp, &reference, n).is_err());
+    // One ulp passes the dense and rounded checks, two do not.
+    for check in [Check::Dense, Check::Bf16Rounded] {
+        let measured = check.compare(&one_ulp, &reference, n).unwrap();
+        assert_eq!((measured.max_ulps, measured.exact), (1.0, n - 1), "{check}");
+        assert_eq!((measured.first_difference, measured.largest_error_at), (Some(at), at), "{check}");
+        assert!(check.compare(&two_ulps, &reference, n).is_err(), "{check}");
+    }
+    // Over 1 % of the elements off by one ulp fails the rounded check, not the dense one.
+    let HostData::Bf16(mut many) = reference.clone() else { unreachable!() };
+    (0..3).for_each(|i| many[i * 50] = nudge(want[i * 50], 1));
+    let many = HostData::Bf16(many);
+    assert!(Check::Bf16Rounded.compare(&many, &reference, n).is_err());
+    assert!(Check::Dense.compare(&many, &reference, n).is_ok());
+    // Relative error on f32 data.
+    let f32s = HostData::F32(want.clone());
+    let off = HostData::F32(want.iter().map(|x| x * (1.0 + 2e-6)).collect());
+    assert!(Check::Relative(1e-6).compare(&f32s, &f32s, n).is_ok());
+    assert!(Check::Relative(1e-6).compare(&off, &f32s, n).is_err());
+    assert!(Check::Relative(1e-5).compare(&off, &f32s, n).is_ok());
+    // Relative RMS, and one element far off under a small RMS.
+    assert!(Check::RelativeRms(1e-5).compare(&off, &f32s, n).is_ok());
+    // (A long buffer, where one element can hide in the RMS: ‖ref‖ ≈ 300, peak 3.)
+    let long: Vec<f32> = (0..20_000).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+    let mut spike = long.clone();
+    spike[3] += 0.1;
+    let (long, spike) = (HostData::F32(long), HostData::F32(spike));
+    let measured = Check::RelativeRms(1e-3).compare(&spike, &long, 20_000).unwrap_err();
+    assert!(measured.measurement.unwrap().relative_rms < 1e-3);
+    assert!(measured.reason.contains("·peak"), "{measured}");
+}
+
+#[test]
+fn comparisons_of_nothing_or_against_nothing_fail() {
+    let zeros = HostData::F32(vec![0.0; 8]);
+    let ones = HostData::F32(vec![1.0; 8]);
+    let nan = HostData::F32(vec![f32::NAN; 8]);
+    for check in
+        [Check::Exact, Check::Relative(1e-6), Check::Dense, Check::Bf16Rounded, Check::RelativeRms(1e-5)]
+    {
+        assert!(check.compare(&zeros, &zeros, 8).unwrap_err().reason.contains("all zero"), "{check}");
+        assert!(check.compare(&ones, &ones, 0).unwrap_err().reason.contains("no element"), "{check}");
+        assert!(check.compare(&nan, &nan, 8).unwrap_err().reason.contains("not finite"), "{check}");
+        assert!(check.compare(&nan, &ones, 8).unwrap_err().reason.contains("8 of 8 results"), "{check}");
+        assert!(check.compare(&ones, &HostData::F32(vec![1.0; 9]), 8).is_err(), "{check}");
+        assert!(check.compare(&ones, &HostData::Bf16(vec![bf16::ONE; 8]), 8).is_err(), "{check}");
+    }
+}
+
+#[test]
+fn padding_must_come_back_untouched() {
+    let reference = HostData::F32(vec![1.0, 2.0, POISON, POISON]);
+    let touched = HostData::F32(vec![1.0, 2.0, POISON, 0.0]);
+    let measured = Check::RelativeRms(1e-5).compare(&reference, &reference, 2).unwrap();
+    assert_eq!((measured.elements, measured.padding), (2, 2));
+    let error = Check::RelativeRms(1e-5).compare(&touched, &reference, 2).unwrap_err();
+    assert!(error.reason.contains("1 of 2 padding values"), "{error}");
+}
+
+#[test]
+fn ulps_are_the_gap_to_the_next_value_up() {
+    assert_eq!(ulp(DType::Bf16, 1.0), 1.0 / 128.0);
+    assert_eq!(ulp(DType::Bf16, -3.0), 1.0 / 64.0);
+    assert_eq!(ulp(DType::F32, 1.0), f64::from(f32::EPSILON));
+    assert_eq!(ulp(DType::Bf16, bf16::MAX.to_f64()), ulp(DType::Bf16, bf16::MAX.to_f64() / 2.0) * 2.0);
+    assert!(ulp(DType::F32, 0.0) > 0.0);
+}
