@@ -9,6 +9,7 @@ use kda_runtime::DType;
 use crate::geometry::CONV_WIDTH;
 use crate::kernels::Glm5NextKdaKernels;
 use crate::rng::SplitMix64;
+pub(super) use crate::weights::bf16_vec;
 
 use super::*;
 
@@ -148,10 +149,6 @@ pub(super) fn stream(seed: u64, key: &str) -> SplitMix64 {
 /// `n` values uniform in `[lo, hi)`.
 pub(super) fn uniform(rng: &mut SplitMix64, n: u32, lo: f32, hi: f32) -> Vec<f32> {
     (0..n).map(|_| lo + (hi - lo) * rng.next_unit()).collect()
-}
-
-pub(super) fn bf16_vec(values: &[f32]) -> Vec<bf16> {
-    values.iter().copied().map(bf16::from_f32).collect()
 }
 
 /// Unit-variance activations (a normed residual stream, the projections of one).
