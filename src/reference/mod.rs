@@ -30,7 +30,6 @@ mod norm;
 #[cfg(test)]
 mod tests;
 
-use half::bf16;
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
@@ -49,12 +48,6 @@ pub fn backend() -> CpuBackend {
         kda_layer_ops::register,
     ];
     modules.into_iter().fold(CpuBackend::new(), |gpu, register| register(gpu))
-}
-
-/// `Σ_p f32(a[p])·f32(b[p])`, one f32 accumulator in ascending `p`: the order the ABI fixes for
-/// every GEMM and GEMV output.
-fn dot_bf16(a: &[bf16], b: &[bf16]) -> f32 {
-    a.iter().zip(b).fold(0.0, |acc, (a, b)| acc + a.to_f32() * b.to_f32())
 }
 
 /// `σ(x) = 1/(1+e^{-x})`.
