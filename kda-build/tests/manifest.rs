@@ -230,3 +230,16 @@ fn defines_must_be_u32_values_with_c_names() {
     );
     assert_eq!(errors("defines = 3\n"), ["k.toml:1:1: `defines` must be a table of `NAME = integer` lines"]);
 }
+
+#[test]
+fn a_misspelt_key_and_a_missing_one_in_the_same_entry_are_both_reported() {
+    assert_eq!(
+        errors("[t]\ngemm = { module = \"gemm\", entyr = \"dense_gemm_bf16\", optinal = true }\n"),
+        [
+            // In file order: the missing key is blamed on the entry's table, which comes first.
+            "k.toml:2:8: entry `gemm`: missing field `entry`",
+            "k.toml:2:27: entry `gemm`: unknown field `entyr`, expected one of `module`, `entry`, `optional`, `doc`",
+            "k.toml:2:54: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`",
+        ]
+    );
+}

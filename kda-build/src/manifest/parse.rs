@@ -6,6 +6,9 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::{DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
+/// The keys of an entry: [`RawEntry`]'s fields.
+const ENTRY_KEYS: [&str; 4] = ["module", "entry", "optional", "doc"];
+
 /// One entry as written, with the spans later checks blame.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -124,22 +127,41 @@ fn read_entry(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<(Spanned<String>, RawEntry)> {
     let name = field.get_ref();
-    if !value.get_ref().is_table() {
+    let value_span = value.span();
+    let type_name = value.get_ref().type_str();
+    let DeValue::Table(keys) = value.into_inner() else {
+        let kind = format!("{} {type_name}", article(type_name));
         diagnostics.push(Diagnostic::new(
             source,
-            value.span(),
+            value_span,
             format!(
-                "entry `{name}` must be a table such as `{{ module = \"...\", entry = \"...\" }}`, \
-                 not {} {}",
-                article(value.get_ref().type_str()),
-                value.get_ref().type_str()
+                "entry `{name}` must be a table such as `{{ module = \"...\", entry = \"...\" }}`, not {kind}"
             ),
         ));
         return None;
-    }
-    let value_span = value.span();
-    match RawEntry::deserialize(ValueDeserializer::from(value)) {
-        Ok(entry) => Some((field, entry)),
+    };
+    // serde stops at an entry's first error: find the unknown keys first, so that a misspelt key
+    // and, say, a missing `entry` in the same entry are both reported.
+    let errors_before = diagnostics.len();
+    let keys: DeTable<'_> = keys
+        .into_iter()
+        .filter(|(key, _)| {
+        let known = ENTRY_KEYS.contains(&key.get_ref().as_ref());
+        if !known {
+            let message = format!(
+                "entry `{name}`: unknown field `{}`, expected one of `module`, `entry`, `optional`, `doc`",
+                key.get_ref()
+            );
+            diagnostics.push(Diagnostic::new(source, key.span(), message));
+        }
+        known
+    })
+        .collect();
+    match RawEntry::deserialize(ValueDeserializer::from(Spanned::new(
+        value_span.clone(),
+        DeValue::Table(keys),
+    ))) {
+        Ok(entry) => (diagnostics.len() == errors_before).then_some((field, entry)),
         Err(error) => {
             let span = error.span().unwrap_or(value_span);
             diagnostics.push(Diagnostic::new(source, span, format!("entry `{name}`: {}", error.message())));
