@@ -1,6 +1,6 @@
 //! Launch cases: one launch of each kernel of `[glm5next_kda]` at a layer geometry and a token
 //! count, with seeded host inputs at the scales the block feeds it, the launch geometry of
-//! [`launch`](crate::launch), how each written buffer must agree with the CPU reference
+//! [`launch`], how each written buffer must agree with the CPU reference
 //! (`KERNEL-ABI.md`, "Tolerances") and the bytes a launch moves.
 //!
 //! The GPU parity tests (`tests/gpu.rs`) run every case on CUDA and on the CPU reference and
@@ -329,7 +329,7 @@ impl KernelCase {
         })
     }
 
-    /// The launch geometry, from [`launch`](crate::launch).
+    /// The launch geometry, from [`launch`].
     pub fn launch_geometry(&self) -> LaunchGeometry {
         self.launch
     }

@@ -1,5 +1,5 @@
 //! The Rust reference kernels of the `[glm5next_kda]` table, registered into a
-//! [`CpuBackend`](kda_runtime::cpu::CpuBackend) under the module and entry names of
+//! [`CpuBackend`] under the module and entry names of
 //! `kernels.toml`, with the arguments, in order, and the math of `KERNEL-ABI.md`.
 //!
 //! They are what the CUDA kernels are measured against, so they favour a defined operation order

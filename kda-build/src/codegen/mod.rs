@@ -1,7 +1,7 @@
 //! The code generator behind `#[derive(KernelTable)]`, on `proc_macro2` tokens.
 //!
-//! Steps, one file each (after thiserror-impl): [`attr`] reads `#[kernel_table(...)]`,
-//! [`locate`] finds and reads the manifest, [`expand`] generates the table, [`fallback`] stands
+//! Steps, one file each (after thiserror-impl): `attr` reads `#[kernel_table(...)]`,
+//! `locate` finds and reads the manifest, `expand` generates the table, `fallback` stands
 //! in for it when there is no table to generate, so the real error is the only one a user sees.
 //!
 //! ```text
