@@ -42,6 +42,45 @@ impl HostStorage {
     }
 }
 
+/// The memory methods of [`GpuBackend`](crate::GpuBackend) for a backend whose memory is the
+/// [`HostMemory`] in its field `$memory`.
+macro_rules! host_memory_methods {
+    ($memory:ident) => {
+        fn alloc(
+            &self,
+            dtype: $crate::DType,
+            len: usize,
+        ) -> Result<$crate::DeviceBuffer, $crate::BackendError> {
+            Ok(self.$memory.alloc(dtype, len))
+        }
+
+        fn copy_to_device(
+            &self,
+            src: &[u8],
+            dst: &mut $crate::DeviceBuffer,
+        ) -> Result<(), $crate::BackendError> {
+            self.$memory.copy_to_device(src, dst)
+        }
+
+        fn copy_to_host(
+            &self,
+            src: &$crate::DeviceBuffer,
+            dst: &mut [u8],
+        ) -> Result<(), $crate::BackendError> {
+            self.$memory.copy_to_host(src, dst)
+        }
+
+        fn copy_on_device(
+            &self,
+            src: &$crate::DeviceBuffer,
+            dst: &mut $crate::DeviceBuffer,
+        ) -> Result<(), $crate::BackendError> {
+            self.$memory.copy_on_device(src, dst)
+        }
+    };
+}
+pub(crate) use host_memory_methods;
+
 /// The host-memory part of a backend: allocation and copies, with the ownership checks every
 /// backend owes its callers.
 #[derive(Clone, Copy, Debug)]

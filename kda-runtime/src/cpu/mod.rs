@@ -186,21 +186,7 @@ impl GpuBackend for CpuBackend {
         self.kernels.lookup(module, entry)
     }
 
-    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        Ok(self.memory.alloc(dtype, len))
-    }
-
-    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        self.memory.copy_to_device(src, dst)
-    }
-
-    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.memory.copy_to_host(src, dst)
-    }
-
-    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        self.memory.copy_on_device(src, dst)
-    }
+    crate::host::host_memory_methods!(memory);
 
     /// Checks `args` against the kernel's signature, then runs it to completion on this thread
     /// (and whatever threads the kernel itself uses). `geometry` is ignored.
