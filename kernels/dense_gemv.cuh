@@ -34,15 +34,7 @@ __device__ __forceinline__ void gemv_load_chunk(uint4* dst, const bf16* row, boo
         cp_async_16(dst, row + p);
         return;
     }
-    uint32_t words[4];
-#pragma unroll
-    for (u32 e = 0; e < 4; ++e) {
-        const u32 p0 = p + 2 * e, p1 = p0 + 1;
-        const uint32_t lo = (row_ok && p0 < k) ? __bfloat16_as_ushort(row[p0]) : 0u;
-        const uint32_t hi = (row_ok && p1 < k) ? __bfloat16_as_ushort(row[p1]) : 0u;
-        words[e] = lo | (hi << 16);
-    }
-    *dst = make_uint4(words[0], words[1], words[2], words[3]);
+    *dst = load_chunk_scalar(row, row_ok, p, k);
 }
 
 // acc = acc + x[e] · w[e] for the 8 elements of a chunk, in element order.

@@ -37,15 +37,7 @@ static_assert(BM * CHUNKS == GEMM_THREADS && BN * CHUNKS == GEMM_THREADS, "one c
 // Eight consecutive bf16 of `row` from position p (zeros past k or for a missing row), as 4 words.
 __device__ __forceinline__ uint4 load_chunk(const bf16* row, bool row_ok, u32 p, u32 k, bool vector_ok) {
     if (row_ok && vector_ok && p + 8 <= k) return __ldg(reinterpret_cast<const uint4*>(row + p));
-    uint32_t words[4];
-#pragma unroll
-    for (u32 e = 0; e < 4; ++e) {
-        const u32 p0 = p + 2 * e, p1 = p0 + 1;
-        const uint32_t lo = (row_ok && p0 < k) ? __bfloat16_as_ushort(row[p0]) : 0u;
-        const uint32_t hi = (row_ok && p1 < k) ? __bfloat16_as_ushort(row[p1]) : 0u;
-        words[e] = lo | (hi << 16);
-    }
-    return make_uint4(words[0], words[1], words[2], words[3]);
+    return load_chunk_scalar(row, row_ok, p, k);
 }
 
 // Widens a chunk into column `r` of a k-major [BK][width] tile, at rows 8·c .. 8·c + 7.

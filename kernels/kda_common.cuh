@@ -61,3 +61,30 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
+
+// Eight consecutive bf16 of `row` from position p, as 4 words, element by element: zeros past k
+// or for a missing row (the tail and edge path of the 16-byte loads of the GEMM and GEMV).
+__device__ __forceinline__ uint4 load_chunk_scalar(const bf16* row, bool row_ok, u32 p, u32 k) {
+    uint32_t words[4];
+#pragma unroll
+    for (u32 e = 0; e < 4; ++e) {
+        const u32 p0 = p + 2 * e, p1 = p0 + 1;
+        const uint32_t lo = (row_ok && p0 < k) ? __bfloat16_as_ushort(row[p0]) : 0u;
+        const uint32_t hi = (row_ok && p1 < k) ? __bfloat16_as_ushort(row[p1]) : 0u;
+        words[e] = lo | (hi << 16);
+    }
+    return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// Where element i of packed q|k|v rows ([t, 3·qkv]) lives: its row, which of q, k, v (0, 1, 2),
+// and its column in that tensor's [t, qkv] rows.
+struct QkvPosition {
+    size_t row, part, col;
+};
+
+__device__ __forceinline__ QkvPosition qkv_position(size_t i, u32 qkv) {
+    const size_t width = 3 * static_cast<size_t>(qkv);
+    const size_t row = i / width, rem = i - row * width;
+    const size_t part = rem / qkv;
+    return {row, part, rem - part * qkv};
+}

@@ -34,14 +34,12 @@ extern "C" __global__ void kda_o_norm_gated_bf16(const float* __restrict__ x, co
 extern "C" __global__ void kda_split_widen(const bf16* __restrict__ src, float* __restrict__ q,
                                            float* __restrict__ k, float* __restrict__ v, u32 t, u32 qkv) {
     if (qkv == 0) return;
-    const size_t width = 3 * static_cast<size_t>(qkv);
-    const size_t n = static_cast<size_t>(t) * width;
+    const size_t n = static_cast<size_t>(t) * 3 * qkv;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const size_t row = i / width, rem = i - row * width;
-        const size_t part = rem / qkv, col = rem - part * qkv;
-        float* dst = part == 0 ? q : (part == 1 ? k : v);
-        dst[row * qkv + col] = widen(src[i]);
+        const QkvPosition at = qkv_position(i, qkv);
+        float* dst = at.part == 0 ? q : (at.part == 1 ? k : v);
+        dst[at.row * qkv + at.col] = widen(src[i]);
     }
 }
 
@@ -61,13 +59,11 @@ extern "C" __global__ void kda_fill_f32(float* __restrict__ dst, u32 n, float va
 extern "C" __global__ void kda_pack_qkv_bf16(const bf16* __restrict__ q, const bf16* __restrict__ k,
                                              const bf16* __restrict__ v, bf16* __restrict__ dst, u32 t, u32 qkv) {
     if (qkv == 0) return;
-    const size_t width = 3 * static_cast<size_t>(qkv);
-    const size_t n = static_cast<size_t>(t) * width;
+    const size_t n = static_cast<size_t>(t) * 3 * qkv;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const size_t row = i / width, rem = i - row * width;
-        const size_t part = rem / qkv, col = rem - part * qkv;
-        const bf16* src = part == 0 ? q : (part == 1 ? k : v);
-        dst[i] = src[row * qkv + col];
+        const QkvPosition at = qkv_position(i, qkv);
+        const bf16* src = at.part == 0 ? q : (at.part == 1 ? k : v);
+        dst[i] = src[at.row * qkv + at.col];
     }
 }
