@@ -17,10 +17,14 @@
 mod diagnostic;
 mod ident;
 mod parse;
+mod signature;
 mod validate;
 
 pub use diagnostic::{Diagnostic, LineIndex, Location, ManifestError};
 pub use ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
+pub use signature::{
+    BinaryOp, CompareOp, Comparison, ElementType, Expr, LaunchDim, Param, ParamType, Requirement, ScalarType,
+};
 
 /// The reserved table of named integer constants shared by the kernels and Rust.
 pub const DEFINES_TABLE: &str = "defines";
@@ -70,6 +74,11 @@ pub struct Entry {
     pub optional: bool,
     /// What the kernel does; becomes the field's doc comment.
     pub doc: Option<String>,
+    /// The kernel's parameters, in order (`params`); `None` for an entry without a launch
+    /// contract, which can only be launched unchecked.
+    pub params: Option<Vec<Param>>,
+    /// What a launch must satisfy beyond the extents (`requires`); empty without `params`.
+    pub requires: Vec<Requirement>,
     /// Where the key is written.
     pub location: Location,
 }
