@@ -7,7 +7,7 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 use super::{DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
-const ENTRY_KEYS: [&str; 4] = ["module", "entry", "optional", "doc"];
+const ENTRY_KEYS: [&str; 6] = ["module", "entry", "optional", "doc", "params", "requires"];
 
 /// One entry as written, with the spans later checks blame.
 #[derive(Deserialize)]
@@ -19,6 +19,10 @@ pub(super) struct RawEntry {
     pub optional: bool,
     #[serde(default)]
     pub doc: Option<String>,
+    #[serde(default)]
+    pub params: Option<Spanned<String>>,
+    #[serde(default)]
+    pub requires: Option<Vec<Spanned<String>>>,
 }
 
 /// One kernel table as written.
@@ -149,7 +153,7 @@ fn read_entry(
         let known = ENTRY_KEYS.contains(&key.get_ref().as_ref());
         if !known {
             let message = format!(
-                "entry `{name}`: unknown field `{}`, expected one of `module`, `entry`, `optional`, `doc`",
+                "entry `{name}`: unknown field `{}`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`",
                 key.get_ref()
             );
             diagnostics.push(Diagnostic::new(source, key.span(), message));
@@ -195,6 +199,8 @@ impl RawTable {
                     entry: raw.entry.into_inner(),
                     optional: raw.optional,
                     doc: raw.doc,
+                    params: None,
+                    requires: Vec::new(),
                 })
                 .collect(),
         }
