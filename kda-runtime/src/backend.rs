@@ -1,9 +1,9 @@
 //! The backend trait: what a model needs from a GPU (or the CPU standing in for one).
 
-use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use crate::{BackendError, DType, DeviceBuffer, Element, KernelHandle, LookupError};
+use crate::signature::ScalarKind;
+use crate::{BackendError, DType, DeviceBuffer, Element, KernelEntry, KernelHandle, LookupError, View, ViewMut};
 
 /// Grid and block dimensions of a launch, and its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,52 +24,101 @@ impl LaunchGeometry {
 }
 
 /// One argument of a kernel launch, in the kernel's parameter order.
+///
+/// Model code does not build these by hand: the launchers the derive generates take named,
+/// typed arguments and turn them into this list. It is what backends receive.
 #[derive(Debug)]
 pub enum KernelArg<'a> {
-    /// A buffer the kernel only reads (`const T*`).
-    Buffer(&'a DeviceBuffer),
-    /// A buffer the kernel writes (`T*`).
-    BufferMut(&'a mut DeviceBuffer),
-    /// Elements `range` of a buffer the kernel only reads: the `pointer + offset` a GPU kernel
-    /// gets for part of a buffer. Made by [`DeviceBuffer::slice`].
-    Slice(&'a DeviceBuffer, Range<usize>),
+    /// Elements of a buffer the kernel only reads (`const T*`).
+    Read(View<'a>),
+    /// Elements of a buffer the kernel writes (`T*`).
+    Write(ViewMut<'a>),
     /// A `u32` scalar.
     U32(u32),
     /// An `i32` scalar.
     I32(i32),
+    /// A `u64` scalar.
+    U64(u64),
     /// An `f32` scalar.
     F32(f32),
 }
 
+impl KernelArg<'_> {
+    /// The scalar kind this argument fills, if it is a scalar.
+    pub fn scalar_kind(&self) -> Option<ScalarKind> {
+        match self {
+            KernelArg::U32(_) => Some(ScalarKind::U32),
+            KernelArg::I32(_) => Some(ScalarKind::I32),
+            KernelArg::U64(_) => Some(ScalarKind::U64),
+            KernelArg::F32(_) => Some(ScalarKind::F32),
+            KernelArg::Read(_) | KernelArg::Write(_) => None,
+        }
+    }
+
+    /// A buffer argument's element type, length and whether the kernel may write it.
+    pub fn view(&self) -> Option<(DType, usize, bool)> {
+        match self {
+            KernelArg::Read(view) => Some((view.dtype(), view.len(), false)),
+            KernelArg::Write(view) => Some((view.dtype(), view.len(), true)),
+            _ => None,
+        }
+    }
+
+    /// The argument as a parameter kind would spell it: `const bf16[12]`, `f32[4]`, `u32`.
+    pub fn describe(&self) -> String {
+        match self.view() {
+            Some((dtype, len, false)) => format!("a read-only view `const {dtype}[{len}]`"),
+            Some((dtype, len, true)) => format!("a mutable view `{dtype}[{len}]`"),
+            None => format!("a `{}` scalar", self.scalar_kind().map_or("?", ScalarKind::name)),
+        }
+    }
+
+    /// A scalar's value, for messages.
+    pub(crate) fn describe_value(&self) -> String {
+        match self {
+            KernelArg::U32(value) => value.to_string(),
+            KernelArg::I32(value) => value.to_string(),
+            KernelArg::U64(value) => value.to_string(),
+            KernelArg::F32(value) => value.to_string(),
+            KernelArg::Read(_) | KernelArg::Write(_) => self.describe(),
+        }
+    }
+}
+
+impl<'a> From<View<'a>> for KernelArg<'a> {
+    fn from(view: View<'a>) -> Self {
+        KernelArg::Read(view)
+    }
+}
+
+impl<'a> From<ViewMut<'a>> for KernelArg<'a> {
+    fn from(view: ViewMut<'a>) -> Self {
+        KernelArg::Write(view)
+    }
+}
+
 impl<'a> From<&'a DeviceBuffer> for KernelArg<'a> {
     fn from(buffer: &'a DeviceBuffer) -> Self {
-        KernelArg::Buffer(buffer)
+        KernelArg::Read(buffer.view())
     }
 }
 
 impl<'a> From<&'a mut DeviceBuffer> for KernelArg<'a> {
     fn from(buffer: &'a mut DeviceBuffer) -> Self {
-        KernelArg::BufferMut(buffer)
+        KernelArg::Write(buffer.view_mut())
     }
 }
 
-impl From<u32> for KernelArg<'_> {
-    fn from(value: u32) -> Self {
-        KernelArg::U32(value)
-    }
+macro_rules! scalar_args {
+    ($($ty:ty => $variant:ident),*) => {$(
+        impl From<$ty> for KernelArg<'_> {
+            fn from(value: $ty) -> Self {
+                KernelArg::$variant(value)
+            }
+        }
+    )*};
 }
-
-impl From<i32> for KernelArg<'_> {
-    fn from(value: i32) -> Self {
-        KernelArg::I32(value)
-    }
-}
-
-impl From<f32> for KernelArg<'_> {
-    fn from(value: f32) -> Self {
-        KernelArg::F32(value)
-    }
-}
+scalar_args!(u32 => U32, i32 => I32, u64 => U64, f32 => F32);
 
 /// A device that carries kernel modules and runs them: CUDA, the CPU reference, or a test fake.
 ///
@@ -82,11 +131,14 @@ pub trait GpuBackend: Send + Sync {
     /// Whether this target carries `module` at all (built for it, registered on it).
     fn has_module(&self, module: &str) -> bool;
 
-    /// Looks `module::entry` up. "Not found" (module not carried, entry not in it) is told apart
-    /// from a failure (a module that fails to load, a driver error): see [`LookupError`].
-    fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError>;
+    /// Looks `entry` up. "Not found" (module not carried, entry not in it) is told apart from a
+    /// failure (a module that fails to load, a driver error, a kernel whose parameters disagree
+    /// with the entry's signature): see [`LookupError`]. The handle remembers the entry, so its
+    /// launches are checked against the entry's signature.
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError>;
 
-    /// Allocates `len` zeroed elements of `dtype`; dropping the buffer frees them.
+    /// Allocates `len` zeroed elements of `dtype`; dropping the buffer frees them. A size whose
+    /// bytes overflow, or that the device cannot hold, is an `Err`.
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError>;
 
     /// Copies `src` (exactly `dst.byte_len()` bytes) into `dst`.
@@ -98,8 +150,35 @@ pub trait GpuBackend: Send + Sync {
     /// Copies buffer `src` into buffer `dst` on the device; both must have the same byte size.
     fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError>;
 
-    /// Launches `kernel` with `geometry` and `args`, in the kernel's parameter order.
+    /// Launches `kernel` with `geometry` and `args`, in the kernel's parameter order, after
+    /// checking them against the signature of the entry the handle was looked up for
+    /// ([`signature::check`](crate::signature::check)): a wrong count, kind, element type or
+    /// access, a view shorter than its extent or a failed requirement is an `Err` and nothing
+    /// reaches the device. An entry without a signature is refused: see
+    /// [`GpuBackend::launch_unchecked`].
     fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError>;
+
+    /// Launches `kernel` without checking `args` against any signature, for entries the manifest
+    /// gives no `params`. The handle and the buffers must still be this backend's, and views must
+    /// lie inside their buffers (those are checked).
+    ///
+    /// # Safety
+    ///
+    /// On a device that runs the kernel natively, the caller guarantees what the signature check
+    /// would otherwise prove, because a kernel trusts its arguments:
+    /// - `args` has exactly the kernel's parameters, in order, each of the C type the kernel
+    ///   declares (a device pointer for a view, the scalar's exact width and type);
+    /// - every view holds at least the elements the kernel reads or writes through it at these
+    ///   scalar values and this geometry, of the element type the kernel declares;
+    /// - every buffer the kernel writes is passed as [`KernelArg::Write`];
+    /// - `geometry` is one the kernel supports (a block shape it checks and silently refuses
+    ///   writes nothing, which is a bug but not undefined behaviour).
+    unsafe fn launch_unchecked(
         &self,
         kernel: KernelHandle,
         geometry: LaunchGeometry,

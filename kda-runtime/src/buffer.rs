@@ -5,7 +5,7 @@ use std::fmt;
 
 use std::ops::Range;
 
-use crate::{BackendId, KernelArg};
+use crate::{BackendError, BackendId};
 
 /// The element type of a device buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -14,6 +14,8 @@ pub enum DType {
     Bf16,
     /// `f32`.
     F32,
+    /// `u32`, e.g. indices.
+    U32,
 }
 
 impl DType {
@@ -21,8 +23,13 @@ impl DType {
     pub const fn size(self) -> usize {
         match self {
             DType::Bf16 => 2,
-            DType::F32 => 4,
+            DType::F32 | DType::U32 => 4,
         }
+    }
+
+    /// The bytes of `len` elements, or `None` where that overflows `usize`.
+    pub const fn bytes(self, len: usize) -> Option<usize> {
+        len.checked_mul(self.size())
     }
 }
 
@@ -31,6 +38,7 @@ impl fmt::Display for DType {
         f.write_str(match self {
             DType::Bf16 => "bf16",
             DType::F32 => "f32",
+            DType::U32 => "u32",
         })
     }
 }
@@ -49,12 +57,17 @@ impl Element for f32 {
     const DTYPE: DType = DType::F32;
 }
 
+impl Element for u32 {
+    const DTYPE: DType = DType::U32;
+}
+
 /// A backend's memory behind a [`DeviceBuffer`]; dropping it frees the memory.
 ///
 /// Backends downcast it back to their own type (through `Any`) when the buffer comes back to them.
 pub trait BufferStorage: Any + Send + Sync {}
 
-/// Memory on a backend, `len` elements of `dtype`. Dropping it frees the memory.
+/// Memory on a backend, `len` elements of `dtype` (whose byte size fits `usize`). Dropping it
+/// frees the memory.
 pub struct DeviceBuffer {
     backend: BackendId,
     dtype: DType,
@@ -63,9 +76,16 @@ pub struct DeviceBuffer {
 }
 
 impl DeviceBuffer {
-    /// Wraps `storage` that `backend` allocated for `len` elements of `dtype`.
-    pub fn new(backend: BackendId, dtype: DType, len: usize, storage: Box<dyn BufferStorage>) -> Self {
-        Self { backend, dtype, len, storage }
+    /// Wraps `storage` that `backend` allocated for `len` elements of `dtype`; an error where the
+    /// byte size overflows `usize` (no backend could have allocated it).
+    pub fn new(
+        backend: BackendId,
+        dtype: DType,
+        len: usize,
+        storage: Box<dyn BufferStorage>,
+    ) -> Result<Self, BackendError> {
+        dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
+        Ok(Self { backend, dtype, len, storage })
     }
 
     /// The backend that owns the memory.
@@ -90,13 +110,31 @@ impl DeviceBuffer {
 
     /// The size in bytes.
     pub fn byte_len(&self) -> usize {
+        // `new` refused every length whose byte size overflows.
         self.len * self.dtype.size()
     }
 
-    /// Elements `range` of this buffer as a read-only kernel argument. Backends refuse a range
-    /// that does not lie inside the buffer.
-    pub fn slice(&self, range: Range<usize>) -> KernelArg<'_> {
-        KernelArg::Slice(self, range)
+    /// The whole buffer, read only.
+    pub fn view(&self) -> View<'_> {
+        View { buffer: self, range: 0..self.len }
+    }
+
+    /// Elements `range` of the buffer, read only: the `pointer + offset` a kernel gets for part of
+    /// a buffer. Launches refuse a range that does not lie inside the buffer.
+    pub fn slice(&self, range: Range<usize>) -> View<'_> {
+        View { buffer: self, range }
+    }
+
+    /// The whole buffer, for a kernel that writes it.
+    pub fn view_mut(&mut self) -> ViewMut<'_> {
+        let range = 0..self.len;
+        ViewMut { buffer: self, range }
+    }
+
+    /// Elements `range` of the buffer, for a kernel that writes them. Launches refuse a range that
+    /// does not lie inside the buffer.
+    pub fn slice_mut(&mut self, range: Range<usize>) -> ViewMut<'_> {
+        ViewMut { buffer: self, range }
     }
 
     /// The backend's storage, if it is an `S`.
@@ -117,5 +155,115 @@ impl fmt::Debug for DeviceBuffer {
             .field("dtype", &self.dtype)
             .field("len", &self.len)
             .finish_non_exhaustive()
+    }
+}
+
+/// A read-only view of elements of a device buffer: what a `const T*` parameter takes.
+#[derive(Clone, Debug)]
+pub struct View<'a> {
+    buffer: &'a DeviceBuffer,
+    range: Range<usize>,
+}
+
+/// A mutable view of elements of a device buffer: what a `T*` parameter takes. It borrows the
+/// buffer exclusively, so no other view of it exists during the launch.
+#[derive(Debug)]
+pub struct ViewMut<'a> {
+    buffer: &'a mut DeviceBuffer,
+    range: Range<usize>,
+}
+
+impl<'a> View<'a> {
+    /// The viewed buffer.
+    pub fn buffer(&self) -> &'a DeviceBuffer {
+        self.buffer
+    }
+
+    /// The viewed elements.
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    /// The number of viewed elements.
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Whether the view holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.buffer.dtype
+    }
+
+    /// The range, if it lies inside the buffer.
+    pub fn checked_range(&self) -> Result<Range<usize>, BackendError> {
+        checked_range(self.buffer, &self.range)
+    }
+}
+
+impl ViewMut<'_> {
+    /// The viewed buffer.
+    pub fn buffer(&self) -> &DeviceBuffer {
+        self.buffer
+    }
+
+    /// The viewed buffer, mutably.
+    pub fn buffer_mut(&mut self) -> &mut DeviceBuffer {
+        self.buffer
+    }
+
+    /// The viewed elements.
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    /// The number of viewed elements.
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Whether the view holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.buffer.dtype
+    }
+
+    /// The range, if it lies inside the buffer.
+    pub fn checked_range(&self) -> Result<Range<usize>, BackendError> {
+        checked_range(self.buffer, &self.range)
+    }
+}
+
+impl<'a> From<&'a DeviceBuffer> for View<'a> {
+    fn from(buffer: &'a DeviceBuffer) -> Self {
+        buffer.view()
+    }
+}
+
+impl<'a> From<&'a mut DeviceBuffer> for View<'a> {
+    fn from(buffer: &'a mut DeviceBuffer) -> Self {
+        buffer.view()
+    }
+}
+
+impl<'a> From<&'a mut DeviceBuffer> for ViewMut<'a> {
+    fn from(buffer: &'a mut DeviceBuffer) -> Self {
+        buffer.view_mut()
+    }
+}
+
+fn checked_range(buffer: &DeviceBuffer, range: &Range<usize>) -> Result<Range<usize>, BackendError> {
+    if range.start <= range.end && range.end <= buffer.len {
+        Ok(range.clone())
+    } else {
+        Err(BackendError::SliceOutOfBounds { range: range.clone(), len: buffer.len })
     }
 }

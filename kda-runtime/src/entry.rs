@@ -1,9 +1,14 @@
 //! One manifest line, as the generated code describes it at run time.
 
-/// A kernel entry of a table: which struct field it fills, where the kernel lives, and where the
-/// manifest lists it. The derive emits one per manifest line, in manifest order.
+use crate::Signature;
+
+/// A kernel entry of a table: which struct field it fills, where the kernel lives, its launch
+/// contract, and where the manifest lists it. The derive emits one per manifest line, in manifest
+/// order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelEntry {
+    /// The manifest table it belongs to.
+    pub table: &'static str,
     /// The field of the generated handles struct.
     pub field: &'static str,
     /// The kernel module (`kernels/<module>.cu`).
@@ -14,6 +19,22 @@ pub struct KernelEntry {
     pub required: bool,
     /// The entry's line in the manifest.
     pub line: u32,
+    /// Its parameters and preconditions (`params`, `requires`); `None` where the manifest gives
+    /// no `params`, so launches of it can only be unchecked.
+    pub signature: Option<&'static Signature>,
+}
+
+impl KernelEntry {
+    /// An entry of no table without a signature, for carrying a kernel by name (test fakes,
+    /// ad-hoc lookups).
+    pub const fn named(module: &'static str, entry: &'static str) -> Self {
+        Self { table: "", field: entry, module, entry, required: true, line: 0, signature: None }
+    }
+
+    /// `table.field`, the name launch errors use.
+    pub fn path(&self) -> String {
+        if self.table.is_empty() { self.field.to_owned() } else { format!("{}.{}", self.table, self.field) }
+    }
 }
 
 impl std::fmt::Display for KernelEntry {

@@ -1,6 +1,6 @@
 //! The error of a backend operation other than a lookup.
 
-use crate::DType;
+use crate::{DType, KernelEntry};
 
 /// Why a backend operation (allocation, copy, launch, synchronize) failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +52,56 @@ pub enum BackendError {
         expected: DType,
         /// The buffer's element type.
         found: DType,
+    },
+    /// A buffer whose byte size overflows, or that the device cannot hold.
+    #[error("{len} elements of {dtype} cannot be allocated: the size overflows or exceeds the device")]
+    TooLarge {
+        /// The element type.
+        dtype: DType,
+        /// The elements asked for.
+        len: usize,
+    },
+    /// A safe launch of an entry the manifest gives no `params`: nothing to check it against.
+    #[error(
+        "`{}` ({}::{}) has no `params` in the manifest, so a launch of it cannot be checked: \
+         add its params, or launch it with `launch_unchecked`",
+        entry.path(), entry.module, entry.entry
+    )]
+    NoSignature {
+        /// The entry.
+        entry: KernelEntry,
+    },
+    /// A launch with the wrong number of arguments.
+    #[error("`{}`: expected {expected} arguments, found {found}", entry.path())]
+    ArgumentCount {
+        /// The entry.
+        entry: KernelEntry,
+        /// The parameters, spelled out.
+        expected: String,
+        /// The number of arguments passed.
+        found: usize,
+    },
+    /// An argument that does not fit its parameter.
+    #[error("`{}.{param}`: expected {expected}, found {found}", entry.path())]
+    Argument {
+        /// The entry.
+        entry: KernelEntry,
+        /// The parameter.
+        param: &'static str,
+        /// What the signature asks for.
+        expected: String,
+        /// What was passed.
+        found: String,
+    },
+    /// A precondition of the entry that the launch does not meet.
+    #[error("`{}`: the launch does not meet `{requirement}` ({detail})", entry.path())]
+    Requirement {
+        /// The entry.
+        entry: KernelEntry,
+        /// The requirement, as the manifest writes it.
+        requirement: &'static str,
+        /// The launch's scalars and geometry, or why the requirement could not be evaluated.
+        detail: String,
     },
     /// A launch was refused or failed; names the kernel.
     #[error("launch of `{module}::{entry}` failed: {reason}")]

@@ -1,54 +1,58 @@
-//! Kernel handles: small copyable tokens a backend issues for one `module::entry`.
+//! Kernel handles: small copyable tokens a backend issues for one entry.
 
-use std::num::{NonZeroU32, NonZeroU64};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Identifies one backend instance, so a handle or buffer is only ever used where it was issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BackendId(NonZeroU32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BackendId(NonZeroU64);
 
 impl BackendId {
-    /// A fresh id, distinct from every other id handed out by this process (until 2³² of them).
+    /// A fresh id, distinct from every other id handed out by this process.
+    ///
+    /// Ids are never reused: the counter is 64 bits and refuses to wrap (at a billion backends a
+    /// second it would last five centuries), so a stale handle can never pass for another
+    /// backend's.
     pub fn fresh() -> Self {
-        static NEXT: AtomicU32 = AtomicU32::new(1);
-        let raw = NEXT.fetch_add(1, Ordering::Relaxed);
-        // Wrapping past u32::MAX lands on 0, which is not a valid id: skip it.
-        Self(NonZeroU32::new(raw).unwrap_or(NonZeroU32::MIN))
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let raw = NEXT
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| next.checked_add(1))
+            .unwrap_or_else(|_| panic!("2^64 - 1 backend ids handed out: ids are never reused"));
+        // The counter starts at 1 and never wraps, so it is never 0.
+        Self(NonZeroU64::new(raw).unwrap_or(NonZeroU64::MAX))
     }
 }
 
 /// A resolved kernel entry point: which backend issued it and that backend's index for it.
 ///
-/// It wraps a non-zero integer, so `Option<KernelHandle>` is as small as the handle and `None` is
-/// 0 at the ABI level. A handle is meaningful only to the backend that issued it; backends refuse
-/// handles of another backend.
+/// The backend id is non-zero, so `Option<KernelHandle>` is as small as the handle. A handle is
+/// meaningful only to the backend that issued it; backends refuse handles of another backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(transparent)]
-pub struct KernelHandle(NonZeroU64);
+pub struct KernelHandle {
+    backend: BackendId,
+    index: u32,
+}
 
 impl KernelHandle {
     /// The handle `backend` issues for its kernel number `index`.
     pub fn new(backend: BackendId, index: u32) -> Self {
-        const HIGH_HALF: NonZeroU64 = NonZeroU64::new(1 << 32).unwrap();
-        // The non-zero backend id in the high half keeps the whole handle non-zero.
-        Self(NonZeroU64::from(backend.0).saturating_mul(HIGH_HALF) | u64::from(index))
+        Self { backend, index }
     }
 
     /// The backend that issued this handle.
     pub fn backend(self) -> BackendId {
-        let high = (self.0.get() >> 32) as u32;
-        // Every handle is built by `new`, whose high half is a non-zero id.
-        BackendId(NonZeroU32::new(high).unwrap_or(NonZeroU32::MIN))
+        self.backend
     }
 
     /// The issuing backend's index for the kernel.
     pub fn index(self) -> u32 {
-        self.0.get() as u32
+        self.index
     }
+}
 
-    /// The raw non-zero value, as it would cross an FFI boundary.
-    pub fn get(self) -> NonZeroU64 {
-        self.0
+impl std::fmt::Display for KernelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kernel handle {} of backend {}", self.index, self.backend.0)
     }
 }
 
@@ -59,7 +63,7 @@ mod tests {
     #[test]
     fn option_of_handle_is_as_small_as_the_handle() {
         assert_eq!(size_of::<Option<KernelHandle>>(), size_of::<KernelHandle>());
-        assert_eq!(size_of::<KernelHandle>(), 8);
+        assert_eq!(size_of::<KernelHandle>(), 16);
     }
 
     #[test]
@@ -67,6 +71,7 @@ mod tests {
         let a = BackendId::fresh();
         let b = BackendId::fresh();
         assert_ne!(a, b);
+        assert!(b > a, "ids only grow");
         let handle = KernelHandle::new(b, 7);
         assert_eq!(handle.backend(), b);
         assert_eq!(handle.index(), 7);

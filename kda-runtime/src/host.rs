@@ -12,17 +12,29 @@ pub enum HostStorage {
     Bf16(Vec<bf16>),
     /// f32 elements.
     F32(Vec<f32>),
+    /// u32 elements.
+    U32(Vec<u32>),
 }
 
 impl BufferStorage for HostStorage {}
 
 impl HostStorage {
-    /// `len` zeroed elements of `dtype`.
-    pub fn zeroed(dtype: DType, len: usize) -> Self {
-        match dtype {
-            DType::Bf16 => HostStorage::Bf16(vec![bf16::ZERO; len]),
-            DType::F32 => HostStorage::F32(vec![0.0; len]),
+    /// `len` zeroed elements of `dtype`, or an error where the host cannot hold them (instead of
+    /// the abort an infallible allocation would be).
+    pub fn zeroed(dtype: DType, len: usize) -> Result<Self, BackendError> {
+        let too_large = || BackendError::TooLarge { dtype, len };
+        dtype.bytes(len).ok_or_else(too_large)?;
+        fn zeros<T: Clone + Default>(len: usize) -> Option<Vec<T>> {
+            let mut data = Vec::new();
+            data.try_reserve_exact(len).ok()?;
+            data.resize(len, T::default());
+            Some(data)
         }
+        Ok(match dtype {
+            DType::Bf16 => HostStorage::Bf16(zeros(len).ok_or_else(too_large)?),
+            DType::F32 => HostStorage::F32(zeros(len).ok_or_else(too_large)?),
+            DType::U32 => HostStorage::U32(zeros(len).ok_or_else(too_large)?),
+        })
     }
 
     /// The elements as bytes.
@@ -30,6 +42,7 @@ impl HostStorage {
         match self {
             HostStorage::Bf16(data) => bytemuck::cast_slice(data),
             HostStorage::F32(data) => bytemuck::cast_slice(data),
+            HostStorage::U32(data) => bytemuck::cast_slice(data),
         }
     }
 
@@ -38,6 +51,7 @@ impl HostStorage {
         match self {
             HostStorage::Bf16(data) => bytemuck::cast_slice_mut(data),
             HostStorage::F32(data) => bytemuck::cast_slice_mut(data),
+            HostStorage::U32(data) => bytemuck::cast_slice_mut(data),
         }
     }
 }
@@ -51,7 +65,7 @@ macro_rules! host_memory_methods {
             dtype: $crate::DType,
             len: usize,
         ) -> Result<$crate::DeviceBuffer, $crate::BackendError> {
-            Ok(self.$memory.alloc(dtype, len))
+            self.$memory.alloc(dtype, len)
         }
 
         fn copy_to_device(
@@ -95,8 +109,8 @@ impl HostMemory {
     }
 
     /// A zeroed buffer of `len` elements of `dtype`.
-    pub fn alloc(&self, dtype: DType, len: usize) -> DeviceBuffer {
-        DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::zeroed(dtype, len)))
+    pub fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::zeroed(dtype, len)?))
     }
 
     /// The storage of `buffer`, if this backend allocated it.
@@ -151,15 +165,6 @@ impl HostMemory {
 
 fn check_size(expected: usize, found: usize) -> Result<(), BackendError> {
     if expected == found { Ok(()) } else { Err(BackendError::SizeMismatch { expected, found }) }
-}
-
-/// Checks that `range` lies inside `buffer`, as a slice argument must.
-pub fn check_range(buffer: &DeviceBuffer, range: &std::ops::Range<usize>) -> Result<(), BackendError> {
-    if range.start <= range.end && range.end <= buffer.len() {
-        Ok(())
-    } else {
-        Err(BackendError::SliceOutOfBounds { range: range.clone(), len: buffer.len() })
-    }
 }
 
 #[cfg(test)]

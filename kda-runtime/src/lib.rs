@@ -9,10 +9,12 @@
 //! use kda_runtime::testing::FakeBackend;
 //! use kda_runtime::{GpuBackend, try_kernel};
 //!
+//! use kda_runtime::KernelEntry;
+//!
 //! let gpu = FakeBackend::new().with_kernel("gemm", "dense_gemm_bf16");
-//! assert!(gpu.lookup("gemm", "dense_gemm_bf16").is_ok());
+//! assert!(gpu.lookup(&KernelEntry::named("gemm", "dense_gemm_bf16")).is_ok());
 //! // "Not found" is the only failure an optional kernel turns into `None`.
-//! assert_eq!(try_kernel(&gpu, "gemm", "dense_gemm_f32").unwrap(), None);
+//! assert_eq!(try_kernel(&gpu, &KernelEntry::named("gemm", "dense_gemm_f32")).unwrap(), None);
 //! ```
 
 mod backend;
@@ -28,17 +30,19 @@ mod image;
 mod lookup;
 mod registry;
 mod resolve;
+pub mod signature;
 mod table;
 pub mod testing;
 
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
-pub use buffer::{BufferStorage, DType, DeviceBuffer, Element};
+pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use handle::{BackendId, KernelHandle};
 pub use image::KernelImage;
 pub use lookup::{LookupError, try_kernel};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
+pub use signature::Signature;
 pub use table::KernelTable;
 
 /// Derives the kernel table of a marker type from a manifest; see the crate `kda-macros`.

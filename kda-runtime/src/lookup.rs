@@ -1,6 +1,6 @@
 //! Looking one entry point up, and telling "not found" from "failed".
 
-use crate::{BackendError, GpuBackend, KernelHandle};
+use crate::{BackendError, GpuBackend, KernelEntry, KernelHandle};
 
 /// Why a `module::entry` lookup returned no handle.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +19,15 @@ pub enum LookupError {
         /// The entry point that is not in it.
         entry: String,
     },
+    /// The kernel is there, but its parameters are not the entry's signature (a stale image, or
+    /// a kernel registered for another signature). Never "absent".
+    #[error("`{}::{}` does not take the parameters `{}` declares: {reason}", entry.module, entry.entry, entry.path())]
+    SignatureMismatch {
+        /// The entry looked up.
+        entry: KernelEntry,
+        /// What differs.
+        reason: String,
+    },
     /// The lookup itself failed: the module does not load, the driver failed. Never "absent".
     #[error("looking up `{module}::{entry}` failed: {source}")]
     Failed {
@@ -35,7 +44,7 @@ pub enum LookupError {
 impl LookupError {
     /// Whether the target simply lacks the entry, as opposed to failing to look it up.
     pub fn is_not_found(&self) -> bool {
-        !matches!(self, LookupError::Failed { .. })
+        matches!(self, LookupError::ModuleNotCarried { .. } | LookupError::EntryNotInModule { .. })
     }
 }
 
@@ -43,10 +52,9 @@ impl LookupError {
 /// any other failure stays an error, so a broken kernel image never silently selects a fallback.
 pub fn try_kernel(
     gpu: &(impl GpuBackend + ?Sized),
-    module: &str,
-    entry: &str,
+    entry: &KernelEntry,
 ) -> Result<Option<KernelHandle>, LookupError> {
-    match gpu.lookup(module, entry) {
+    match gpu.lookup(entry) {
         Ok(handle) => Ok(Some(handle)),
         Err(error) if error.is_not_found() => Ok(None),
         Err(error) => Err(error),

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::{BackendError, BackendId, KernelHandle, LookupError};
+use crate::{BackendError, BackendId, KernelEntry, KernelHandle, LookupError};
 
-/// One registered kernel: its names and what the backend keeps with it.
+/// One registered kernel: the entry it was registered for and what the backend keeps with it.
 #[derive(Debug)]
 pub(crate) struct Registered<K> {
-    pub module: String,
-    pub entry: String,
+    /// The entry, with the signature launches are checked against.
+    pub entry: KernelEntry,
     pub kernel: K,
 }
 
@@ -18,7 +18,7 @@ pub(crate) struct Registered<K> {
 pub(crate) struct KernelRegistry<K> {
     backend: BackendId,
     /// module → entry → index into `kernels`.
-    modules: BTreeMap<String, BTreeMap<String, u32>>,
+    modules: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
     /// index → the kernel; `None` once removed, so a handle issued before the removal is refused
     /// instead of still launching it.
     kernels: Vec<Option<Registered<K>>>,
@@ -30,12 +30,11 @@ impl<K> KernelRegistry<K> {
         Self { backend, modules: BTreeMap::new(), kernels: Vec::new() }
     }
 
-    /// Carries `module::entry` with `kernel`, replacing what was registered under that name.
-    pub fn insert(&mut self, module: &str, entry: &str, kernel: K) {
+    /// Carries `entry` with `kernel`, replacing what was registered under its `module::entry`.
+    pub fn insert(&mut self, entry: KernelEntry, kernel: K) {
         let next = u32::try_from(self.kernels.len()).unwrap_or(u32::MAX);
-        let index =
-            *self.modules.entry(module.to_owned()).or_default().entry(entry.to_owned()).or_insert(next);
-        let registered = Some(Registered { module: module.to_owned(), entry: entry.to_owned(), kernel });
+        let index = *self.modules.entry(entry.module).or_default().entry(entry.entry).or_insert(next);
+        let registered = Some(Registered { entry, kernel });
         match self.kernels.get_mut(index as usize) {
             Some(slot) => *slot = registered,
             None => self.kernels.push(registered),
@@ -59,26 +58,33 @@ impl<K> KernelRegistry<K> {
         self.modules.contains_key(module)
     }
 
-    /// The handle of `module::entry`, or which of the two is not carried.
-    pub fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
+    /// The handle of `entry`, or which of module and entry is not carried, or that the kernel was
+    /// registered with another signature.
+    pub fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
         let entries = self
             .modules
-            .get(module)
-            .ok_or_else(|| LookupError::ModuleNotCarried { module: module.to_owned() })?;
-        let index = entries.get(entry).ok_or_else(|| LookupError::EntryNotInModule {
-            module: module.to_owned(),
-            entry: entry.to_owned(),
+            .get(entry.module)
+            .ok_or_else(|| LookupError::ModuleNotCarried { module: entry.module.to_owned() })?;
+        let index = *entries.get(entry.entry).ok_or_else(|| LookupError::EntryNotInModule {
+            module: entry.module.to_owned(),
+            entry: entry.entry.to_owned(),
         })?;
-        Ok(KernelHandle::new(self.backend, *index))
+        if let Some(registered) = self.kernels.get(index as usize).and_then(Option::as_ref)
+            && registered.entry.signature.is_some()
+            && registered.entry.signature != entry.signature
+        {
+            return Err(LookupError::SignatureMismatch {
+                entry: *entry,
+                reason: format!("the kernel is carried for `{}` with other parameters", registered.entry.path()),
+            });
+        }
+        Ok(KernelHandle::new(self.backend, index))
     }
 
     /// The kernel behind `handle`, if this registry issued it and still carries the kernel.
     pub fn get(&self, handle: KernelHandle, backend: &str) -> Result<&Registered<K>, BackendError> {
         if handle.backend() != self.backend {
-            return Err(BackendError::ForeignResource {
-                what: format!("kernel handle {:#x}", handle.get()),
-                backend: backend.to_owned(),
-            });
+            return Err(BackendError::ForeignResource { what: handle.to_string(), backend: backend.to_owned() });
         }
         self.kernels
             .get(handle.index() as usize)

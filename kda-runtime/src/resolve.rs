@@ -87,7 +87,7 @@ impl<'g> Resolver<'g> {
     /// Looks up an entry every target must carry; `None` when it cannot, and the problem is kept.
     pub fn required(&mut self, entry: &KernelEntry) -> Option<KernelHandle> {
         self.gpu
-            .lookup(entry.module, entry.entry)
+            .lookup(entry)
             .map_err(|error| self.problems.push(ResolveProblem { entry: *entry, error }))
             .ok()
     }
@@ -95,7 +95,7 @@ impl<'g> Resolver<'g> {
     /// Looks up an entry a target may lack: `None` when the backend answers "not found"; a failed
     /// lookup is kept as a problem, since a broken image must not pass for an absent kernel.
     pub fn optional(&mut self, entry: &KernelEntry) -> Option<KernelHandle> {
-        try_kernel(self.gpu, entry.module, entry.entry)
+        try_kernel(self.gpu, entry)
             .map_err(|error| self.problems.push(ResolveProblem { entry: *entry, error }))
             .ok()
             .flatten()

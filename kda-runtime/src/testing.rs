@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::host::{HostMemory, check_range};
+use crate::host::HostMemory;
 use crate::registry::KernelRegistry;
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, KernelTable,
-    LaunchGeometry, LookupError,
+    BackendError, BackendId, DType, GpuBackend, KernelArg, KernelEntry, KernelHandle, KernelTable,
+    LaunchGeometry, LookupError, signature,
 };
 
 /// A launch as [`FakeBackend`] saw it.
@@ -33,13 +33,15 @@ pub enum FakeArg {
         dtype: DType,
         /// Elements.
         len: usize,
-        /// Passed as `BufferMut`.
+        /// Passed as a mutable view.
         writable: bool,
     },
     /// A `u32` scalar.
     U32(u32),
     /// An `i32` scalar.
     I32(i32),
+    /// A `u64` scalar.
+    U64(u64),
     /// An `f32` scalar.
     F32(f32),
 }
@@ -51,19 +53,21 @@ struct Record {
 }
 
 /// A backend that carries the kernels it is told to and computes nothing: launches are checked
-/// (handle and buffers must be its own) and recorded. Memory is real host memory, so copies
+/// (handle and buffers must be its own, and safe launches against the entry's signature, as on
+/// every backend) and recorded. Memory is real host memory, so copies
 /// round-trip.
 ///
 /// ```
 /// use kda_runtime::testing::FakeBackend;
-/// use kda_runtime::{GpuBackend, LookupError};
+/// use kda_runtime::{GpuBackend, KernelEntry, LookupError};
 ///
 /// let gpu = FakeBackend::new()
 ///     .with_kernel("gemm", "dense_gemm_bf16")
 ///     .failing_module("kda_recurrent", "image built for sm_100");
-/// assert!(matches!(gpu.lookup("gemm", "dense_gemm_f32"), Err(LookupError::EntryNotInModule { .. })));
-/// assert!(matches!(gpu.lookup("norm", "l2_norm_bf16"), Err(LookupError::ModuleNotCarried { .. })));
-/// assert!(matches!(gpu.lookup("kda_recurrent", "kda_recurrent_decode_bf16"), Err(LookupError::Failed { .. })));
+/// let lookup = |module, entry| gpu.lookup(&KernelEntry::named(module, entry));
+/// assert!(matches!(lookup("gemm", "dense_gemm_f32"), Err(LookupError::EntryNotInModule { .. })));
+/// assert!(matches!(lookup("norm", "l2_norm_bf16"), Err(LookupError::ModuleNotCarried { .. })));
+/// assert!(matches!(lookup("kda_recurrent", "kda_recurrent_decode_bf16"), Err(LookupError::Failed { .. })));
 /// ```
 pub struct FakeBackend {
     memory: HostMemory,
@@ -91,15 +95,20 @@ impl FakeBackend {
         }
     }
 
-    /// Also carries `module::entry`.
-    pub fn with_kernel(mut self, module: &str, entry: &str) -> Self {
-        self.kernels.insert(module, entry, ());
+    /// Also carries `module::entry`, without a signature (only unchecked launches run it).
+    pub fn with_kernel(self, module: &'static str, entry: &'static str) -> Self {
+        self.with_entry(&KernelEntry::named(module, entry))
+    }
+
+    /// Also carries `entry`, launched against its signature.
+    pub fn with_entry(mut self, entry: &KernelEntry) -> Self {
+        self.kernels.insert(*entry, ());
         self
     }
 
     /// Also carries every entry of the table `T`.
     pub fn with_table<T: KernelTable>(self) -> Self {
-        T::ENTRIES.iter().fold(self, |gpu, entry| gpu.with_kernel(entry.module, entry.entry))
+        T::ENTRIES.iter().fold(self, |gpu, entry| gpu.with_entry(entry))
     }
 
     /// No longer carries `module::entry`; a module left with no entry is no longer carried.
@@ -137,22 +146,43 @@ impl FakeBackend {
 
     fn describe_arg(&self, arg: &KernelArg<'_>) -> Result<FakeArg, BackendError> {
         Ok(match arg {
-            KernelArg::Buffer(buffer) => self.describe_buffer(buffer, false)?,
-            KernelArg::BufferMut(buffer) => self.describe_buffer(buffer, true)?,
-            KernelArg::Slice(buffer, range) => {
-                self.memory.storage(buffer)?;
-                check_range(buffer, range)?;
-                FakeArg::Buffer { dtype: buffer.dtype(), len: range.len(), writable: false }
+            KernelArg::Read(view) => {
+                self.memory.storage(view.buffer())?;
+                view.checked_range()?;
+                FakeArg::Buffer { dtype: view.dtype(), len: view.len(), writable: false }
+            }
+            KernelArg::Write(view) => {
+                self.memory.storage(view.buffer())?;
+                view.checked_range()?;
+                FakeArg::Buffer { dtype: view.dtype(), len: view.len(), writable: true }
             }
             KernelArg::U32(value) => FakeArg::U32(*value),
             KernelArg::I32(value) => FakeArg::I32(*value),
+            KernelArg::U64(value) => FakeArg::U64(*value),
             KernelArg::F32(value) => FakeArg::F32(*value),
         })
     }
 
-    fn describe_buffer(&self, buffer: &DeviceBuffer, writable: bool) -> Result<FakeArg, BackendError> {
-        self.memory.storage(buffer)?;
-        Ok(FakeArg::Buffer { dtype: buffer.dtype(), len: buffer.len(), writable })
+    /// Records a launch, checked against the entry's signature or not.
+    fn record_launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &[KernelArg<'_>],
+        checked: bool,
+    ) -> Result<(), BackendError> {
+        let registered = self.kernels.get(kernel, &self.describe())?;
+        if checked {
+            signature::check(&registered.entry, &geometry, args)?;
+        }
+        let args = args.iter().map(|arg| self.describe_arg(arg)).collect::<Result<_, _>>()?;
+        self.record().launches.push(FakeLaunch {
+            module: registered.entry.module.to_owned(),
+            entry: registered.entry.entry.to_owned(),
+            geometry,
+            args,
+        });
+        Ok(())
     }
 }
 
@@ -165,19 +195,20 @@ impl GpuBackend for FakeBackend {
         self.kernels.has_module(module) || self.failing.contains_key(module)
     }
 
-    fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
-        self.record().lookups.push((module.to_owned(), entry.to_owned()));
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        let (module, name) = (entry.module, entry.entry);
+        self.record().lookups.push((module.to_owned(), name.to_owned()));
         if let Some(message) = self.failing.get(module) {
             return Err(LookupError::Failed {
                 module: module.to_owned(),
-                entry: entry.to_owned(),
+                entry: name.to_owned(),
                 source: BackendError::Driver {
                     operation: format!("loading module `{module}`"),
                     source: message.clone().into(),
                 },
             });
         }
-        self.kernels.lookup(module, entry)
+        self.kernels.lookup(entry)
     }
 
     crate::host::host_memory_methods!(memory);
@@ -188,15 +219,18 @@ impl GpuBackend for FakeBackend {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        let registered = self.kernels.get(kernel, &self.describe())?;
-        let args = args.iter().map(|arg| self.describe_arg(arg)).collect::<Result<_, _>>()?;
-        self.record().launches.push(FakeLaunch {
-            module: registered.module.clone(),
-            entry: registered.entry.clone(),
-            geometry,
-            args,
-        });
-        Ok(())
+        self.record_launch(kernel, geometry, args, true)
+    }
+
+    /// Records the launch without the signature check; nothing runs, so nothing here relies on
+    /// the caller's promises.
+    unsafe fn launch_unchecked(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.record_launch(kernel, geometry, args, false)
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {

@@ -1,43 +1,8 @@
-//! What a CPU kernel declares (its parameter kinds) and what it receives (typed host slices and
-//! scalars), plus the error a kernel returns when it refuses a launch.
+//! What a CPU kernel receives (typed host slices and scalars, in the entry's parameter order),
+//! plus the error a kernel returns when it refuses a launch.
 
-use std::fmt;
 
 use half::bf16;
-
-/// The kind of one kernel parameter, as the CUDA signature spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ParamKind {
-    /// `const bf16*`: a bf16 buffer the kernel only reads.
-    ConstBf16,
-    /// `bf16*`: a bf16 buffer the kernel writes.
-    MutBf16,
-    /// `const f32*`: an f32 buffer the kernel only reads.
-    ConstF32,
-    /// `f32*`: an f32 buffer the kernel writes.
-    MutF32,
-    /// A `u32` scalar.
-    U32,
-    /// An `i32` scalar.
-    I32,
-    /// An `f32` scalar.
-    F32,
-}
-
-impl fmt::Display for ParamKind {
-    /// The C spelling (`const bf16*`, `f32*`, `u32`), the form the ABI tables use.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ParamKind::ConstBf16 => "const bf16*",
-            ParamKind::MutBf16 => "bf16*",
-            ParamKind::ConstF32 => "const f32*",
-            ParamKind::MutF32 => "f32*",
-            ParamKind::U32 => "u32",
-            ParamKind::I32 => "i32",
-            ParamKind::F32 => "f32",
-        })
-    }
-}
 
 /// One launch argument as a CPU kernel sees it: buffers become host slices of their element type.
 #[derive(Debug)]
@@ -50,25 +15,34 @@ pub enum CpuArg<'a> {
     ConstF32(&'a [f32]),
     /// An `f32*` parameter.
     MutF32(&'a mut [f32]),
+    /// A `const u32*` parameter.
+    ConstU32(&'a [u32]),
+    /// A `u32*` parameter.
+    MutU32(&'a mut [u32]),
     /// A `u32` parameter.
     U32(u32),
     /// An `i32` parameter.
     I32(i32),
+    /// A `u64` parameter.
+    U64(u64),
     /// An `f32` scalar parameter.
     F32(f32),
 }
 
 impl<'a> CpuArg<'a> {
-    /// The parameter kind this argument fills.
-    pub fn kind(&self) -> ParamKind {
+    /// The C spelling of the parameter this argument fills (`const bf16*`, `u32`).
+    pub fn describe(&self) -> &'static str {
         match self {
-            CpuArg::ConstBf16(_) => ParamKind::ConstBf16,
-            CpuArg::MutBf16(_) => ParamKind::MutBf16,
-            CpuArg::ConstF32(_) => ParamKind::ConstF32,
-            CpuArg::MutF32(_) => ParamKind::MutF32,
-            CpuArg::U32(_) => ParamKind::U32,
-            CpuArg::I32(_) => ParamKind::I32,
-            CpuArg::F32(_) => ParamKind::F32,
+            CpuArg::ConstBf16(_) => "const bf16*",
+            CpuArg::MutBf16(_) => "bf16*",
+            CpuArg::ConstF32(_) => "const f32*",
+            CpuArg::MutF32(_) => "f32*",
+            CpuArg::ConstU32(_) => "const u32*",
+            CpuArg::MutU32(_) => "u32*",
+            CpuArg::U32(_) => "u32",
+            CpuArg::I32(_) => "i32",
+            CpuArg::U64(_) => "u64",
+            CpuArg::F32(_) => "f32",
         }
     }
 
@@ -77,10 +51,23 @@ impl<'a> CpuArg<'a> {
         match *self {
             CpuArg::ConstBf16(data) => Some(CpuArg::ConstBf16(data)),
             CpuArg::ConstF32(data) => Some(CpuArg::ConstF32(data)),
+            CpuArg::ConstU32(data) => Some(CpuArg::ConstU32(data)),
             CpuArg::U32(value) => Some(CpuArg::U32(value)),
             CpuArg::I32(value) => Some(CpuArg::I32(value)),
+            CpuArg::U64(value) => Some(CpuArg::U64(value)),
             CpuArg::F32(value) => Some(CpuArg::F32(value)),
-            CpuArg::MutBf16(_) | CpuArg::MutF32(_) => None,
+            CpuArg::MutBf16(_) | CpuArg::MutF32(_) | CpuArg::MutU32(_) => None,
+        }
+    }
+
+    /// The argument read only: a mutable buffer becomes a shared one (as C passes `T*` for
+    /// `const T*`); anything else is unchanged.
+    pub(crate) fn into_shared(self) -> CpuArg<'a> {
+        match self {
+            CpuArg::MutBf16(data) => CpuArg::ConstBf16(data),
+            CpuArg::MutF32(data) => CpuArg::ConstF32(data),
+            CpuArg::MutU32(data) => CpuArg::ConstU32(data),
+            other => other,
         }
     }
 }
@@ -112,8 +99,8 @@ impl From<&str> for KernelError {
     }
 }
 
-/// The arguments of one launch, already checked against the kernel's declared signature; a
-/// kernel takes them by position.
+/// The arguments of one launch, already checked against the entry's signature; a kernel takes
+/// them by position.
 ///
 /// Mutable buffers are moved out (so two `&mut` to one buffer can never coexist); shared buffers
 /// and scalars can be read any number of times. Asking for the wrong kind is an error, not a
@@ -124,15 +111,15 @@ pub struct CpuArgs<'a> {
 }
 
 macro_rules! accessors {
-    ($($(#[$doc:meta])* $name:ident: $variant:ident -> $ty:ty;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident: $variant:ident ($spelling:literal) -> $ty:ty;)*) => {$(
         $(#[$doc])*
         pub fn $name(&mut self, index: usize) -> Result<$ty, KernelError> {
             match self.take(index)? {
                 CpuArg::$variant(value) => Ok(value),
                 other => Err(KernelError::new(format!(
                     "argument {index} is a `{}`, not a `{}`",
-                    other.kind(),
-                    ParamKind::$variant,
+                    other.describe(),
+                    $spelling,
                 ))),
             }
         }
@@ -156,19 +143,25 @@ impl<'a> CpuArgs<'a> {
 
     accessors! {
         /// Argument `index`, a `const bf16*` buffer.
-        const_bf16: ConstBf16 -> &'a [bf16];
+        const_bf16: ConstBf16 ("const bf16*") -> &'a [bf16];
         /// Argument `index`, a `bf16*` buffer; it can be taken once.
-        mut_bf16: MutBf16 -> &'a mut [bf16];
+        mut_bf16: MutBf16 ("bf16*") -> &'a mut [bf16];
         /// Argument `index`, a `const f32*` buffer.
-        const_f32: ConstF32 -> &'a [f32];
+        const_f32: ConstF32 ("const f32*") -> &'a [f32];
         /// Argument `index`, an `f32*` buffer; it can be taken once.
-        mut_f32: MutF32 -> &'a mut [f32];
+        mut_f32: MutF32 ("f32*") -> &'a mut [f32];
+        /// Argument `index`, a `const u32*` buffer.
+        const_u32: ConstU32 ("const u32*") -> &'a [u32];
+        /// Argument `index`, a `u32*` buffer; it can be taken once.
+        mut_u32: MutU32 ("u32*") -> &'a mut [u32];
         /// Argument `index`, a `u32` scalar.
-        u32: U32 -> u32;
+        u32: U32 ("u32") -> u32;
         /// Argument `index`, an `i32` scalar.
-        i32: I32 -> i32;
+        i32: I32 ("i32") -> i32;
+        /// Argument `index`, a `u64` scalar.
+        u64: U64 ("u64") -> u64;
         /// Argument `index`, an `f32` scalar.
-        f32: F32 -> f32;
+        f32: F32 ("f32") -> f32;
     }
 
     fn take(&mut self, index: usize) -> Result<CpuArg<'a>, KernelError> {

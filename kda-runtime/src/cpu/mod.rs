@@ -1,26 +1,50 @@
-//! The CPU backend: host memory, and kernels that are Rust functions registered under
-//! `(module, entry)` with a declared signature.
+//! The CPU backend: host memory, and kernels that are Rust functions registered against table
+//! entries, whose signatures come from the manifest.
 //!
-//! It knows nothing of any model: a model crate registers its reference kernels into it. Launches
-//! are checked against the declared signature before the kernel runs, so a wrong argument list is
-//! an error naming the parameter, never a panic or a misread buffer.
+//! It knows nothing of any model: a model crate registers its reference kernels into it. Safe
+//! launches are checked against the entry's signature before the kernel runs, as on every
+//! backend, so a wrong argument list is an error naming the parameter, never a panic or a misread
+//! buffer.
 //!
 //! ```
-//! use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError, ParamKind};
-//! use kda_runtime::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
+//! use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
+//! use kda_runtime::signature::{Access, Extent, KernelParam, Op, ParamKind, ScalarKind, Signature};
+//! use kda_runtime::{DType, GpuBackend, GpuBackendExt, KernelEntry, LaunchGeometry};
+//!
+//! const SCALE: KernelEntry = KernelEntry {
+//!     signature: Some(&Signature {
+//!         params: &[
+//!             KernelParam {
+//!                 name: "data",
+//!                 kind: ParamKind::Buffer {
+//!                     dtype: DType::F32,
+//!                     access: Access::Write,
+//!                     extent: Extent { text: "n", program: &[Op::Scalar(1)] },
+//!                 },
+//!             },
+//!             KernelParam { name: "n", kind: ParamKind::Scalar(ScalarKind::U32) },
+//!             KernelParam { name: "factor", kind: ParamKind::Scalar(ScalarKind::F32) },
+//!         ],
+//!         requires: &[],
+//!     }),
+//!     ..KernelEntry::named("ops", "scale")
+//! };
 //!
 //! fn scale(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-//!     let data = args.mut_f32(0)?;
-//!     let factor = args.f32(1)?;
-//!     data.iter_mut().for_each(|x| *x *= factor);
+//!     let (data, n, factor) = (args.mut_f32(0)?, args.u32(1)? as usize, args.f32(2)?);
+//!     data[..n].iter_mut().for_each(|x| *x *= factor);
 //!     Ok(())
 //! }
 //!
-//! let gpu = CpuBackend::new().with_kernel("ops", "scale", &[ParamKind::MutF32, ParamKind::F32], scale);
+//! let gpu = CpuBackend::new().with_kernel(&SCALE, scale);
 //! let mut data = gpu.upload(&[1.0f32, 2.0])?;
-//! let kernel = gpu.lookup("ops", "scale")?;
-//! gpu.launch(kernel, LaunchGeometry::linear(2, 256), &mut [(&mut data).into(), 3.0f32.into()])?;
+//! let kernel = gpu.lookup(&SCALE)?;
+//! let geometry = LaunchGeometry::linear(2, 256);
+//! gpu.launch(kernel, geometry, &mut [(&mut data).into(), 2u32.into(), 3.0f32.into()])?;
 //! assert_eq!(gpu.download::<f32>(&data)?, [3.0, 6.0]);
+//! // Three elements of a two-element buffer: refused before the kernel runs.
+//! let refused = gpu.launch(kernel, geometry, &mut [(&mut data).into(), 3u32.into(), 3.0f32.into()]);
+//! assert!(refused.unwrap_err().to_string().contains("at least 3 elements"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -28,29 +52,26 @@ mod args;
 
 use std::fmt;
 
-pub use args::{CpuArg, CpuArgs, KernelError, ParamKind};
+pub use args::{CpuArg, CpuArgs, KernelError};
 
-use crate::host::{HostMemory, HostStorage, check_range};
+use crate::host::{HostMemory, HostStorage};
 use crate::registry::KernelRegistry;
-use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry,
-    LookupError,
-};
+use crate::signature::{self, Access, ParamKind};
+use crate::{BackendError, BackendId, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry, LookupError};
 
 type KernelFn = dyn Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync;
 
-/// A registered kernel: its declared signature and the function that runs it.
+/// A registered kernel: the function that runs it (its signature is its entry's).
 struct CpuKernel {
-    signature: Vec<ParamKind>,
     function: Box<KernelFn>,
 }
 
 /// A backend that runs registered Rust functions on host memory.
 ///
 /// Built by value: [`CpuBackend::with_kernel`] adds an entry, [`CpuBackend::without`] removes one
-/// to emulate a target that lacks it. The launch geometry is accepted and ignored: a CPU kernel
-/// covers its whole problem in one call (parallelising internally as it sees fit), so grid and
-/// block sizes have nothing to select. Launches run synchronously, so
+/// to emulate a target that lacks it. The launch geometry is checked against the entry's
+/// requirements and otherwise ignored: a CPU kernel covers its whole problem in one call
+/// (parallelising internally as it sees fit), so grid and block sizes have nothing to select. Launches run synchronously, so
 /// [`GpuBackend::synchronize`] has nothing to wait for.
 pub struct CpuBackend {
     id: BackendId,
@@ -80,17 +101,13 @@ impl CpuBackend {
         Self { id, memory: HostMemory::new(id), kernels: KernelRegistry::new(id) }
     }
 
-    /// Also carries `module::entry`, run by `function` with arguments matching `signature`.
-    /// Registering an entry again replaces its signature and function.
-    pub fn with_kernel<F>(mut self, module: &str, entry: &str, signature: &[ParamKind], function: F) -> Self
+    /// Also carries `entry`, run by `function`; launches are checked against the entry's
+    /// signature. Registering an entry again replaces its function.
+    pub fn with_kernel<F>(mut self, entry: &KernelEntry, function: F) -> Self
     where
         F: Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
     {
-        self.kernels.insert(
-            module,
-            entry,
-            CpuKernel { signature: signature.to_vec(), function: Box::new(function) },
-        );
+        self.kernels.insert(*entry, CpuKernel { function: Box::new(function) });
         self
     }
 
@@ -101,75 +118,72 @@ impl CpuBackend {
         self
     }
 
-    /// Turns one launch argument into what the kernel sees, if it fits parameter `index` of kind
-    /// `kind`.
+    /// Turns the launch arguments into what the kernel sees: views become host slices of their
+    /// element type (a read-only parameter gets a shared slice even from a mutable view).
     fn bind<'s>(
         &self,
-        index: usize,
-        kind: ParamKind,
-        arg: &'s mut KernelArg<'_>,
-    ) -> Result<CpuArg<'s>, String> {
-        let found = found(arg);
-        let mismatch = |found: &str| format!("parameter {index}: expected `{kind}`, found `{found}`");
-        let foreign = |error: BackendError| format!("parameter {index}: {error}");
-        match (kind, arg) {
-            (ParamKind::U32, KernelArg::U32(value)) => Ok(CpuArg::U32(*value)),
-            (ParamKind::I32, KernelArg::I32(value)) => Ok(CpuArg::I32(*value)),
-            (ParamKind::F32, KernelArg::F32(value)) => Ok(CpuArg::F32(*value)),
-            // As in C, a writable buffer may fill a `const T*` parameter.
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Buffer(buffer)) => {
-                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
-            }
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::BufferMut(buffer)) => {
-                self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))
-            }
-            (ParamKind::ConstBf16 | ParamKind::ConstF32, KernelArg::Slice(buffer, range)) => {
-                check_range(buffer, range).map_err(foreign)?;
-                let whole = self.shared(kind, buffer).map_err(foreign)?.ok_or_else(|| mismatch(&found))?;
-                Ok(match whole {
-                    CpuArg::ConstBf16(data) => CpuArg::ConstBf16(&data[range.clone()]),
-                    CpuArg::ConstF32(data) => CpuArg::ConstF32(&data[range.clone()]),
-                    other => other,
-                })
-            }
-            (ParamKind::MutBf16 | ParamKind::MutF32, KernelArg::BufferMut(buffer)) => {
-                let storage = self.memory.storage_mut(buffer).map_err(foreign)?;
-                match (kind, storage) {
-                    (ParamKind::MutBf16, HostStorage::Bf16(data)) => Ok(CpuArg::MutBf16(data)),
-                    (ParamKind::MutF32, HostStorage::F32(data)) => Ok(CpuArg::MutF32(data)),
-                    _ => Err(mismatch(&found)),
+        entry: &KernelEntry,
+        args: &'s mut [KernelArg<'_>],
+    ) -> Result<Vec<CpuArg<'s>>, BackendError> {
+        let read_only = |index: usize| {
+            entry
+                .signature
+                .and_then(|signature| signature.params.get(index))
+                .is_some_and(|param| matches!(param.kind, ParamKind::Buffer { access: Access::Read, .. }))
+        };
+        args.iter_mut()
+            .enumerate()
+            .map(|(index, arg)| {
+                let bound = self.bind_one(arg)?;
+                Ok(if read_only(index) { bound.into_shared() } else { bound })
+            })
+            .collect()
+    }
+
+    fn bind_one<'s>(&self, arg: &'s mut KernelArg<'_>) -> Result<CpuArg<'s>, BackendError> {
+        Ok(match arg {
+            KernelArg::Read(view) => {
+                let range = view.checked_range()?;
+                match self.memory.storage(view.buffer())? {
+                    HostStorage::Bf16(data) => CpuArg::ConstBf16(&data[range]),
+                    HostStorage::F32(data) => CpuArg::ConstF32(&data[range]),
+                    HostStorage::U32(data) => CpuArg::ConstU32(&data[range]),
                 }
             }
-            _ => Err(mismatch(&found)),
-        }
-    }
-
-    /// A `const` view of `buffer` if it is this backend's and holds `kind`'s element type.
-    fn shared<'s>(
-        &self,
-        kind: ParamKind,
-        buffer: &'s DeviceBuffer,
-    ) -> Result<Option<CpuArg<'s>>, BackendError> {
-        Ok(match (kind, self.memory.storage(buffer)?) {
-            (ParamKind::ConstBf16, HostStorage::Bf16(data)) => Some(CpuArg::ConstBf16(data)),
-            (ParamKind::ConstF32, HostStorage::F32(data)) => Some(CpuArg::ConstF32(data)),
-            _ => None,
+            KernelArg::Write(view) => {
+                let range = view.checked_range()?;
+                match self.memory.storage_mut(view.buffer_mut())? {
+                    HostStorage::Bf16(data) => CpuArg::MutBf16(&mut data[range]),
+                    HostStorage::F32(data) => CpuArg::MutF32(&mut data[range]),
+                    HostStorage::U32(data) => CpuArg::MutU32(&mut data[range]),
+                }
+            }
+            KernelArg::U32(value) => CpuArg::U32(*value),
+            KernelArg::I32(value) => CpuArg::I32(*value),
+            KernelArg::U64(value) => CpuArg::U64(*value),
+            KernelArg::F32(value) => CpuArg::F32(*value),
         })
     }
-}
 
-/// A launch argument in the C spelling of the parameter kind it would fill.
-fn found(arg: &KernelArg<'_>) -> String {
-    let pointer = |dtype: DType, writable: bool| {
-        if writable { format!("{dtype}*") } else { format!("const {dtype}*") }
-    };
-    match arg {
-        KernelArg::Buffer(buffer) => pointer(buffer.dtype(), false),
-        KernelArg::BufferMut(buffer) => pointer(buffer.dtype(), true),
-        KernelArg::Slice(buffer, _) => pointer(buffer.dtype(), false),
-        KernelArg::U32(_) => "u32".to_owned(),
-        KernelArg::I32(_) => "i32".to_owned(),
-        KernelArg::F32(_) => "f32".to_owned(),
+    /// Binds `args` and runs the kernel behind `kernel`, checked against its signature or not.
+    fn run(
+        &self,
+        kernel: KernelHandle,
+        geometry: &LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+        checked: bool,
+    ) -> Result<(), BackendError> {
+        let registered = self.kernels.get(kernel, &self.describe())?;
+        let entry = &registered.entry;
+        if checked {
+            signature::check(entry, geometry, args)?;
+        }
+        let bound = self.bind(entry, args)?;
+        (registered.kernel.function)(CpuArgs::new(bound)).map_err(|error| BackendError::Launch {
+            module: entry.module.to_owned(),
+            entry: entry.entry.to_owned(),
+            reason: error.to_string(),
+        })
     }
 }
 
@@ -182,45 +196,34 @@ impl GpuBackend for CpuBackend {
         self.kernels.has_module(module)
     }
 
-    fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
-        self.kernels.lookup(module, entry)
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.kernels.lookup(entry)
     }
 
     crate::host::host_memory_methods!(memory);
 
-    /// Checks `args` against the kernel's signature, then runs it to completion on this thread
-    /// (and whatever threads the kernel itself uses). `geometry` is ignored.
+    /// Checks `args` against the entry's signature, then runs the kernel to completion on this
+    /// thread (and whatever threads the kernel itself uses). `geometry` is checked against the
+    /// entry's requirements, then ignored: a CPU kernel covers its whole problem in one call.
     fn launch(
         &self,
         kernel: KernelHandle,
-        _geometry: LaunchGeometry,
+        geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        let registered = self.kernels.get(kernel, &self.describe())?;
-        let cpu_kernel = &registered.kernel;
-        let refused = |reason: String| BackendError::Launch {
-            module: registered.module.clone(),
-            entry: registered.entry.clone(),
-            reason,
-        };
-        let signature = &cpu_kernel.signature;
-        if args.len() != signature.len() {
-            let expected = signature.iter().map(ToString::to_string).collect::<Vec<_>>();
-            return Err(refused(format!(
-                "expected {} arguments ({}), got {}",
-                signature.len(),
-                expected.join(", "),
-                args.len()
-            )));
-        }
-        let bound = args
-            .iter_mut()
-            .zip(signature)
-            .enumerate()
-            .map(|(index, (arg, &kind))| self.bind(index, kind, arg))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(refused)?;
-        (cpu_kernel.function)(CpuArgs::new(bound)).map_err(|error| refused(error.to_string()))
+        self.run(kernel, &geometry, args, true)
+    }
+
+    /// Runs the kernel without the signature check. Nothing here relies on the caller's
+    /// promises: views are bounds-checked as they become slices and the kernel reads its
+    /// arguments through checked accessors, so a wrong argument list is an `Err` here too.
+    unsafe fn launch_unchecked(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.run(kernel, &geometry, args, false)
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {

@@ -1,7 +1,7 @@
 //! Turning [`KernelArg`]s into a cudarc launch.
 
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 
 use super::CudaBackend;
 use crate::{BackendError, KernelArg, LaunchGeometry};
@@ -11,38 +11,51 @@ const DEFAULT_SHARED_MEMORY: u32 = 48 * 1024;
 
 /// An argument ready to push: device memory borrowed for the launch, or a scalar.
 enum Prepared<'a> {
-    Shared(&'a CudaSlice<u8>),
-    Exclusive(&'a mut CudaSlice<u8>),
     View(CudaView<'a, u8>),
+    ViewMut(CudaViewMut<'a, u8>),
     U32(u32),
     I32(i32),
+    U64(u64),
     F32(f32),
 }
 
-/// Launches `function` with `args` on the backend's stream.
-pub(super) fn launch(
+/// Launches `function` with `args` on the backend's stream. Views must be this backend's and lie
+/// inside their buffers (checked here).
+///
+/// # Safety
+///
+/// The conditions of [`GpuBackend::launch_unchecked`](crate::GpuBackend::launch_unchecked):
+/// `args` are the kernel's parameters in order and of its C types, every view holds what the
+/// kernel touches through it, and written buffers come as mutable views.
+pub(super) unsafe fn launch(
     gpu: &CudaBackend,
     function: &CudaFunction,
     geometry: LaunchGeometry,
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
+    let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes)
+        .map_err(|_| BackendError::Launch {
+            module: String::new(),
+            entry: String::new(),
+            reason: format!("{} bytes of dynamic shared memory", geometry.shared_mem_bytes),
+        })?;
     if geometry.shared_mem_bytes > DEFAULT_SHARED_MEMORY {
         function
             .set_attribute(
                 CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                geometry.shared_mem_bytes as i32,
+                shared_mem_bytes,
             )
             .map_err(|error| gpu.driver("raising the dynamic shared memory limit", error))?;
     }
     let mut builder = gpu.stream.launch_builder(function);
     for arg in &mut prepared {
         match arg {
-            Prepared::Shared(slice) => builder.arg(*slice),
-            Prepared::Exclusive(slice) => builder.arg(&mut **slice),
             Prepared::View(view) => builder.arg(&*view),
+            Prepared::ViewMut(view) => builder.arg(view),
             Prepared::U32(value) => builder.arg(&*value),
             Prepared::I32(value) => builder.arg(&*value),
+            Prepared::U64(value) => builder.arg(&*value),
             Prepared::F32(value) => builder.arg(&*value),
         };
     }
@@ -51,23 +64,31 @@ pub(super) fn launch(
         block_dim: geometry.block,
         shared_mem_bytes: geometry.shared_mem_bytes,
     };
-    // SAFETY: every argument is the device memory or scalar the caller passed in the kernel's
-    // parameter order; buffers are this backend's, slices lie inside their buffers, and
-    // `KernelArg` borrows keep them alive and unaliased for the launch.
+    // SAFETY: the caller guarantees the arguments are the kernel's parameters, in order, of its C
+    // types, and that every view covers what the kernel touches; `prepare` made each view from a
+    // buffer of this backend and a range inside it; the `KernelArg` borrows keep the memory
+    // alive, and exclusive where the kernel writes, until the launch has been enqueued, and
+    // cudarc's stream ordering keeps later frees and copies behind it.
     unsafe { builder.launch(config) }.map(drop).map_err(|error| gpu.driver("launching a kernel", error))
 }
 
 fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
     Ok(match arg {
-        KernelArg::Buffer(buffer) => Prepared::Shared(&gpu.storage(buffer)?.bytes),
-        KernelArg::BufferMut(buffer) => Prepared::Exclusive(&mut gpu.storage_mut(buffer)?.bytes),
-        KernelArg::Slice(buffer, range) => {
-            crate::host::check_range(buffer, range)?;
-            let size = buffer.dtype().size();
-            Prepared::View(gpu.storage(buffer)?.bytes.slice(range.start * size..range.end * size))
+        KernelArg::Read(view) => {
+            let range = view.checked_range()?;
+            let size = view.dtype().size();
+            let bytes = &gpu.storage(view.buffer())?.bytes;
+            Prepared::View(bytes.slice(range.start * size..range.end * size))
+        }
+        KernelArg::Write(view) => {
+            let range = view.checked_range()?;
+            let size = view.dtype().size();
+            let bytes = &mut gpu.storage_mut(view.buffer_mut())?.bytes;
+            Prepared::ViewMut(bytes.slice_mut(range.start * size..range.end * size))
         }
         KernelArg::U32(value) => Prepared::U32(*value),
         KernelArg::I32(value) => Prepared::I32(*value),
+        KernelArg::U64(value) => Prepared::U64(*value),
         KernelArg::F32(value) => Prepared::F32(*value),
     })
 }

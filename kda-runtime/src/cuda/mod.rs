@@ -13,10 +13,10 @@ use std::time::Duration;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError};
 
 use crate::{
-    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle,
-    KernelImage, LaunchGeometry, LookupError,
+    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry,
+    KernelHandle, KernelImage, LaunchGeometry, LookupError, signature,
 };
-use modules::ModuleCache;
+use modules::{ModuleCache, Resolved};
 
 /// A CUDA device, its stream, and the kernel images it can load.
 pub struct CudaBackend {
@@ -94,6 +94,17 @@ impl CudaBackend {
         buffer.storage_mut().ok_or(foreign)
     }
 
+    /// The function behind `kernel`, if this backend issued it.
+    fn resolved(&self, kernel: KernelHandle) -> Result<Resolved, BackendError> {
+        if kernel.backend() != self.id {
+            return Err(self.foreign(&kernel.to_string()));
+        }
+        self.modules.function(kernel.index()).ok_or_else(|| BackendError::UnknownHandle {
+            backend: self.description.clone(),
+            index: kernel.index(),
+        })
+    }
+
     fn foreign(&self, what: &str) -> BackendError {
         BackendError::ForeignResource { what: what.to_owned(), backend: self.description.clone() }
     }
@@ -139,16 +150,18 @@ impl GpuBackend for CudaBackend {
         self.modules.carries(module)
     }
 
-    fn lookup(&self, module: &str, entry: &str) -> Result<KernelHandle, LookupError> {
-        self.modules.lookup(module, entry, &self.description).map(|index| KernelHandle::new(self.id, index))
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.modules.lookup(entry, &self.description).map(|index| KernelHandle::new(self.id, index))
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        let bytes = dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
         // cuMemAlloc refuses zero bytes; an empty buffer still owns one.
-        let bytes = (len * dtype.size()).max(1);
-        let bytes =
-            self.stream.alloc_zeros::<u8>(bytes).map_err(|e| self.driver("allocating device memory", e))?;
-        Ok(DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes })))
+        let bytes = self
+            .stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .map_err(|e| self.driver("allocating device memory", e))?;
+        DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes }))
     }
 
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
@@ -198,14 +211,31 @@ impl GpuBackend for CudaBackend {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        if kernel.backend() != self.id {
-            return Err(self.foreign(&format!("kernel handle {:#x}", kernel.get())));
-        }
-        let function = self.modules.function(kernel.index()).ok_or_else(|| BackendError::UnknownHandle {
-            backend: self.description.clone(),
-            index: kernel.index(),
-        })?;
-        launch::launch(self, &function, geometry, args)
+        let resolved = self.resolved(kernel)?;
+        signature::check(&resolved.entry, &geometry, args)?;
+        // SAFETY: `launch_unchecked`'s conditions hold:
+        // - `signature::check` just proved the argument count, each argument's kind, element type
+        //   and access, every view at least as long as its extent at these scalar values, and
+        //   every requirement of the entry (block shape, supported sizes) at this geometry;
+        // - the kernel takes exactly the signature's C types: `ModuleCache::lookup` compared the
+        //   loaded function's parameter layout (`cuFuncGetParamInfo`) with the signature when it
+        //   issued this handle, and the build step (`kda_build::cuda`) checked the exact C types
+        //   of the compiled source against the manifest with nvcc;
+        // - the extents are what the kernel touches: that is the manifest's contract for the
+        //   kernel, the one fact the kernel's author states and the reference kernels are tested
+        //   against.
+        unsafe { launch::launch(self, &resolved.function, geometry, args) }
+    }
+
+    unsafe fn launch_unchecked(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        let resolved = self.resolved(kernel)?;
+        // SAFETY: the caller upholds `launch_unchecked`'s contract, which is `launch::launch`'s.
+        unsafe { launch::launch(self, &resolved.function, geometry, args) }
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {

@@ -1,0 +1,418 @@
+//! The launch contract of a kernel entry, as the derive emits it from the manifest's `params` and
+//! `requires`, and the check every safe launch runs against it before anything reaches a device.
+//!
+//! Extents and requirements are small postfix programs over the launch's integer scalars, the
+//! `[defines]` (folded to literals by the derive) and the launch geometry, evaluated in `u64`:
+//! overflow, subtraction below zero and division by zero are errors, never a wrapped size.
+
+use std::fmt;
+
+use crate::{BackendError, DType, KernelArg, KernelEntry, LaunchGeometry};
+
+/// The parameters of a kernel, in order, and what a launch must satisfy beyond their extents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// The parameters, in the kernel's order.
+    pub params: &'static [KernelParam],
+    /// Preconditions (supported sizes, the block shape the kernel needs), all of which must hold.
+    pub requires: &'static [Requirement],
+}
+
+/// One parameter of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelParam {
+    /// Its name in the manifest (and the launcher's field).
+    pub name: &'static str,
+    /// What it takes.
+    pub kind: ParamKind,
+}
+
+/// What a parameter takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// Device memory: at least `extent` elements of `dtype`.
+    Buffer {
+        /// The element type.
+        dtype: DType,
+        /// Whether the kernel writes it.
+        access: Access,
+        /// How many elements the kernel may touch.
+        extent: Extent,
+    },
+    /// A value passed by copy.
+    Scalar(ScalarKind),
+}
+
+/// Whether a kernel writes a buffer parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// `const T*`: read only; a read-only or a mutable view fills it.
+    Read,
+    /// `T*`: written; only a mutable view fills it.
+    Write,
+}
+
+/// The type of a scalar parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarKind {
+    /// `u32`.
+    U32,
+    /// `i32`.
+    I32,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+}
+
+impl ScalarKind {
+    /// The manifest spelling.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScalarKind::U32 => "u32",
+            ScalarKind::I32 => "i32",
+            ScalarKind::U64 => "u64",
+            ScalarKind::F32 => "f32",
+        }
+    }
+
+    /// Bytes of the value in the kernel's parameter buffer.
+    pub const fn size(self) -> usize {
+        match self {
+            ScalarKind::U64 => 8,
+            _ => 4,
+        }
+    }
+}
+
+impl ParamKind {
+    /// Bytes the parameter takes in the kernel's parameter buffer: a device pointer is 8.
+    pub const fn size(&self) -> usize {
+        match self {
+            ParamKind::Buffer { .. } => 8,
+            ParamKind::Scalar(scalar) => scalar.size(),
+        }
+    }
+}
+
+impl fmt::Display for ParamKind {
+    /// The manifest spelling without a name: `const bf16[m*k]`, `f32[n]`, `u32`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamKind::Buffer { dtype, access: Access::Read, extent } => write!(f, "const {dtype}[{extent}]"),
+            ParamKind::Buffer { dtype, access: Access::Write, extent } => write!(f, "{dtype}[{extent}]"),
+            ParamKind::Scalar(scalar) => f.write_str(scalar.name()),
+        }
+    }
+}
+
+/// The number of elements a buffer parameter may touch, as an expression of the launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Extent {
+    /// As the manifest writes it (`m*k`).
+    pub text: &'static str,
+    /// The expression in postfix order.
+    pub program: &'static [Op],
+}
+
+impl fmt::Display for Extent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text)
+    }
+}
+
+/// A precondition of a launch: a postfix program that must evaluate to true (non-zero).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Requirement {
+    /// As the manifest writes it (`block.x == GEMM_THREADS`).
+    pub text: &'static str,
+    /// The condition in postfix order.
+    pub program: &'static [Op],
+}
+
+/// One step of an extent or requirement program: pushes a value, or pops two and pushes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Pushes a literal (a `[defines]` constant arrives here as its value).
+    Literal(u64),
+    /// Pushes the integer scalar argument at this parameter position.
+    Scalar(u16),
+    /// Pushes a dimension of the launch geometry.
+    Launch(LaunchDim),
+    /// `a + b`.
+    Add,
+    /// `a - b`; below zero is an error.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a % b`; `b = 0` is an error.
+    Rem,
+    /// `⌈a / b⌉`; `b = 0` is an error.
+    Cdiv,
+    /// `a == b` (1 or 0).
+    Eq,
+    /// `a != b`.
+    Ne,
+    /// `a < b`.
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
+    /// `a || b`.
+    Or,
+}
+
+/// A dimension of the launch geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaunchDim {
+    /// Blocks in x.
+    GridX,
+    /// Blocks in y.
+    GridY,
+    /// Blocks in z.
+    GridZ,
+    /// Threads per block in x.
+    BlockX,
+    /// Threads per block in y.
+    BlockY,
+    /// Threads per block in z.
+    BlockZ,
+}
+
+impl LaunchDim {
+    fn of(self, geometry: &LaunchGeometry) -> u32 {
+        match self {
+            LaunchDim::GridX => geometry.grid.0,
+            LaunchDim::GridY => geometry.grid.1,
+            LaunchDim::GridZ => geometry.grid.2,
+            LaunchDim::BlockX => geometry.block.0,
+            LaunchDim::BlockY => geometry.block.1,
+            LaunchDim::BlockZ => geometry.block.2,
+        }
+    }
+}
+
+/// The deepest program the evaluator holds; the manifest parser bounds nesting well below it.
+const STACK_DEPTH: usize = 128;
+
+/// Why a program could not be evaluated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EvalError {
+    Overflow,
+    BelowZero,
+    DivisionByZero,
+    NegativeScalar,
+    Malformed,
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EvalError::Overflow => "it overflows u64",
+            EvalError::BelowZero => "a subtraction goes below zero",
+            EvalError::DivisionByZero => "it divides by zero",
+            EvalError::NegativeScalar => "a negative scalar cannot size anything",
+            EvalError::Malformed => "the program is malformed",
+        })
+    }
+}
+
+/// Evaluates `program` over the launch's `args` and `geometry`.
+fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -> Result<u64, EvalError> {
+    let mut stack = [0u64; STACK_DEPTH];
+    let mut depth = 0;
+    for op in program {
+        let value = match *op {
+            Op::Literal(value) => value,
+            Op::Scalar(index) => match args.get(usize::from(index)) {
+                Some(KernelArg::U32(value)) => u64::from(*value),
+                Some(KernelArg::U64(value)) => *value,
+                Some(KernelArg::I32(value)) => u64::try_from(*value).map_err(|_| EvalError::NegativeScalar)?,
+                _ => return Err(EvalError::Malformed),
+            },
+            Op::Launch(dim) => u64::from(dim.of(geometry)),
+            binary => {
+                if depth < 2 {
+                    return Err(EvalError::Malformed);
+                }
+                depth -= 2;
+                let (a, b) = (stack[depth], stack[depth + 1]);
+                apply(binary, a, b)?
+            }
+        };
+        *stack.get_mut(depth).ok_or(EvalError::Malformed)? = value;
+        depth += 1;
+    }
+    if depth == 1 { Ok(stack[0]) } else { Err(EvalError::Malformed) }
+}
+
+fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
+    let truth = |holds: bool| Ok(u64::from(holds));
+    match op {
+        Op::Add => a.checked_add(b).ok_or(EvalError::Overflow),
+        Op::Sub => a.checked_sub(b).ok_or(EvalError::BelowZero),
+        Op::Mul => a.checked_mul(b).ok_or(EvalError::Overflow),
+        Op::Rem => a.checked_rem(b).ok_or(EvalError::DivisionByZero),
+        Op::Cdiv => {
+            if b == 0 {
+                Err(EvalError::DivisionByZero)
+            } else {
+                Ok(a.div_ceil(b))
+            }
+        }
+        Op::Eq => truth(a == b),
+        Op::Ne => truth(a != b),
+        Op::Lt => truth(a < b),
+        Op::Le => truth(a <= b),
+        Op::Gt => truth(a > b),
+        Op::Ge => truth(a >= b),
+        Op::Or => truth(a != 0 || b != 0),
+        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) => Err(EvalError::Malformed),
+    }
+}
+
+/// Checks a launch of `entry` with `geometry` and `args` against the entry's signature: the
+/// argument count, every argument's kind, element type, access and extent, and every
+/// requirement. This is what makes a safe launch safe; backends run it before anything reaches
+/// the device.
+///
+/// A buffer argument may be longer than its extent (the kernel touches a prefix); a read-only
+/// parameter takes a mutable view too, as C passes `T*` for `const T*`.
+pub fn check(entry: &KernelEntry, geometry: &LaunchGeometry, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
+    let Some(signature) = entry.signature else {
+        return Err(BackendError::NoSignature { entry: *entry });
+    };
+    let params = signature.params;
+    if args.len() != params.len() {
+        let expected = params.iter().map(|p| format!("{} {}", p.kind, p.name)).collect::<Vec<_>>();
+        return Err(BackendError::ArgumentCount {
+            entry: *entry,
+            expected: format!("{} ({})", params.len(), expected.join(", ")),
+            found: args.len(),
+        });
+    }
+    let argument = |param: &KernelParam, expected: String, found: String| BackendError::Argument {
+        entry: *entry,
+        param: param.name,
+        expected,
+        found,
+    };
+    // Scalars first: extents read them, and a scalar of the wrong kind must be named as such.
+    for (param, arg) in params.iter().zip(args) {
+        if let ParamKind::Scalar(kind) = param.kind
+            && arg.scalar_kind() != Some(kind)
+        {
+            return Err(argument(param, kind.name().to_owned(), arg.describe()));
+        }
+    }
+    for (param, arg) in params.iter().zip(args) {
+        let ParamKind::Buffer { dtype, access, extent } = param.kind else { continue };
+        let Some((view_dtype, len, writable)) = arg.view() else {
+            return Err(argument(param, param.kind.to_string(), arg.describe()));
+        };
+        if access == Access::Write && !writable {
+            return Err(argument(param, format!("a mutable view ({})", param.kind), arg.describe()));
+        }
+        if view_dtype != dtype {
+            return Err(argument(param, format!("{dtype} elements"), format!("{view_dtype} elements")));
+        }
+        let needed = evaluate(extent.program, args, geometry).map_err(|error| {
+            argument(param, format!("an extent `{extent}` that can be evaluated"), format!("{error}"))
+        })?;
+        if (len as u64) < needed {
+            return Err(argument(
+                param,
+                format!("at least {needed} elements (`{extent}`)"),
+                format!("a view of {len} elements"),
+            ));
+        }
+    }
+    for requirement in signature.requires {
+        match evaluate(requirement.program, args, geometry) {
+            Ok(0) => {
+                return Err(BackendError::Requirement {
+                    entry: *entry,
+                    requirement: requirement.text,
+                    detail: describe_launch(params, args, geometry),
+                });
+            }
+            Ok(_) => {}
+            Err(error) => {
+                return Err(BackendError::Requirement {
+                    entry: *entry,
+                    requirement: requirement.text,
+                    detail: format!("cannot be evaluated: {error}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The integer scalars and the geometry of a launch, for a refused requirement.
+fn describe_launch(params: &[KernelParam], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -> String {
+    let scalars = params
+        .iter()
+        .zip(args)
+        .filter(|(param, _)| matches!(param.kind, ParamKind::Scalar(kind) if kind != ScalarKind::F32))
+        .map(|(param, arg)| format!("{} = {}", param.name, arg.describe_value()));
+    let (grid, block) = (geometry.grid, geometry.block);
+    let launch = [
+        format!("grid = ({}, {}, {})", grid.0, grid.1, grid.2),
+        format!("block = ({}, {}, {})", block.0, block.1, block.2),
+    ];
+    scalars.chain(launch).collect::<Vec<_>>().join(", ")
+}
+
+/// Where one parameter lies in a kernel's parameter buffer, in bytes: what
+/// `cuFuncGetParamInfo` reports for a loaded function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamSlot {
+    /// Offset from the start of the parameter buffer.
+    pub offset: usize,
+    /// Size.
+    pub size: usize,
+}
+
+/// The parameter buffer a kernel with `params` has: each parameter at the next offset aligned to
+/// its size (pointers and scalars are naturally aligned).
+pub fn expected_layout(params: &[KernelParam]) -> Vec<ParamSlot> {
+    let mut end = 0usize;
+    params
+        .iter()
+        .map(|param| {
+            let size = param.kind.size();
+            let offset = end.next_multiple_of(size);
+            end = offset + size;
+            ParamSlot { offset, size }
+        })
+        .collect()
+}
+
+/// Compares the parameter layout of a compiled kernel with the one `signature` implies; the
+/// error says what differs, naming the parameter.
+pub fn compare_layout(signature: &Signature, found: &[ParamSlot]) -> Result<(), String> {
+    let expected = expected_layout(signature.params);
+    if expected.len() != found.len() {
+        return Err(format!(
+            "the manifest declares {} parameters, the loaded kernel takes {}",
+            expected.len(),
+            found.len()
+        ));
+    }
+    for ((param, expected), found) in signature.params.iter().zip(&expected).zip(found) {
+        if expected != found {
+            return Err(format!(
+                "parameter `{}` (`{}`) should take {} bytes at offset {}, the loaded kernel has {} bytes at offset {}",
+                param.name, param.kind, expected.size, expected.offset, found.size, found.offset
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
