@@ -61,6 +61,12 @@ pub enum BackendError {
         /// The elements asked for.
         len: usize,
     },
+    /// A launch of an optional entry the target does not carry.
+    #[error("`{}` ({}::{}) is optional and this target does not carry it", entry.path(), entry.module, entry.entry)]
+    Absent {
+        /// The entry.
+        entry: KernelEntry,
+    },
     /// A safe launch of an entry the manifest gives no `params`: nothing to check it against.
     #[error(
         "`{}` ({}::{}) has no `params` in the manifest, so a launch of it cannot be checked: \

@@ -1,8 +1,9 @@
-//! `#[kernel_table(manifest = "...", table = "...", name = "...")]`.
+//! `#[kernel_table(manifest = "...", table = "...", name = "...", entry_points = N, required = N,
+//! optional = N)]`.
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
-use syn::{Attribute, Ident, LitStr};
+use syn::{Attribute, Ident, LitInt, LitStr};
 
 /// The keys of `#[kernel_table(...)]`, each with the literal the user wrote (for error spans).
 #[derive(Default)]
@@ -10,6 +11,12 @@ pub(super) struct Attrs {
     pub manifest: Option<LitStr>,
     pub table: Option<LitStr>,
     pub name: Option<Ident>,
+    /// The number of entries the deriving crate expects the table to have.
+    pub entry_points: Option<LitInt>,
+    /// The number of required entries it expects.
+    pub required: Option<LitInt>,
+    /// The number of optional entries it expects.
+    pub optional: Option<LitInt>,
     /// The first `#[kernel_table]` attribute, which errors about defaulted keys point at.
     pub span: Option<Span>,
 }
@@ -25,6 +32,16 @@ pub(super) fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Attrs 
             let slot = match key.as_str() {
                 "manifest" => &mut parsed.manifest,
                 "table" => &mut parsed.table,
+                "entry_points" | "required" | "optional" => {
+                    let slot = match key.as_str() {
+                        "entry_points" => &mut parsed.entry_points,
+                        "required" => &mut parsed.required,
+                        _ => &mut parsed.optional,
+                    };
+                    let literal: LitInt = meta.value()?.parse()?;
+                    literal.base10_parse::<usize>()?;
+                    return set_once(slot, literal, &meta.path);
+                }
                 "name" => {
                     let literal: LitStr = meta.value()?.parse()?;
                     let ident = literal
@@ -34,7 +51,10 @@ pub(super) fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Attrs 
                 }
                 _ => {
                     return Err(
-                        meta.error("unknown key in #[kernel_table]: expected `manifest`, `table` or `name`")
+                        meta.error(
+                            "unknown key in #[kernel_table]: expected `manifest`, `table`, `name`, \
+                             `entry_points`, `required` or `optional`",
+                        )
                     );
                 }
             };

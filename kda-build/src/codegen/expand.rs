@@ -7,7 +7,7 @@ use syn::{DeriveInput, Ident, LitStr};
 
 use super::attr::{self, snake_case};
 use super::locate::{ManifestFile, locate};
-use super::{DeriveSite, fallback};
+use super::{DeriveSite, contract, counts, fallback, launcher};
 use crate::manifest::{Manifest, Table};
 
 /// The default manifest, relative to the crate root.
@@ -51,8 +51,15 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
         table
     });
 
+    if let (Some(table), Some(file)) = (table, &file) {
+        errors.extend(counts::check(&attrs, table, &file.display));
+    }
     let body = match (table, &file) {
-        (Some(table), Some(file)) => generate(input, &kernels, table, file),
+        (Some(table), Some(file)) => generate(input, &kernels, table, file)
+            .unwrap_or_else(|message| {
+                errors.push(syn::Error::new(manifest_span, message));
+                fallback::expand(input, &kernels)
+            }),
         _ => fallback::expand(input, &kernels),
     };
     let errors = errors.iter().map(syn::Error::to_compile_error);
@@ -83,7 +90,12 @@ fn track(file: &ManifestFile) -> TokenStream {
 }
 
 /// The table of `table`, for the marker `input`, named `kernels`.
-fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &ManifestFile) -> TokenStream {
+fn generate(
+    input: &DeriveInput,
+    kernels: &Ident,
+    table: &Table,
+    file: &ManifestFile,
+) -> Result<TokenStream, String> {
     let vis = &input.vis;
     let marker = &input.ident;
     let table_name = &table.name;
@@ -100,6 +112,9 @@ fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &Manifest
             entry.location.line,
             if entry.optional { "; `None` where the target lacks it" } else { "" }
         );
+        let launch = entry.params.iter().map(|_| {
+            format!(" Launched through `launch_{}` with the arguments of its struct in the table's module.", entry.field)
+        });
         let ty = if entry.optional {
             quote!(::core::option::Option<::kda_runtime::KernelHandle>)
         } else {
@@ -108,20 +123,29 @@ fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &Manifest
         quote! {
             #( #[doc = #doc] #[doc = ""] )*
             #[doc = #symbol]
+            #( #[doc = ""] #[doc = #launch] )*
             pub #field: #ty,
         }
     });
 
-    let entries = table.entries.iter().map(|entry| {
-        let (field, module, name) = (&entry.field, &entry.module, &entry.entry);
-        let required = !entry.optional;
-        let line = entry.location.line;
-        quote! {
-            ::kda_runtime::KernelEntry {
-                field: #field, module: #module, entry: #name, required: #required, line: #line,
-            }
-        }
-    });
+    let entries = table
+        .entries
+        .iter()
+        .map(|entry| {
+            let (field, module, name) = (&entry.field, &entry.module, &entry.entry);
+            let required = !entry.optional;
+            let line = entry.location.line;
+            let signature = contract::signature(entry)?;
+            Ok(quote! {
+                ::kda_runtime::KernelEntry {
+                    table: #table_name, field: #field, module: #module, entry: #name,
+                    required: #required, line: #line, signature: #signature,
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let args_module = format_ident!("{}", snake_case(&marker.to_string()));
+    let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, table, manifest);
     let entry_points = table.entries.len();
     let required_points = table.required_count();
     let optional_points = table.optional_count();
@@ -132,13 +156,16 @@ fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &Manifest
     );
     let marker_doc = format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
-    quote! {
+    Ok(quote! {
+        #args_structs
+
         #[doc = #struct_doc]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #vis struct #kernels {
             #(#field_decls)*
         }
 
+        #[automatically_derived]
         impl #kernels {
             /// Entry points in the table.
             pub const ENTRY_POINTS: usize = #entry_points;
@@ -157,9 +184,12 @@ fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &Manifest
             ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> {
                 #resolve_body
             }
+
+            #launch_methods
         }
 
         #[doc = #marker_doc]
+        #[automatically_derived]
         impl #impl_generics ::kda_runtime::KernelTable for #marker #type_generics #where_clause {
             type Kernels = #kernels;
             const NAME: &'static str = #table_name;
@@ -171,31 +201,37 @@ fn generate(input: &DeriveInput, kernels: &Ident, table: &Table, file: &Manifest
                 #kernels::resolve(gpu)
             }
         }
-    }
+    })
 }
 
 /// One lookup per entry, then the struct if every required entry was found.
 fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &str) -> TokenStream {
     // A mixed-site name cannot collide with the field names the manifest brings in.
     let resolver = Ident::new("resolver", Span::mixed_site());
-    let lookups = table.entries.iter().zip(fields).enumerate().map(|(index, (entry, field))| {
+    // Handles are bound to mixed-site locals, never to the field names: a field called `None` or
+    // `Ok` would otherwise be read as a pattern.
+    let locals: Vec<Ident> =
+        (0..fields.len()).map(|i| Ident::new(&format!("entry{i}"), Span::mixed_site())).collect();
+    let lookups = table.entries.iter().zip(&locals).enumerate().map(|(index, (entry, local))| {
         let index = Literal::usize_unsuffixed(index);
         let method = if entry.optional { quote!(optional) } else { quote!(required) };
-        quote! { let #field = #resolver.#method(&Self::ENTRIES[#index]); }
+        quote! { let #local = #resolver.#method(&Self::ENTRIES[#index]); }
     });
     let required: Vec<&Ident> = table
         .entries
         .iter()
-        .zip(fields)
+        .zip(&locals)
         .filter(|(entry, _)| !entry.optional)
-        .map(|(_, field)| field)
+        .map(|(_, local)| local)
         .collect();
     let table_value = if required.is_empty() {
-        quote!(::core::option::Option::Some(Self { #(#fields),* }))
+        quote!(::core::option::Option::Some(Self { #(#fields: #locals),* }))
     } else {
         quote! {
             match (#(#required,)*) {
-                (#(::core::option::Option::Some(#required),)*) => ::core::option::Option::Some(Self { #(#fields),* }),
+                (#(::core::option::Option::Some(#required),)*) => {
+                    ::core::option::Option::Some(Self { #(#fields: #locals),* })
+                }
                 _ => ::core::option::Option::None,
             }
         }

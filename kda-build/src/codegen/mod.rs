@@ -1,8 +1,10 @@
 //! The code generator behind `#[derive(KernelTable)]`, on `proc_macro2` tokens.
 //!
 //! Steps, one file each (after thiserror-impl): `attr` reads `#[kernel_table(...)]`,
-//! `locate` finds and reads the manifest, `expand` generates the table, `fallback` stands
-//! in for it when there is no table to generate, so the real error is the only one a user sees.
+//! `locate` finds and reads the manifest, `counts` checks the counts the attribute expects,
+//! `expand` generates the table, `contract` each entry's signature, `launcher` the typed
+//! launchers, and `fallback` stands in for the table when there is none to generate, so the real
+//! error is the only one a user sees.
 //!
 //! ```text
 //! #[derive(KernelTable)]
@@ -16,8 +18,11 @@
 //! `name` to the type's name + `Kernels`.
 
 mod attr;
+mod contract;
+mod counts;
 mod expand;
 mod fallback;
+mod launcher;
 mod locate;
 
 use std::path::PathBuf;

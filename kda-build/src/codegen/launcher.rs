@@ -1,0 +1,148 @@
+//! Typed launchers: for each entry with `params`, a struct of its named arguments (in a module
+//! named after the marker type) and a `launch_<field>` method on the handles struct that turns
+//! them into the checked launch.
+//!
+//! ```text
+//! kernels.launch_gemm(gpu, geometry, glm5next_kda::gemm { a: x.view(), b: w.view(), c: y.view_mut(), m, n, k })?;
+//! ```
+//!
+//! A wrong count of arguments, a scalar for a buffer or a shared borrow where the kernel writes is
+//! a type error at the call site; element types, extents and requirements are checked at launch.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::contract::scalar_kind;
+use crate::manifest::{Entry, Param, ParamType, Table};
+
+/// The argument structs of `table`'s entries with params, in a module `module`, and the
+/// launcher methods for the handles struct (to splice into its `impl`).
+pub(super) fn launchers(vis: &syn::Visibility, module: &Ident, table: &Table, manifest: &str) -> (TokenStream, TokenStream) {
+    let with_params = table.entries.iter().enumerate().filter_map(|(index, entry)| {
+        entry.params.as_ref().map(|params| (index, entry, params))
+    });
+    let (structs, methods): (Vec<_>, Vec<_>) = with_params
+        .map(|(index, entry, params)| {
+            (args_struct(entry, params, &table.name, manifest), method(module, index, entry, params))
+        })
+        .unzip();
+    let module_doc = format!(
+        " The arguments of the kernels of `[{}]` in `{manifest}`, one struct per entry with `params`, \
+         named after its field.",
+        table.name
+    );
+    let module_tokens = quote! {
+        #[doc = #module_doc]
+        #vis mod #module {
+            #(#structs)*
+        }
+    };
+    (module_tokens, quote!(#(#methods)*))
+}
+
+/// Whether the entry takes a buffer, so its argument struct borrows.
+fn borrows(params: &[Param]) -> bool {
+    params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
+}
+
+fn args_struct(entry: &Entry, params: &[Param], table: &str, manifest: &str) -> TokenStream {
+    let name = Ident::new(&entry.field, Span::call_site());
+    let lifetime = borrows(params).then(|| quote!(<'a>));
+    let fields = params.iter().map(|param| {
+        let field = Ident::new(&param.name, Span::call_site());
+        let doc = format!(" `{} {}`", param_decl_type(&param.ty), param.name);
+        let ty = match &param.ty {
+            ParamType::Buffer { writable: false, .. } => quote!(::kda_runtime::View<'a>),
+            ParamType::Buffer { writable: true, .. } => quote!(::kda_runtime::ViewMut<'a>),
+            ParamType::Scalar(scalar) => {
+                let kind = scalar_kind(*scalar).to_string().to_lowercase();
+                let ty = Ident::new(&kind, Span::call_site());
+                quote!(#ty)
+            }
+        };
+        quote! { #[doc = #doc] pub #field: #ty, }
+    });
+    let doc = format!(
+        " The arguments of `{table}.{}` (`{}::{}`, {manifest}:{}), in the kernel's order.",
+        entry.field, entry.module, entry.entry, entry.location.line
+    );
+    let requires = entry.requires.iter().map(|requirement| format!(" - `{}`", requirement.text));
+    let requires_doc = (!entry.requires.is_empty()).then(|| {
+        quote! {
+            #[doc = ""]
+            #[doc = " A launch must also satisfy:"]
+            #( #[doc = #requires] )*
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        #requires_doc
+        #[allow(non_camel_case_types)]
+        #[derive(Debug)]
+        pub struct #name #lifetime {
+            #(#fields)*
+        }
+    }
+}
+
+/// `const bf16[m*k]` → `const bf16*` style spelling for docs: the manifest's own form.
+fn param_decl_type(ty: &ParamType) -> String {
+    match ty {
+        ParamType::Buffer { element, writable, extent_text, .. } => {
+            let constness = if *writable { "" } else { "const " };
+            format!("{constness}{}[{extent_text}]", element.name())
+        }
+        ParamType::Scalar(scalar) => scalar.name().to_owned(),
+    }
+}
+
+fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> TokenStream {
+    let field = Ident::new(&entry.field, Span::call_site());
+    let method = format_ident!("launch_{}", entry.field);
+    let lifetime = borrows(params).then(|| quote!(<'_>));
+    // Mixed-site names: no parameter or field name of the manifest can capture them.
+    let locals: Vec<Ident> =
+        (0..params.len()).map(|i| Ident::new(&format!("arg{i}"), Span::mixed_site())).collect();
+    let (gpu, geometry, args) = (
+        Ident::new("gpu", Span::mixed_site()),
+        Ident::new("geometry", Span::mixed_site()),
+        Ident::new("args", Span::mixed_site()),
+    );
+    let names = params.iter().map(|param| Ident::new(&param.name, Span::call_site()));
+    let index = proc_macro2::Literal::usize_unsuffixed(index);
+    let handle = if entry.optional {
+        quote! {
+            match self.#field {
+                ::core::option::Option::Some(handle) => handle,
+                ::core::option::Option::None => {
+                    return ::core::result::Result::Err(::kda_runtime::BackendError::Absent {
+                        entry: Self::ENTRIES[#index],
+                    });
+                }
+            }
+        }
+    } else {
+        quote!(self.#field)
+    };
+    let doc = format!(
+        " Launches `{}` (`{}::{}`) with `geometry`, after checking the arguments' element types and \
+         extents and the entry's requirements; an `Err` names the parameter and nothing runs.{}",
+        entry.field,
+        entry.module,
+        entry.entry,
+        if entry.optional { " An `Err` too where the target lacks this optional entry." } else { "" }
+    );
+    quote! {
+        #[doc = #doc]
+        pub fn #method(
+            &self,
+            #gpu: &dyn ::kda_runtime::GpuBackend,
+            #geometry: ::kda_runtime::LaunchGeometry,
+            #args: #module::#field #lifetime,
+        ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {
+            let #module::#field { #(#names: #locals),* } = #args;
+            let handle = #handle;
+            #gpu.launch(handle, #geometry, &mut [#(::kda_runtime::KernelArg::from(#locals)),*])
+        }
+    }
+}
