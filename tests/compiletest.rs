@@ -26,8 +26,10 @@ fn ui() {
 fn grown_manifest() -> String {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels.toml")).unwrap();
     let manifest = Manifest::parse("kernels.toml", &text).unwrap();
-    let last_line = manifest.table("glm5next_kda").unwrap().entries.last().unwrap().location.line as usize;
+    let last_start = manifest.table("glm5next_kda").unwrap().entries.last().unwrap().location.line as usize;
     let mut lines: Vec<&str> = text.lines().collect();
-    lines.insert(last_line, "extra_kernel = { module = \"kda_extra\", entry = \"kda_extra_kernel\" }");
+    // The last entry may span several lines: the new one goes after its closing brace.
+    let last_end = (last_start - 1..lines.len()).find(|&i| lines[i].trim_end().ends_with('}')).unwrap();
+    lines.insert(last_end + 1, "extra_kernel = { module = \"kda_extra\", entry = \"kda_extra_kernel\" }");
     lines.join("\n") + "\n"
 }

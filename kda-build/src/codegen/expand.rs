@@ -145,7 +145,7 @@ fn generate(
         })
         .collect::<Result<Vec<_>, String>>()?;
     let args_module = format_ident!("{}", snake_case(&marker.to_string()));
-    let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, table, manifest);
+    let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, kernels, table, manifest);
     let entry_points = table.entries.len();
     let required_points = table.required_count();
     let optional_points = table.optional_count();

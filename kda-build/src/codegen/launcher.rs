@@ -17,13 +17,20 @@ use crate::manifest::{Entry, Param, ParamType, Table};
 
 /// The argument structs of `table`'s entries with params, in a module `module`, and the
 /// launcher methods for the handles struct (to splice into its `impl`).
-pub(super) fn launchers(vis: &syn::Visibility, module: &Ident, table: &Table, manifest: &str) -> (TokenStream, TokenStream) {
+pub(super) fn launchers(
+    vis: &syn::Visibility,
+    module: &Ident,
+    kernels: &Ident,
+    table: &Table,
+    manifest: &str,
+) -> (TokenStream, TokenStream) {
     let with_params = table.entries.iter().enumerate().filter_map(|(index, entry)| {
         entry.params.as_ref().map(|params| (index, entry, params))
     });
     let (structs, methods): (Vec<_>, Vec<_>) = with_params
         .map(|(index, entry, params)| {
-            (args_struct(entry, params, &table.name, manifest), method(module, index, entry, params))
+            let site = Site { table: &table.name, manifest, kernels, index };
+            (args_struct(&site, entry, params), method(module, index, entry, params))
         })
         .unzip();
     let module_doc = format!(
@@ -45,7 +52,16 @@ fn borrows(params: &[Param]) -> bool {
     params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
 }
 
-fn args_struct(entry: &Entry, params: &[Param], table: &str, manifest: &str) -> TokenStream {
+/// Where an argument struct's entry is: its table, manifest, handles struct and index.
+struct Site<'a> {
+    table: &'a str,
+    manifest: &'a str,
+    kernels: &'a Ident,
+    index: usize,
+}
+
+fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream {
+    let Site { table, manifest, kernels, index } = *site;
     let name = Ident::new(&entry.field, Span::call_site());
     let lifetime = borrows(params).then(|| quote!(<'a>));
     let fields = params.iter().map(|param| {
@@ -74,6 +90,8 @@ fn args_struct(entry: &Entry, params: &[Param], table: &str, manifest: &str) -> 
             #( #[doc = #requires] )*
         }
     });
+    let index = proc_macro2::Literal::usize_unsuffixed(index);
+    let impl_lifetime = lifetime.as_ref().map(|_| quote!(<'_>));
     quote! {
         #[doc = #doc]
         #requires_doc
@@ -81,6 +99,12 @@ fn args_struct(entry: &Entry, params: &[Param], table: &str, manifest: &str) -> 
         #[derive(Debug)]
         pub struct #name #lifetime {
             #(#fields)*
+        }
+
+        #[automatically_derived]
+        impl #name #impl_lifetime {
+            /// The entry these arguments launch, with its signature.
+            pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[#index];
         }
     }
 }
