@@ -1,16 +1,24 @@
 //! The generated `Glm5NextKdaKernels::resolve` against the hand-written, seed-style resolve it
 //! replaces (one `lookup(..)?` per required entry, `try_kernel` per optional one), both on the
-//! CPU reference backend, side by side. Goal: generated / hand-written ≤ 1.05.
+//! CPU reference backend, in interleaved rounds. Goal: generated / hand-written ≤ 1.05.
 //!
-//! `cargo bench --bench resolve`. Both run the same fixed sample size: divan otherwise picks
-//! different iteration counts per benchmark, and a sample of one iteration carries the timer's
-//! own overhead.
+//! `cargo bench --bench resolve`.
 
-use kda::kernels::Glm5NextKdaKernels;
+#[path = "support/interleave.rs"]
+mod interleave;
+
+use kda::kernels::{Glm5NextKdaKernels, glm5next_kda as table};
 use kda_runtime::{GpuBackend, KernelHandle, LookupError, try_kernel};
 
 fn main() {
-    divan::main();
+    let gpu = kda::reference::backend();
+    let comparison = interleave::compare(
+        200,
+        2_000,
+        || Glm5NextKdaKernels::resolve(&gpu).unwrap(),
+        || SeedKernels::resolve(&gpu).unwrap(),
+    );
+    comparison.report("resolve [glm5next_kda] on the CPU backend", "generated", "hand-written");
 }
 
 /// The seed's table: the same 16 entries, written out by hand.
@@ -37,34 +45,23 @@ struct SeedKernels {
 impl SeedKernels {
     fn resolve(gpu: &dyn GpuBackend) -> Result<Self, LookupError> {
         Ok(Self {
-            gemm: gpu.lookup("gemm", "dense_gemm_bf16")?,
-            gemv: gpu.lookup("gemv", "dense_gemv_bf16")?,
-            gemv_batchm: try_kernel(gpu, "dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm")?,
-            conv_decode: gpu.lookup("causal_conv1d", "causal_conv1d_update_l2norm")?,
-            conv_prefill: gpu.lookup("causal_conv1d", "causal_conv1d_update_prefill")?,
-            l2: gpu.lookup("norm", "l2_norm_bf16")?,
-            gate: gpu.lookup("kda_gate", "kda_gate_bf16")?,
-            chunk_prepare: gpu.lookup("kda_chunk", "kda_chunk_prepare")?,
-            chunk_scan: gpu.lookup("kda_chunk", "kda_chunk_scan")?,
-            recurrent: gpu.lookup("kda_recurrent", "kda_recurrent_decode_bf16")?,
-            recurrent_smem: try_kernel(gpu, "kda_recurrent", "kda_recurrent_decode_bf16_smem")?,
-            o_norm: gpu.lookup("kda_layer_ops", "kda_o_norm_gated_bf16")?,
-            split_widen: gpu.lookup("kda_layer_ops", "kda_split_widen")?,
-            sigmoid: gpu.lookup("kda_layer_ops", "kda_sigmoid_bf16_f32")?,
-            fill: gpu.lookup("kda_layer_ops", "kda_fill_f32")?,
-            pack: gpu.lookup("kda_layer_ops", "kda_pack_qkv_bf16")?,
+            gemm: gpu.lookup(table::gemm::ENTRY)?,
+            gemv: gpu.lookup(table::gemv::ENTRY)?,
+            gemv_batchm: try_kernel(gpu, table::gemv_batchm::ENTRY)?,
+            conv_decode: gpu.lookup(table::conv_decode::ENTRY)?,
+            conv_prefill: gpu.lookup(table::conv_prefill::ENTRY)?,
+            l2: gpu.lookup(table::l2::ENTRY)?,
+            gate: gpu.lookup(table::gate::ENTRY)?,
+            chunk_prepare: gpu.lookup(table::chunk_prepare::ENTRY)?,
+            chunk_scan: gpu.lookup(table::chunk_scan::ENTRY)?,
+            recurrent: gpu.lookup(table::recurrent::ENTRY)?,
+            recurrent_smem: try_kernel(gpu, table::recurrent_smem::ENTRY)?,
+            o_norm: gpu.lookup(table::o_norm::ENTRY)?,
+            split_widen: gpu.lookup(table::split_widen::ENTRY)?,
+            sigmoid: gpu.lookup(table::sigmoid::ENTRY)?,
+            fill: gpu.lookup(table::fill::ENTRY)?,
+            pack: gpu.lookup(table::pack::ENTRY)?,
         })
     }
 }
 
-#[divan::bench(sample_count = 3000, sample_size = 16)]
-fn generated(bencher: divan::Bencher) {
-    let gpu = kda::reference::backend();
-    bencher.bench(|| Glm5NextKdaKernels::resolve(divan::black_box(&gpu)).unwrap());
-}
-
-#[divan::bench(sample_count = 3000, sample_size = 16)]
-fn hand_written_seed(bencher: divan::Bencher) {
-    let gpu = kda::reference::backend();
-    bencher.bench(|| SeedKernels::resolve(divan::black_box(&gpu)).unwrap());
-}

@@ -1,22 +1,29 @@
 //! The GLM-5.3-Flash KDA block: decode and chunked prefill, launched through
-//! [`Glm5NextKdaKernels`] on any backend (`KERNEL-ABI.md`, "The block").
+//! [`Glm5NextKdaKernels`]' typed launchers on any backend (`docs/kernels.md`, "The block").
+//!
+//! Every size the block computes is checked: the token count is bounded by
+//! [`KdaGeometry::max_tokens`] before anything is allocated, a state must be one this block made
+//! for its geometry, and the weights must have the geometry's shapes. Past those checks every
+//! launch is checked again against the manifest's params, so no input can make a kernel write
+//! outside its buffers.
 
-use kda_runtime::{
-    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry, ResolveError,
-};
+use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelHandle, ResolveError};
 
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
-use crate::kernels::Glm5NextKdaKernels;
+use crate::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use crate::launch;
 use crate::ops::dense_mm_bf16;
-use crate::weights::{DeviceWeights, HostWeights};
+use crate::weights::{DeviceWeights, HostWeights, WeightsError};
 
 /// Why the block could not be built or run.
 #[derive(Debug, thiserror::Error)]
 pub enum BlockError {
-    /// The geometry is not one the kernels run.
+    /// The geometry is not one the kernels run, or a token count is beyond it.
     #[error("invalid geometry: {0}")]
     Geometry(#[from] GeometryError),
+    /// The weights do not have the geometry's shapes.
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
     /// The backend lacks required kernels, or a lookup failed.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
@@ -31,15 +38,46 @@ pub enum BlockError {
         /// What was passed.
         found: String,
     },
+    /// A state made by another block or for another geometry.
+    #[error("this state was made for {found}, not for this block ({expected})")]
+    State {
+        /// This block's geometry.
+        expected: String,
+        /// The state's.
+        found: String,
+    },
 }
 
-/// One sequence's state between calls: the conv window and the recurrent state.
+/// One sequence's state between calls: the conv window and the recurrent state, made by
+/// [`Glm5NextKdaBlock::new_state`] for that block's geometry and backend and checked on every
+/// call, so a state of another shape can never reach a kernel.
+///
+/// It is the state of one sequence; the fields stay private so that a pool of states, addressed
+/// by slot, can take its place behind the same calls.
 #[derive(Debug)]
 pub struct KdaState {
+    geometry: KdaGeometry,
     /// f32 `[3·qkv, W]`, channel-major, slot `W-1` the newest input.
-    pub conv: DeviceBuffer,
+    conv: DeviceBuffer,
     /// f32 `[H, D, D]`, K-major.
-    pub recurrent: DeviceBuffer,
+    recurrent: DeviceBuffer,
+}
+
+impl KdaState {
+    /// The conv window: f32 `[3·qkv, W]`, channel-major, slot `W-1` the newest input.
+    pub fn conv(&self) -> &DeviceBuffer {
+        &self.conv
+    }
+
+    /// The recurrent state: f32 `[H, D, D]`, K-major (`S[h][k][v]` at `(h·D + k)·D + v`).
+    pub fn recurrent(&self) -> &DeviceBuffer {
+        &self.recurrent
+    }
+
+    /// The geometry it was made for.
+    pub fn geometry(&self) -> &KdaGeometry {
+        &self.geometry
+    }
 }
 
 /// The inputs of the stateful part, from the projections of the block input.
@@ -62,14 +100,28 @@ pub struct Glm5NextKdaBlock<'g> {
     weights: DeviceWeights,
 }
 
+/// `a · b · ...` as a kernel's `u32` size, or the geometry error naming `what`.
+fn size(what: &'static str, factors: &[u32]) -> Result<u32, GeometryError> {
+    let value = factors.iter().try_fold(1u64, |acc, &f| acc.checked_mul(u64::from(f))).unwrap_or(u64::MAX);
+    u32::try_from(value).map_err(|_| GeometryError::Overflow { what, value })
+}
+
+/// `a · b · ...` elements of a buffer.
+fn elements(what: &'static str, factors: &[u32]) -> Result<usize, GeometryError> {
+    // A kernel's sizes are u32, so a buffer it can address holds at most 2^32 - 1 elements.
+    size(what, factors).map(|n| n as usize)
+}
+
 impl<'g> Glm5NextKdaBlock<'g> {
-    /// Checks `geometry`, resolves the kernel table on `gpu` and uploads `weights`.
+    /// Checks `geometry` and the shapes of `weights`, resolves the kernel table on `gpu` and
+    /// uploads the weights.
     pub fn new(
         gpu: &'g dyn GpuBackend,
         geometry: KdaGeometry,
         weights: &HostWeights,
     ) -> Result<Self, BlockError> {
         geometry.validate()?;
+        weights.check(&geometry)?;
         let kernels = Glm5NextKdaKernels::resolve(gpu)?;
         let weights = weights.upload(gpu)?;
         Ok(Self { gpu, kernels, geometry, weights })
@@ -94,8 +146,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
     pub fn new_state(&self) -> Result<KdaState, BlockError> {
         let g = &self.geometry;
         Ok(KdaState {
-            conv: self.gpu.alloc(DType::F32, (g.conv_dim() * CONV_WIDTH) as usize)?,
-            recurrent: self.gpu.alloc(DType::F32, (g.heads * g.head_dim * g.head_dim) as usize)?,
+            geometry: *g,
+            conv: self.gpu.alloc(DType::F32, elements("3·qkv·W", &[g.conv_dim(), CONV_WIDTH])?)?,
+            recurrent: self.gpu.alloc(DType::F32, elements("H·D·D", &[g.heads, g.head_dim, g.head_dim])?)?,
         })
     }
 
@@ -105,6 +158,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         state: &mut KdaState,
         hidden: &DeviceBuffer,
     ) -> Result<DeviceBuffer, BlockError> {
+        self.check_state(state)?;
         let t = self.tokens(hidden)?;
         if t != 1 {
             return Err(BlockError::Input { expected: "one token".to_owned(), found: format!("{t} tokens") });
@@ -113,132 +167,138 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let (qkv, dim) = (g.qkv(), g.conv_dim());
         let front = self.front_end(hidden, 1, 1)?;
         let mut conv_out = self.gpu.alloc(DType::Bf16, dim as usize)?;
-        self.launch(
-            self.kernels.conv_decode,
+        self.kernels.launch_conv_decode(
+            self.gpu,
             launch::conv(dim),
-            &mut [
-                (&mut state.conv).into(),
-                (&front.qkv).into(),
-                (&self.weights.conv).into(),
-                (&mut conv_out).into(),
-                dim.into(),
-                CONV_WIDTH.into(),
-                (2 * qkv).into(),
-                g.head_dim.into(),
-                g.l2_eps.into(),
-            ],
+            args::conv_decode {
+                state: state.conv.view_mut(),
+                x: front.qkv.view(),
+                weight: self.weights.conv.view(),
+                out: conv_out.view_mut(),
+                dim,
+                width: CONV_WIDTH,
+                qk_channels: 2 * qkv,
+                head_dim: g.head_dim,
+                eps: g.l2_eps,
+            },
         )?;
         let mut core = self.gpu.alloc(DType::F32, qkv as usize)?;
         let (q, k, v) = (0..qkv as usize, qkv as usize..2 * qkv as usize, 2 * qkv as usize..dim as usize);
-        self.launch(
-            self.decode_kernel(),
-            launch::recurrent(g.heads, g.head_dim),
-            &mut [
-                conv_out.slice(q),
-                conv_out.slice(k),
-                conv_out.slice(v),
-                (&front.gate).into(),
-                (&front.beta).into(),
-                (&mut state.recurrent).into(),
-                (&mut core).into(),
-                g.heads.into(),
-                g.head_dim.into(),
-                g.scale().into(),
-            ],
-        )?;
+        let step = args::recurrent {
+            q: conv_out.slice(q),
+            k: conv_out.slice(k),
+            v: conv_out.slice(v),
+            gate: front.gate.view(),
+            beta: front.beta.view(),
+            state: state.recurrent.view_mut(),
+            out: core.view_mut(),
+            h: g.heads,
+            d: g.head_dim,
+            scale: g.scale(),
+        };
+        let geometry = launch::recurrent(g.heads, g.head_dim);
+        // The two kernels are one contract (bit-identical, same params): the shared-memory one
+        // where the target has it.
+        match self.kernels.recurrent_smem {
+            Some(_) => self.kernels.launch_recurrent_smem(self.gpu, geometry, smem_args(step))?,
+            None => self.kernels.launch_recurrent(self.gpu, geometry, step)?,
+        }
         self.back_end(&core, &front.out_gate, 1)
     }
 
     /// `t ≥ 1` tokens at once through the chunked form: `hidden` is `[t, hidden]` bf16; returns
     /// `[t, hidden]` bf16 and leaves `state` where `t` decode steps would.
     pub fn prefill(&self, state: &mut KdaState, hidden: &DeviceBuffer) -> Result<DeviceBuffer, BlockError> {
+        self.check_state(state)?;
         let t = self.tokens(hidden)?;
         let g = self.geometry;
-        let (qkv, dim, t_pad) = (g.qkv(), g.conv_dim(), g.padded(t));
+        let (qkv, dim, t_pad) = (g.qkv(), g.conv_dim(), g.padded(t)?);
         let front = self.front_end(hidden, t, t_pad)?;
 
-        let mut conv_out = self.gpu.alloc(DType::Bf16, (t * dim) as usize)?;
-        self.launch(
-            self.kernels.conv_prefill,
+        let tokens_by_dim = size("t·3·qkv", &[t, dim])?;
+        let mut conv_out = self.gpu.alloc(DType::Bf16, tokens_by_dim as usize)?;
+        self.kernels.launch_conv_prefill(
+            self.gpu,
             launch::conv(dim),
-            &mut [
-                (&mut state.conv).into(),
-                (&front.qkv).into(),
-                (&self.weights.conv).into(),
-                (&mut conv_out).into(),
-                dim.into(),
-                CONV_WIDTH.into(),
-                t.into(),
-            ],
+            args::conv_prefill {
+                state: state.conv.view_mut(),
+                x: front.qkv.view(),
+                weight: self.weights.conv.view(),
+                out: conv_out.view_mut(),
+                dim,
+                width: CONV_WIDTH,
+                t,
+            },
         )?;
-        self.launch(
-            self.kernels.l2,
-            launch::norm(t * 2 * g.heads, g.head_dim),
-            &mut [
-                (&mut conv_out).into(),
-                t.into(),
-                dim.into(),
-                (2 * g.heads).into(),
-                g.head_dim.into(),
-                g.l2_eps.into(),
-            ],
+        let qk_heads = 2 * g.heads;
+        self.kernels.launch_l2(
+            self.gpu,
+            launch::norm(size("t·2·H", &[t, qk_heads])?, g.head_dim),
+            args::l2 {
+                data: conv_out.view_mut(),
+                rows: t,
+                row_stride: dim,
+                heads: qk_heads,
+                head_dim: g.head_dim,
+                eps: g.l2_eps,
+            },
         )?;
 
         let mut q = self.padded_f32(t, t_pad, qkv)?;
         let mut k = self.padded_f32(t, t_pad, qkv)?;
         let mut v = self.padded_f32(t, t_pad, qkv)?;
-        self.launch(
-            self.kernels.split_widen,
-            launch::elementwise(t * dim),
-            &mut [
-                (&conv_out).into(),
-                (&mut q).into(),
-                (&mut k).into(),
-                (&mut v).into(),
-                t.into(),
-                qkv.into(),
-            ],
+        self.kernels.launch_split_widen(
+            self.gpu,
+            launch::elementwise(tokens_by_dim),
+            args::split_widen {
+                src: conv_out.view(),
+                q: q.view_mut(),
+                k: k.view_mut(),
+                v: v.view_mut(),
+                t,
+                qkv,
+            },
         )?;
 
-        let padded = t_pad as usize * qkv as usize;
+        let padded = elements("t_pad·qkv", &[t_pad, qkv])?;
         let mut gc = self.gpu.alloc(DType::F32, padded)?;
         let mut u = self.gpu.alloc(DType::F32, padded)?;
         let mut w = self.gpu.alloc(DType::F32, padded)?;
-        self.launch(
-            self.kernels.chunk_prepare,
+        self.kernels.launch_chunk_prepare(
+            self.gpu,
             launch::chunk_prepare(t_pad / g.chunk, g.heads),
-            &mut [
-                (&k).into(),
-                (&v).into(),
-                (&front.gate).into(),
-                (&front.beta).into(),
-                (&mut gc).into(),
-                (&mut u).into(),
-                (&mut w).into(),
-                t.into(),
-                g.heads.into(),
-                g.head_dim.into(),
-                g.chunk.into(),
-            ],
+            args::chunk_prepare {
+                k: k.view(),
+                v: v.view(),
+                gate: front.gate.view(),
+                beta: front.beta.view(),
+                gc: gc.view_mut(),
+                u: u.view_mut(),
+                w: w.view_mut(),
+                t,
+                h: g.heads,
+                d: g.head_dim,
+                c: g.chunk,
+            },
         )?;
         let mut core = self.gpu.alloc(DType::F32, padded)?;
-        self.launch(
-            self.kernels.chunk_scan,
+        self.kernels.launch_chunk_scan(
+            self.gpu,
             launch::chunk_scan(g.heads, g.head_dim),
-            &mut [
-                (&q).into(),
-                (&k).into(),
-                (&gc).into(),
-                (&u).into(),
-                (&w).into(),
-                (&mut state.recurrent).into(),
-                (&mut core).into(),
-                t.into(),
-                g.heads.into(),
-                g.head_dim.into(),
-                g.chunk.into(),
-                g.scale().into(),
-            ],
+            args::chunk_scan {
+                q: q.view(),
+                k: k.view(),
+                gc: gc.view(),
+                u: u.view(),
+                w: w.view(),
+                state: state.recurrent.view_mut(),
+                out: core.view_mut(),
+                t,
+                h: g.heads,
+                d: g.head_dim,
+                c: g.chunk,
+                scale: g.scale(),
+            },
         )?;
         self.back_end(&core, &front.out_gate, t)
     }
@@ -255,36 +315,38 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let projections = [&w.q_proj, &w.k_proj, &w.v_proj].map(|weight| mm(hidden, weight, qkv, g.hidden));
         let [qp, kp, vp] = projections;
         let (qp, kp, vp) = (qp?, kp?, vp?);
-        let mut packed = self.gpu.alloc(DType::Bf16, (t * 3 * qkv) as usize)?;
-        self.launch(
-            self.kernels.pack,
-            launch::elementwise(t * 3 * qkv),
-            &mut [(&qp).into(), (&kp).into(), (&vp).into(), (&mut packed).into(), t.into(), qkv.into()],
+        let packed_len = size("t·3·qkv", &[t, 3, qkv])?;
+        let mut packed = self.gpu.alloc(DType::Bf16, packed_len as usize)?;
+        self.kernels.launch_pack(
+            self.gpu,
+            launch::elementwise(packed_len),
+            args::pack { q: qp.view(), k: kp.view(), v: vp.view(), dst: packed.view_mut(), t, qkv },
         )?;
 
         let g_raw = mm(&mm(hidden, &w.f_a, d, g.hidden)?, &w.f_b, qkv, d)?;
         let mut gate = self.padded_f32(t, t_pad, qkv)?;
-        self.launch(
-            self.kernels.gate,
-            launch::elementwise(t * qkv),
-            &mut [
-                (&g_raw).into(),
-                (&w.dt_bias).into(),
-                (&w.a_log).into(),
-                (&mut gate).into(),
-                t.into(),
-                heads.into(),
-                d.into(),
-                g.gate_law.code().into(),
-                g.gate_law.lower_bound().into(),
-            ],
+        self.kernels.launch_gate(
+            self.gpu,
+            launch::elementwise(size("t·qkv", &[t, qkv])?),
+            args::gate {
+                g_raw: g_raw.view(),
+                dt_bias: w.dt_bias.view(),
+                a_log: w.a_log.view(),
+                gate: gate.view_mut(),
+                t,
+                h: heads,
+                d,
+                law: g.gate_law.code(),
+                lower_bound: g.gate_law.lower_bound(),
+            },
         )?;
         let b_raw = mm(hidden, &w.b_proj, heads, g.hidden)?;
         let mut beta = self.padded_f32(t, t_pad, heads)?;
-        self.launch(
-            self.kernels.sigmoid,
-            launch::elementwise(t * heads),
-            &mut [(&b_raw).into(), (&mut beta).into(), (t * heads).into()],
+        let n = size("t·H", &[t, heads])?;
+        self.kernels.launch_sigmoid(
+            self.gpu,
+            launch::elementwise(n),
+            args::sigmoid { x: b_raw.view(), y: beta.view_mut(), n },
         )?;
         let out_gate = mm(&mm(hidden, &w.g_a, d, g.hidden)?, &w.g_b, qkv, d)?;
         Ok(FrontEnd { qkv: packed, gate, beta, out_gate })
@@ -298,61 +360,67 @@ impl<'g> Glm5NextKdaBlock<'g> {
         t: u32,
     ) -> Result<DeviceBuffer, BlockError> {
         let g = self.geometry;
-        let rows = t * g.heads;
-        let mut normed = self.gpu.alloc(DType::Bf16, (rows * g.head_dim) as usize)?;
-        self.launch(
-            self.kernels.o_norm,
+        let rows = size("t·H", &[t, g.heads])?;
+        let mut normed = self.gpu.alloc(DType::Bf16, elements("t·qkv", &[rows, g.head_dim])?)?;
+        self.kernels.launch_o_norm(
+            self.gpu,
             launch::norm(rows, g.head_dim),
-            &mut [
-                core.into(),
-                out_gate.into(),
-                (&self.weights.o_norm).into(),
-                (&mut normed).into(),
-                rows.into(),
-                g.head_dim.into(),
-                g.norm_eps.into(),
-            ],
+            args::o_norm {
+                x: core.view(),
+                gate: out_gate.view(),
+                weight: self.weights.o_norm.view(),
+                out: normed.view_mut(),
+                rows,
+                d: g.head_dim,
+                eps: g.norm_eps,
+            },
         )?;
         Ok(dense_mm_bf16(self.gpu, &self.kernels, &normed, &self.weights.o_proj, (t, g.hidden, g.qkv()))?)
     }
 
     /// An f32 buffer of `t_pad` rows of `width` for `t` rows of data. A padded one is zeroed by
     /// `kda_fill_f32` first, so the chunk padding reads as zero however the buffer was obtained.
-    fn padded_f32(&self, t: u32, t_pad: u32, width: u32) -> Result<DeviceBuffer, BackendError> {
-        let len = t_pad * width;
-        let mut buffer = self.gpu.alloc(DType::F32, len as usize)?;
+    fn padded_f32(&self, t: u32, t_pad: u32, width: u32) -> Result<DeviceBuffer, BlockError> {
+        let n = size("t_pad·width", &[t_pad, width])?;
+        let mut buffer = self.gpu.alloc(DType::F32, n as usize)?;
         if t_pad > t {
-            self.launch(
-                self.kernels.fill,
-                launch::elementwise(len),
-                &mut [(&mut buffer).into(), len.into(), 0.0f32.into()],
+            self.kernels.launch_fill(
+                self.gpu,
+                launch::elementwise(n),
+                args::fill { dst: buffer.view_mut(), n, value: 0.0 },
             )?;
         }
         Ok(buffer)
     }
 
-    /// The number of tokens in a block input.
+    /// The number of tokens in a block input, at most [`KdaGeometry::max_tokens`].
     fn tokens(&self, hidden: &DeviceBuffer) -> Result<u32, BlockError> {
         let width = self.geometry.hidden as usize;
-        let expected = || format!("bf16 rows of {width} values");
         if hidden.dtype() != DType::Bf16 || hidden.is_empty() || !hidden.len().is_multiple_of(width) {
             return Err(BlockError::Input {
-                expected: expected(),
+                expected: format!("bf16 rows of {width} values"),
                 found: format!("{} {} values", hidden.len(), hidden.dtype()),
             });
         }
-        u32::try_from(hidden.len() / width)
-            .map_err(|_| BlockError::Input {
-                expected: expected(), found: "more than 2³² tokens".to_owned()
-            })
+        Ok(self.geometry.check_tokens(hidden.len() / width)?)
     }
 
-    fn launch(
-        &self,
-        kernel: KernelHandle,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        self.gpu.launch(kernel, geometry, args)
+    /// Refuses a state this block did not make: another geometry, or another backend.
+    fn check_state(&self, state: &KdaState) -> Result<(), BlockError> {
+        let same_backend = state.conv.backend() == self.weights.conv.backend();
+        if state.geometry != self.geometry || !same_backend {
+            let backend = if same_backend { "" } else { " on another backend" };
+            return Err(BlockError::State {
+                expected: self.geometry.to_string(),
+                found: format!("{}{backend}", state.geometry),
+            });
+        }
+        Ok(())
     }
+}
+
+/// The arguments of `recurrent` for `recurrent_smem`, which shares its contract.
+fn smem_args(step: args::recurrent<'_>) -> args::recurrent_smem<'_> {
+    let args::recurrent { q, k, v, gate, beta, state, out, h, d, scale } = step;
+    args::recurrent_smem { q, k, v, gate, beta, state, out, h, d, scale }
 }

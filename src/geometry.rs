@@ -84,6 +84,14 @@ pub enum GeometryError {
         /// Its value.
         value: u64,
     },
+    /// More tokens than one call takes at this geometry.
+    #[error("{tokens} tokens in one call: at this geometry a call takes at most {max} (the kernels' sizes are 32-bit)")]
+    TooManyTokens {
+        /// The tokens asked for.
+        tokens: usize,
+        /// [`KdaGeometry::max_tokens`].
+        max: u32,
+    },
     /// No preset of that name.
     #[error("no preset named `{0}`: choose one of tiny, mid, glm5-flash")]
     UnknownPreset(String),
@@ -157,7 +165,32 @@ impl KdaGeometry {
                 return Err(GeometryError::Overflow { what, value });
             }
         }
+        if self.max_tokens() == 0 {
+            let value = self.token_width() * u64::from(self.chunk);
+            return Err(GeometryError::Overflow { what: "one chunk of tokens", value });
+        }
         Ok(())
+    }
+
+    /// The widest row a token has anywhere in the block: the conv's 3·qkv channels or the model
+    /// width.
+    fn token_width(&self) -> u64 {
+        (3 * self.qkv_u64()).max(u64::from(self.hidden))
+    }
+
+    /// The most tokens one prefill takes: every buffer of the call, padded to whole chunks, must
+    /// stay within the kernels' 32-bit sizes. At `glm5-flash` that is 174,720 tokens.
+    pub fn max_tokens(&self) -> u32 {
+        let chunk = u64::from(self.chunk.max(1));
+        let rows = u64::from(u32::MAX) / self.token_width().max(1);
+        // Rounded down to whole chunks, so the padded count fits too.
+        u32::try_from(rows / chunk * chunk).unwrap_or(u32::MAX)
+    }
+
+    /// `tokens` as a kernel size, if one call takes that many (see [`Self::max_tokens`]).
+    pub fn check_tokens(&self, tokens: usize) -> Result<u32, GeometryError> {
+        let max = self.max_tokens();
+        u32::try_from(tokens).ok().filter(|&t| t <= max).ok_or(GeometryError::TooManyTokens { tokens, max })
     }
 
     fn qkv_u64(&self) -> u64 {
@@ -179,9 +212,11 @@ impl KdaGeometry {
         1.0 / (self.head_dim as f32).sqrt()
     }
 
-    /// `t` rounded up to whole chunks.
-    pub fn padded(&self, t: u32) -> u32 {
-        t.div_ceil(self.chunk) * self.chunk
+    /// `t` rounded up to whole chunks; an error past [`Self::max_tokens`].
+    pub fn padded(&self, t: u32) -> Result<u32, GeometryError> {
+        let t = self.check_tokens(t as usize)?;
+        // t ≤ max_tokens, a whole number of chunks below u32::MAX, so this cannot overflow.
+        Ok(t.div_ceil(self.chunk) * self.chunk)
     }
 }
 
@@ -233,8 +268,23 @@ mod tests {
     #[test]
     fn padding_rounds_up_to_whole_chunks() {
         let tiny = KdaGeometry::tiny();
-        assert_eq!(tiny.padded(1), 32);
-        assert_eq!(tiny.padded(32), 32);
-        assert_eq!(tiny.padded(45), 64);
+        assert_eq!(tiny.padded(1), Ok(32));
+        assert_eq!(tiny.padded(32), Ok(32));
+        assert_eq!(tiny.padded(45), Ok(64));
+    }
+
+    #[test]
+    fn a_call_takes_only_the_tokens_whose_sizes_fit_32_bits() {
+        let glm = KdaGeometry::glm5_flash();
+        // 3·qkv = 24,576 channels: 174,762 tokens fit in u32, rounded down to chunks of 64.
+        assert_eq!(glm.max_tokens(), 174_720);
+        assert_eq!(glm.check_tokens(174_720), Ok(174_720));
+        for tokens in [174_721, 174_763, usize::MAX] {
+            assert_eq!(glm.check_tokens(tokens), Err(GeometryError::TooManyTokens { tokens, max: 174_720 }));
+        }
+        assert!(glm.padded(174_763).is_err());
+        let max = glm.max_tokens() as u64;
+        assert!(glm.padded(glm.max_tokens()).unwrap() as u64 * 24_576 <= u64::from(u32::MAX));
+        assert!((max + 64) * 24_576 > u64::from(u32::MAX), "the bound is not needlessly low");
     }
 }

@@ -98,8 +98,8 @@ pub fn run(
     let outputs =
         Agreement::of(&widen(&chunked), &widen(&per_token)).ok_or(JobError::Incomparable("outputs"))?;
     let state = Agreement::of(
-        &widen(&gpu.download::<f32>(&chunked_state.recurrent)?),
-        &widen(&gpu.download::<f32>(&per_token_state.recurrent)?),
+        &widen(&gpu.download::<f32>(chunked_state.recurrent())?),
+        &widen(&gpu.download::<f32>(per_token_state.recurrent())?),
     )
     .ok_or(JobError::Incomparable("recurrent states"))?;
     Ok(JobReport {

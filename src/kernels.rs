@@ -3,7 +3,9 @@
 use kda_runtime::KernelTable;
 
 /// GLM-5.3-Flash "Kimi Delta Attention" block: the 16 kernels of decode and chunked prefill
-/// (table `[glm5next_kda]`; arguments and math in `KERNEL-ABI.md`).
+/// (table `[glm5next_kda]`; parameters in `kernels.toml`, math in `docs/kernels.md`). The derive
+/// also generates the module [`glm5next_kda`] of the kernels' argument structs and a
+/// `launch_<field>` method per kernel.
 #[derive(KernelTable)]
 pub struct Glm5NextKda;
 

@@ -1,9 +1,9 @@
 //! Operations that choose among kernels of the table.
 
-use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle};
+use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelEntry, KernelHandle};
 
-use crate::kernels::Glm5NextKdaKernels;
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::kernels::{Glm5NextKdaKernels, glm5next_kda};
 use crate::launch;
 
 /// Which kernel [`dense_mm_bf16`] runs for `m` rows: 1 → `gemv`; 2..=16 → `gemv_batchm` where the
@@ -27,8 +27,20 @@ pub enum DenseKernel {
     Gemm,
 }
 
+impl DenseKernel {
+    /// The table entry of this family.
+    pub fn entry(self) -> &'static KernelEntry {
+        match self {
+            DenseKernel::Gemv => glm5next_kda::gemv::ENTRY,
+            DenseKernel::GemvBatchM => glm5next_kda::gemv_batchm::ENTRY,
+            DenseKernel::Gemm => glm5next_kda::gemm::ENTRY,
+        }
+    }
+}
+
 /// `y [m, n] = x [m, k] · w [n, k]ᵀ` in bf16 with f32 accumulation, on the kernel the dispatch
-/// rule picks (see [`dense_mm_kernel`]).
+/// rule picks (see [`dense_mm_kernel`]). `x` and `w` must be bf16 and hold at least `m·k` and
+/// `n·k` elements: anything else is an `Err` before `y` is allocated.
 pub fn dense_mm_bf16(
     gpu: &dyn GpuBackend,
     kernels: &Glm5NextKdaKernels,
@@ -36,17 +48,38 @@ pub fn dense_mm_bf16(
     w: &DeviceBuffer,
     (m, n, k): (u32, u32, u32),
 ) -> Result<DeviceBuffer, BackendError> {
-    let mut y = gpu.alloc(DType::Bf16, m as usize * n as usize)?;
-    let (kernel, family) = dense_mm_kernel(kernels, m);
-    let geometry = match family {
-        DenseKernel::Gemv | DenseKernel::GemvBatchM => launch::gemv(m, n),
-        DenseKernel::Gemm => launch::gemm(m, n),
+    let (_, family) = dense_mm_kernel(kernels, m);
+    let entry = family.entry();
+    let operand = |param: &'static str, buffer: &DeviceBuffer, rows: u32| {
+        let needed = u64::from(rows) * u64::from(k);
+        if buffer.dtype() != DType::Bf16 || (buffer.len() as u64) < needed {
+            return Err(BackendError::Argument {
+                entry: *entry,
+                param,
+                expected: format!("at least {rows}·{k} = {needed} bf16 elements"),
+                found: format!("{} {} elements", buffer.len(), buffer.dtype()),
+            });
+        }
+        Ok(())
     };
-    // gemv has no `m`; the others take `x, w, y, m, n, k`.
-    let rows = (family != DenseKernel::Gemv).then_some(KernelArg::U32(m));
-    let mut args: Vec<KernelArg<'_>> =
-        [x.into(), w.into(), (&mut y).into()].into_iter().chain(rows).chain([n.into(), k.into()]).collect();
-    gpu.launch(kernel, geometry, &mut args)?;
-    drop(args);
+    operand("x", x, m)?;
+    operand("w", w, n)?;
+    let len = usize::try_from(u64::from(m) * u64::from(n))
+        .map_err(|_| BackendError::TooLarge { dtype: DType::Bf16, len: usize::MAX })?;
+    let mut y = gpu.alloc(DType::Bf16, len)?;
+    let (x, w, out) = (x.view(), w.view(), y.view_mut());
+    match family {
+        DenseKernel::Gemv => {
+            kernels.launch_gemv(gpu, launch::gemv(m, n), glm5next_kda::gemv { x, w, y: out, n, k })?
+        }
+        DenseKernel::GemvBatchM => kernels.launch_gemv_batchm(
+            gpu,
+            launch::gemv(m, n),
+            glm5next_kda::gemv_batchm { x, w, y: out, m, n, k },
+        )?,
+        DenseKernel::Gemm => {
+            kernels.launch_gemm(gpu, launch::gemm(m, n), glm5next_kda::gemm { a: x, b: w, c: out, m, n, k })?
+        }
+    }
     Ok(y)
 }

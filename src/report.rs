@@ -36,7 +36,7 @@ pub fn resolution(gpu: &dyn GpuBackend) -> String {
 }
 
 fn status(gpu: &dyn GpuBackend, entry: &KernelEntry) -> String {
-    match try_kernel(gpu, entry.module, entry.entry) {
+    match try_kernel(gpu, entry) {
         Ok(Some(_)) => "resolved".to_owned(),
         Ok(None) if entry.required => "MISSING (required)".to_owned(),
         Ok(None) => format!("absent: falls back to {}", fallback_of(entry.field).unwrap_or("nothing")),

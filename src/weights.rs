@@ -38,6 +38,20 @@ pub struct HostWeights {
     pub o_proj: Vec<bf16>,
 }
 
+/// A weight whose length is not the one its shape has at the block's geometry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("weight `{name}` {shape} must hold {expected} values at this geometry, it holds {found}")]
+pub struct WeightsError {
+    /// The weight.
+    pub name: &'static str,
+    /// Its shape.
+    pub shape: &'static str,
+    /// Its length at the geometry.
+    pub expected: u64,
+    /// Its length.
+    pub found: usize,
+}
+
 /// One layer's weights on a backend; the same fields as [`HostWeights`].
 #[derive(Debug)]
 #[allow(missing_docs)] // Each field is documented on `HostWeights`.
@@ -94,6 +108,35 @@ impl HostWeights {
             g_b,
             o_norm: bf16_vec(&rng.uniform_vec(d, 0.1).iter().map(|x| 1.0 + x).collect::<Vec<_>>()),
             o_proj,
+        }
+    }
+
+    /// Checks that every weight has the shape `geometry` gives it.
+    pub fn check(&self, geometry: &KdaGeometry) -> Result<(), WeightsError> {
+        let (hidden, heads, d, qkv) = (
+            u64::from(geometry.hidden),
+            u64::from(geometry.heads),
+            u64::from(geometry.head_dim),
+            u64::from(geometry.heads) * u64::from(geometry.head_dim),
+        );
+        let expected: [(&'static str, usize, u64, &'static str); 13] = [
+            ("q_proj", self.q_proj.len(), qkv * hidden, "[qkv, hidden]"),
+            ("k_proj", self.k_proj.len(), qkv * hidden, "[qkv, hidden]"),
+            ("v_proj", self.v_proj.len(), qkv * hidden, "[qkv, hidden]"),
+            ("conv", self.conv.len(), 3 * qkv * u64::from(CONV_WIDTH), "[3·qkv, W]"),
+            ("f_a", self.f_a.len(), d * hidden, "[D, hidden]"),
+            ("f_b", self.f_b.len(), qkv * d, "[qkv, D]"),
+            ("dt_bias", self.dt_bias.len(), qkv, "[qkv]"),
+            ("a_log", self.a_log.len(), heads, "[H]"),
+            ("b_proj", self.b_proj.len(), heads * hidden, "[H, hidden]"),
+            ("g_a", self.g_a.len(), d * hidden, "[D, hidden]"),
+            ("g_b", self.g_b.len(), qkv * d, "[qkv, D]"),
+            ("o_norm", self.o_norm.len(), d, "[D]"),
+            ("o_proj", self.o_proj.len(), hidden * qkv, "[hidden, qkv]"),
+        ];
+        match expected.into_iter().find(|&(_, found, expected, _)| found as u64 != expected) {
+            Some((name, found, expected, shape)) => Err(WeightsError { name, shape, expected, found }),
+            None => Ok(()),
         }
     }
 

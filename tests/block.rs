@@ -11,9 +11,10 @@ use kda::block::{BlockError, Glm5NextKdaBlock, KdaState};
 use kda::compare::Agreement;
 use kda::geometry::{CONV_WIDTH, GateLaw, GeometryError, KdaGeometry};
 use kda::rng::SplitMix64;
-use kda::weights::{HostWeights, synthetic_hidden};
+use kda::weights::{HostWeights, WeightsError, synthetic_hidden};
 use kda_runtime::cpu::CpuBackend;
-use kda_runtime::{DType, GpuBackend, GpuBackendExt};
+use kda_runtime::testing::FakeBackend;
+use kda_runtime::{BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, GpuBackendExt};
 
 #[path = "support/f64_kda.rs"]
 mod f64_kda;
@@ -92,7 +93,7 @@ struct HostState {
 }
 
 fn host_state(gpu: &dyn GpuBackend, state: &KdaState) -> HostState {
-    HostState { conv: gpu.download(&state.conv).unwrap(), recurrent: gpu.download(&state.recurrent).unwrap() }
+    HostState { conv: gpu.download(state.conv()).unwrap(), recurrent: gpu.download(state.recurrent()).unwrap() }
 }
 
 /// `hidden [t, hidden]` one decode step at a time: the outputs `[t, hidden]`.
@@ -550,4 +551,68 @@ fn wrong_inputs_are_errors_and_leave_the_state_alone() {
         assert!(matches!(result, Err(BlockError::Input { .. })), "prefill, {what}: {result:?}");
     }
     assert_eq!(host_state(&gpu, &state), before, "a refused input changed the state");
+}
+
+#[test]
+fn a_state_of_another_geometry_or_backend_is_refused_and_nothing_is_written() {
+    let gpu = kda::reference::backend();
+    let (tiny, other) = (tiny(), d64());
+    let block = Glm5NextKdaBlock::new(&gpu, tiny, &HostWeights::synthetic(&tiny, 45)).unwrap();
+    let other_block = Glm5NextKdaBlock::new(&gpu, other, &HostWeights::synthetic(&other, 46)).unwrap();
+    let mut foreign = other_block.new_state().unwrap();
+    let before = host_state(&gpu, &foreign);
+    let hidden = gpu.upload(&synthetic_hidden(&tiny, 1, 47)).unwrap();
+    for result in [block.decode_step(&mut foreign, &hidden), block.prefill(&mut foreign, &hidden)] {
+        let error = result.unwrap_err();
+        assert!(matches!(error, BlockError::State { .. }), "{error}");
+        assert!(error.to_string().contains("4 heads") || error.to_string().contains("64"), "{error}");
+    }
+    assert_eq!(host_state(&gpu, &foreign), before);
+
+    // Same geometry, another backend: refused by the state check, not by a launch.
+    let elsewhere = kda::reference::backend();
+    let twin = Glm5NextKdaBlock::new(&elsewhere, tiny, &HostWeights::synthetic(&tiny, 45)).unwrap();
+    let mut state = twin.new_state().unwrap();
+    assert!(matches!(block.decode_step(&mut state, &hidden), Err(BlockError::State { .. })));
+}
+
+/// Memory that was never allocated: only its length is ever looked at.
+struct NoMemory;
+impl BufferStorage for NoMemory {}
+
+#[test]
+fn more_tokens_than_the_kernels_sizes_hold_are_refused_before_anything_is_allocated() {
+    let gpu = FakeBackend::new().with_table::<kda::kernels::Glm5NextKda>();
+    let geometry = tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 48)).unwrap();
+    let mut state = block.new_state().unwrap();
+    let allocated = gpu.allocations();
+    let tokens = geometry.max_tokens() as usize + 1;
+    // The length of such an input is all the block may look at: claim it without the memory.
+    let hidden =
+        DeviceBuffer::new(BackendId::fresh(), DType::Bf16, tokens * geometry.hidden as usize, Box::new(NoMemory))
+            .unwrap();
+    let error = block.prefill(&mut state, &hidden).unwrap_err();
+    let BlockError::Geometry(GeometryError::TooManyTokens { tokens: found, max }) = error else {
+        panic!("{error}")
+    };
+    assert_eq!((found, max), (tokens, geometry.max_tokens()));
+    assert_eq!(gpu.allocations(), allocated, "nothing may be allocated for a refused call");
+    assert!(gpu.launches().is_empty());
+}
+
+#[test]
+fn weights_of_the_wrong_shape_are_refused() {
+    let gpu = kda::reference::backend();
+    let geometry = tiny();
+    let mut weights = HostWeights::synthetic(&geometry, 49);
+    weights.o_proj.pop();
+    let Err(BlockError::Weights(error)) = Glm5NextKdaBlock::new(&gpu, geometry, &weights) else {
+        panic!("a short o_proj was accepted")
+    };
+    let expected = WeightsError { name: "o_proj", shape: "[hidden, qkv]", expected: 64 * 64, found: 64 * 64 - 1 };
+    assert_eq!(error, expected);
+    // The weights of another geometry are refused the same way.
+    let other = HostWeights::synthetic(&d64(), 50);
+    assert!(matches!(Glm5NextKdaBlock::new(&gpu, geometry, &other), Err(BlockError::Weights(_))));
 }

@@ -6,7 +6,7 @@ use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
 use kda::ops::dense_mm_bf16;
 use kda::rng::SplitMix64;
 use kda_runtime::testing::{FakeArg, FakeBackend};
-use kda_runtime::{DType, GpuBackend, GpuBackendExt};
+use kda_runtime::{BackendError, DType, GpuBackend, GpuBackendExt};
 
 const N: u32 = 24;
 const K: u32 = 40;
@@ -98,4 +98,26 @@ fn every_path_computes_the_product_within_one_bf16_ulp_and_the_fallback_bit_for_
             assert!((f64::from(*got) - exact).abs() <= ulp + 1e-3, "m = {m}: {got} vs {exact}");
         }
     }
+}
+
+#[test]
+fn dense_products_check_their_operands_before_allocating() {
+    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
+    let x = gpu.alloc(DType::Bf16, 2 * 8).unwrap();
+    let w = gpu.alloc(DType::Bf16, 4 * 8).unwrap();
+    let floats = gpu.alloc(DType::F32, 2 * 8).unwrap();
+    let allocated = gpu.allocations();
+    let short = dense_mm_bf16(&gpu, &kernels, &x, &w, (3, 4, 8)).unwrap_err();
+    assert!(
+        matches!(&short, BackendError::Argument { param: "x", .. }),
+        "{short}"
+    );
+    assert!(short.to_string().contains("at least 3·8 = 24 bf16 elements"), "{short}");
+    let wrong = dense_mm_bf16(&gpu, &kernels, &floats, &w, (2, 4, 8)).unwrap_err();
+    assert!(matches!(wrong, BackendError::Argument { param: "x", .. }), "{wrong}");
+    let narrow = dense_mm_bf16(&gpu, &kernels, &x, &w, (2, 5, 8)).unwrap_err();
+    assert!(matches!(narrow, BackendError::Argument { param: "w", .. }), "{narrow}");
+    assert_eq!(gpu.allocations(), allocated);
+    assert!(gpu.launches().is_empty());
 }

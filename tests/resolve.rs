@@ -3,7 +3,8 @@
 
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
 use kda_runtime::testing::FakeBackend;
-use kda_runtime::{GpuBackend, KernelArg, KernelTable, LaunchGeometry, LookupError, try_kernel};
+use kda::kernels::glm5next_kda;
+use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
 fn the_table_counts_16_entries_14_required_2_optional() {
@@ -35,8 +36,8 @@ fn every_entry_present_resolves_each_once_in_manifest_order() {
     let expected: Vec<(String, String)> =
         Glm5NextKdaKernels::ENTRIES.iter().map(|e| (e.module.to_owned(), e.entry.to_owned())).collect();
     assert_eq!(gpu.lookups(), expected);
-    assert_eq!(kernels.gemm, gpu.lookup("gemm", "dense_gemm_bf16").unwrap());
-    assert_eq!(kernels.pack, gpu.lookup("kda_layer_ops", "kda_pack_qkv_bf16").unwrap());
+    assert_eq!(kernels.gemm, gpu.lookup(glm5next_kda::gemm::ENTRY).unwrap());
+    assert_eq!(kernels.pack, gpu.lookup(glm5next_kda::pack::ENTRY).unwrap());
     assert!(kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some());
     assert_ne!(kernels.recurrent, kernels.recurrent_smem.unwrap());
 }
@@ -50,7 +51,7 @@ fn an_absent_optional_entry_is_none() {
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
     assert_eq!(kernels.recurrent_smem, None);
     assert_eq!(kernels.gemv_batchm, None);
-    assert_eq!(kernels.recurrent, gpu.lookup("kda_recurrent", "kda_recurrent_decode_bf16").unwrap());
+    assert_eq!(kernels.recurrent, gpu.lookup(glm5next_kda::recurrent::ENTRY).unwrap());
 }
 
 #[test]
@@ -97,10 +98,11 @@ fn try_kernel_is_none_only_for_not_found() {
     let gpu = FakeBackend::new()
         .with_kernel("kda_recurrent", "kda_recurrent_decode_bf16")
         .failing_module("kda_chunk", "module image is corrupt");
-    assert!(try_kernel(&gpu, "kda_recurrent", "kda_recurrent_decode_bf16").unwrap().is_some());
-    assert_eq!(try_kernel(&gpu, "kda_recurrent", "kda_recurrent_decode_bf16_smem").unwrap(), None);
-    assert_eq!(try_kernel(&gpu, "norm", "l2_norm_bf16").unwrap(), None);
-    let error = try_kernel(&gpu, "kda_chunk", "kda_chunk_scan").unwrap_err();
+    let named = |module, entry| KernelEntry::named(module, entry);
+    assert!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16")).unwrap().is_some());
+    assert_eq!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16_smem")).unwrap(), None);
+    assert_eq!(try_kernel(&gpu, &named("norm", "l2_norm_bf16")).unwrap(), None);
+    let error = try_kernel(&gpu, &named("kda_chunk", "kda_chunk_scan")).unwrap_err();
     assert!(matches!(error, LookupError::Failed { .. }));
     assert_eq!(
         error.to_string(),
@@ -115,17 +117,52 @@ fn a_handle_launches_only_on_the_backend_that_issued_it() {
     let kernels = Glm5NextKdaKernels::resolve(&first).unwrap();
     let geometry = LaunchGeometry::linear(8, 256);
     let mut buffer = first.alloc(kda_runtime::DType::F32, 8).unwrap();
-    first
-        .launch(kernels.fill, geometry, &mut [KernelArg::BufferMut(&mut buffer), 8u32.into(), 0.0f32.into()])
-        .unwrap();
+    let fill = |dst| glm5next_kda::fill { dst, n: 8, value: 0.0 };
+    kernels.launch_fill(&first, geometry, fill(buffer.view_mut())).unwrap();
     assert_eq!(first.launched(), ["kda_layer_ops::kda_fill_f32"]);
 
-    let foreign = second.launch(kernels.fill, geometry, &mut [8u32.into()]);
-    assert!(foreign.is_err());
+    let foreign = kernels.launch_fill(&second, geometry, fill(buffer.view_mut()));
+    assert!(matches!(foreign, Err(kda_runtime::BackendError::ForeignResource { .. })), "{foreign:?}");
     // Nor may a buffer cross over.
     let second_kernels = Glm5NextKdaKernels::resolve(&second).unwrap();
-    let foreign_buffer =
-        second.launch(second_kernels.fill, geometry, &mut [KernelArg::BufferMut(&mut buffer)]);
-    assert!(foreign_buffer.is_err());
+    let foreign_buffer = second_kernels.launch_fill(&second, geometry, fill(buffer.view_mut()));
+    assert!(matches!(foreign_buffer, Err(kda_runtime::BackendError::ForeignResource { .. })));
     assert!(second.launched().is_empty());
+}
+
+#[test]
+fn every_entry_of_the_table_carries_its_signature_from_the_manifest() {
+    for entry in Glm5NextKdaKernels::ENTRIES {
+        let signature = entry.signature.unwrap_or_else(|| panic!("{} has no params", entry.field));
+        assert!(!signature.params.is_empty(), "{}", entry.field);
+        assert_eq!(entry.table, "glm5next_kda");
+    }
+    let gemm = glm5next_kda::gemm::ENTRY.signature.unwrap();
+    let names: Vec<&str> = gemm.params.iter().map(|p| p.name).collect();
+    assert_eq!(names, ["a", "b", "c", "m", "n", "k"]);
+    assert_eq!(gemm.params[0].kind.to_string(), "const bf16[m*k]");
+    assert_eq!(gemm.params[2].kind.to_string(), "bf16[m*n]");
+    // The two kernels of the bit-identical pair share one contract.
+    assert_eq!(
+        glm5next_kda::recurrent::ENTRY.signature,
+        glm5next_kda::recurrent_smem::ENTRY.signature
+    );
+}
+
+#[test]
+fn a_launch_of_an_absent_optional_entry_is_an_error() {
+    let gpu = FakeBackend::new()
+        .with_table::<Glm5NextKda>()
+        .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
+    let (x, w) = (gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap(), gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap());
+    let mut y = gpu.alloc(kda_runtime::DType::Bf16, 4).unwrap();
+    let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m: 2, n: 2, k: 4 };
+    let error = kernels.launch_gemv_batchm(&gpu, kda::launch::gemv(2, 2), args).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`glm5next_kda.gemv_batchm` (dense_gemv_bf16_batchm::dense_gemv_bf16_batchm) is optional and this \
+         target does not carry it"
+    );
+    assert!(gpu.launched().is_empty());
 }

@@ -56,18 +56,10 @@ impl HostStorage {
     }
 }
 
-/// The memory methods of [`GpuBackend`](crate::GpuBackend) for a backend whose memory is the
+/// The copy methods of [`GpuBackend`](crate::GpuBackend) for a backend whose memory is the
 /// [`HostMemory`] in its field `$memory`.
-macro_rules! host_memory_methods {
+macro_rules! host_copy_methods {
     ($memory:ident) => {
-        fn alloc(
-            &self,
-            dtype: $crate::DType,
-            len: usize,
-        ) -> Result<$crate::DeviceBuffer, $crate::BackendError> {
-            self.$memory.alloc(dtype, len)
-        }
-
         fn copy_to_device(
             &self,
             src: &[u8],
@@ -93,7 +85,7 @@ macro_rules! host_memory_methods {
         }
     };
 }
-pub(crate) use host_memory_methods;
+pub(crate) use host_copy_methods;
 
 /// The host-memory part of a backend: allocation and copies, with the ownership checks every
 /// backend owes its callers.

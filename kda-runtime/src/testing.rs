@@ -50,6 +50,7 @@ pub enum FakeArg {
 struct Record {
     lookups: Vec<(String, String)>,
     launches: Vec<FakeLaunch>,
+    allocations: usize,
 }
 
 /// A backend that carries the kernels it is told to and computes nothing: launches are checked
@@ -133,6 +134,11 @@ impl FakeBackend {
         self.record().launches.clone()
     }
 
+    /// The number of buffers allocated so far.
+    pub fn allocations(&self) -> usize {
+        self.record().allocations
+    }
+
     /// The launched kernels so far, as `module::entry`, in order.
     pub fn launched(&self) -> Vec<String> {
         let record = self.record();
@@ -211,7 +217,12 @@ impl GpuBackend for FakeBackend {
         self.kernels.lookup(entry)
     }
 
-    crate::host::host_memory_methods!(memory);
+    fn alloc(&self, dtype: DType, len: usize) -> Result<crate::DeviceBuffer, BackendError> {
+        self.record().allocations += 1;
+        self.memory.alloc(dtype, len)
+    }
+
+    crate::host::host_copy_methods!(memory);
 
     fn launch(
         &self,

@@ -200,7 +200,11 @@ impl GpuBackend for CpuBackend {
         self.kernels.lookup(entry)
     }
 
-    crate::host::host_memory_methods!(memory);
+    fn alloc(&self, dtype: crate::DType, len: usize) -> Result<crate::DeviceBuffer, BackendError> {
+        self.memory.alloc(dtype, len)
+    }
+
+    crate::host::host_copy_methods!(memory);
 
     /// Checks `args` against the entry's signature, then runs the kernel to completion on this
     /// thread (and whatever threads the kernel itself uses). `geometry` is checked against the

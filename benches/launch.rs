@@ -1,0 +1,57 @@
+//! The typed launcher against the raw launch of the same trivial kernel (`fill` of one element),
+//! in interleaved rounds, on the CPU reference backend and on the test fake. The launcher checks
+//! the same contract the raw checked launch does, so the goal is typed / raw ≤ 1.05; the
+//! unchecked launch is measured too, to show what the check itself costs.
+//!
+//! `cargo bench --bench launch`. The raw positional argument lists below exist only to measure
+//! against; model code launches through the generated launchers.
+
+#[path = "support/interleave.rs"]
+mod interleave;
+
+use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, glm5next_kda as table};
+use kda_runtime::testing::FakeBackend;
+use kda_runtime::{DType, GpuBackend, KernelArg, LaunchGeometry};
+
+const ROUNDS: usize = 200;
+const CALLS: usize = 2_000;
+
+fn main() {
+    let cpu = kda::reference::backend();
+    bench("CPU reference backend", &cpu);
+    // The fake records every launch; both sides pay for the record alike.
+    let fake = FakeBackend::new().with_table::<Glm5NextKda>();
+    bench("fake backend", &fake);
+}
+
+fn bench(backend: &str, gpu: &dyn GpuBackend) {
+    let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
+    let geometry = LaunchGeometry::linear(1, 256);
+    let mut typed_dst = gpu.alloc(DType::F32, 1).unwrap();
+    let mut raw_dst = gpu.alloc(DType::F32, 1).unwrap();
+    let mut unchecked_dst = gpu.alloc(DType::F32, 1).unwrap();
+    let mut typed = || {
+        let args = table::fill { dst: typed_dst.view_mut(), n: 1, value: 1.0 };
+        kernels.launch_fill(gpu, geometry, args).unwrap()
+    };
+    let mut raw = || {
+        let args = &mut [KernelArg::Write(raw_dst.view_mut()), KernelArg::U32(1), KernelArg::F32(1.0)];
+        gpu.launch(kernels.fill, geometry, args).unwrap()
+    };
+    interleave::compare(ROUNDS, CALLS, &mut typed, &mut raw).report(
+        &format!("fill of one element, {backend}"),
+        "typed launcher",
+        "raw checked launch",
+    );
+    let mut unchecked = || {
+        let args = &mut [KernelArg::Write(unchecked_dst.view_mut()), KernelArg::U32(1), KernelArg::F32(1.0)];
+        // SAFETY: these are `fill`'s parameters in order (`f32 dst[n], u32 n, f32 value`), the
+        // view holds n = 1 element, and the host backends run nothing natively.
+        unsafe { gpu.launch_unchecked(kernels.fill, geometry, args) }.unwrap()
+    };
+    interleave::compare(ROUNDS, CALLS, &mut typed, &mut unchecked).report(
+        &format!("fill of one element, {backend}"),
+        "typed launcher",
+        "unchecked launch",
+    );
+}
