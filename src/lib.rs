@@ -2,6 +2,8 @@
 //! dispatch, the KDA block that runs decode and chunked prefill through the table, and the
 //! command-line reports built on it.
 
+#![forbid(unsafe_code)]
+
 pub mod bench;
 pub mod block;
 pub mod cases;

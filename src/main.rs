@@ -1,5 +1,7 @@
 //! `kda`: the GLM-5 Next KDA block on the best backend available, and the manifest's tables.
 
+#![forbid(unsafe_code)]
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 

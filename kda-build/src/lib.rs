@@ -7,6 +7,8 @@
 //! - `codegen` (feature `codegen`): the code generator behind `#[derive(KernelTable)]`, working on
 //!   `proc_macro2` tokens so it can be tested and benchmarked outside a compiler.
 
+#![forbid(unsafe_code)]
+
 pub mod cuda;
 pub mod manifest;
 

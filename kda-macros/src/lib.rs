@@ -3,6 +3,8 @@
 //! Use it through `kda_runtime`, which re-exports it; see `kda_build::codegen` for the attribute
 //! and the generated API.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 use proc_macro::TokenStream;

@@ -158,6 +158,8 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
     );
     quote! {
         #[doc = #doc]
+        // `launch_` and a field the manifest may spell in any case.
+        #[allow(non_snake_case)]
         pub fn #method(
             &self,
             #gpu: &dyn ::kda_runtime::GpuBackend,

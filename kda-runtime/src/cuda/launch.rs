@@ -1,9 +1,10 @@
 //! Turning [`KernelArg`]s into a cudarc launch.
 
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 
 use super::CudaBackend;
+use super::modules::Resolved;
 use crate::{BackendError, KernelArg, LaunchGeometry};
 
 /// Dynamic shared memory a kernel gets without opting in.
@@ -29,16 +30,17 @@ enum Prepared<'a> {
 /// kernel touches through it, and written buffers come as mutable views.
 pub(super) unsafe fn launch(
     gpu: &CudaBackend,
-    function: &CudaFunction,
+    kernel: &Resolved,
     geometry: LaunchGeometry,
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {
+    let function = &kernel.function;
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes)
         .map_err(|_| BackendError::Launch {
-            module: String::new(),
-            entry: String::new(),
-            reason: format!("{} bytes of dynamic shared memory", geometry.shared_mem_bytes),
+            module: kernel.entry.module.to_owned(),
+            entry: kernel.entry.entry.to_owned(),
+            reason: format!("{} bytes of dynamic shared memory is more than any device has", geometry.shared_mem_bytes),
         })?;
     if geometry.shared_mem_bytes > DEFAULT_SHARED_MEMORY {
         function

@@ -224,7 +224,7 @@ impl GpuBackend for CudaBackend {
         // - the extents are what the kernel touches: that is the manifest's contract for the
         //   kernel, the one fact the kernel's author states and the reference kernels are tested
         //   against.
-        unsafe { launch::launch(self, &resolved.function, geometry, args) }
+        unsafe { launch::launch(self, &resolved, geometry, args) }
     }
 
     unsafe fn launch_unchecked(
@@ -235,7 +235,7 @@ impl GpuBackend for CudaBackend {
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
         // SAFETY: the caller upholds `launch_unchecked`'s contract, which is `launch::launch`'s.
-        unsafe { launch::launch(self, &resolved.function, geometry, args) }
+        unsafe { launch::launch(self, &resolved, geometry, args) }
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {
