@@ -16,6 +16,7 @@
 
 mod diagnostic;
 mod ident;
+mod params;
 mod parse;
 mod signature;
 mod validate;
@@ -89,10 +90,16 @@ impl Manifest {
         let source = &LineIndex::new(text);
         let mut diagnostics = Vec::new();
         let raw = parse::read(source, &mut diagnostics);
+        let contracts = params::read_contracts(source, &raw, &mut diagnostics);
         validate::validate(source, &raw, &mut diagnostics);
         if diagnostics.is_empty() {
             Ok(Manifest {
-                tables: raw.tables.into_iter().map(|table| table.into_table(source)).collect(),
+                tables: raw
+                    .tables
+                    .into_iter()
+                    .zip(contracts)
+                    .map(|(table, contracts)| table.into_table(source, contracts))
+                    .collect(),
                 defines: raw.defines.into_iter().map(|define| parse::into_define(source, define)).collect(),
             })
         } else {

@@ -4,6 +4,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
+use super::params::Contract;
 use super::{DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
@@ -21,8 +22,9 @@ pub(super) struct RawEntry {
     pub doc: Option<String>,
     #[serde(default)]
     pub params: Option<Spanned<String>>,
+    /// Spanned as a whole too: `requires` without `params` is blamed on the array.
     #[serde(default)]
-    pub requires: Option<Vec<Spanned<String>>>,
+    pub requires: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// One kernel table as written.
@@ -184,23 +186,24 @@ fn article(type_name: &str) -> &'static str {
 }
 
 impl RawTable {
-    /// The validated model of this table.
-    pub fn into_table(self, source: &LineIndex<'_>) -> Table {
+    /// The validated model of this table, with the contract of each entry (in entry order).
+    pub fn into_table(self, source: &LineIndex<'_>, contracts: Vec<Contract>) -> Table {
         Table {
             location: source.location(self.name.span().start),
             name: self.name.into_inner(),
             entries: self
                 .entries
                 .into_iter()
-                .map(|(field, raw)| Entry {
+                .zip(contracts)
+                .map(|((field, raw), contract)| Entry {
                     location: source.location(field.span().start),
                     field: field.into_inner(),
                     module: raw.module.into_inner(),
                     entry: raw.entry.into_inner(),
                     optional: raw.optional,
                     doc: raw.doc,
-                    params: None,
-                    requires: Vec::new(),
+                    params: contract.params,
+                    requires: contract.requires,
                 })
                 .collect(),
         }

@@ -1,0 +1,423 @@
+//! The launch contract of an entry: its `params` string and `requires` strings, parsed into
+//! [`Param`]s and [`Requirement`]s, every problem located at its token in the manifest.
+//!
+//! - `params` = `param (',' param)*`, in the kernel's order: a buffer is `[const] T name[EXTENT]`
+//!   (T: bf16, f32, u32), a scalar `T name` (T: u32, i32, u64, f32).
+//! - a requirement = `expr CMP expr ('||' expr CMP expr)*`, CMP one of `== != < <= > >=`.
+//! - `expr` = integer literals, the entry's integer scalars, `[defines]` constants, `+ - * %`,
+//!   parentheses and `cdiv(a, b)`; a requirement may also use `block.x` ... `grid.z`.
+
+mod expr;
+mod lex;
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use toml::Spanned;
+
+use self::expr::{Cursor, Kind, Names, Node, Place, Problem, parse_expr, resolve};
+use self::lex::{Tok, Token, shorten, tokenize};
+use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
+use super::parse::{RawEntry, RawManifest};
+use super::{
+    CompareOp, Comparison, Diagnostic, ElementType, LineIndex, Param, ParamType, Requirement, ScalarType,
+};
+
+/// The launch contract of one entry, as [`Entry`](super::Entry) holds it.
+pub(super) struct Contract {
+    pub params: Option<Vec<Param>>,
+    pub requires: Vec<Requirement>,
+}
+
+/// The contract of every entry that read well, per table in file order; every problem goes to
+/// `diagnostics`. The `[defines]` are all known here, wherever the file writes them.
+pub(super) fn read_contracts(
+    source: &LineIndex<'_>,
+    manifest: &RawManifest,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Vec<Contract>> {
+    let defines: HashMap<&str, u32> =
+        manifest.defines.iter().map(|(name, value)| (name.get_ref().as_str(), *value)).collect();
+    manifest
+        .tables
+        .iter()
+        .map(|table| {
+            table
+                .entries
+                .iter()
+                .map(|(field, entry)| {
+                    EntryReader { source, defines: &defines, field: field.get_ref(), diagnostics }.read(entry)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A TOML string of the manifest: its value, and where the value's bytes are in the file.
+struct Text<'a> {
+    value: &'a str,
+    /// The file offset of the value's first byte.
+    base: usize,
+    /// Whether value byte `i` is file byte `base + i`: false when escapes or a trimmed line end
+    /// make the source differ from the value, and then every problem is located at `base`.
+    exact: bool,
+}
+
+impl<'a> Text<'a> {
+    fn new(source: &str, string: &'a Spanned<String>) -> Self {
+        let (span, value) = (string.span(), string.get_ref().as_str());
+        let written = source.get(span.clone()).unwrap_or_default();
+        for quote in ["\"\"\"", "'''", "\"", "'"] {
+            if written.len() >= 2 * quote.len() && written.starts_with(quote) && written.ends_with(quote) {
+                let mut inner = &written[quote.len()..written.len() - quote.len()];
+                let mut base = span.start + quote.len();
+                if quote.len() == 3 {
+                    // A multi-line string drops the line end right after its opening quotes.
+                    for line_end in ["\r\n", "\n"] {
+                        if let Some(rest) = inner.strip_prefix(line_end) {
+                            (inner, base) = (rest, base + line_end.len());
+                            break;
+                        }
+                    }
+                }
+                return Text { value, base, exact: inner == value };
+            }
+        }
+        Text { value, base: span.start, exact: false }
+    }
+
+    fn file_span(&self, span: Range<usize>) -> Range<usize> {
+        if self.exact { self.base + span.start..self.base + span.end } else { self.base..self.base }
+    }
+}
+
+/// Reads the contract of one entry.
+struct EntryReader<'r, 'a> {
+    source: &'r LineIndex<'a>,
+    defines: &'r HashMap<&'r str, u32>,
+    field: &'r str,
+    diagnostics: &'r mut Vec<Diagnostic>,
+}
+
+impl<'r> EntryReader<'r, '_> {
+    fn read(mut self, entry: &'r RawEntry) -> Contract {
+        let mut names = Names { params: HashMap::new(), defines: self.defines };
+        let params = entry.params.as_ref().and_then(|params| {
+            let text = Text::new(self.source.text(), params);
+            self.params(&text, &mut names)
+        });
+        let mut requires = Vec::new();
+        if let Some(list) = &entry.requires {
+            if entry.params.is_none() {
+                let message = format!(
+                    "entry `{}`: `requires` without `params`: a requirement names the kernel's parameters, \
+                     so declare them in `params`",
+                    self.field
+                );
+                self.diagnostics.push(Diagnostic::new(self.source, list.span(), message));
+            } else {
+                for string in list.get_ref() {
+                    let text = Text::new(self.source.text(), string);
+                    requires.extend(self.requirement(&text, string.span().start, &names));
+                }
+            }
+        }
+        Contract { params, requires }
+    }
+
+    fn report(&mut self, text: &Text<'_>, problems: Vec<Problem>) {
+        for problem in problems {
+            let message = format!("entry `{}`: {}", self.field, problem.message);
+            self.diagnostics.push(Diagnostic::new(self.source, text.file_span(problem.span), message));
+        }
+    }
+
+    /// The parameters, registering each name in `names`; `None` when anything was reported.
+    fn params<'s>(&mut self, text: &Text<'s>, names: &mut Names<'s>) -> Option<Vec<Param>>
+    where
+        'r: 's,
+    {
+        let tokens = tokenize(text.value);
+        let mut problems = Vec::new();
+        let mut first_at: HashMap<&str, Range<usize>> = HashMap::new();
+        let mut declared = Vec::new();
+        // A blank string declares a kernel without parameters.
+        let segments = if tokens.len() == 1 { Vec::new() } else { split(&tokens) };
+        for (index, segment) in segments.into_iter().enumerate() {
+            let (name, kind, param) = match declare(&mut Cursor::new(segment), &mut problems) {
+                Ok(param) => (Some(param.name), kind_of(&param, index), Some(param)),
+                Err((problem, name)) => {
+                    problems.push(problem);
+                    (name, Kind::Broken, None)
+                }
+            };
+            if let Some((name, token)) = name {
+                if let Some(first) = first_at.get(name) {
+                    let first = self.source.location(text.file_span(first.clone()).start);
+                    let message = format!("parameter `{}` is listed twice: first at {first}", shorten(name));
+                    problems.push(Problem::new(token.span(), message));
+                } else {
+                    first_at.insert(name, token.span());
+                    names.params.insert(name, kind);
+                }
+            }
+            declared.extend(param);
+        }
+        let params: Vec<Param> =
+            declared.iter().filter_map(|param| self.check(text, param, names, &mut problems)).collect();
+        let ok = problems.is_empty();
+        self.report(text, problems);
+        ok.then_some(params)
+    }
+
+    /// The type, name and extent checks of one parameter that parsed.
+    fn check(
+        &self,
+        text: &Text<'_>,
+        param: &Declared<'_>,
+        names: &Names<'_>,
+        problems: &mut Vec<Problem>,
+    ) -> Option<Param> {
+        let before = problems.len();
+        let (name, name_token) = param.name;
+        let ty = match &param.extent {
+            Some((node, written)) => {
+                let element = element_type(param.ty, name, problems);
+                let extent = resolve(text.value, node, names, Place::Extent(&shorten(name)), problems);
+                element.zip(extent).map(|(element, extent)| ParamType::Buffer {
+                    element,
+                    writable: param.constness.is_none(),
+                    extent,
+                    extent_text: text.value[written.clone()].trim().to_owned(),
+                })
+            }
+            None => {
+                if let Some(constness) = param.constness {
+                    let message = format!(
+                        "`const` applies to buffers only: scalar `{}` is passed by value",
+                        shorten(name)
+                    );
+                    problems.push(Problem::new(constness.span(), message));
+                }
+                scalar_type(param.ty, name, problems).map(ParamType::Scalar)
+            }
+        };
+        if let Some(message) = name_problem(name, self.defines) {
+            problems.push(Problem::new(name_token.span(), message));
+        }
+        let location = self.source.location(text.file_span(name_token.span()).start);
+        ty.filter(|_| problems.len() == before).map(|ty| Param { name: name.to_owned(), ty, location })
+    }
+
+    fn requirement(&mut self, text: &Text<'_>, start: usize, names: &Names<'_>) -> Option<Requirement> {
+        let tokens = tokenize(text.value);
+        let mut problems = Vec::new();
+        let mut any_of = Vec::new();
+        match parse_requirement(&mut Cursor::new(&tokens), &mut problems) {
+            Ok(comparisons) => {
+                for (lhs, op, rhs) in comparisons {
+                    let lhs = resolve(text.value, &lhs, names, Place::Requirement, &mut problems);
+                    let rhs = resolve(text.value, &rhs, names, Place::Requirement, &mut problems);
+                    any_of.extend(lhs.zip(rhs).map(|(lhs, rhs)| Comparison { lhs, op, rhs }));
+                }
+            }
+            Err(problem) => problems.push(problem),
+        }
+        let ok = problems.is_empty();
+        self.report(text, problems);
+        ok.then(|| Requirement { any_of, text: text.value.to_owned(), location: self.source.location(start) })
+    }
+}
+
+/// One parameter as written.
+struct Declared<'s> {
+    constness: Option<Token<'s>>,
+    ty: (&'s str, Token<'s>),
+    name: (&'s str, Token<'s>),
+    /// The extent and the bytes between its brackets.
+    extent: Option<(Node<'s>, Range<usize>)>,
+}
+
+/// A syntax error, with the parameter's name when it got that far (so that uses of the name
+/// are not reported again as unknown).
+type DeclareError<'s> = (Problem, Option<(&'s str, Token<'s>)>);
+
+/// The parameters' token slices, each ending with the `,` or end that closes it. A `,` inside
+/// `cdiv(..)` does not split; a `]` closes any parenthesis left open, so that a missing `)`
+/// costs one parameter, not all the rest.
+fn split<'t, 's>(tokens: &'t [Token<'s>]) -> Vec<&'t [Token<'s>]> {
+    let (mut segments, mut start, mut depth) = (Vec::new(), 0, 0u32);
+    for (at, token) in tokens.iter().enumerate() {
+        match token.tok {
+            Tok::Punct("(") => depth += 1,
+            Tok::Punct(")") => depth = depth.saturating_sub(1),
+            Tok::Punct("]") => depth = 0,
+            Tok::Punct(",") if depth == 0 => {
+                segments.push(&tokens[start..=at]);
+                start = at + 1;
+            }
+            Tok::End => segments.push(&tokens[start..=at]),
+            _ => {}
+        }
+    }
+    segments
+}
+
+/// `[const] T name[EXTENT]` or `T name`, up to the token that ends the parameter.
+fn declare<'s>(
+    cursor: &mut Cursor<'_, 's>,
+    problems: &mut Vec<Problem>,
+) -> Result<Declared<'s>, DeclareError<'s>> {
+    let constness = match (cursor.peek().tok, cursor.peek_second().tok) {
+        (Tok::Ident("const"), Tok::Ident(_)) => Some(cursor.bump()),
+        _ => None,
+    };
+    let ty = cursor.ident().ok_or_else(|| {
+        (Problem::expected("a parameter (`[const] T name[EXTENT]` or `T name`)", cursor.peek()), None)
+    })?;
+    let Some(name) = cursor.ident() else {
+        let found = cursor.peek();
+        let hint = if found.is("*") { ": a buffer is written `[const] T name[EXTENT]`" } else { "" };
+        let message = format!(
+            "expected the parameter's name after `{}`, found {}{hint}",
+            shorten(ty.0),
+            found.describe()
+        );
+        return Err((Problem::new(found.span(), message), None));
+    };
+    let partial = Some(name);
+    let extent = match cursor.eat("[") {
+        Some(open) if cursor.peek().is("]") => {
+            let message = format!(
+                "the extent of `{0}` is empty: write its number of elements, as in `{0}[n]`",
+                shorten(name.0)
+            );
+            return Err((Problem::new(open.start..cursor.peek().end, message), partial));
+        }
+        Some(open) => {
+            let node = parse_expr(cursor, 0, problems).map_err(|problem| (problem, partial))?;
+            let Some(close) = cursor.eat("]") else {
+                let what = format!("`]` to close the extent of `{}`", shorten(name.0));
+                return Err((Problem::expected(&what, cursor.peek()), partial));
+            };
+            Some((node, open.end..close.start))
+        }
+        None => None,
+    };
+    if !cursor.at_end() {
+        let what = format!("`,` or the end of `params` after parameter `{}`", shorten(name.0));
+        return Err((Problem::expected(&what, cursor.peek()), partial));
+    }
+    Ok(Declared { constness, ty, name, extent })
+}
+
+/// What the parameter at `index` stands for in an expression.
+fn kind_of(param: &Declared<'_>, index: usize) -> Kind {
+    match (param.extent.is_some(), param.ty.0) {
+        (true, _) => Kind::Buffer,
+        (false, "u32" | "i32" | "u64") => Kind::Integer(index),
+        (false, "f32") => Kind::Float(ScalarType::F32),
+        // An unknown type is reported at the declaration; its uses add nothing.
+        (false, _) => Kind::Broken,
+    }
+}
+
+fn element_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) -> Option<ElementType> {
+    let message = match ty.0 {
+        "bf16" => return Some(ElementType::Bf16),
+        "f32" => return Some(ElementType::F32),
+        "u32" => return Some(ElementType::U32),
+        scalar @ ("i32" | "u64") => format!(
+            "buffer `{}` cannot hold {scalar}: a buffer's element type is bf16, f32 or u32",
+            shorten(name)
+        ),
+        other => format!(
+            "unknown element type `{}` of buffer `{}`: expected bf16, f32 or u32",
+            shorten(other),
+            shorten(name)
+        ),
+    };
+    problems.push(Problem::new(ty.1.span(), message));
+    None
+}
+
+fn scalar_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) -> Option<ScalarType> {
+    let message = match ty.0 {
+        "u32" => return Some(ScalarType::U32),
+        "i32" => return Some(ScalarType::I32),
+        "u64" => return Some(ScalarType::U64),
+        "f32" => return Some(ScalarType::F32),
+        "bf16" => format!(
+            "scalar `{}` cannot be bf16: a scalar is u32, i32, u64 or f32 (bf16 is a buffer element type)",
+            shorten(name)
+        ),
+        other => {
+            format!(
+                "unknown type `{}` of scalar `{}`: expected u32, i32, u64 or f32",
+                shorten(other),
+                shorten(name)
+            )
+        }
+    };
+    problems.push(Problem::new(ty.1.span(), message));
+    None
+}
+
+/// Parameter names become C argument names and Rust fields of the launcher; nvcc gets every
+/// define as `-DNAME=VALUE`, which would substitute a parameter of the same name.
+fn name_problem(name: &str, defines: &HashMap<&str, u32>) -> Option<String> {
+    let shown = shorten(name);
+    if !is_c_identifier(name) {
+        Some(format!(
+            "parameter name `{shown}` is not a C identifier (ASCII letters, digits and `_`, not starting with a digit)"
+        ))
+    } else if is_rust_keyword(name) {
+        Some(format!("parameter name `{shown}` is a Rust keyword; choose another name"))
+    } else if !is_rust_field_name(name) {
+        Some(format!("parameter name `{shown}` cannot name a Rust field; choose another name"))
+    } else if defines.contains_key(name) {
+        Some(format!(
+            "parameter name `{shown}` is also a [defines] constant, which nvcc would substitute into the \
+             kernel; choose another name"
+        ))
+    } else {
+        None
+    }
+}
+
+/// `expr CMP expr ('||' expr CMP expr)*`.
+fn parse_requirement<'s>(
+    cursor: &mut Cursor<'_, 's>,
+    problems: &mut Vec<Problem>,
+) -> Result<Vec<(Node<'s>, CompareOp, Node<'s>)>, Problem> {
+    let mut comparisons = Vec::new();
+    loop {
+        let lhs = parse_expr(cursor, 0, problems)?;
+        let found = cursor.peek();
+        let op = match found.tok {
+            Tok::Punct("==") => CompareOp::Eq,
+            Tok::Punct("!=") => CompareOp::Ne,
+            Tok::Punct("<") => CompareOp::Lt,
+            Tok::Punct("<=") => CompareOp::Le,
+            Tok::Punct(">") => CompareOp::Gt,
+            Tok::Punct(">=") => CompareOp::Ge,
+            _ => {
+                let hint = if found.is("=") { " (`==` tests equality)" } else { "" };
+                let message = format!(
+                    "expected a comparison (`==`, `!=`, `<`, `<=`, `>` or `>=`), found {}{hint}",
+                    found.describe()
+                );
+                return Err(Problem::new(found.span(), message));
+            }
+        };
+        cursor.bump();
+        let rhs = parse_expr(cursor, 0, problems)?;
+        comparisons.push((lhs, op, rhs));
+        if cursor.at_end() {
+            return Ok(comparisons);
+        }
+        if cursor.eat("||").is_none() {
+            return Err(Problem::expected("`||` or the end of the requirement", cursor.peek()));
+        }
+    }
+}

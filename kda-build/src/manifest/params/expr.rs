@@ -1,0 +1,462 @@
+//! Integer expressions (extents and the sides of a requirement): a token cursor, the
+//! recursive-descent parser, and the step that resolves names and folds constants.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use super::lex::{Tok, Token, shorten};
+use crate::manifest::{BinaryOp, Expr, LaunchDim, ScalarType};
+
+/// The deepest nesting of parentheses and operators an expression may have: real extents use a
+/// handful, and the bound keeps every recursive walk (parse, resolve, drop) off the stack limit.
+pub(super) const MAX_DEPTH: u32 = 64;
+
+/// A problem at the bytes `span` of the string being parsed.
+#[derive(Debug)]
+pub(super) struct Problem {
+    pub span: Range<usize>,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(span: Range<usize>, message: impl Into<String>) -> Self {
+        Problem { span, message: message.into() }
+    }
+
+    /// "expected `what`, found" the token at the cursor.
+    pub fn expected(what: &str, found: Token<'_>) -> Self {
+        Problem::new(found.span(), format!("expected {what}, found {}", found.describe()))
+    }
+}
+
+/// Reads a slice of tokens whose last token ends it (a `,` between parameters, or the end of the
+/// string); the cursor never moves past that last token, so it can always be reported as found.
+pub(super) struct Cursor<'t, 's> {
+    tokens: &'t [Token<'s>],
+    pos: usize,
+}
+
+impl<'t, 's> Cursor<'t, 's> {
+    /// `tokens` must not be empty: its last token ends the slice.
+    pub fn new(tokens: &'t [Token<'s>]) -> Self {
+        debug_assert!(!tokens.is_empty());
+        Cursor { tokens, pos: 0 }
+    }
+
+    pub fn peek(&self) -> Token<'s> {
+        self.tokens[self.pos.min(self.tokens.len() - 1)]
+    }
+
+    /// The token after the next one (the ending token when there is none).
+    pub fn peek_second(&self) -> Token<'s> {
+        self.tokens[(self.pos + 1).min(self.tokens.len() - 1)]
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos + 1 >= self.tokens.len()
+    }
+
+    pub fn bump(&mut self) -> Token<'s> {
+        let token = self.peek();
+        if !self.at_end() {
+            self.pos += 1;
+        }
+        token
+    }
+
+    /// Takes the next token if it is `punct` (never the ending token).
+    pub fn eat(&mut self, punct: &str) -> Option<Token<'s>> {
+        (!self.at_end() && self.peek().is(punct)).then(|| self.bump())
+    }
+
+    /// Takes the next token if it is an identifier.
+    pub fn ident(&mut self) -> Option<(&'s str, Token<'s>)> {
+        match self.peek().tok {
+            Tok::Ident(name) if !self.at_end() => Some((name, self.bump())),
+            _ => None,
+        }
+    }
+}
+
+/// An expression as written, with its byte range (parentheses included).
+#[derive(Debug)]
+pub(super) struct Node<'s> {
+    pub kind: NodeKind<'s>,
+    pub start: usize,
+    pub end: usize,
+    /// Levels of operators below and including this node.
+    height: u32,
+}
+
+#[derive(Debug)]
+pub(super) enum NodeKind<'s> {
+    Int(u64),
+    Name(&'s str),
+    Launch(LaunchDim),
+    /// Something already reported (a bad literal, an unknown launch dimension): it resolves to
+    /// nothing and adds no further error.
+    Invalid,
+    Binary {
+        op: BinaryOp,
+        op_span: Range<usize>,
+        lhs: Box<Node<'s>>,
+        rhs: Box<Node<'s>>,
+    },
+}
+
+impl<'s> Node<'s> {
+    fn leaf(kind: NodeKind<'s>, token: Token<'_>) -> Self {
+        Node { kind, start: token.start, end: token.end, height: 0 }
+    }
+
+    fn binary(op: BinaryOp, op_token: Token<'_>, lhs: Node<'s>, rhs: Node<'s>) -> Result<Self, Problem> {
+        let height = lhs.height.max(rhs.height) + 1;
+        if height > MAX_DEPTH {
+            return Err(too_deep(op_token));
+        }
+        let (start, end) = (lhs.start, rhs.end);
+        let kind = NodeKind::Binary { op, op_span: op_token.span(), lhs: Box::new(lhs), rhs: Box::new(rhs) };
+        Ok(Node { kind, start, end, height })
+    }
+}
+
+fn too_deep(token: Token<'_>) -> Problem {
+    Problem::new(
+        token.span(),
+        format!("expression nested too deeply: at most {MAX_DEPTH} levels of parentheses and operators"),
+    )
+}
+
+/// `expr = term (('+' | '-') term)*`, `term = atom (('*' | '%') atom)*`,
+/// `atom = INTEGER | NAME | NAME '.' NAME | 'cdiv' '(' expr ',' expr ')' | '(' expr ')'`.
+///
+/// A fatal problem is returned; one the parse can step over (a bad literal, an unknown launch
+/// dimension) is added to `problems` and parsing goes on.
+pub(super) fn parse_expr<'s>(
+    cursor: &mut Cursor<'_, 's>,
+    depth: u32,
+    problems: &mut Vec<Problem>,
+) -> Result<Node<'s>, Problem> {
+    let mut lhs = parse_term(cursor, depth, problems)?;
+    loop {
+        let (op, token) = if let Some(token) = cursor.eat("+") {
+            (BinaryOp::Add, token)
+        } else if let Some(token) = cursor.eat("-") {
+            (BinaryOp::Sub, token)
+        } else {
+            return Ok(lhs);
+        };
+        let rhs = parse_term(cursor, depth, problems)?;
+        lhs = Node::binary(op, token, lhs, rhs)?;
+    }
+}
+
+fn parse_term<'s>(
+    cursor: &mut Cursor<'_, 's>,
+    depth: u32,
+    problems: &mut Vec<Problem>,
+) -> Result<Node<'s>, Problem> {
+    let mut lhs = parse_atom(cursor, depth, problems)?;
+    loop {
+        let (op, token) = if let Some(token) = cursor.eat("*") {
+            (BinaryOp::Mul, token)
+        } else if let Some(token) = cursor.eat("%") {
+            (BinaryOp::Rem, token)
+        } else {
+            return Ok(lhs);
+        };
+        let rhs = parse_atom(cursor, depth, problems)?;
+        lhs = Node::binary(op, token, lhs, rhs)?;
+    }
+}
+
+fn parse_atom<'s>(
+    cursor: &mut Cursor<'_, 's>,
+    depth: u32,
+    problems: &mut Vec<Problem>,
+) -> Result<Node<'s>, Problem> {
+    let token = cursor.peek();
+    match token.tok {
+        _ if cursor.at_end() => Err(Problem::expected(EXPECTED_OPERAND, token)),
+        Tok::Number(text) => {
+            cursor.bump();
+            Ok(Node::leaf(literal(text, token, problems), token))
+        }
+        Tok::Ident("cdiv") if cursor.peek_second().is("(") => {
+            if depth >= MAX_DEPTH {
+                return Err(too_deep(token));
+            }
+            cursor.bump();
+            cursor.bump();
+            let lhs = parse_expr(cursor, depth + 1, problems)?;
+            cursor
+                .eat(",")
+                .ok_or_else(|| Problem::expected("`,` between the two operands of `cdiv`", cursor.peek()))?;
+            let rhs = parse_expr(cursor, depth + 1, problems)?;
+            let close =
+                cursor.eat(")").ok_or_else(|| Problem::expected("`)` to close `cdiv(`", cursor.peek()))?;
+            let mut node = Node::binary(BinaryOp::Cdiv, token, lhs, rhs)?;
+            (node.start, node.end) = (token.start, close.end);
+            Ok(node)
+        }
+        Tok::Ident(name) if cursor.peek_second().is(".") => {
+            cursor.bump();
+            cursor.bump();
+            let Some((axis, axis_token)) = cursor.ident() else {
+                return Err(Problem::expected(
+                    &format!("`x`, `y` or `z` after `{}.`", shorten(name)),
+                    cursor.peek(),
+                ));
+            };
+            let node = Node { kind: NodeKind::Invalid, start: token.start, end: axis_token.end, height: 0 };
+            match launch_dim(name, axis) {
+                Some(dim) => Ok(Node { kind: NodeKind::Launch(dim), ..node }),
+                None => {
+                    problems.push(Problem::new(
+                        token.start..axis_token.end,
+                        format!(
+                            "`{}.{}` is not a launch dimension: expected block.x, block.y, block.z, \
+                             grid.x, grid.y or grid.z",
+                            shorten(name),
+                            shorten(axis)
+                        ),
+                    ));
+                    Ok(node)
+                }
+            }
+        }
+        Tok::Ident(name) => {
+            cursor.bump();
+            Ok(Node::leaf(NodeKind::Name(name), token))
+        }
+        Tok::Punct("(") => {
+            if depth >= MAX_DEPTH {
+                return Err(too_deep(token));
+            }
+            cursor.bump();
+            let mut node = parse_expr(cursor, depth + 1, problems)?;
+            let close = cursor.eat(")").ok_or_else(|| Problem::expected("`)`", cursor.peek()))?;
+            (node.start, node.end) = (token.start, close.end);
+            Ok(node)
+        }
+        _ => Err(Problem::expected(EXPECTED_OPERAND, token)),
+    }
+}
+
+const EXPECTED_OPERAND: &str = "an integer, a name, `cdiv(a, b)` or `(`";
+
+/// A decimal `u64`; anything else is reported and becomes [`NodeKind::Invalid`].
+fn literal<'s>(text: &str, token: Token<'_>, problems: &mut Vec<Problem>) -> NodeKind<'s> {
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        problems.push(Problem::new(
+            token.span(),
+            format!("invalid integer literal `{}`: write a decimal integer", shorten(text)),
+        ));
+        return NodeKind::Invalid;
+    }
+    match text.parse::<u64>() {
+        Ok(value) => NodeKind::Int(value),
+        // All digits, so the only failure is a value past u64::MAX.
+        Err(_) => {
+            problems.push(Problem::new(
+                token.span(),
+                format!("integer literal `{}` does not fit in u64", shorten(text)),
+            ));
+            NodeKind::Invalid
+        }
+    }
+}
+
+fn launch_dim(base: &str, axis: &str) -> Option<LaunchDim> {
+    Some(match (base, axis) {
+        ("block", "x") => LaunchDim::BlockX,
+        ("block", "y") => LaunchDim::BlockY,
+        ("block", "z") => LaunchDim::BlockZ,
+        ("grid", "x") => LaunchDim::GridX,
+        ("grid", "y") => LaunchDim::GridY,
+        ("grid", "z") => LaunchDim::GridZ,
+        _ => return None,
+    })
+}
+
+/// What a parameter name stands for in an expression.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Kind {
+    /// An integer scalar, at this position of the parameters.
+    Integer(usize),
+    /// A float scalar: never an integer.
+    Float(ScalarType),
+    /// A buffer: never an integer.
+    Buffer,
+    /// A parameter whose own declaration is already reported: using it adds no error.
+    Broken,
+}
+
+/// The names an expression of one entry can use.
+pub(super) struct Names<'a> {
+    pub params: HashMap<&'a str, Kind>,
+    pub defines: &'a HashMap<&'a str, u32>,
+}
+
+/// Where an expression is written: the messages and the allowed names differ.
+#[derive(Clone, Copy)]
+pub(super) enum Place<'a> {
+    /// The extent of this buffer (its name as messages show it): no launch dimensions.
+    Extent(&'a str),
+    /// A side of a requirement.
+    Requirement,
+}
+
+/// The value of an expression when it is made of literals and defines only.
+enum Fold {
+    Known(u64),
+    Unknown,
+    /// Already reported below: the enclosing expression adds no error of its own.
+    Failed,
+}
+
+/// Resolves every name of `node` and fold-checks its constant parts, adding a problem for each
+/// name that is not an integer of the entry and each constant operation that fails at every
+/// launch. `None` when anything was reported.
+pub(super) fn resolve(
+    text: &str,
+    node: &Node<'_>,
+    names: &Names<'_>,
+    place: Place<'_>,
+    problems: &mut Vec<Problem>,
+) -> Option<Expr> {
+    let before = problems.len();
+    let (expr, _) = Resolver { text, names, place, problems }.node(node);
+    if problems.len() == before { expr } else { None }
+}
+
+struct Resolver<'r, 'a> {
+    text: &'r str,
+    names: &'r Names<'a>,
+    place: Place<'r>,
+    problems: &'r mut Vec<Problem>,
+}
+
+impl Resolver<'_, '_> {
+    fn node(&mut self, node: &Node<'_>) -> (Option<Expr>, Fold) {
+        let span = node.start..node.end;
+        match &node.kind {
+            NodeKind::Int(value) => (Some(Expr::Literal(*value)), Fold::Known(*value)),
+            NodeKind::Invalid => (None, Fold::Failed),
+            NodeKind::Launch(dim) => match self.place {
+                Place::Requirement => (Some(Expr::Launch(*dim)), Fold::Unknown),
+                Place::Extent(buffer) => {
+                    let message = format!(
+                        "`{}` is a launch dimension: only `requires` can use it, not the extent of `{buffer}`",
+                        self.snippet(span.clone())
+                    );
+                    self.problems.push(Problem::new(span, message));
+                    (None, Fold::Failed)
+                }
+            },
+            NodeKind::Name(name) => self.name(name, span),
+            NodeKind::Binary { op, op_span, lhs, rhs } => {
+                let (lhs_expr, lhs_fold) = self.node(lhs);
+                let (rhs_expr, rhs_fold) = self.node(rhs);
+                let fold = self.fold(*op, op_span.clone(), span, lhs_fold, rhs_fold);
+                let expr = lhs_expr.zip(rhs_expr).map(|(lhs, rhs)| Expr::Binary {
+                    op: *op,
+                    lhs: Box::new(lhs),
+                    rhs: Box::new(rhs),
+                });
+                (expr, fold)
+            }
+        }
+    }
+
+    fn name(&mut self, name: &str, span: Range<usize>) -> (Option<Expr>, Fold) {
+        let kind = self.names.params.get(name).copied();
+        match kind {
+            Some(Kind::Integer(index)) => {
+                return (Some(Expr::Scalar { name: name.to_owned(), index }), Fold::Unknown);
+            }
+            Some(Kind::Broken) => return (None, Fold::Failed),
+            None => {
+                if let Some(value) = self.names.defines.get(name) {
+                    let value = u64::from(*value);
+                    return (Some(Expr::Define { name: name.to_owned(), value }), Fold::Known(value));
+                }
+            }
+            Some(Kind::Float(_) | Kind::Buffer) => {}
+        }
+        let name = shorten(name);
+        let message = match (kind, self.place) {
+            (Some(Kind::Float(ty)), Place::Extent(buffer)) => {
+                format!("{} scalar `{name}` cannot size a buffer (the extent of `{buffer}`)", ty.name())
+            }
+            (Some(Kind::Float(ty)), Place::Requirement) => format!(
+                "{} scalar `{name}` cannot appear in a requirement: requirements compare integers",
+                ty.name()
+            ),
+            (Some(Kind::Buffer), Place::Extent(buffer)) => format!(
+                "buffer `{name}` cannot size a buffer (the extent of `{buffer}`): \
+                 an extent uses integer scalars and [defines] constants"
+            ),
+            (Some(Kind::Buffer), Place::Requirement) => format!(
+                "buffer `{name}` cannot appear in a requirement: requirements compare integer scalars, \
+                 [defines] constants and launch dimensions"
+            ),
+            (_, Place::Extent(buffer)) => format!(
+                "unknown name `{name}` in the extent of `{buffer}`: not a scalar parameter of this \
+                 entry or a [defines] constant"
+            ),
+            (_, Place::Requirement) => format!(
+                "unknown name `{name}` in a requirement: not a scalar parameter of this entry, \
+                 a [defines] constant or a launch dimension (block.x, ..., grid.z)"
+            ),
+        };
+        self.problems.push(Problem::new(span, message));
+        (None, Fold::Failed)
+    }
+
+    /// Folds `lhs op rhs` when both are constant; a zero divisor fails whatever `lhs` is.
+    fn fold(
+        &mut self,
+        op: BinaryOp,
+        op_span: Range<usize>,
+        span: Range<usize>,
+        lhs: Fold,
+        rhs: Fold,
+    ) -> Fold {
+        let (a, b) = match (lhs, rhs) {
+            (_, Fold::Known(0)) if matches!(op, BinaryOp::Rem | BinaryOp::Cdiv) => {
+                let message = format!("`{}` divides by zero", self.snippet(span));
+                self.problems.push(Problem::new(op_span, message));
+                return Fold::Failed;
+            }
+            (Fold::Known(a), Fold::Known(b)) => (a, b),
+            (Fold::Failed, _) | (_, Fold::Failed) => return Fold::Failed,
+            _ => return Fold::Unknown,
+        };
+        let (value, symbol, failure) = match op {
+            BinaryOp::Add => (a.checked_add(b), "+", "overflows u64"),
+            BinaryOp::Sub => (a.checked_sub(b), "-", "is below zero (expressions are unsigned)"),
+            BinaryOp::Mul => (a.checked_mul(b), "*", "overflows u64"),
+            // `b` is not zero: the first arm above took that case.
+            BinaryOp::Rem => return Fold::Known(a % b),
+            BinaryOp::Cdiv => return Fold::Known(a.div_ceil(b)),
+        };
+        if let Some(value) = value {
+            return Fold::Known(value);
+        }
+        let written = self.snippet(span);
+        let values = format!("{a} {symbol} {b}");
+        // Name the values only when defines hide them.
+        let values = if strip(&written) == strip(&values) { String::new() } else { format!(" ({values})") };
+        self.problems.push(Problem::new(op_span, format!("`{written}`{values} {failure}")));
+        Fold::Failed
+    }
+
+    fn snippet(&self, span: Range<usize>) -> String {
+        shorten(self.text.get(span).unwrap_or_default())
+    }
+}
+
+fn strip(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}

@@ -1,0 +1,365 @@
+//! `params` and `requires`: the model they parse into and every error class, each located at
+//! the offending token inside the TOML string.
+
+use kda_build::Manifest;
+use kda_build::manifest::{
+    BinaryOp, CompareOp, Comparison, ElementType, Expr, LaunchDim, Param, ParamType, ScalarType,
+};
+
+use super::errors;
+
+/// A one-entry manifest whose `params` content starts at line 2, column 44: byte `i` of
+/// `params` is column `44 + i`.
+fn with_params(params: &str) -> String {
+    format!("[t]\ng = {{ module = \"m\", entry = \"e\", params = \"{params}\" }}\n")
+}
+
+/// As [`with_params`] with `params = "u32 n"` and `requires`: the first requirement's content
+/// starts at column 65.
+fn with_requires(requires: &[&str]) -> String {
+    let list: Vec<String> = requires.iter().map(|r| format!("\"{r}\"")).collect();
+    format!(
+        "[t]\ng = {{ module = \"m\", entry = \"e\", params = \"u32 n\", requires = [{}] }}\n",
+        list.join(", ")
+    )
+}
+
+fn params_of(text: &str) -> Vec<Param> {
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    manifest.tables[0].entries[0].params.clone().expect("params")
+}
+
+fn scalar(name: &str, index: usize) -> Box<Expr> {
+    Box::new(Expr::Scalar { name: name.to_owned(), index })
+}
+
+fn binary(op: BinaryOp, lhs: Box<Expr>, rhs: Box<Expr>) -> Box<Expr> {
+    Box::new(Expr::Binary { op, lhs, rhs })
+}
+
+#[test]
+fn the_project_manifest_carries_params_and_requires_for_every_entry() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels.toml")).unwrap();
+    let manifest = Manifest::parse("kernels.toml", &text).unwrap();
+    let table = manifest.table("glm5next_kda").unwrap();
+    assert!(table.entries.iter().all(|e| e.params.is_some()));
+
+    let gemm = &table.entries[0];
+    let params = gemm.params.as_ref().unwrap();
+    let shape: Vec<(&str, String)> = params.iter().map(|p| (p.name.as_str(), p.ty.to_string())).collect();
+    assert_eq!(
+        shape,
+        [
+            ("a", "const bf16[m*k]".to_owned()),
+            ("b", "const bf16[n*k]".to_owned()),
+            ("c", "bf16[m*n]".to_owned()),
+            ("m", "u32".to_owned()),
+            ("n", "u32".to_owned()),
+            ("k", "u32".to_owned()),
+        ]
+    );
+    let ParamType::Buffer { element, writable, extent, .. } = &params[2].ty else { panic!("c is a buffer") };
+    assert_eq!((*element, *writable), (ElementType::Bf16, true));
+    // Scalars are found by position, also when declared after the buffer.
+    assert_eq!(*extent, *binary(BinaryOp::Mul, scalar("m", 3), scalar("n", 4)));
+    assert_eq!(params[0].location.line, 15);
+    assert_eq!(gemm.requires.len(), 2);
+    assert_eq!(
+        gemm.requires[0].any_of,
+        [Comparison {
+            lhs: Expr::Launch(LaunchDim::BlockX),
+            op: CompareOp::Eq,
+            rhs: Expr::Define { name: "GEMM_THREADS".to_owned(), value: 256 },
+        }]
+    );
+    assert_eq!(gemm.requires[0].text, "block.x == GEMM_THREADS");
+
+    let conv_decode = &table.entries[3];
+    assert_eq!(conv_decode.field, "conv_decode");
+    assert_eq!(conv_decode.requires.len(), 8);
+    let head_dim = &conv_decode.requires[5];
+    assert_eq!(head_dim.text, "head_dim == 32 || head_dim == 64 || head_dim == 128");
+    assert_eq!(head_dim.any_of.len(), 3);
+    let eps = conv_decode.params.as_ref().unwrap().last().unwrap();
+    assert_eq!((eps.name.as_str(), &eps.ty), ("eps", &ParamType::Scalar(ScalarType::F32)));
+
+    // `cdiv(t,c)*c*h*d`: `*` is left-associative, `cdiv` an operand.
+    let chunk_prepare = &table.entries[7];
+    let ParamType::Buffer { extent, extent_text, .. } = &chunk_prepare.params.as_ref().unwrap()[0].ty else {
+        panic!("k is a buffer")
+    };
+    assert_eq!(extent_text, "cdiv(t,c)*c*h*d");
+    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 7), scalar("c", 10));
+    let expected = binary(
+        BinaryOp::Mul,
+        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 10)), scalar("h", 8)),
+        scalar("d", 9),
+    );
+    assert_eq!(*extent, *expected);
+    // Entries without `requires` have none.
+    assert!(table.entries[12].requires.is_empty());
+}
+
+#[test]
+fn extents_follow_precedence_and_use_defines_declared_after_the_table() {
+    let text = format!(
+        "{}[defines]\nB = 8\n",
+        with_params("u32 n, const f32 x[1 + n * 2 % 3 - cdiv(n, B)], u64 w, i32 s")
+    );
+    let params = params_of(&text);
+    let ParamType::Buffer { element, writable, extent, extent_text } = &params[1].ty else { panic!() };
+    assert_eq!(
+        (*element, *writable, extent_text.as_str()),
+        (ElementType::F32, false, "1 + n * 2 % 3 - cdiv(n, B)")
+    );
+    let b = Box::new(Expr::Define { name: "B".to_owned(), value: 8 });
+    let product = binary(
+        BinaryOp::Rem,
+        binary(BinaryOp::Mul, scalar("n", 0), Box::new(Expr::Literal(2))),
+        Box::new(Expr::Literal(3)),
+    );
+    let sum = binary(BinaryOp::Add, Box::new(Expr::Literal(1)), product);
+    assert_eq!(*extent, *binary(BinaryOp::Sub, sum, binary(BinaryOp::Cdiv, scalar("n", 0), b)));
+    assert_eq!(params[2].ty, ParamType::Scalar(ScalarType::U64));
+    assert_eq!(params[3].ty, ParamType::Scalar(ScalarType::I32));
+    assert_eq!((params[1].location.line, params[1].location.column), (2, 61));
+}
+
+#[test]
+fn params_are_optional_and_may_be_empty() {
+    let manifest = Manifest::parse("k.toml", "[t]\ng = { module = \"m\", entry = \"e\" }\n").unwrap();
+    assert_eq!(manifest.tables[0].entries[0].params, None);
+    assert!(manifest.tables[0].entries[0].requires.is_empty());
+    assert_eq!(params_of(&with_params(" ")), []);
+    // Integer scalars of any width, u64::MAX, parentheses, names across lines of a multi-line string.
+    let text = "[t]\ng = { module = \"m\", entry = \"e\", params = \"\"\"\nu32 x[(n + 1) * 18446744073709551615 % 7],\ni32 n\"\"\" }\n";
+    assert_eq!(params_of(text)[1].location.line, 4);
+}
+
+#[test]
+fn requirements_parse_comparisons_joined_by_or() {
+    let text = with_requires(&["n % 32 == 0 || grid.z != n", "block.x * 2 <= 1024"]);
+    let manifest = Manifest::parse("k.toml", &text).unwrap();
+    let requires = &manifest.tables[0].entries[0].requires;
+    assert_eq!(requires.len(), 2);
+    let ops: Vec<CompareOp> = requires[0].any_of.iter().map(|c| c.op).collect();
+    assert_eq!(ops, [CompareOp::Eq, CompareOp::Ne]);
+    assert_eq!(requires[0].any_of[1].lhs, Expr::Launch(LaunchDim::GridZ));
+    assert_eq!(requires[1].any_of[0].op, CompareOp::Le);
+    assert_eq!((requires[1].location.line, requires[1].location.column), (2, 94));
+}
+
+#[test]
+fn an_unknown_type_lists_the_accepted_ones() {
+    assert_eq!(
+        errors(&with_params("f16 a[n], u32 n, float x, bf16 s, i32 b[n]")),
+        [
+            "k.toml:2:44: entry `g`: unknown element type `f16` of buffer `a`: expected bf16, f32 or u32",
+            "k.toml:2:61: entry `g`: unknown type `float` of scalar `x`: expected u32, i32, u64 or f32",
+            "k.toml:2:70: entry `g`: scalar `s` cannot be bf16: a scalar is u32, i32, u64 or f32 (bf16 is a buffer element type)",
+            "k.toml:2:78: entry `g`: buffer `b` cannot hold i32: a buffer's element type is bf16, f32 or u32",
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_name_in_an_extent_is_reported_at_the_name() {
+    assert_eq!(
+        errors(&with_params("bf16 a[n*x], u32 n")),
+        [
+            "k.toml:2:53: entry `g`: unknown name `x` in the extent of `a`: not a scalar parameter of this entry or a [defines] constant"
+        ]
+    );
+}
+
+#[test]
+fn only_integer_scalars_size_a_buffer() {
+    assert_eq!(
+        errors(&with_params("f32 eps, bf16 a[eps], bf16 b[a]")),
+        [
+            "k.toml:2:60: entry `g`: f32 scalar `eps` cannot size a buffer (the extent of `a`)",
+            "k.toml:2:73: entry `g`: buffer `a` cannot size a buffer (the extent of `b`): an extent uses integer scalars and [defines] constants",
+        ]
+    );
+}
+
+#[test]
+fn a_duplicate_parameter_names_the_first_one() {
+    assert_eq!(
+        errors(&with_params("u32 n, bf16 a[n], u32 n")),
+        ["k.toml:2:66: entry `g`: parameter `n` is listed twice: first at 2:48"]
+    );
+}
+
+#[test]
+fn parameter_names_are_c_identifiers_not_keywords_nor_defines() {
+    assert_eq!(
+        errors(&format!("{}[defines]\nX = 1\n", with_params("u32 type, u32 état, u32 X, u32 _"))),
+        [
+            "k.toml:2:48: entry `g`: parameter name `type` is a Rust keyword; choose another name",
+            "k.toml:2:58: entry `g`: parameter name `état` is not a C identifier (ASCII letters, digits and `_`, not starting with a digit)",
+            "k.toml:2:68: entry `g`: parameter name `X` is also a [defines] constant, which nvcc would substitute into the kernel; choose another name",
+            "k.toml:2:75: entry `g`: parameter name `_` cannot name a Rust field; choose another name",
+        ]
+    );
+}
+
+#[test]
+fn literals_are_decimal_u64() {
+    assert_eq!(
+        errors(&with_params("bf16 a[18446744073709551616], bf16 b[0x10]")),
+        [
+            "k.toml:2:51: entry `g`: integer literal `18446744073709551616` does not fit in u64",
+            "k.toml:2:81: entry `g`: invalid integer literal `0x10`: write a decimal integer",
+        ]
+    );
+}
+
+#[test]
+fn const_applies_to_buffers_only() {
+    assert_eq!(
+        errors(&with_params("const u32 n")),
+        ["k.toml:2:44: entry `g`: `const` applies to buffers only: scalar `n` is passed by value"]
+    );
+}
+
+#[test]
+fn syntax_errors_are_located_and_each_parameter_is_parsed_on_its_own() {
+    // The missing `]` costs `a` only: `n` is still declared, `c` still checked.
+    assert_eq!(
+        errors(&with_params("bf16 a[n, u32 n, bf16* c, bf16 d[], ,u32 e, bf16 f[n] g")),
+        [
+            "k.toml:2:52: entry `g`: expected `]` to close the extent of `a`, found `,`",
+            "k.toml:2:65: entry `g`: expected the parameter's name after `bf16`, found `*`: a buffer is written `[const] T name[EXTENT]`",
+            "k.toml:2:76: entry `g`: the extent of `d` is empty: write its number of elements, as in `d[n]`",
+            "k.toml:2:80: entry `g`: expected a parameter (`[const] T name[EXTENT]` or `T name`), found `,`",
+            "k.toml:2:98: entry `g`: expected `,` or the end of `params` after parameter `f`, found `g`",
+        ]
+    );
+    assert_eq!(
+        errors(&with_params("bf16 a[cdiv(n n)], u32 n,")),
+        [
+            "k.toml:2:58: entry `g`: expected `,` between the two operands of `cdiv`, found `n`",
+            "k.toml:2:69: entry `g`: expected a parameter (`[const] T name[EXTENT]` or `T name`), found the end of the string",
+        ]
+    );
+}
+
+#[test]
+fn launch_dimensions_are_for_requirements_only() {
+    assert_eq!(
+        errors(&with_params("bf16 a[block.x], bf16 b[grid.w]")),
+        [
+            "k.toml:2:51: entry `g`: `block.x` is a launch dimension: only `requires` can use it, not the extent of `a`",
+            "k.toml:2:68: entry `g`: `grid.w` is not a launch dimension: expected block.x, block.y, block.z, grid.x, grid.y or grid.z",
+        ]
+    );
+}
+
+#[test]
+fn constant_arithmetic_that_always_fails_is_reported_at_the_operator() {
+    let text = format!(
+        "{}[defines]\nCONV_BLOCK = 256\nZERO = 0\nBIG = 4294967295\n",
+        with_params(
+            "bf16 x[1 - 2], bf16 y[CONV_BLOCK - 300], bf16 z[cdiv(n, ZERO) + n % 0], bf16 w[BIG * BIG * BIG], u32 n"
+        )
+    );
+    assert_eq!(
+        errors(&text),
+        [
+            "k.toml:2:53: entry `g`: `1 - 2` is below zero (expressions are unsigned)",
+            "k.toml:2:77: entry `g`: `CONV_BLOCK - 300` (256 - 300) is below zero (expressions are unsigned)",
+            "k.toml:2:92: entry `g`: `cdiv(n, ZERO)` divides by zero",
+            "k.toml:2:110: entry `g`: `n % 0` divides by zero",
+            "k.toml:2:133: entry `g`: `BIG * BIG * BIG` (18446744065119617025 * 4294967295) overflows u64",
+        ]
+    );
+}
+
+#[test]
+fn requirements_use_the_same_names_and_syntax() {
+    assert_eq!(
+        errors(&with_requires(&["n >= 1 || q == 2"])),
+        [
+            "k.toml:2:75: entry `g`: unknown name `q` in a requirement: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z)"
+        ]
+    );
+    assert_eq!(
+        errors(&with_requires(&["n = 1", "n < 2 < 3", ""])),
+        [
+            "k.toml:2:67: entry `g`: expected a comparison (`==`, `!=`, `<`, `<=`, `>` or `>=`), found `=` (`==` tests equality)",
+            "k.toml:2:80: entry `g`: expected `||` or the end of the requirement, found `<`",
+            "k.toml:2:87: entry `g`: expected an integer, a name, `cdiv(a, b)` or `(`, found the end of the string",
+        ]
+    );
+}
+
+#[test]
+fn requires_without_params_is_reported_at_the_array() {
+    assert_eq!(
+        errors("[t]\nh = { module = \"m\", entry = \"f\", requires = [\"1 == 1\"] }\n"),
+        [
+            "k.toml:2:45: entry `h`: `requires` without `params`: a requirement names the kernel's parameters, so declare them in `params`"
+        ]
+    );
+}
+
+#[test]
+fn strings_with_escapes_are_located_at_their_start_and_others_exactly() {
+    // `\u0041` is `A`: the value no longer matches the source byte for byte.
+    assert_eq!(
+        errors(&with_params("bf16 a[\\u0041]")),
+        [
+            "k.toml:2:44: entry `g`: unknown name `A` in the extent of `a`: not a scalar parameter of this entry or a [defines] constant"
+        ]
+    );
+    assert_eq!(
+        errors(
+            "[t]\ng = { module = \"m\", entry = \"e\", params = 'bf16 a[z]' }\n[t.h]\nmodule = \"m\"\nentry = \"f\"\nparams = '''\n  u32 q[z]'''\n"
+        ),
+        [
+            "k.toml:2:51: entry `g`: unknown name `z` in the extent of `a`: not a scalar parameter of this entry or a [defines] constant",
+            "k.toml:7:9: entry `h`: unknown name `z` in the extent of `q`: not a scalar parameter of this entry or a [defines] constant",
+        ]
+    );
+}
+
+#[test]
+fn deep_nesting_and_huge_inputs_are_errors_not_crashes() {
+    let deep = format!("{}n{}", "(".repeat(100_000), ")".repeat(100_000));
+    assert_eq!(
+        errors(&with_params(&format!("bf16 a[{deep}], u32 n"))),
+        [
+            "k.toml:2:115: entry `g`: expression nested too deeply: at most 64 levels of parentheses and operators"
+        ]
+    );
+    let chain = format!("n{}", " + n".repeat(50_000));
+    assert_eq!(
+        errors(&with_params(&format!("bf16 a[{chain}], u32 n"))),
+        [
+            "k.toml:2:309: entry `g`: expression nested too deeply: at most 64 levels of parentheses and operators"
+        ]
+    );
+    let digits = "9".repeat(100_000);
+    assert_eq!(
+        errors(&with_params(&format!("bf16 a[{digits}]"))),
+        [format!("k.toml:2:51: entry `g`: integer literal `{}…` does not fit in u64", "9".repeat(40))]
+    );
+    assert_eq!(errors(&with_params(&",".repeat(100_000))).len(), 100_001);
+}
+
+#[test]
+fn params_errors_of_every_entry_are_reported_in_file_order() {
+    let text = "[t]\n\
+                a = { module = \"m\", entry = \"a\", params = \"u32 n, u32 n\", requires = [\"x == 1\"] }\n\
+                b = { module = \"m\", entry = \"b\", extra = 1, params = \"f16 x\" }\n\
+                c = { module = \"m\", entry = \"c\", params = \"bf16 x[y]\" }\n";
+    let lines: Vec<(u32, u32)> = Manifest::parse("k.toml", text)
+        .unwrap_err()
+        .diagnostics
+        .iter()
+        .map(|d| (d.location.line, d.location.column))
+        .collect();
+    // `b` has an unknown key, so its params are not read: one error per problem, no noise.
+    assert_eq!(lines, [(2, 55), (2, 72), (3, 34), (4, 51)]);
+}
