@@ -1,6 +1,7 @@
 //! The CUDA build step, for `build.rs`: compile each `kernels/<module>.cu` of the manifest with
-//! nvcc into a fatbin, check that every manifest entry is exported under its exact name, and
-//! generate the Rust that embeds the images and the `[defines]`.
+//! nvcc into a fatbin, check that every manifest entry is exported under its exact name and takes
+//! the parameters its `params` declare, and generate the Rust that embeds the images and the
+//! `[defines]`.
 //!
 //! ```no_run
 //! // build.rs
@@ -15,11 +16,13 @@
 
 mod generate;
 mod nvcc;
+mod signature;
 mod symbols;
 
 use std::path::{Path, PathBuf};
 
 pub use nvcc::Nvcc;
+pub use signature::{PtxParam, SignatureMismatch, SignatureProblem, ptx_params};
 pub use symbols::{EntryProblem, check_entries, ptx_entries};
 
 use crate::Manifest;
@@ -60,7 +63,7 @@ pub enum BuildError {
         /// The source it should be in.
         path: PathBuf,
     },
-    /// nvcc failed on a module.
+    /// nvcc failed on a module (for a reason other than a parameter check).
     #[error("nvcc failed on {path}:\n{stderr}")]
     Compile {
         /// The source.
@@ -73,6 +76,12 @@ pub enum BuildError {
     Entries {
         /// One per entry.
         problems: Vec<EntryProblem>,
+    },
+    /// Manifest entries whose `params` the compiled kernels contradict, of every module.
+    #[error("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Signatures {
+        /// One per mismatch, in manifest order.
+        problems: Vec<SignatureProblem>,
     },
 }
 
@@ -216,7 +225,8 @@ impl KernelBuild {
         Ok(output)
     }
 
-    /// Compiles every module in parallel, then checks the entries of all of them.
+    /// Compiles every module in parallel, each through its generated unit with the C type checks
+    /// of its entries' `params`, then checks the entries and the parameter widths of all of them.
     fn compile_all(
         &self,
         nvcc: &Nvcc,
@@ -226,30 +236,74 @@ impl KernelBuild {
     ) -> Result<Vec<(String, PathBuf)>, BuildError> {
         let defines: Vec<String> =
             manifest.defines.iter().map(|d| format!("-D{}={}", d.name, d.value)).collect();
-        let compiled = std::thread::scope(|scope| {
+        let results: Vec<Result<_, BuildError>> = std::thread::scope(|scope| {
             let jobs: Vec<_> = modules
                 .iter()
                 .map(|(module, source)| {
                     let defines = &defines;
-                    scope.spawn(move || {
-                        let fatbin = self.out_dir.join(format!("{module}.fatbin"));
-                        let ptx = self.out_dir.join(format!("{module}.ptx"));
-                        nvcc.compile(source, &fatbin, &ptx, &self.compute_caps, defines, &self.kernels_dir)?;
-                        Ok::<_, BuildError>((module.clone(), fatbin, read(&ptx)?))
-                    })
+                    scope.spawn(move || self.compile_module(nvcc, manifest, module, source, defines))
                 })
                 .collect();
             jobs.into_iter()
                 .map(|job| job.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect::<Result<Vec<_>, _>>()
-        })?;
+                .collect()
+        });
+        // Every module's parameter mismatches together; any other failure comes first.
+        let mut compiled = Vec::new();
+        let mut mismatches = Vec::new();
+        for result in results {
+            match result {
+                Ok(module) => compiled.push(module),
+                Err(BuildError::Signatures { problems }) => mismatches.extend(problems),
+                Err(error) => return Err(error),
+            }
+        }
+        if !mismatches.is_empty() {
+            signature::sort_problems(&mut mismatches);
+            return Err(BuildError::Signatures { problems: mismatches });
+        }
         let exported: Vec<(String, Vec<String>)> =
             compiled.iter().map(|(module, _, ptx)| (module.clone(), ptx_entries(ptx))).collect();
         let problems = check_entries(manifest, &self.manifest_name, &self.kernels_dir, &exported, warnings);
         if !problems.is_empty() {
             return Err(BuildError::Entries { problems });
         }
+        let ptx: Vec<(String, String)> =
+            compiled.iter().map(|(module, _, ptx)| (module.clone(), ptx.clone())).collect();
+        let mut problems = signature::check_ptx_params(manifest, &self.manifest_name, &ptx);
+        if !problems.is_empty() {
+            signature::sort_problems(&mut problems);
+            return Err(BuildError::Signatures { problems });
+        }
         Ok(compiled.into_iter().map(|(module, fatbin, _)| (module, fatbin)).collect())
+    }
+
+    /// Compiles one module through `OUT_DIR/<module>.kda.cu`: `(module, fatbin, PTX text)`.
+    fn compile_module(
+        &self,
+        nvcc: &Nvcc,
+        manifest: &Manifest,
+        module: &str,
+        source: &Path,
+        defines: &[String],
+    ) -> Result<(String, PathBuf, String), BuildError> {
+        let absolute = std::path::absolute(source)
+            .map_err(|error| BuildError::Io { path: source.to_owned(), source: error })?;
+        let unit = self.out_dir.join(format!("{module}.kda.cu"));
+        write(&unit, &signature::translation_unit(manifest, &self.manifest_name, module, &absolute))?;
+        let fatbin = self.out_dir.join(format!("{module}.fatbin"));
+        let ptx = self.out_dir.join(format!("{module}.ptx"));
+        match nvcc.compile(&unit, &fatbin, &ptx, &self.compute_caps, defines, &self.kernels_dir) {
+            Ok(()) => Ok((module.to_owned(), fatbin, read(&ptx)?)),
+            Err(BuildError::Compile { stderr, .. }) => {
+                Err(match signature::problems_from_nvcc(&stderr, manifest, &self.manifest_name, module) {
+                    Some(problems) => BuildError::Signatures { problems },
+                    // Named by the module's source, which nvcc's messages point into.
+                    None => BuildError::Compile { path: source.to_owned(), stderr },
+                })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Every module the manifest lists, once, in manifest order, with its source.

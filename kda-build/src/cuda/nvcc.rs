@@ -71,8 +71,8 @@ impl Nvcc {
         })
     }
 
-    /// Compiles `source` into a fatbin (SASS for every `caps`, PTX for the newest) and into PTX
-    /// text for the entry check.
+    /// Compiles `source` into a fatbin (SASS for every `caps`, PTX for the newest) and writes the
+    /// PTX it embeds to `ptx`, for the entry and parameter checks, in one nvcc run.
     pub fn compile(
         &self,
         source: &Path,
@@ -86,6 +86,13 @@ impl Nvcc {
         let common = |command: &mut Command| {
             command.args(["-O3", "--fmad=false", "-std=c++17", "-I"]).arg(include_dir).args(defines);
         };
+        // nvcc keeps the intermediate files of the fatbin, the embedded PTX among them, so the
+        // front end and cicc run once for both outputs. A fresh folder per module: no stale file
+        // of an earlier build is mistaken for this one's.
+        let keep = fatbin.with_extension("nvcc-keep");
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::create_dir_all(&keep)
+            .map_err(|error| BuildError::Io { path: keep.clone(), source: error })?;
         let mut fatbin_command = Command::new(&self.path);
         common(&mut fatbin_command);
         fatbin_command.arg("--fatbin");
@@ -93,14 +100,39 @@ impl Nvcc {
             fatbin_command.arg(format!("-gencode=arch=compute_{cap},code=sm_{cap}"));
         }
         fatbin_command.arg(format!("-gencode=arch=compute_{newest},code=compute_{newest}"));
+        fatbin_command.arg("--keep").arg("--keep-dir").arg(&keep);
         fatbin_command.arg("-o").arg(fatbin).arg(source);
-        run(fatbin_command, source)?;
-
-        let mut ptx_command = Command::new(&self.path);
-        common(&mut ptx_command);
-        ptx_command.arg("--ptx").arg(format!("-arch=compute_{newest}")).arg("-o").arg(ptx).arg(source);
-        run(ptx_command, source)
+        let compiled = run(fatbin_command, source).and_then(|()| match kept_ptx(&keep, source, newest) {
+            Some(kept) => {
+                std::fs::rename(&kept, ptx).map_err(|error| BuildError::Io { path: kept, source: error })
+            }
+            None => {
+                // An nvcc that names its kept files otherwise: compile the PTX on its own.
+                let mut ptx_command = Command::new(&self.path);
+                common(&mut ptx_command);
+                ptx_command
+                    .arg("--ptx")
+                    .arg(format!("-arch=compute_{newest}"))
+                    .arg("-o")
+                    .arg(ptx)
+                    .arg(source);
+                run(ptx_command, source)
+            }
+        });
+        // The rest (preprocessed sources of a few MiB, cubins) is not needed.
+        let _ = std::fs::remove_dir_all(&keep);
+        compiled
     }
+}
+
+/// The PTX for `compute_{arch}` among the files nvcc kept for `source`: `<stem>.ptx` when it
+/// compiled one virtual architecture, `<stem>.compute_<arch>.ptx` when several.
+fn kept_ptx(keep: &Path, source: &Path, arch: u32) -> Option<PathBuf> {
+    let stem = source.file_stem()?.to_string_lossy();
+    [format!("{stem}.compute_{arch}.ptx"), format!("{stem}.ptx")]
+        .into_iter()
+        .map(|name| keep.join(name))
+        .find(|path| path.is_file())
 }
 
 fn run(mut command: Command, source: &Path) -> Result<(), BuildError> {
@@ -178,6 +210,22 @@ mod tests {
         assert_eq!(nvcc((13, 0)).version_warning(), None);
         assert_eq!(nvcc((12, 8)).version_warning(), None);
         assert!(nvcc((13, 5)).version_warning().unwrap().contains("CUDA 13.5"));
+    }
+
+    #[test]
+    fn the_kept_ptx_is_found_under_either_naming() {
+        let keep = std::env::temp_dir().join(format!("kda-kept-ptx-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        let source = Path::new("/out/gemm.kda.cu");
+        assert_eq!(kept_ptx(&keep, source, 90), None);
+        std::fs::write(keep.join("gemm.kda.ptx"), "").unwrap();
+        assert_eq!(kept_ptx(&keep, source, 90), Some(keep.join("gemm.kda.ptx")));
+        // Several virtual architectures: each PTX is named by its own.
+        std::fs::write(keep.join("gemm.kda.compute_80.ptx"), "").unwrap();
+        std::fs::write(keep.join("gemm.kda.compute_90.ptx"), "").unwrap();
+        assert_eq!(kept_ptx(&keep, source, 90), Some(keep.join("gemm.kda.compute_90.ptx")));
+        std::fs::remove_dir_all(&keep).unwrap();
     }
 
     #[test]
