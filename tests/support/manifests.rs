@@ -3,14 +3,16 @@
 use std::fmt::Write;
 
 /// A table `[large]` of `entries` entries over ten modules (`module_0` ..), field `k0000` ..,
-/// entry `kernel_0` ..; every seventh entry (0, 7, 14, ...) is optional.
+/// entry `kernel_0` ..; every seventh entry (0, 7, 14, ...) is optional. Each has params (two
+/// buffers with extents, three scalars) and a requirement, as the project's entries do.
 pub fn large_manifest(entries: usize) -> String {
     let mut text = String::from("[large]\n");
     for i in 0..entries {
         let optional = if i % 7 == 0 { ", optional = true" } else { "" };
         let _ = writeln!(
             text,
-            "k{i:04} = {{ module = \"module_{}\", entry = \"kernel_{i}\"{optional} }}",
+            "k{i:04} = {{ module = \"module_{}\", entry = \"kernel_{i}\"{optional}, \
+             params = \"const bf16 x[n*k], f32 y[cdiv(n, 4)*4], u32 n, u32 k, f32 eps\", requires = [\"n >= 1\"] }}",
             i % 10
         );
     }
