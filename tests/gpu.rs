@@ -233,8 +233,8 @@ fn run_block(
     }
     BlockRun {
         outputs,
-        conv: gpu.download(&state.conv).unwrap(),
-        recurrent: gpu.download(&state.recurrent).unwrap(),
+        conv: gpu.download(state.conv()).unwrap(),
+        recurrent: gpu.download(state.recurrent()).unwrap(),
     }
 }
 

@@ -120,7 +120,7 @@ pub(super) fn mismatch(reason: String) -> Mismatch {
 }
 
 /// One ulp at `x` in `dtype`: the gap from `|x|` to the next representable value up (down from
-/// the largest finite one). `x` must be a value of that type.
+/// the largest finite one; 1 for integers). `x` must be a value of that type.
 pub(super) fn ulp(dtype: DType, x: f64) -> f64 {
     let x = x.abs();
     match dtype {
@@ -138,6 +138,7 @@ pub(super) fn ulp(dtype: DType, x: f64) -> f64 {
                 x - f64::from(f32::from_bits(value.to_bits() - 1))
             }
         }
+        DType::U32 => 1.0,
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::Range;
 
 use half::bf16;
+use kda_runtime::signature::{self, ParamKind, ScalarKind};
 use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt};
 
 use super::*;
@@ -21,6 +22,8 @@ pub enum HostData {
     Bf16(Vec<bf16>),
     /// f32 elements.
     F32(Vec<f32>),
+    /// u32 elements.
+    U32(Vec<u32>),
 }
 
 impl HostData {
@@ -29,6 +32,7 @@ impl HostData {
         match dtype {
             DType::Bf16 => HostData::Bf16(vec![bf16::from_f32(POISON); len]),
             DType::F32 => HostData::F32(vec![POISON; len]),
+            DType::U32 => HostData::U32(vec![POISON as u32; len]),
         }
     }
 
@@ -37,6 +41,7 @@ impl HostData {
         match self {
             HostData::Bf16(_) => DType::Bf16,
             HostData::F32(_) => DType::F32,
+            HostData::U32(_) => DType::U32,
         }
     }
 
@@ -45,6 +50,7 @@ impl HostData {
         match self {
             HostData::Bf16(data) => data.len(),
             HostData::F32(data) => data.len(),
+            HostData::U32(data) => data.len(),
         }
     }
 
@@ -58,6 +64,7 @@ impl HostData {
         match self {
             HostData::Bf16(data) => data.iter().map(|x| x.to_f64()).collect(),
             HostData::F32(data) => data.iter().map(|&x| f64::from(x)).collect(),
+            HostData::U32(data) => data.iter().map(|&x| f64::from(x)).collect(),
         }
     }
 
@@ -66,6 +73,7 @@ impl HostData {
         match self {
             HostData::Bf16(data) => data.iter().map(|x| u32::from(x.to_bits())).collect(),
             HostData::F32(data) => data.iter().map(|x| x.to_bits()).collect(),
+            HostData::U32(data) => data.clone(),
         }
     }
 
@@ -74,6 +82,7 @@ impl HostData {
         match self {
             HostData::Bf16(data) => data.iter().all(|x| x.is_finite()),
             HostData::F32(data) => data.iter().all(|x| x.is_finite()),
+            HostData::U32(_) => true,
         }
     }
 
@@ -86,7 +95,7 @@ impl HostData {
     pub fn as_bf16(&self) -> Option<&[bf16]> {
         match self {
             HostData::Bf16(data) => Some(data),
-            HostData::F32(_) => None,
+            HostData::F32(_) | HostData::U32(_) => None,
         }
     }
 
@@ -94,7 +103,7 @@ impl HostData {
     pub fn as_f32(&self) -> Option<&[f32]> {
         match self {
             HostData::F32(data) => Some(data),
-            HostData::Bf16(_) => None,
+            HostData::Bf16(_) | HostData::U32(_) => None,
         }
     }
 
@@ -102,6 +111,7 @@ impl HostData {
         match self {
             HostData::Bf16(data) => gpu.upload(data),
             HostData::F32(data) => gpu.upload(data),
+            HostData::U32(data) => gpu.upload(data),
         }
     }
 
@@ -109,6 +119,7 @@ impl HostData {
         Ok(match buffer.dtype() {
             DType::Bf16 => HostData::Bf16(gpu.download(buffer)?),
             DType::F32 => HostData::F32(gpu.download(buffer)?),
+            DType::U32 => HostData::U32(gpu.download(buffer)?),
         })
     }
 }
@@ -161,7 +172,8 @@ pub struct BufferArg {
     pub moved: usize,
 }
 
-/// One argument of a launch case, in the kernel's parameter order.
+/// One argument of a launch case, in the kernel's parameter order, named as the manifest names
+/// the parameter it fills.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CaseArg {
     /// A buffer of its own.
@@ -177,9 +189,78 @@ pub enum CaseArg {
         range: Range<usize>,
     },
     /// A `u32` scalar.
-    U32(u32),
+    U32 {
+        /// The ABI's name of the parameter.
+        name: &'static str,
+        /// Its value.
+        value: u32,
+    },
     /// An `f32` scalar.
-    F32(f32),
+    F32 {
+        /// The ABI's name of the parameter.
+        name: &'static str,
+        /// Its value.
+        value: f32,
+    },
+}
+
+impl CaseArg {
+    /// The `u32` scalar `name`.
+    pub(super) fn u32(name: &'static str, value: u32) -> Self {
+        CaseArg::U32 { name, value }
+    }
+
+    /// The `f32` scalar `name`.
+    pub(super) fn f32(name: &'static str, value: f32) -> Self {
+        CaseArg::F32 { name, value }
+    }
+
+    /// The name of the parameter it fills.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CaseArg::Buffer(BufferArg { name, .. })
+            | CaseArg::Slice { name, .. }
+            | CaseArg::U32 { name, .. }
+            | CaseArg::F32 { name, .. } => name,
+        }
+    }
+
+    /// Whether it is what a parameter of `kind` takes: a buffer of its element type and access
+    /// (a written buffer for a written parameter, a read-only one for a `const` one), or a scalar
+    /// of its type. Extents are the launch's to check.
+    pub(super) fn fits(&self, kind: ParamKind) -> bool {
+        match (self, kind) {
+            (
+                CaseArg::Buffer(BufferArg { data, access, .. }),
+                ParamKind::Buffer { dtype, access: param, .. },
+            ) => data.dtype() == dtype && (*access == Access::Read) == (param == signature::Access::Read),
+            (CaseArg::Slice { data, .. }, ParamKind::Buffer { dtype, access, .. }) => {
+                data.dtype() == dtype && access == signature::Access::Read
+            }
+            (CaseArg::U32 { .. }, ParamKind::Scalar(ScalarKind::U32))
+            | (CaseArg::F32 { .. }, ParamKind::Scalar(ScalarKind::F32)) => true,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for CaseArg {
+    /// As the manifest would declare it: `const bf16[4096] x`, `f32[2048] state`, `u32 n`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaseArg::Buffer(BufferArg { name, data, access: Access::Read, .. }) => {
+                write!(f, "const {}[{}] {name}", data.dtype(), data.len())
+            }
+            CaseArg::Buffer(BufferArg { name, data, .. }) => {
+                write!(f, "{}[{}] {name}", data.dtype(), data.len())
+            }
+            CaseArg::Slice { name, data, range } => {
+                write!(f, "const {}[{}] {name}", data.dtype(), range.len())
+            }
+            CaseArg::U32 { name, .. } => write!(f, "u32 {name}"),
+            CaseArg::F32 { name, .. } => write!(f, "f32 {name}"),
+        }
+    }
 }
 
 /// A buffer the kernel reads whole.

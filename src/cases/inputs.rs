@@ -13,12 +13,28 @@ pub(super) use crate::weights::bf16_vec;
 
 use super::*;
 
-/// `x, w, y[, m], n, k` of a dense product (`m` absent for the GEMV), `y` poisoned.
-pub(super) fn dense_args(x: Vec<bf16>, w: Vec<bf16>, m: Option<u32>, n: u32, k: u32) -> Vec<CaseArg> {
+/// The buffer names of the GEMM's `a [m, k]`, `b [n, k]`, `c [m, n]`.
+pub(super) const GEMM: [&str; 3] = ["a", "b", "c"];
+
+/// The buffer names of the GEMVs' `x [m, k]`, `w [n, k]`, `y [m, n]`.
+pub(super) const GEMV: [&str; 3] = ["x", "w", "y"];
+
+/// `x, w, y[, m], n, k` of a dense product under the buffer `names` ([`GEMM`] or [`GEMV`]; `m`
+/// absent for the GEMV), `y` poisoned.
+pub(super) fn dense_args(
+    names: [&'static str; 3],
+    x: Vec<bf16>,
+    w: Vec<bf16>,
+    m: Option<u32>,
+    n: u32,
+    k: u32,
+) -> Vec<CaseArg> {
+    let [x_name, w_name, y_name] = names;
     let rows = m.unwrap_or(1);
-    let mut args = vec![read("x", x), read("w", w), write(DType::Bf16, "y", rows * n, Check::Dense)];
-    args.extend(m.map(CaseArg::U32));
-    args.extend([CaseArg::U32(n), CaseArg::U32(k)]);
+    let y = write(DType::Bf16, y_name, rows * n, Check::Dense);
+    let mut args = vec![read(x_name, x), read(w_name, w), y];
+    args.extend(m.map(|m| CaseArg::u32("m", m)));
+    args.extend([CaseArg::u32("n", n), CaseArg::u32("k", k)]);
     args
 }
 
@@ -67,10 +83,10 @@ impl ChunkInputs {
             out("gc"),
             out("u"),
             out("w"),
-            CaseArg::U32(s.t),
-            CaseArg::U32(s.h),
-            CaseArg::U32(s.d),
-            CaseArg::U32(s.geometry.chunk),
+            CaseArg::u32("t", s.t),
+            CaseArg::u32("h", s.h),
+            CaseArg::u32("d", s.d),
+            CaseArg::u32("c", s.geometry.chunk),
         ]
     }
 }
@@ -104,11 +120,11 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
         update("state", state_values(&mut rng, s), Check::RelativeRms(1e-5)),
         // Rows ≥ t of the output are not written.
         write_prefix(DType::F32, "out", len, s.t * s.qkv, Check::RelativeRms(1e-5)),
-        CaseArg::U32(s.t),
-        CaseArg::U32(s.h),
-        CaseArg::U32(s.d),
-        CaseArg::U32(s.geometry.chunk),
-        CaseArg::F32(s.geometry.scale()),
+        CaseArg::u32("t", s.t),
+        CaseArg::u32("h", s.h),
+        CaseArg::u32("d", s.d),
+        CaseArg::u32("c", s.geometry.chunk),
+        CaseArg::f32("scale", s.geometry.scale()),
     ])
 }
 
@@ -132,9 +148,9 @@ pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape) -> Vec<CaseArg> {
         read("beta", betas(rng, s.h)),
         update("state", state_values(rng, s), Check::RelativeRms(1e-5)),
         write(DType::F32, "out", s.qkv, Check::RelativeRms(1e-5)),
-        CaseArg::U32(s.h),
-        CaseArg::U32(s.d),
-        CaseArg::F32(s.geometry.scale()),
+        CaseArg::u32("h", s.h),
+        CaseArg::u32("d", s.d),
+        CaseArg::f32("scale", s.geometry.scale()),
     ]
 }
 

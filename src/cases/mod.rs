@@ -5,8 +5,10 @@
 //!
 //! The GPU parity tests (`tests/gpu.rs`) run every case on CUDA and on the CPU reference and
 //! compare what each wrote; `kda bench` times them. A case is plain data: its arguments are
-//! [`CaseArg`]s in the kernel's parameter order, so every kernel is described the same way and
-//! uploaded, launched and downloaded by the same code.
+//! [`CaseArg`]s in the kernel's parameter order, each named like its parameter, so every kernel is
+//! described the same way and uploaded, launched and downloaded by the same code. Before every
+//! launch the names and kinds are checked against the entry's `params` in `kernels.toml`
+//! ([`KernelCase::check_params`]), so a case cannot drift from the manifest.
 //!
 //! ```
 //! use kda::cases::KernelCase;
@@ -58,7 +60,7 @@ pub enum CaseError {
     #[error("{0} tokens overflow the kernels' 32-bit sizes at this geometry")]
     TooManyTokens(u32),
     /// A table entry without a case: every entry of `[glm5next_kda]` needs one here.
-    #[error("no launch case for entry `{0}`: add one to src/cases.rs")]
+    #[error("no launch case for entry `{0}`: add one to src/cases/mod.rs")]
     NoCase(String),
     /// The reference run that makes the chunk scan's inputs failed.
     #[error("the reference run behind the chunk scan's inputs failed: {0}")]
@@ -120,11 +122,26 @@ pub struct PreparedCase {
     slots: Vec<Slot>,
 }
 
+/// A prepared argument: an uploaded buffer (and whether the kernel writes it), an uploaded
+/// buffer of which the kernel reads a range, or a scalar.
 enum Slot {
     Buffer(DeviceBuffer, bool),
     Slice(DeviceBuffer, Range<usize>),
     U32(u32),
     F32(f32),
+}
+
+impl Slot {
+    /// The launch argument: a mutable view of a written buffer, a read-only view of a read one.
+    fn arg(&mut self) -> KernelArg<'_> {
+        match self {
+            Slot::Buffer(buffer, true) => buffer.view_mut().into(),
+            Slot::Buffer(buffer, false) => buffer.view().into(),
+            Slot::Slice(buffer, range) => buffer.slice(range.clone()).into(),
+            Slot::U32(value) => KernelArg::U32(*value),
+            Slot::F32(value) => KernelArg::F32(*value),
+        }
+    }
 }
 
 impl KernelCase {
@@ -148,17 +165,19 @@ impl KernelCase {
         let (handle, launch, args): (Handle, _, _) = match field {
             "gemm" => {
                 let (m, n, k) = (s.t, s.qkv, s.hidden);
-                let args = dense_args(activations(&mut rng, m * k), linear(&mut rng, n, k), Some(m), n, k);
+                let (a, b) = (activations(&mut rng, m * k), linear(&mut rng, n, k));
+                let args = dense_args(GEMM, a, b, Some(m), n, k);
                 (|k| Some(k.gemm), launch::gemm(m, n), args)
             }
             "gemv" => {
                 let (n, k) = (s.qkv, s.hidden);
-                let args = dense_args(activations(&mut rng, k), linear(&mut rng, n, k), None, n, k);
+                let args = dense_args(GEMV, activations(&mut rng, k), linear(&mut rng, n, k), None, n, k);
                 (|k| Some(k.gemv), launch::gemv(1, n), args)
             }
             "gemv_batchm" => {
                 let (m, n, k) = (s.t.clamp(2, DENSE_GEMV_BATCHM_MAX_M), s.qkv, s.hidden);
-                let args = dense_args(activations(&mut rng, m * k), linear(&mut rng, n, k), Some(m), n, k);
+                let (x, w) = (activations(&mut rng, m * k), linear(&mut rng, n, k));
+                let args = dense_args(GEMV, x, w, Some(m), n, k);
                 (|k| k.gemv_batchm, launch::gemv(m, n), args)
             }
             "conv_decode" => {
@@ -168,11 +187,11 @@ impl KernelCase {
                     read("x", activations(&mut rng, s.dim)),
                     read("weight", weight),
                     write(DType::Bf16, "out", s.dim, Check::Bf16Rounded),
-                    CaseArg::U32(s.dim),
-                    CaseArg::U32(CONV_WIDTH),
-                    CaseArg::U32(2 * s.qkv),
-                    CaseArg::U32(s.d),
-                    CaseArg::F32(s.geometry.l2_eps),
+                    CaseArg::u32("dim", s.dim),
+                    CaseArg::u32("width", CONV_WIDTH),
+                    CaseArg::u32("qk_channels", 2 * s.qkv),
+                    CaseArg::u32("head_dim", s.d),
+                    CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
                 (|k| Some(k.conv_decode), launch::conv(s.dim), args)
             }
@@ -183,9 +202,9 @@ impl KernelCase {
                     read("x", activations(&mut rng, s.t * s.dim)),
                     read("weight", weight),
                     write(DType::Bf16, "out", s.t * s.dim, Check::Bf16Rounded),
-                    CaseArg::U32(s.dim),
-                    CaseArg::U32(CONV_WIDTH),
-                    CaseArg::U32(s.t),
+                    CaseArg::u32("dim", s.dim),
+                    CaseArg::u32("width", CONV_WIDTH),
+                    CaseArg::u32("t", s.t),
                 ];
                 (|k| Some(k.conv_prefill), launch::conv(s.dim), args)
             }
@@ -198,11 +217,11 @@ impl KernelCase {
                 }
                 let args = vec![
                     data,
-                    CaseArg::U32(s.t),
-                    CaseArg::U32(s.dim),
-                    CaseArg::U32(2 * s.h),
-                    CaseArg::U32(s.d),
-                    CaseArg::F32(s.geometry.l2_eps),
+                    CaseArg::u32("rows", s.t),
+                    CaseArg::u32("row_stride", s.dim),
+                    CaseArg::u32("heads", 2 * s.h),
+                    CaseArg::u32("head_dim", s.d),
+                    CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
                 (|k| Some(k.l2), launch::norm(s.t * 2 * s.h, s.d), args)
             }
@@ -214,11 +233,11 @@ impl KernelCase {
                     read("dt_bias", uniform(&mut rng, s.qkv, -4.0, -1.0)),
                     read("a_log", uniform(&mut rng, s.h, -0.5, 0.5)),
                     write(DType::F32, "gate", s.t * s.qkv, Check::Relative(1e-6)),
-                    CaseArg::U32(s.t),
-                    CaseArg::U32(s.h),
-                    CaseArg::U32(s.d),
-                    CaseArg::U32(law.code()),
-                    CaseArg::F32(law.lower_bound()),
+                    CaseArg::u32("t", s.t),
+                    CaseArg::u32("h", s.h),
+                    CaseArg::u32("d", s.d),
+                    CaseArg::u32("law", law.code()),
+                    CaseArg::f32("lower_bound", law.lower_bound()),
                 ];
                 (|k| Some(k.gate), launch::elementwise(s.t * s.qkv), args)
             }
@@ -245,9 +264,9 @@ impl KernelCase {
                     read("gate", activations(&mut rng, rows * s.d)),
                     read("weight", bf16_vec(&uniform(&mut rng, s.d, 0.9, 1.1))),
                     write(DType::Bf16, "out", rows * s.d, Check::Bf16Rounded),
-                    CaseArg::U32(rows),
-                    CaseArg::U32(s.d),
-                    CaseArg::F32(s.geometry.norm_eps),
+                    CaseArg::u32("rows", rows),
+                    CaseArg::u32("d", s.d),
+                    CaseArg::f32("eps", s.geometry.norm_eps),
                 ];
                 (|k| Some(k.o_norm), launch::norm(rows, s.d), args)
             }
@@ -260,8 +279,8 @@ impl KernelCase {
                     out("q"),
                     out("k"),
                     out("v"),
-                    CaseArg::U32(s.t),
-                    CaseArg::U32(s.qkv),
+                    CaseArg::u32("t", s.t),
+                    CaseArg::u32("qkv", s.qkv),
                 ];
                 (|k| Some(k.split_widen), launch::elementwise(s.t * s.dim), args)
             }
@@ -270,7 +289,7 @@ impl KernelCase {
                 let args = vec![
                     read("x", activations(&mut rng, n)),
                     write(DType::F32, "y", n, Check::Relative(1e-6)),
-                    CaseArg::U32(n),
+                    CaseArg::u32("n", n),
                 ];
                 (|k| Some(k.sigmoid), launch::elementwise(n), args)
             }
@@ -279,8 +298,8 @@ impl KernelCase {
                 let (n, len) = (s.t * s.qkv, s.t_pad * s.qkv);
                 let args = vec![
                     write_prefix(DType::F32, "dst", len, n, Check::Exact),
-                    CaseArg::U32(n),
-                    CaseArg::F32(0.25),
+                    CaseArg::u32("n", n),
+                    CaseArg::f32("value", 0.25),
                 ];
                 (|k| Some(k.fill), launch::elementwise(len), args)
             }
@@ -291,8 +310,8 @@ impl KernelCase {
                     read("k", activations(&mut rng, n)),
                     read("v", activations(&mut rng, n)),
                     write(DType::Bf16, "dst", 3 * n, Check::Exact),
-                    CaseArg::U32(s.t),
-                    CaseArg::U32(s.qkv),
+                    CaseArg::u32("t", s.t),
+                    CaseArg::u32("qkv", s.qkv),
                 ];
                 (|k| Some(k.pack), launch::elementwise(3 * n), args)
             }
@@ -329,6 +348,14 @@ impl KernelCase {
         })
     }
 
+    /// The value of the `u32` argument called `name`.
+    fn u32_arg(&self, name: &str) -> Option<u32> {
+        self.args.iter().find_map(|arg| match arg {
+            CaseArg::U32 { name: found, value } if *found == name => Some(*value),
+            _ => None,
+        })
+    }
+
     /// The launch geometry, from [`launch`].
     pub fn launch_geometry(&self) -> LaunchGeometry {
         self.launch
@@ -351,7 +378,7 @@ impl KernelCase {
                     Access::ReadWrite(_) => 2 * bytes(*moved, data.dtype()),
                 },
                 CaseArg::Slice { data, range, .. } => bytes(range.len(), data.dtype()),
-                CaseArg::U32(_) | CaseArg::F32(_) => 0,
+                CaseArg::U32 { .. } | CaseArg::F32 { .. } => 0,
             })
             .sum()
     }
@@ -367,42 +394,57 @@ impl KernelCase {
                         Slot::Buffer(buffer.data.upload(gpu)?, buffer.access != Access::Read)
                     }
                     CaseArg::Slice { data, range, .. } => Slot::Slice(data.upload(gpu)?, range.clone()),
-                    CaseArg::U32(value) => Slot::U32(*value),
-                    CaseArg::F32(value) => Slot::F32(*value),
+                    CaseArg::U32 { value, .. } => Slot::U32(*value),
+                    CaseArg::F32 { value, .. } => Slot::F32(*value),
                 })
             })
             .collect::<Result<_, BackendError>>()?;
         Ok(PreparedCase { slots })
     }
 
+    /// Checks that the arguments are the parameters of the case's entry in `kernels.toml`: the
+    /// same names in the same order, each of its parameter's kind, element type and access. A
+    /// case that drifted from the manifest is an error naming the entry and the parameter.
+    pub fn check_params(&self) -> Result<(), BackendError> {
+        let entry = self.entry;
+        let params = entry.signature.ok_or(BackendError::NoSignature { entry })?.params;
+        for (index, param) in params.iter().enumerate() {
+            match self.args.get(index) {
+                Some(arg) if arg.name() == param.name && arg.fits(param.kind) => {}
+                found => {
+                    return Err(BackendError::Argument {
+                        entry,
+                        param: param.name,
+                        expected: format!("the case argument `{} {}`", param.kind, param.name),
+                        found: found.map_or_else(|| "none".to_owned(), |arg| format!("`{arg}`")),
+                    });
+                }
+            }
+        }
+        if self.args.len() > params.len() {
+            let expected = params.iter().map(|param| format!("{} {}", param.kind, param.name));
+            return Err(BackendError::ArgumentCount {
+                entry,
+                expected: format!("{} ({})", params.len(), expected.collect::<Vec<_>>().join(", ")),
+                found: self.args.len(),
+            });
+        }
+        Ok(())
+    }
+
     /// Launches the kernel once on `prepared` (which [`KernelCase::prepare`] made on the same
-    /// `gpu`); in/out buffers carry over from launch to launch.
+    /// `gpu`); in/out buffers carry over from launch to launch. The arguments are checked against
+    /// the entry's parameters first ([`KernelCase::check_params`]), then by the backend against
+    /// its whole contract; an optional entry the target lacks is [`BackendError::Absent`].
     pub fn launch(
         &self,
         gpu: &dyn GpuBackend,
         kernels: &Glm5NextKdaKernels,
         prepared: &mut PreparedCase,
     ) -> Result<(), BackendError> {
-        let kernel = self.kernel(kernels).ok_or_else(|| BackendError::Launch {
-            module: self.entry.module.to_owned(),
-            entry: self.entry.entry.to_owned(),
-            reason: format!(
-                "the optional entry `{}` is not resolved on {}",
-                self.entry.field,
-                gpu.describe()
-            ),
-        })?;
-        let mut args: Vec<KernelArg<'_>> = prepared
-            .slots
-            .iter_mut()
-            .map(|slot| match slot {
-                Slot::Buffer(buffer, true) => KernelArg::BufferMut(buffer),
-                Slot::Buffer(buffer, false) => KernelArg::Buffer(buffer),
-                Slot::Slice(buffer, range) => buffer.slice(range.clone()),
-                Slot::U32(value) => KernelArg::U32(*value),
-                Slot::F32(value) => KernelArg::F32(*value),
-            })
-            .collect();
+        self.check_params()?;
+        let kernel = self.kernel(kernels).ok_or(BackendError::Absent { entry: self.entry })?;
+        let mut args: Vec<KernelArg<'_>> = prepared.slots.iter_mut().map(Slot::arg).collect();
         gpu.launch(kernel, self.launch, &mut args)
     }
 
@@ -450,10 +492,10 @@ impl KernelCase {
     /// weight), whose output must be bit-identical to that row of the batched output. `None` for
     /// another case or a row past `m`.
     pub fn gemv_row(&self, row: u32) -> Option<KernelCase> {
-        let (m, n, k) = match self.args[3..] {
-            [CaseArg::U32(m), CaseArg::U32(n), CaseArg::U32(k)] if self.field() == "gemv_batchm" => (m, n, k),
-            _ => return None,
-        };
+        if self.field() != "gemv_batchm" {
+            return None;
+        }
+        let (m, n, k) = (self.u32_arg("m")?, self.u32_arg("n")?, self.u32_arg("k")?);
         let (x, w) = (self.buffer("x")?.data.as_bf16()?, self.buffer("w")?.data.as_bf16()?);
         let x = x.chunks_exact(k as usize).take(m as usize).nth(row as usize)?;
         let gemv = *Glm5NextKdaKernels::ENTRIES.iter().find(|entry| entry.field == "gemv")?;
@@ -461,7 +503,7 @@ impl KernelCase {
             entry: gemv,
             handle: |k| Some(k.gemv),
             launch: launch::gemv(1, n),
-            args: dense_args(x.to_vec(), w.to_vec(), None, n, k),
+            args: dense_args(GEMV, x.to_vec(), w.to_vec(), None, n, k),
             tokens: 1,
         })
     }

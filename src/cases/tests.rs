@@ -34,7 +34,7 @@ fn each_case_launches_the_kernel_of_its_own_entry() {
     let (gpu, kernels) = reference();
     for case in KernelCase::all(&KdaGeometry::tiny(), 5, 1).unwrap() {
         let entry = case.entry();
-        let expected = gpu.lookup(entry.module, entry.entry).unwrap();
+        let expected = gpu.lookup(entry).unwrap();
         assert_eq!(case.kernel(&kernels), Some(expected), "{}", case.field());
     }
     // On a target without the optional entries, their cases have no kernel and say so.
@@ -44,8 +44,63 @@ fn each_case_launches_the_kernel_of_its_own_entry() {
     let kernels = Glm5NextKdaKernels::resolve(&lacking).unwrap();
     let case = KernelCase::new("recurrent_smem", &KdaGeometry::tiny(), 1, 1).unwrap();
     assert_eq!(case.kernel(&kernels), None);
-    let error = case.run(&lacking, &kernels).unwrap_err().to_string();
-    assert!(error.contains("`recurrent_smem` is not resolved"), "{error}");
+    match case.run(&lacking, &kernels) {
+        Err(BackendError::Absent { entry }) => assert_eq!(entry, *case.entry()),
+        other => panic!("expected `Absent`, got {other:?}"),
+    }
+}
+
+/// Launches `case` on a fresh preparation and returns the error, after checking that the refused
+/// launch left every written buffer as it was uploaded.
+fn refusal(case: &KernelCase) -> String {
+    let (gpu, kernels) = reference();
+    let mut prepared = case.prepare(&gpu).unwrap();
+    let error = case.launch(&gpu, &kernels, &mut prepared).unwrap_err().to_string();
+    for output in case.outputs(&gpu, &prepared).unwrap() {
+        assert_eq!(output.data, case.buffer(output.name).unwrap().data, "`{}` after: {error}", output.name);
+    }
+    error
+}
+
+#[test]
+fn every_case_names_its_arguments_as_the_manifest_names_the_params() {
+    for case in KernelCase::all(&KdaGeometry::tiny(), 5, 1).unwrap() {
+        case.check_params().unwrap_or_else(|error| panic!("{error}"));
+        let params = case.entry().signature.unwrap().params.iter().map(|param| param.name);
+        assert!(params.eq(case.args().iter().map(CaseArg::name)), "{}", case.field());
+    }
+}
+
+#[test]
+fn a_case_that_drifted_from_the_manifest_is_refused_before_it_launches() {
+    let gemv = KernelCase::new("gemv", &KdaGeometry::tiny(), 1, 1).unwrap();
+    // Permuted buffers: each is of the other's kind, so only the names tell them apart.
+    let mut swapped = gemv.clone();
+    swapped.args.swap(0, 1);
+    assert_eq!(
+        refusal(&swapped),
+        "`glm5next_kda.gemv.x`: expected the case argument `const bf16[k] x`, found `const bf16[4096] w`"
+    );
+    // Permuted scalars, of one type too.
+    let mut swapped = gemv.clone();
+    swapped.args.swap(3, 4);
+    assert_eq!(refusal(&swapped), "`glm5next_kda.gemv.n`: expected the case argument `u32 n`, found `u32 k`");
+    // The right name on the wrong kind: `y` read only.
+    let mut read_only = gemv.clone();
+    if let CaseArg::Buffer(y) = &mut read_only.args[2] {
+        y.access = Access::Read;
+    }
+    assert_eq!(
+        refusal(&read_only),
+        "`glm5next_kda.gemv.y`: expected the case argument `bf16[n] y`, found `const bf16[64] y`"
+    );
+    // A parameter without an argument, and an argument without a parameter.
+    let mut short = gemv.clone();
+    short.args.pop();
+    assert_eq!(refusal(&short), "`glm5next_kda.gemv.k`: expected the case argument `u32 k`, found none");
+    let mut long = gemv;
+    long.args.push(CaseArg::u32("extra", 1));
+    assert!(refusal(&long).starts_with("`glm5next_kda.gemv`: expected 5 (const bf16[k] x, "), "drift");
 }
 
 #[test]

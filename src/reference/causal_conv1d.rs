@@ -3,25 +3,15 @@
 //! with SiLU, carrying a `[dim, W]` state of the last W inputs.
 
 use half::bf16;
-use kda_runtime::cpu::ParamKind::{ConstBf16, F32, MutBf16, MutF32, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{l2_norm, par_rows_mut, require, silu};
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(
-        "causal_conv1d",
-        "causal_conv1d_update_l2norm",
-        &[MutF32, ConstBf16, ConstBf16, MutBf16, U32, U32, U32, U32, F32],
-        causal_conv1d_update_l2norm,
-    )
-    .with_kernel(
-        "causal_conv1d",
-        "causal_conv1d_update_prefill",
-        &[MutF32, ConstBf16, ConstBf16, MutBf16, U32, U32, U32],
-        causal_conv1d_update_prefill,
-    )
+    gpu.with_kernel(glm5next_kda::conv_decode::ENTRY, causal_conv1d_update_l2norm)
+        .with_kernel(glm5next_kda::conv_prefill::ENTRY, causal_conv1d_update_prefill)
 }
 
 /// `state, x, weight, out, dim, width, qk_channels, head_dim, eps`: one token, then each

@@ -1,17 +1,12 @@
 //! `gemm::dense_gemm_bf16`: `c[m, n] = a[m, k] · b[n, k]ᵀ`, no output stride.
 
-use kda_runtime::cpu::ParamKind::{ConstBf16, MutBf16, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 
 use super::gemv::RowsLaunch;
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(
-        "gemm",
-        "dense_gemm_bf16",
-        &[ConstBf16, ConstBf16, MutBf16, U32, U32, U32],
-        dense_gemm_bf16,
-    )
+    gpu.with_kernel(glm5next_kda::gemm::ENTRY, dense_gemm_bf16)
 }
 
 /// `a, b, c, m, n, k`. The reference order (one accumulator, ascending p) is the GEMV's, so each

@@ -2,21 +2,16 @@
 //! computation they share with `gemm::dense_gemm_bf16`.
 
 use half::bf16;
-use kda_runtime::cpu::ParamKind::{ConstBf16, MutBf16, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{par_rows_mut, require};
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel("gemv", "dense_gemv_bf16", &[ConstBf16, ConstBf16, MutBf16, U32, U32], dense_gemv_bf16)
-        .with_kernel(
-            "dense_gemv_bf16_batchm",
-            "dense_gemv_bf16_batchm",
-            &[ConstBf16, ConstBf16, MutBf16, U32, U32, U32],
-            dense_gemv_bf16_batchm,
-        )
+    gpu.with_kernel(glm5next_kda::gemv::ENTRY, dense_gemv_bf16)
+        .with_kernel(glm5next_kda::gemv_batchm::ENTRY, dense_gemv_bf16_batchm)
 }
 
 /// `x, w, y, n, k`: `y[j] = bf16(x · w[j])`.

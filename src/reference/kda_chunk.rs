@@ -5,25 +5,15 @@
 //! Every decay is taken in the difference form `exp(gc_i − gc_j)` with `j ≤ i`, an exponent ≤ 0:
 //! splitting it into `exp(gc_i)·exp(−gc_j)` overflows f32 over a chunk.
 
-use kda_runtime::cpu::ParamKind::{ConstF32, F32, MutF32, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{par_rows_mut, require};
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(
-        "kda_chunk",
-        "kda_chunk_prepare",
-        &[ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, MutF32, U32, U32, U32, U32],
-        kda_chunk_prepare,
-    )
-    .with_kernel(
-        "kda_chunk",
-        "kda_chunk_scan",
-        &[ConstF32, ConstF32, ConstF32, ConstF32, ConstF32, MutF32, MutF32, U32, U32, U32, U32, F32],
-        kda_chunk_scan,
-    )
+    gpu.with_kernel(glm5next_kda::chunk_prepare::ENTRY, kda_chunk_prepare)
+        .with_kernel(glm5next_kda::chunk_scan::ENTRY, kda_chunk_scan)
 }
 
 /// The geometry both kernels take as arguments 7..=10: `t` tokens, `h` heads of dim `d`, chunks

@@ -1,18 +1,13 @@
 //! `kda_gate::kda_gate_bf16`: the forget gate as a per-channel log-decay `g ≤ 0`, under either law.
 
-use kda_runtime::cpu::ParamKind::{ConstBf16, ConstF32, F32, MutF32, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{par_rows_mut, require, sigmoid};
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(
-        "kda_gate",
-        "kda_gate_bf16",
-        &[ConstBf16, ConstF32, ConstF32, MutF32, U32, U32, U32, U32, F32],
-        kda_gate_bf16,
-    )
+    gpu.with_kernel(glm5next_kda::gate::ENTRY, kda_gate_bf16)
 }
 
 /// The gate law, argument `law` of the kernel.

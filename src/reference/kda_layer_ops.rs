@@ -2,29 +2,18 @@
 //! packing and splitting, the beta sigmoid and the fill.
 
 use half::bf16;
-use kda_runtime::cpu::ParamKind::{ConstBf16, ConstF32, F32, MutBf16, MutF32, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{par_rows_mut, require, sigmoid};
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    const MODULE: &str = "kda_layer_ops";
-    gpu.with_kernel(
-        MODULE,
-        "kda_o_norm_gated_bf16",
-        &[ConstF32, ConstBf16, ConstBf16, MutBf16, U32, U32, F32],
-        kda_o_norm_gated_bf16,
-    )
-    .with_kernel(MODULE, "kda_split_widen", &[ConstBf16, MutF32, MutF32, MutF32, U32, U32], kda_split_widen)
-    .with_kernel(MODULE, "kda_sigmoid_bf16_f32", &[ConstBf16, MutF32, U32], kda_sigmoid_bf16_f32)
-    .with_kernel(MODULE, "kda_fill_f32", &[MutF32, U32, F32], kda_fill_f32)
-    .with_kernel(
-        MODULE,
-        "kda_pack_qkv_bf16",
-        &[ConstBf16, ConstBf16, ConstBf16, MutBf16, U32, U32],
-        kda_pack_qkv_bf16,
-    )
+    gpu.with_kernel(glm5next_kda::o_norm::ENTRY, kda_o_norm_gated_bf16)
+        .with_kernel(glm5next_kda::split_widen::ENTRY, kda_split_widen)
+        .with_kernel(glm5next_kda::sigmoid::ENTRY, kda_sigmoid_bf16_f32)
+        .with_kernel(glm5next_kda::fill::ENTRY, kda_fill_f32)
+        .with_kernel(glm5next_kda::pack::ENTRY, kda_pack_qkv_bf16)
 }
 
 /// `x [rows, d] f32, gate [rows, d], weight [d], out [rows, d], rows, d, eps`: per head (row),

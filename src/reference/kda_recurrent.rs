@@ -3,21 +3,15 @@
 //! which is what makes them bit-identical.
 
 use half::bf16;
-use kda_runtime::cpu::ParamKind::{ConstBf16, ConstF32, F32, MutF32, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{par_rows_mut, require};
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    const SIGNATURE: &[kda_runtime::cpu::ParamKind] =
-        &[ConstBf16, ConstBf16, ConstBf16, ConstF32, ConstF32, MutF32, MutF32, U32, U32, F32];
-    gpu.with_kernel("kda_recurrent", "kda_recurrent_decode_bf16", SIGNATURE, |args| {
-        decode(args, Column::InPlace)
-    })
-    .with_kernel("kda_recurrent", "kda_recurrent_decode_bf16_smem", SIGNATURE, |args| {
-        decode(args, Column::Staged)
-    })
+    gpu.with_kernel(glm5next_kda::recurrent::ENTRY, |args| decode(args, Column::InPlace))
+        .with_kernel(glm5next_kda::recurrent_smem::ENTRY, |args| decode(args, Column::Staged))
 }
 
 /// How a variant reaches a state column: where the CUDA kernels differ (global memory twice, or

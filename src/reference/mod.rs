@@ -1,20 +1,28 @@
 //! The Rust reference kernels of the `[glm5next_kda]` table, registered into a
-//! [`CpuBackend`] under the module and entry names of
-//! `kernels.toml`, with the arguments, in order, and the math of `KERNEL-ABI.md`.
+//! [`CpuBackend`] against the table's entries (`crate::kernels::glm5next_kda::<field>::ENTRY`),
+//! so each takes the arguments of its entry's `params` in `kernels.toml`, in order, with the math
+//! of `KERNEL-ABI.md`.
 //!
 //! They are what the CUDA kernels are measured against, so they favour a defined operation order
 //! over speed: every f32 sum is one accumulator in ascending index order, as the ABI documents it.
 //! Rayon splits work only across independent outputs (rows, heads, chunks), which leaves each
-//! output's operations, and so its bits, unchanged. Every kernel checks the sizes it can see and
-//! refuses a launch whose buffers are too short instead of panicking.
+//! output's operations, and so its bits, unchanged.
+//!
+//! A launch arrives already checked against the manifest: the backend refuses a wrong argument,
+//! a view shorter than its extent or an unmet `requires` before a kernel runs. Every kernel still
+//! checks the sizes it can see and refuses a launch whose buffers are too short instead of
+//! panicking, as a defence in depth (against an unchecked launch, or an extent in the manifest
+//! that is looser than what the kernel touches).
 //!
 //! ```
-//! use kda_runtime::{GpuBackend, GpuBackendExt, LaunchGeometry, bf16};
+//! use kda::kernels::{Glm5NextKdaKernels, glm5next_kda};
+//! use kda_runtime::{GpuBackendExt, LaunchGeometry};
 //!
 //! let gpu = kda::reference::backend();
-//! let fill = gpu.lookup("kda_layer_ops", "kda_fill_f32")?;
+//! let kernels = Glm5NextKdaKernels::resolve(&gpu)?;
 //! let mut dst = gpu.zeros::<f32>(3)?;
-//! gpu.launch(fill, LaunchGeometry::linear(3, 256), &mut [(&mut dst).into(), 3u32.into(), 0.5f32.into()])?;
+//! let geometry = LaunchGeometry::linear(3, 256);
+//! kernels.launch_fill(&gpu, geometry, glm5next_kda::fill { dst: dst.view_mut(), n: 3, value: 0.5 })?;
 //! assert_eq!(gpu.download::<f32>(&dst)?, [0.5; 3]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

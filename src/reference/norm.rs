@@ -1,14 +1,14 @@
 //! `norm::l2_norm_bf16`: in-place per-head L2 normalisation of bf16 rows (the prefill's q and k).
 
 use half::bf16;
-use kda_runtime::cpu::ParamKind::{F32, MutBf16, U32};
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
 use super::{l2_norm, par_rows_mut, require};
+use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel("norm", "l2_norm_bf16", &[MutBf16, U32, U32, U32, U32, F32], l2_norm_bf16)
+    gpu.with_kernel(glm5next_kda::l2::ENTRY, l2_norm_bf16)
 }
 
 /// `data, rows, row_stride, heads, head_dim, eps`: the `heads·head_dim` values at the start of

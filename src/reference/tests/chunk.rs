@@ -1,6 +1,6 @@
 //! kda_chunk_prepare + kda_chunk_scan against the token recurrence (f64 and the recurrent kernel).
 
-use super::recurrent::{KdaInputs, decode_steps, recurrence64, scale};
+use super::recurrent::{KdaInputs, Recurrent, decode_steps, first_channel, recurrence64, scale};
 use super::*;
 
 /// What prepare and scan leave behind.
@@ -19,8 +19,65 @@ fn padded(values: impl IntoIterator<Item = f32>, t_pad_len: usize, fill: f32) ->
     values
 }
 
+/// `kda_chunk_prepare` on `k, v, gate, beta`, its outputs `gc, u, w` each holding `outputs`
+/// before the launch.
+fn try_prepare(inputs: [&[f32]; 4], outputs: &[f32], sizes: [usize; 4]) -> Launched<[Vec<f32>; 3]> {
+    let [t, h, d, c] = u32s(sizes);
+    let dev = Device::new();
+    let [k, v, gate, beta] = inputs.map(|input| dev.up(input));
+    let [mut gc, mut u, mut w] = [(); 3].map(|()| dev.up(outputs));
+    let args = glm5next_kda::chunk_prepare {
+        k: k.view(),
+        v: v.view(),
+        gate: gate.view(),
+        beta: beta.view(),
+        gc: gc.view_mut(),
+        u: u.view_mut(),
+        w: w.view_mut(),
+        t,
+        h,
+        d,
+        c,
+    };
+    // (`c = 0` must reach the launch's check, not divide by zero here.)
+    let geometry = launch::chunk_prepare(t.div_ceil(c.max(1)), h);
+    let result = dev.kernels.launch_chunk_prepare(&dev.gpu, geometry, args);
+    Launched { result, written: [&gc, &u, &w].map(|output| dev.down(output)) }
+}
+
+/// `kda_chunk_scan` on `q, k, gc, u, w` (scale `1/√d`) with a state holding `state` and an output
+/// holding `out`: the state and the output after it.
+fn try_scan(
+    inputs: [&[f32]; 5],
+    state: &[f32],
+    out: &[f32],
+    sizes: [usize; 4],
+) -> Launched<(Vec<f32>, Vec<f32>)> {
+    let scale = scale(sizes[2]);
+    let [t, h, d, c] = u32s(sizes);
+    let dev = Device::new();
+    let [q, k, gc, u, w] = inputs.map(|input| dev.up(input));
+    let (mut state, mut out) = (dev.up(state), dev.up(out));
+    let args = glm5next_kda::chunk_scan {
+        q: q.view(),
+        k: k.view(),
+        gc: gc.view(),
+        u: u.view(),
+        w: w.view(),
+        state: state.view_mut(),
+        out: out.view_mut(),
+        t,
+        h,
+        d,
+        c,
+        scale,
+    };
+    let result = dev.kernels.launch_chunk_scan(&dev.gpu, launch::chunk_scan(h, d), args);
+    Launched { result, written: (dev.down(&state), dev.down(&out)) }
+}
+
 /// Runs prepare then scan over `t` tokens in chunks of `c`, every input's pad positions (and the
-/// output's) filled with `fill`.
+/// outputs') filled with `fill`.
 fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32) -> Chunked {
     let t_pad = t.div_ceil(c) * c;
     let (len, beta_len) = (t_pad * h * d, t_pad * h);
@@ -28,38 +85,15 @@ fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32
     let (q, k, v) = (widen(&inputs.q), widen(&inputs.k), widen(&inputs.v));
     let gate = padded(inputs.gate.iter().copied(), len, fill);
     let beta = padded(inputs.beta.iter().copied(), beta_len, fill);
-    let dims = || [t, h, d, c].map(|x| Arg::U32(x as u32));
-    let mut prepare = vec![
-        Arg::F32(k.clone()),
-        Arg::F32(v),
-        Arg::F32(gate),
-        Arg::F32(beta),
-        Arg::F32Mut(vec![fill; len]),
-        Arg::F32Mut(vec![fill; len]),
-        Arg::F32Mut(vec![fill; len]),
-    ];
-    prepare.extend(dims());
-    let mut outs = launch("kda_chunk", "kda_chunk_prepare", prepare).into_iter().map(Out::f32);
-    let (gc, u, w) = (outs.next().unwrap(), outs.next().unwrap(), outs.next().unwrap());
-    let mut scan = vec![
-        Arg::F32(q),
-        Arg::F32(k),
-        Arg::F32(gc.clone()),
-        Arg::F32(u.clone()),
-        Arg::F32(w.clone()),
-        Arg::F32Mut(inputs.state.clone()),
-        Arg::F32Mut(vec![fill; len]),
-    ];
-    scan.extend(dims());
-    scan.push(Arg::Scalar(scale(d)));
-    let mut outs = launch("kda_chunk", "kda_chunk_scan", scan).into_iter().map(Out::f32);
-    let (state, out) = (outs.next().unwrap(), outs.next().unwrap());
+    let (sizes, poisoned) = ([t, h, d, c], vec![fill; len]);
+    let [gc, u, w] = try_prepare([&k, &v, &gate, &beta], &poisoned, sizes).ok();
+    let (state, out) = try_scan([&q, &k, &gc, &u, &w], &inputs.state, &poisoned, sizes).ok();
     Chunked { gc, u, w, out, state }
 }
 
 #[test]
 fn chunked_prefill_matches_the_f64_recurrence() {
-    for (t, h, d, c) in [(45, 2, 32, 16), (45, 2, 32, 32), (11, 1, 64, 8), (9, 1, 128, 8)] {
+    for (t, h, d, c) in [(45, 2, 32, 32), (100, 1, 32, 64), (11, 1, 64, 32), (9, 1, 128, 64)] {
         let inputs = KdaInputs::new(40 + c as u64 + d as u64, t, h, d);
         let result = chunked(&inputs, t, h, d, c, 0.0);
         let (want_out, want_state) = recurrence64(&inputs, t, h, d);
@@ -73,8 +107,8 @@ fn chunked_prefill_matches_the_f64_recurrence() {
 fn chunked_prefill_matches_the_recurrent_kernel() {
     let (t, h, d) = (45, 2, 32);
     let inputs = KdaInputs::new(50, t, h, d);
-    let (out, state) = decode_steps("kda_recurrent_decode_bf16", &inputs, t, h, d);
-    for c in [16, 32] {
+    let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
+    for c in [32, 64] {
         let result = chunked(&inputs, t, h, d, c, 0.0);
         let what = format!("c = {c}");
         assert_close(
@@ -107,44 +141,58 @@ fn chunk_padding_is_never_read() {
 
 #[test]
 fn chunk_prepare_hand_case() {
-    // One head, d = 1, two tokens, k = 1, no decay, β = (0.5, 0.25), v = (2, 4):
-    // A = [[1, 0], [−β₁, 1]]; u = (β₀v₀, −β₁β₀v₀ + β₁v₁) = (1, 0.75); w = (β₀, −β₁β₀ + β₁) = (0.5, 0.125).
+    // One head, two tokens in channel 0 (d = 1 alone: the other channels and the padding are 0),
+    // k = 1, no decay, β = (0.5, 0.25), v = (2, 4): A = [[1, 0], [−β₁, 1]];
+    // u = (β₀v₀, −β₁β₀v₀ + β₁v₁) = (1, 0.75); w = (β₀, −β₁β₀ + β₁) = (0.5, 0.125).
+    let (d, c) = (32, 32);
     let inputs = KdaInputs {
-        q: vec![bf16::ONE; 2],
-        k: vec![bf16::ONE; 2],
-        v: vec![bf16::from_f32(2.0), bf16::from_f32(4.0)],
-        gate: vec![0.0; 2],
+        q: bf16s(&first_channel(&[1.0, 1.0], d)),
+        k: bf16s(&first_channel(&[1.0, 1.0], d)),
+        v: bf16s(&first_channel(&[2.0, 4.0], d)),
+        gate: vec![0.0; 2 * d],
         beta: vec![0.5, 0.25],
-        state: vec![0.0],
+        state: vec![0.0; d * d],
     };
-    let result = chunked(&inputs, 2, 1, 1, 2, 0.0);
-    assert_eq!(result.gc, [0.0, 0.0]);
-    assert_eq!(result.u, [1.0, 0.75]);
-    assert_eq!(result.w, [0.5, 0.125]);
+    let result = chunked(&inputs, 2, 1, d, c, 0.0);
+    let chunk = |values: &[f32]| padded(first_channel(values, d), c * d, 0.0);
+    assert_eq!(result.gc, [0.0; 32 * 32]);
+    assert_eq!(result.u, chunk(&[1.0, 0.75]));
+    assert_eq!(result.w, chunk(&[0.5, 0.125]));
 }
 
 #[test]
 fn chunk_kernels_refuse_bad_sizes() {
-    let (t, h, d) = (3, 1, 2);
-    let buffer = |len: usize| Arg::F32(vec![0.0; len]);
-    let prepare = |c: u32, beta_len: usize| {
-        let mut args = vec![buffer(8), buffer(8), buffer(8), buffer(beta_len)];
-        args.extend((0..3).map(|_| Arg::F32Mut(vec![0.0; 8])));
-        args.extend([t, h, d].map(|x| Arg::U32(x as u32)));
-        args.push(Arg::U32(c));
-        args
+    // t = 3 tokens pad to one chunk of 32.
+    let (t, h, d) = (3, 1, 32);
+    let (len, beta_len) = (32 * h * d, 32 * h);
+    let (input, beta, outputs) = (vec![0.5; len], vec![0.5; beta_len], vec![7.5; len]);
+    let untouched = [outputs.clone(), outputs.clone(), outputs.clone()];
+    let prepare = |c: usize, beta: &[f32]| {
+        try_prepare([&input, &input, &input, beta], &outputs, [t, h, d, c]).refused(&untouched)
     };
-    let reason = refusal("kda_chunk", "kda_chunk_prepare", prepare(0, 4));
-    assert_eq!(reason, "chunk size c must be at least 1");
-    let reason = refusal("kda_chunk", "kda_chunk_prepare", prepare(4, 3));
-    assert_eq!(reason, "`beta [t_pad, h]` holds 3 elements, needs 4×1 = 4");
-    // t = 3 in chunks of 8 pads to 8 positions: 16 elements, more than the buffers hold.
-    let reason = refusal("kda_chunk", "kda_chunk_prepare", prepare(8, 8));
-    assert_eq!(reason, "`k [t_pad, h, d]` holds 8 elements, needs 8×1×2 = 16");
-    let mut scan: Vec<Arg> = (0..5).map(|_| buffer(8)).collect();
-    scan.extend([Arg::F32Mut(vec![0.0; 3]), Arg::F32Mut(vec![0.0; 8])]);
-    scan.extend([t, h, d, 4].map(|x| Arg::U32(x as u32)));
-    scan.push(Arg::Scalar(1.0));
-    let reason = refusal("kda_chunk", "kda_chunk_scan", scan);
-    assert_eq!(reason, "`state [h, d, d]` holds 3 elements, needs 1×2×2 = 4");
+    let reason = prepare(16, &beta);
+    assert!(
+        reason.starts_with("`glm5next_kda.chunk_prepare`: the launch does not meet `c == 32 || c == 64`"),
+        "{reason}"
+    );
+    assert_eq!(
+        prepare(0, &beta),
+        "`glm5next_kda.chunk_prepare.k`: expected an extent `cdiv(t,c)*c*h*d` that can be evaluated, found it divides by zero"
+    );
+    assert_eq!(
+        prepare(32, &beta[1..]),
+        "`glm5next_kda.chunk_prepare.beta`: expected at least 32 elements (`cdiv(t,c)*c*h`), found a view of 31 elements"
+    );
+    // In chunks of 64, t = 3 pads to 64 positions: more than the buffers hold.
+    assert_eq!(
+        prepare(64, &beta),
+        "`glm5next_kda.chunk_prepare.k`: expected at least 2048 elements (`cdiv(t,c)*c*h*d`), found a view of 1024 elements"
+    );
+    let short_state = vec![0.5; h * d * d - 1];
+    let reason = try_scan([&input; 5], &short_state, &outputs, [t, h, d, 32])
+        .refused(&(short_state.clone(), outputs.clone()));
+    assert_eq!(
+        reason,
+        "`glm5next_kda.chunk_scan.state`: expected at least 1024 elements (`h*d*d`), found a view of 1023 elements"
+    );
 }

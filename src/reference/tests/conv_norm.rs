@@ -51,42 +51,57 @@ fn conv_inputs(seed: u64, dim: usize, t: usize) -> ConvInputs {
     }
 }
 
-fn decode_args(inputs: &ConvInputs, dim: usize, qk: usize, head_dim: usize) -> Vec<Arg> {
-    vec![
-        Arg::F32Mut(inputs.state.clone()),
-        Arg::Bf16(inputs.x.clone()),
-        Arg::Bf16(inputs.weight.clone()),
-        Arg::Bf16Mut(vec![bf16::ZERO; dim]),
-        Arg::U32(dim as u32),
-        Arg::U32(WIDTH as u32),
-        Arg::U32(qk as u32),
-        Arg::U32(head_dim as u32),
-        Arg::Scalar(1e-6),
-    ]
+/// What a conv launch writes: the state, then the output.
+type ConvWritten = (Vec<f32>, Vec<bf16>);
+
+/// A decode step on `inputs` into an output holding `out`.
+fn try_decode(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 3]) -> Launched<ConvWritten> {
+    let [dim, qk_channels, head_dim] = u32s(sizes);
+    let dev = Device::new();
+    let (mut state, x, weight) = (dev.up(&inputs.state), dev.up(&inputs.x), dev.up(&inputs.weight));
+    let mut out = dev.up(out);
+    let args = glm5next_kda::conv_decode {
+        state: state.view_mut(),
+        x: x.view(),
+        weight: weight.view(),
+        out: out.view_mut(),
+        dim,
+        width: WIDTH as u32,
+        qk_channels,
+        head_dim,
+        eps: 1e-6,
+    };
+    let result = dev.kernels.launch_conv_decode(&dev.gpu, launch::conv(dim), args);
+    Launched { result, written: (dev.down(&state), dev.down(&out)) }
+}
+
+/// A prefill of `t` tokens on `inputs` into an output holding `out`.
+fn try_prefill(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 2]) -> Launched<ConvWritten> {
+    let [dim, t] = u32s(sizes);
+    let dev = Device::new();
+    let (mut state, x, weight) = (dev.up(&inputs.state), dev.up(&inputs.x), dev.up(&inputs.weight));
+    let mut out = dev.up(out);
+    let args = glm5next_kda::conv_prefill {
+        state: state.view_mut(),
+        x: x.view(),
+        weight: weight.view(),
+        out: out.view_mut(),
+        dim,
+        width: WIDTH as u32,
+        t,
+    };
+    let result = dev.kernels.launch_conv_prefill(&dev.gpu, launch::conv(dim), args);
+    Launched { result, written: (dev.down(&state), dev.down(&out)) }
 }
 
 /// `(state, out)` after a decode step.
-fn decode(inputs: &ConvInputs, dim: usize, qk: usize, head_dim: usize) -> (Vec<f32>, Vec<bf16>) {
-    let mut outs =
-        launch("causal_conv1d", "causal_conv1d_update_l2norm", decode_args(inputs, dim, qk, head_dim));
-    let out = outs.remove(1).bf16();
-    (outs.remove(0).f32(), out)
+fn decode(inputs: &ConvInputs, dim: usize, qk: usize, head_dim: usize) -> ConvWritten {
+    try_decode(inputs, &vec![bf16::ZERO; dim], [dim, qk, head_dim]).ok()
 }
 
 /// `(state, out)` after a prefill of `t` tokens.
-fn prefill(inputs: &ConvInputs, dim: usize, t: usize) -> (Vec<f32>, Vec<bf16>) {
-    let args = vec![
-        Arg::F32Mut(inputs.state.clone()),
-        Arg::Bf16(inputs.x.clone()),
-        Arg::Bf16(inputs.weight.clone()),
-        Arg::Bf16Mut(vec![bf16::ZERO; t * dim]),
-        Arg::U32(dim as u32),
-        Arg::U32(WIDTH as u32),
-        Arg::U32(t as u32),
-    ];
-    let mut outs = launch("causal_conv1d", "causal_conv1d_update_prefill", args);
-    let out = outs.remove(1).bf16();
-    (outs.remove(0).f32(), out)
+fn prefill(inputs: &ConvInputs, dim: usize, t: usize) -> ConvWritten {
+    try_prefill(inputs, &vec![bf16::ZERO; t * dim], [dim, t]).ok()
 }
 
 #[test]
@@ -146,7 +161,7 @@ fn conv_prefill_is_decode_without_the_norm_token_by_token() {
             x: inputs.x[tau * dim..(tau + 1) * dim].to_vec(),
             weight: inputs.weight.clone(),
         };
-        let (next, out) = decode(&step, dim, 0, 8);
+        let (next, out) = decode(&step, dim, 0, 32);
         assert_eq!(out, prefill_out[tau * dim..(tau + 1) * dim], "token {tau}");
         state = next;
     }
@@ -155,47 +170,47 @@ fn conv_prefill_is_decode_without_the_norm_token_by_token() {
 
 #[test]
 fn conv_refuses_bad_sizes() {
-    let (dim, qk, head_dim) = (16, 8, 8);
+    let (dim, qk, head_dim) = (64, 32, 32);
     let mut inputs = conv_inputs(13, dim, 1);
-    let reason =
-        refusal("causal_conv1d", "causal_conv1d_update_l2norm", decode_args(&inputs, dim, 12, head_dim));
-    assert!(reason.contains("multiple of head_dim"), "{reason}");
+    let out = vec![bf16::ZERO; dim];
+    let before = (inputs.state.clone(), out.clone());
+    let reason = try_decode(&inputs, &out, [dim, 48, head_dim]).refused(&before);
+    let refusal = "`glm5next_kda.conv_decode`: the launch does not meet `qk_channels % head_dim == 0`";
+    assert!(reason.starts_with(refusal), "{reason}");
+    let reason = try_decode(&inputs, &out, [dim, qk, 8]).refused(&before);
+    let refusal = "`glm5next_kda.conv_decode`: the launch does not meet `head_dim == 32 || head_dim == 64 || head_dim == 128`";
+    assert!(reason.starts_with(refusal), "{reason}");
     inputs.weight.pop();
-    let reason =
-        refusal("causal_conv1d", "causal_conv1d_update_l2norm", decode_args(&inputs, dim, qk, head_dim));
-    assert_eq!(reason, "`weight [dim, width]` holds 63 elements, needs 16×4 = 64");
-    let reason = refusal(
-        "causal_conv1d",
-        "causal_conv1d_update_prefill",
-        vec![
-            Arg::F32Mut(vec![0.0; dim * WIDTH]),
-            Arg::Bf16(vec![bf16::ZERO; 2 * dim]),
-            Arg::Bf16(vec![bf16::ZERO; dim * WIDTH]),
-            Arg::Bf16Mut(vec![bf16::ZERO; 3 * dim]),
-            Arg::U32(dim as u32),
-            Arg::U32(WIDTH as u32),
-            Arg::U32(3),
-        ],
+    let reason = try_decode(&inputs, &out, [dim, qk, head_dim]).refused(&before);
+    assert_eq!(
+        reason,
+        "`glm5next_kda.conv_decode.weight`: expected at least 256 elements (`dim*width`), found a view of 255 elements"
     );
-    assert_eq!(reason, "`x [t, dim]` holds 32 elements, needs 3×16 = 48");
+    // Two tokens of input for a prefill of three.
+    let inputs = ConvInputs { x: vec![bf16::ZERO; 2 * dim], ..conv_inputs(14, dim, 0) };
+    let out = vec![bf16::ZERO; 3 * dim];
+    let reason = try_prefill(&inputs, &out, [dim, 3]).refused(&(inputs.state.clone(), out.clone()));
+    assert_eq!(
+        reason,
+        "`glm5next_kda.conv_prefill.x`: expected at least 192 elements (`t*dim`), found a view of 128 elements"
+    );
 }
 
-fn l2_args(data: &[bf16], rows: usize, stride: usize, heads: usize, head_dim: usize) -> Vec<Arg> {
-    vec![
-        Arg::Bf16Mut(data.to_vec()),
-        Arg::U32(rows as u32),
-        Arg::U32(stride as u32),
-        Arg::U32(heads as u32),
-        Arg::U32(head_dim as u32),
-        Arg::Scalar(1e-6),
-    ]
+/// The in-place L2 norm of `data` (eps 1e-6), one block per head row.
+fn try_l2(data: &[bf16], sizes: [usize; 4]) -> Launched<Vec<bf16>> {
+    let [rows, row_stride, heads, head_dim] = u32s(sizes);
+    let dev = Device::new();
+    let mut buffer = dev.up(data);
+    let args = glm5next_kda::l2 { data: buffer.view_mut(), rows, row_stride, heads, head_dim, eps: 1e-6 };
+    let result = dev.kernels.launch_l2(&dev.gpu, launch::norm(rows * heads, head_dim), args);
+    Launched { result, written: dev.down(&buffer) }
 }
 
 #[test]
 fn l2_norm_normalises_the_leading_heads_of_each_row() {
     let (rows, stride, heads, head_dim) = (3, 192, 4, 32);
     let data = Rng::new(14).bf16s(rows * stride, -1.5, 1.5);
-    let out = launch("norm", "l2_norm_bf16", l2_args(&data, rows, stride, heads, head_dim)).remove(0).bf16();
+    let out = try_l2(&data, [rows, stride, heads, head_dim]).ok();
     let width = heads * head_dim;
     for r in 0..rows {
         let row = r * stride..(r + 1) * stride;
@@ -210,15 +225,19 @@ fn l2_norm_normalises_the_leading_heads_of_each_row() {
 fn l2_norm_of_a_hand_case() {
     // (3, 4) / 5 = (0.6, 0.8) up to eps = 1e-6.
     let data = [bf16::from_f32(3.0), bf16::from_f32(4.0)];
-    let out = launch("norm", "l2_norm_bf16", l2_args(&data, 1, 2, 1, 2)).remove(0).bf16();
+    let out = try_l2(&data, [1, 2, 1, 2]).ok();
     assert_eq!(out, [bf16::from_f32(0.6), bf16::from_f32(0.8)]);
 }
 
 #[test]
 fn l2_norm_refuses_heads_wider_than_a_row_and_short_data() {
     let data = vec![bf16::ONE; 64];
-    let reason = refusal("norm", "l2_norm_bf16", l2_args(&data, 2, 32, 2, 32));
-    assert!(reason.contains("must fit in row_stride = 32"), "{reason}");
-    let reason = refusal("norm", "l2_norm_bf16", l2_args(&data, 3, 32, 1, 32));
-    assert_eq!(reason, "`data [rows, row_stride]` holds 64 elements, needs 3×32 = 96");
+    let reason = try_l2(&data, [2, 32, 2, 32]).refused(&data);
+    let refusal = "`glm5next_kda.l2`: the launch does not meet `heads * head_dim <= row_stride`";
+    assert!(reason.starts_with(refusal), "{reason}");
+    let reason = try_l2(&data, [3, 32, 1, 32]).refused(&data);
+    assert_eq!(
+        reason,
+        "`glm5next_kda.l2.data`: expected at least 96 elements (`rows*row_stride`), found a view of 64 elements"
+    );
 }

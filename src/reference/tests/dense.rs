@@ -28,42 +28,44 @@ fn assert_gemm_close(what: &str, got: &[bf16], want: &[f64]) {
     }
 }
 
+/// `c [m, n] = a [m, k]·b [n, k]ᵀ` into a `c` holding `c` before the launch.
+fn try_gemm(a: &[bf16], b: &[bf16], c: &[bf16], sizes: [usize; 3]) -> Launched<Vec<bf16>> {
+    let [m, n, k] = u32s(sizes);
+    let dev = Device::new();
+    let (a, b, mut c) = (dev.up(a), dev.up(b), dev.up(c));
+    let args = glm5next_kda::gemm { a: a.view(), b: b.view(), c: c.view_mut(), m, n, k };
+    let result = dev.kernels.launch_gemm(&dev.gpu, launch::gemm(m, n), args);
+    Launched { result, written: dev.down(&c) }
+}
+
+/// `y [n] = w [n, k]·x [k]` into a `y` holding `y`; `x` of any element type, to be refused unless
+/// bf16.
+fn try_gemv<X: Element>(x: &[X], w: &[bf16], y: &[bf16], sizes: [usize; 2]) -> Launched<Vec<bf16>> {
+    let [n, k] = u32s(sizes);
+    let dev = Device::new();
+    let (x, w, mut y) = (dev.up(x), dev.up(w), dev.up(y));
+    let args = glm5next_kda::gemv { x: x.view(), w: w.view(), y: y.view_mut(), n, k };
+    let result = dev.kernels.launch_gemv(&dev.gpu, launch::gemv(1, n), args);
+    Launched { result, written: dev.down(&y) }
+}
+
+/// The batched GEMV of `m` rows into a `y` holding `y`, with the batched block shape for any `m`
+/// (so that only `m` itself can be refused).
+fn try_batchm(x: &[bf16], w: &[bf16], y: &[bf16], sizes: [usize; 3]) -> Launched<Vec<bf16>> {
+    let [m, n, k] = u32s(sizes);
+    let dev = Device::new();
+    let (x, w, mut y) = (dev.up(x), dev.up(w), dev.up(y));
+    let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m, n, k };
+    let result = dev.kernels.launch_gemv_batchm(&dev.gpu, launch::gemv(m.max(2), n), args);
+    Launched { result, written: dev.down(&y) }
+}
+
 fn gemm(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<bf16> {
-    let args = vec![
-        Arg::Bf16(a.to_vec()),
-        Arg::Bf16(b.to_vec()),
-        Arg::Bf16Mut(vec![bf16::ZERO; m * n]),
-        Arg::U32(m as u32),
-        Arg::U32(n as u32),
-        Arg::U32(k as u32),
-    ];
-    launch("gemm", "dense_gemm_bf16", args).remove(0).bf16()
+    try_gemm(a, b, &vec![bf16::ZERO; m * n], [m, n, k]).ok()
 }
 
 fn gemv(x: &[bf16], w: &[bf16], n: usize, k: usize) -> Vec<bf16> {
-    let args = vec![
-        Arg::Bf16(x.to_vec()),
-        Arg::Bf16(w.to_vec()),
-        Arg::Bf16Mut(vec![bf16::ZERO; n]),
-        Arg::U32(n as u32),
-        Arg::U32(k as u32),
-    ];
-    launch("gemv", "dense_gemv_bf16", args).remove(0).bf16()
-}
-
-fn batchm_args(x: &[bf16], w: &[bf16], m: usize, n: usize, k: usize) -> Vec<Arg> {
-    vec![
-        Arg::Bf16(x.to_vec()),
-        Arg::Bf16(w.to_vec()),
-        Arg::Bf16Mut(vec![bf16::ZERO; m * n]),
-        Arg::U32(m as u32),
-        Arg::U32(n as u32),
-        Arg::U32(k as u32),
-    ]
-}
-
-fn bf16s(values: &[f32]) -> Vec<bf16> {
-    values.iter().map(|&x| bf16::from_f32(x)).collect()
+    try_gemv(x, w, &vec![bf16::ZERO; n], [n, k]).ok()
 }
 
 #[test]
@@ -100,10 +102,7 @@ fn batchm_rows_are_bit_identical_to_gemv_and_to_gemm() {
     let w = rng.bf16s(n * k, -1.0, 1.0);
     for m in [2, 7, DENSE_GEMV_BATCHM_MAX_M as usize] {
         let x = rng.bf16s(m * k, -2.0, 2.0);
-        let batched =
-            launch("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm", batchm_args(&x, &w, m, n, k))
-                .remove(0)
-                .bf16();
+        let batched = try_batchm(&x, &w, &vec![bf16::ZERO; m * n], [m, n, k]).ok();
         for i in 0..m {
             let row = gemv(&x[i * k..(i + 1) * k], &w, n, k);
             assert_eq!(batched[i * n..(i + 1) * n], row, "m = {m}, row {i}");
@@ -117,39 +116,36 @@ fn batchm_rows_are_bit_identical_to_gemv_and_to_gemm() {
 fn batchm_refuses_m_outside_its_range() {
     let (n, k) = (3, 4);
     let w = vec![bf16::ONE; n * k];
-    for m in [0, 1, DENSE_GEMV_BATCHM_MAX_M as usize + 1] {
-        let x = vec![bf16::ONE; m * k];
-        let reason =
-            refusal("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm", batchm_args(&x, &w, m, n, k));
-        assert!(reason.contains("outside 2..=16"), "{reason}");
+    for (m, requirement) in
+        [(0, "m >= 2"), (1, "m >= 2"), (DENSE_GEMV_BATCHM_MAX_M as usize + 1, "m <= DENSE_GEMV_BATCHM_MAX_M")]
+    {
+        let (x, y) = (vec![bf16::ONE; m * k], vec![bf16::ZERO; m * n]);
+        let reason = try_batchm(&x, &w, &y, [m, n, k]).refused(&y);
+        let refusal =
+            format!("`glm5next_kda.gemv_batchm`: the launch does not meet `{requirement}` (m = {m}, ");
+        assert!(reason.starts_with(&refusal), "{reason}");
     }
 }
 
 #[test]
-fn dense_kernels_refuse_short_buffers() {
-    let reason = refusal(
-        "gemm",
-        "dense_gemm_bf16",
-        vec![
-            Arg::Bf16(vec![bf16::ONE; 5]),
-            Arg::Bf16(vec![bf16::ONE; 6]),
-            Arg::Bf16Mut(vec![bf16::ZERO; 4]),
-            Arg::U32(2),
-            Arg::U32(2),
-            Arg::U32(3),
-        ],
+fn dense_launches_refuse_short_buffers_and_wrong_element_types() {
+    let (ones, zeros) = (|n| vec![bf16::ONE; n], |n| vec![bf16::ZERO; n]);
+    let reason = try_gemm(&ones(5), &ones(6), &zeros(4), [2, 2, 3]).refused(&zeros(4));
+    assert_eq!(
+        reason,
+        "`glm5next_kda.gemm.a`: expected at least 6 elements (`m*k`), found a view of 5 elements"
     );
-    assert_eq!(reason, "`a [m, k]` holds 5 elements, needs 2×3 = 6");
-    let reason = refusal(
-        "gemv",
-        "dense_gemv_bf16",
-        vec![
-            Arg::Bf16(vec![bf16::ONE; 3]),
-            Arg::Bf16(vec![bf16::ONE; 6]),
-            Arg::Bf16Mut(vec![bf16::ZERO; 1]),
-            Arg::U32(2),
-            Arg::U32(3),
-        ],
+    // `c` one element short of m·n: refused before the kernel writes any of it.
+    let reason = try_gemm(&ones(6), &ones(6), &zeros(3), [2, 2, 3]).refused(&zeros(3));
+    assert_eq!(
+        reason,
+        "`glm5next_kda.gemm.c`: expected at least 4 elements (`m*n`), found a view of 3 elements"
     );
-    assert_eq!(reason, "`y [n]` holds 1 elements, needs 2");
+    let reason = try_gemv(&ones(3), &ones(6), &zeros(1), [2, 3]).refused(&zeros(1));
+    assert_eq!(
+        reason,
+        "`glm5next_kda.gemv.y`: expected at least 2 elements (`n`), found a view of 1 elements"
+    );
+    let reason = try_gemv(&[1.0f32; 3], &ones(6), &zeros(2), [2, 3]).refused(&zeros(2));
+    assert_eq!(reason, "`glm5next_kda.gemv.x`: expected bf16 elements, found f32 elements");
 }

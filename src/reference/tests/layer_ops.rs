@@ -4,23 +4,31 @@ use half::bf16;
 
 use super::*;
 
-fn gate_args(g_raw: &[bf16], dt_bias: &[f32], a_log: &[f32], t: usize, law: u32) -> Vec<Arg> {
+/// The gate of `t` tokens under `law` (lower bound −5), with `h = a_log.len()` heads of
+/// `dt_bias.len() / h` channels, into a zeroed output.
+fn try_gate(g_raw: &[bf16], dt_bias: &[f32], a_log: &[f32], t: usize, law: u32) -> Launched<Vec<f32>> {
     let (h, hd) = (a_log.len(), dt_bias.len());
-    vec![
-        Arg::Bf16(g_raw.to_vec()),
-        Arg::F32(dt_bias.to_vec()),
-        Arg::F32(a_log.to_vec()),
-        Arg::F32Mut(vec![0.0; t * hd]),
-        Arg::U32(t as u32),
-        Arg::U32(h as u32),
-        Arg::U32((hd / h) as u32),
-        Arg::U32(law),
-        Arg::Scalar(-5.0),
-    ]
+    let [t, h, d] = u32s([t, h, hd / h]);
+    let dev = Device::new();
+    let (g_raw, dt_bias, a_log) = (dev.up(g_raw), dev.up(dt_bias), dev.up(a_log));
+    let mut gate = dev.up(&vec![0.0f32; t as usize * hd]);
+    let args = glm5next_kda::gate {
+        g_raw: g_raw.view(),
+        dt_bias: dt_bias.view(),
+        a_log: a_log.view(),
+        gate: gate.view_mut(),
+        t,
+        h,
+        d,
+        law,
+        lower_bound: -5.0,
+    };
+    let result = dev.kernels.launch_gate(&dev.gpu, launch::elementwise(t * h * d), args);
+    Launched { result, written: dev.down(&gate) }
 }
 
 fn gate(g_raw: &[bf16], dt_bias: &[f32], a_log: &[f32], t: usize, law: u32) -> Vec<f32> {
-    launch("kda_gate", "kda_gate_bf16", gate_args(g_raw, dt_bias, a_log, t, law)).remove(0).f32()
+    try_gate(g_raw, dt_bias, a_log, t, law).ok()
 }
 
 #[test]
@@ -52,19 +60,25 @@ fn gate_hand_cases() {
 #[test]
 fn gate_refuses_an_unknown_law_and_short_buffers() {
     let g_raw = vec![bf16::ZERO; 8];
-    let reason = refusal("kda_gate", "kda_gate_bf16", gate_args(&g_raw, &[0.0; 4], &[0.0; 2], 2, 2));
-    assert_eq!(reason, "law = 2 is neither 0 (bounded) nor 1 (softplus)");
-    let reason = refusal("kda_gate", "kda_gate_bf16", gate_args(&g_raw, &[0.0; 4], &[0.0; 2], 3, 0));
-    assert_eq!(reason, "`g_raw [t, h, d]` holds 8 elements, needs 3×2×2 = 12");
+    let reason = try_gate(&g_raw, &[0.0; 4], &[0.0; 2], 2, 2).refused(&vec![0.0; 8]);
+    let refusal = "`glm5next_kda.gate`: the launch does not meet `law <= 1` (t = 2, h = 2, d = 2, law = 2, ";
+    assert!(reason.starts_with(refusal), "{reason}");
+    let reason = try_gate(&g_raw, &[0.0; 4], &[0.0; 2], 3, 0).refused(&vec![0.0; 12]);
+    assert_eq!(
+        reason,
+        "`glm5next_kda.gate.g_raw`: expected at least 12 elements (`t*h*d`), found a view of 8 elements"
+    );
 }
 
 #[test]
 fn sigmoid_matches_f64() {
     let x = Rng::new(21).bf16s(100, -8.0, 8.0);
-    let args = vec![Arg::Bf16(x.clone()), Arg::F32Mut(vec![0.0; 100]), Arg::U32(100)];
-    let y = launch("kda_layer_ops", "kda_sigmoid_bf16_f32", args).remove(0).f32();
+    let dev = Device::new();
+    let (input, mut y) = (dev.up(&x), dev.up(&[0.0f32; 100]));
+    let args = glm5next_kda::sigmoid { x: input.view(), y: y.view_mut(), n: 100 };
+    dev.kernels.launch_sigmoid(&dev.gpu, launch::elementwise(100), args).unwrap();
     let want: Vec<f64> = x.iter().map(|x| sigmoid64(x.to_f64())).collect();
-    assert_relative("sigmoid", &y, &want, 1e-6);
+    assert_relative("sigmoid", &dev.down(&y), &want, 1e-6);
 }
 
 #[test]
@@ -74,16 +88,20 @@ fn o_norm_is_a_sigmoid_gated_rms_norm_per_head() {
     let x = rng.f32s(rows * d, -0.2, 0.2);
     let gate = rng.bf16s(rows * d, -3.0, 3.0);
     let weight = rng.bf16s(d, 0.5, 1.5);
-    let args = vec![
-        Arg::F32(x.clone()),
-        Arg::Bf16(gate.clone()),
-        Arg::Bf16(weight.clone()),
-        Arg::Bf16Mut(vec![bf16::ZERO; rows * d]),
-        Arg::U32(rows as u32),
-        Arg::U32(d as u32),
-        Arg::Scalar(1e-5),
-    ];
-    let out = launch("kda_layer_ops", "kda_o_norm_gated_bf16", args).remove(0).bf16();
+    let dev = Device::new();
+    let (x_buffer, gate_buffer, weight_buffer) = (dev.up(&x), dev.up(&gate), dev.up(&weight));
+    let mut out = dev.up(&vec![bf16::ZERO; rows * d]);
+    let [rows_u32, d_u32] = u32s([rows, d]);
+    let args = glm5next_kda::o_norm {
+        x: x_buffer.view(),
+        gate: gate_buffer.view(),
+        weight: weight_buffer.view(),
+        out: out.view_mut(),
+        rows: rows_u32,
+        d: d_u32,
+        eps: 1e-5,
+    };
+    dev.kernels.launch_o_norm(&dev.gpu, launch::norm(rows_u32, d_u32), args).unwrap();
     let x = widen_f32(&x);
     let want: Vec<f64> = (0..rows * d)
         .map(|i| {
@@ -92,21 +110,55 @@ fn o_norm_is_a_sigmoid_gated_rms_norm_per_head() {
             x[i] / (mean + 1e-5).sqrt() * weight[i % d].to_f64() * sigmoid64(gate[i].to_f64())
         })
         .collect();
-    assert_bf16_rounded("o_norm", &out, &want);
+    assert_bf16_rounded("o_norm", &dev.down(&out), &want);
+}
+
+/// The first `n` elements of a `dst` holding `dst` set to `value`.
+fn try_fill(dst: &[f32], n: u32, value: f32) -> Launched<Vec<f32>> {
+    let dev = Device::new();
+    let mut buffer = dev.up(dst);
+    let args = glm5next_kda::fill { dst: buffer.view_mut(), n, value };
+    let result = dev.kernels.launch_fill(&dev.gpu, launch::elementwise(n), args);
+    Launched { result, written: dev.down(&buffer) }
 }
 
 #[test]
 fn fill_writes_the_first_n() {
-    let args = vec![Arg::F32Mut(vec![1.0; 5]), Arg::U32(3), Arg::Scalar(7.5)];
-    let out = launch("kda_layer_ops", "kda_fill_f32", args).remove(0).f32();
-    assert_eq!(out, [7.5, 7.5, 7.5, 1.0, 1.0]);
-    let args = vec![Arg::F32Mut(vec![1.0; 2]), Arg::U32(3), Arg::Scalar(0.0)];
-    let reason = refusal("kda_layer_ops", "kda_fill_f32", args);
-    assert_eq!(reason, "`dst [n]` holds 2 elements, needs 3");
+    assert_eq!(try_fill(&[1.0; 5], 3, 7.5).ok(), [7.5, 7.5, 7.5, 1.0, 1.0]);
+    let reason = try_fill(&[1.0; 2], 3, 0.0).refused(&vec![1.0; 2]);
+    assert_eq!(
+        reason,
+        "`glm5next_kda.fill.dst`: expected at least 3 elements (`n`), found a view of 2 elements"
+    );
 }
 
-fn bf16s(values: &[f32]) -> Vec<bf16> {
-    values.iter().map(|&x| bf16::from_f32(x)).collect()
+/// `q | k | v` rows of `t` tokens into a `dst` holding `dst`.
+fn try_pack(parts: [&[bf16]; 3], dst: &[bf16], sizes: [usize; 2]) -> Launched<Vec<bf16>> {
+    let [t, qkv] = u32s(sizes);
+    let dev = Device::new();
+    let [q, k, v] = parts.map(|part| dev.up(part));
+    let mut packed = dev.up(dst);
+    let args = glm5next_kda::pack { q: q.view(), k: k.view(), v: v.view(), dst: packed.view_mut(), t, qkv };
+    let result = dev.kernels.launch_pack(&dev.gpu, launch::elementwise(3 * t * qkv), args);
+    Launched { result, written: dev.down(&packed) }
+}
+
+/// Packed `src` rows of `t` tokens split into `q`, `k` and `v` holding `parts`.
+fn try_split(src: &[bf16], parts: [&[f32]; 3], sizes: [usize; 2]) -> Launched<[Vec<f32>; 3]> {
+    let [t, qkv] = u32s(sizes);
+    let dev = Device::new();
+    let src = dev.up(src);
+    let [mut q, mut k, mut v] = parts.map(|part| dev.up(part));
+    let args = glm5next_kda::split_widen {
+        src: src.view(),
+        q: q.view_mut(),
+        k: k.view_mut(),
+        v: v.view_mut(),
+        t,
+        qkv,
+    };
+    let result = dev.kernels.launch_split_widen(&dev.gpu, launch::elementwise(3 * t * qkv), args);
+    Launched { result, written: [&q, &k, &v].map(|part| dev.down(part)) }
 }
 
 #[test]
@@ -114,24 +166,13 @@ fn pack_interleaves_and_split_widens_back() {
     let (t, qkv) = (2, 2);
     let (q, k, v) =
         (bf16s(&[1.0, 2.0, 3.0, 4.0]), bf16s(&[5.0, 6.0, 7.0, 8.0]), bf16s(&[9.0, 10.0, 11.0, 12.0]));
-    let args = vec![
-        Arg::Bf16(q),
-        Arg::Bf16(k),
-        Arg::Bf16(v),
-        Arg::Bf16Mut(vec![bf16::ZERO; 3 * t * qkv]),
-        Arg::U32(t as u32),
-        Arg::U32(qkv as u32),
-    ];
-    let packed = launch("kda_layer_ops", "kda_pack_qkv_bf16", args).remove(0).bf16();
+    let packed = try_pack([&q, &k, &v], &vec![bf16::ZERO; 3 * t * qkv], [t, qkv]).ok();
     let want = [1.0, 2.0, 5.0, 6.0, 9.0, 10.0, 3.0, 4.0, 7.0, 8.0, 11.0, 12.0];
     assert_eq!(packed, bf16s(&want));
 
     // Split into buffers one row longer than t: the pad row stays as it was.
-    let pad = |x: f32| Arg::F32Mut(vec![x; (t + 1) * qkv]);
-    let args =
-        vec![Arg::Bf16(packed), pad(-1.0), pad(-2.0), pad(-3.0), Arg::U32(t as u32), Arg::U32(qkv as u32)];
-    let parts: Vec<Vec<f32>> =
-        launch("kda_layer_ops", "kda_split_widen", args).into_iter().map(Out::f32).collect();
+    let pad = |x: f32| vec![x; (t + 1) * qkv];
+    let parts = try_split(&packed, [&pad(-1.0), &pad(-2.0), &pad(-3.0)], [t, qkv]).ok();
     assert_eq!(parts[0], [1.0, 2.0, 3.0, 4.0, -1.0, -1.0]);
     assert_eq!(parts[1], [5.0, 6.0, 7.0, 8.0, -2.0, -2.0]);
     assert_eq!(parts[2], [9.0, 10.0, 11.0, 12.0, -3.0, -3.0]);
@@ -139,24 +180,21 @@ fn pack_interleaves_and_split_widens_back() {
 
 #[test]
 fn split_and_pack_refuse_short_buffers() {
-    let args = vec![
-        Arg::Bf16(vec![bf16::ZERO; 12]),
-        Arg::F32Mut(vec![0.0; 4]),
-        Arg::F32Mut(vec![0.0; 3]),
-        Arg::F32Mut(vec![0.0; 4]),
-        Arg::U32(2),
-        Arg::U32(2),
-    ];
-    let reason = refusal("kda_layer_ops", "kda_split_widen", args);
-    assert_eq!(reason, "`k [t, qkv]` holds 3 elements, needs 2×2 = 4");
-    let args = vec![
-        Arg::Bf16(vec![bf16::ZERO; 4]),
-        Arg::Bf16(vec![bf16::ZERO; 4]),
-        Arg::Bf16(vec![bf16::ZERO; 4]),
-        Arg::Bf16Mut(vec![bf16::ZERO; 11]),
-        Arg::U32(2),
-        Arg::U32(2),
-    ];
-    let reason = refusal("kda_layer_ops", "kda_pack_qkv_bf16", args);
-    assert_eq!(reason, "`dst [t, 3·qkv]` holds 11 elements, needs 2×3×2 = 12");
+    let (short, long) = (vec![0.5f32; 3], vec![0.5f32; 4]);
+    let reason = try_split(&[bf16::ONE; 12], [&long, &short, &long], [2, 2]).refused(&[
+        long.clone(),
+        short.clone(),
+        long.clone(),
+    ]);
+    assert_eq!(
+        reason,
+        "`glm5next_kda.split_widen.k`: expected at least 4 elements (`t*qkv`), found a view of 3 elements"
+    );
+    let part = vec![bf16::ONE; 4];
+    let dst = vec![bf16::ZERO; 11];
+    let reason = try_pack([&part, &part, &part], &dst, [2, 2]).refused(&dst);
+    assert_eq!(
+        reason,
+        "`glm5next_kda.pack.dst`: expected at least 12 elements (`t*3*qkv`), found a view of 11 elements"
+    );
 }

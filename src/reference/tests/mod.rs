@@ -1,6 +1,8 @@
 //! Tests of the reference kernels, launched through [`backend`](super::backend) the way model code
-//! launches them, against hand-computed values and independent f64 implementations of the ABI
-//! math written here (never against the code under test).
+//! launches them (the typed launchers of the table, with the geometries of [`launch`]), against
+//! hand-computed values and independent f64 implementations of the ABI math written here (never
+//! against the code under test); and launches that break the manifest's contract, refused before
+//! a kernel runs, with their outputs untouched.
 
 mod chunk;
 mod conv_norm;
@@ -10,11 +12,10 @@ mod recurrent;
 
 use half::bf16;
 use kda_runtime::cpu::CpuBackend;
-use kda_runtime::{
-    BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelArg, KernelTable, LaunchGeometry,
-};
+use kda_runtime::{BackendError, DeviceBuffer, Element, GpuBackend, GpuBackendExt, KernelTable};
 
-use crate::kernels::Glm5NextKda;
+use crate::kernels::{Glm5NextKda, Glm5NextKdaKernels, glm5next_kda};
+use crate::launch;
 
 /// SplitMix64: seeded, so every run sees the same inputs.
 struct Rng(u64);
@@ -47,98 +48,65 @@ impl Rng {
     }
 }
 
-/// A host-side launch argument: buffers are uploaded, the `Mut` ones downloaded afterwards.
-enum Arg {
-    Bf16(Vec<bf16>),
-    Bf16Mut(Vec<bf16>),
-    F32(Vec<f32>),
-    F32Mut(Vec<f32>),
-    U32(u32),
-    Scalar(f32),
+/// The reference backend with its table resolved, and transfers that panic on failure: what each
+/// test launches through.
+struct Device {
+    gpu: CpuBackend,
+    kernels: Glm5NextKdaKernels,
 }
 
-/// The contents of a written buffer after a launch.
-#[derive(Debug)]
-enum Out {
-    Bf16(Vec<bf16>),
-    F32(Vec<f32>),
+impl Device {
+    fn new() -> Self {
+        let gpu = super::backend();
+        let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+        Self { gpu, kernels }
+    }
+
+    /// A new buffer holding `data`.
+    fn up<T: Element>(&self, data: &[T]) -> DeviceBuffer {
+        self.gpu.upload(data).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// The contents of `buffer`.
+    fn down<T: Element>(&self, buffer: &DeviceBuffer) -> Vec<T> {
+        self.gpu.download(buffer).unwrap_or_else(|error| panic!("{error}"))
+    }
 }
 
-impl Out {
-    fn bf16(self) -> Vec<bf16> {
-        match self {
-            Out::Bf16(data) => data,
-            Out::F32(_) => panic!("an f32 buffer, not bf16"),
+/// A launch's result, and the contents of the buffers it may write, downloaded after it.
+struct Launched<T> {
+    result: Result<(), BackendError>,
+    written: T,
+}
+
+impl<T: PartialEq + std::fmt::Debug> Launched<T> {
+    /// The written buffers of a launch that must succeed.
+    fn ok(self) -> T {
+        if let Err(error) = self.result {
+            panic!("launch refused: {error}");
         }
+        self.written
     }
 
-    fn f32(self) -> Vec<f32> {
-        match self {
-            Out::F32(data) => data,
-            Out::Bf16(_) => panic!("a bf16 buffer, not f32"),
-        }
+    /// The error of a launch that must be refused, after checking that it wrote nothing: `before`
+    /// is what the written buffers held before it.
+    fn refused(self, before: &T) -> String {
+        let error = match self.result {
+            Ok(()) => panic!("expected a refusal, the launch was accepted"),
+            Err(error) => error.to_string(),
+        };
+        assert_eq!(&self.written, before, "the refused launch ({error}) wrote its outputs");
+        error
     }
 }
 
-/// Uploads `args`, launches `module::entry` on `gpu` and returns the written buffers, in order.
-fn try_launch(gpu: &CpuBackend, module: &str, entry: &str, args: Vec<Arg>) -> Result<Vec<Out>, BackendError> {
-    enum Slot {
-        Buffer(DeviceBuffer, bool),
-        U32(u32),
-        F32(f32),
-    }
-    let mut slots = args
-        .into_iter()
-        .map(|arg| {
-            Ok(match arg {
-                Arg::Bf16(data) => Slot::Buffer(gpu.upload(&data)?, false),
-                Arg::Bf16Mut(data) => Slot::Buffer(gpu.upload(&data)?, true),
-                Arg::F32(data) => Slot::Buffer(gpu.upload(&data)?, false),
-                Arg::F32Mut(data) => Slot::Buffer(gpu.upload(&data)?, true),
-                Arg::U32(value) => Slot::U32(value),
-                Arg::Scalar(value) => Slot::F32(value),
-            })
-        })
-        .collect::<Result<Vec<_>, BackendError>>()?;
-    let kernel = gpu.lookup(module, entry).unwrap_or_else(|error| panic!("{error}"));
-    let mut kernel_args: Vec<KernelArg<'_>> = slots
-        .iter_mut()
-        .map(|slot| match slot {
-            Slot::Buffer(buffer, true) => KernelArg::BufferMut(buffer),
-            Slot::Buffer(buffer, false) => KernelArg::Buffer(buffer),
-            Slot::U32(value) => KernelArg::U32(*value),
-            Slot::F32(value) => KernelArg::F32(*value),
-        })
-        .collect();
-    gpu.launch(kernel, LaunchGeometry::linear(1, 1), &mut kernel_args)?;
-    drop(kernel_args);
-    slots
-        .iter()
-        .filter_map(|slot| match slot {
-            Slot::Buffer(buffer, true) => Some(buffer),
-            _ => None,
-        })
-        .map(|buffer| {
-            Ok(match buffer.dtype() {
-                DType::Bf16 => Out::Bf16(gpu.download(buffer)?),
-                DType::F32 => Out::F32(gpu.download(buffer)?),
-            })
-        })
-        .collect()
+/// Sizes as the launchers take them.
+fn u32s<const N: usize>(sizes: [usize; N]) -> [u32; N] {
+    sizes.map(|size| u32::try_from(size).expect("a size that fits u32"))
 }
 
-/// [`try_launch`] on a fresh reference backend, which must accept the launch.
-fn launch(module: &str, entry: &str, args: Vec<Arg>) -> Vec<Out> {
-    try_launch(&super::backend(), module, entry, args)
-        .unwrap_or_else(|error| panic!("{module}::{entry}: {error}"))
-}
-
-/// The reason a launch on a fresh reference backend is refused; panics if it is accepted.
-fn refusal(module: &str, entry: &str, args: Vec<Arg>) -> String {
-    match try_launch(&super::backend(), module, entry, args) {
-        Err(BackendError::Launch { reason, .. }) => reason,
-        other => panic!("{module}::{entry}: expected a refusal, got {other:?}"),
-    }
+fn bf16s(values: &[f32]) -> Vec<bf16> {
+    values.iter().map(|&x| bf16::from_f32(x)).collect()
 }
 
 fn widen(values: &[bf16]) -> Vec<f64> {
@@ -217,7 +185,7 @@ fn the_backend_carries_every_entry_of_the_table() {
     let gpu = super::backend();
     assert_eq!(Glm5NextKda::ENTRIES.len(), 16);
     for entry in Glm5NextKda::ENTRIES {
-        assert!(gpu.lookup(entry.module, entry.entry).is_ok(), "{entry}");
+        assert!(gpu.lookup(entry).is_ok(), "{entry}");
     }
     assert!(Glm5NextKda::resolve(&gpu).is_ok());
     assert_eq!(gpu.describe(), "CPU reference backend");

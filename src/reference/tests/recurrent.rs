@@ -81,25 +81,60 @@ pub(super) fn recurrence64(inputs: &KdaInputs, t: usize, h: usize, d: usize) -> 
     (out, state)
 }
 
-fn step_args(inputs: &KdaInputs, state: &[f32], tau: usize, h: usize, d: usize) -> Vec<Arg> {
-    let rows = tau * h * d..(tau + 1) * h * d;
-    vec![
-        Arg::Bf16(inputs.q[rows.clone()].to_vec()),
-        Arg::Bf16(inputs.k[rows.clone()].to_vec()),
-        Arg::Bf16(inputs.v[rows.clone()].to_vec()),
-        Arg::F32(inputs.gate[rows].to_vec()),
-        Arg::F32(inputs.beta[tau * h..(tau + 1) * h].to_vec()),
-        Arg::F32Mut(state.to_vec()),
-        Arg::F32Mut(vec![0.0; h * d]),
-        Arg::U32(h as u32),
-        Arg::U32(d as u32),
-        Arg::Scalar(scale(d)),
-    ]
+/// Which of the two recurrent entries a decode step launches.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Recurrent {
+    /// `recurrent`.
+    Plain,
+    /// `recurrent_smem`.
+    Smem,
 }
 
-/// `t` decode steps through `entry`: the `[t, h, d]` outputs and the final state.
+/// The decode step of token `tau` through `variant` on a state holding `state`, the output
+/// zeroed: the state and the output after it.
+fn try_step(
+    variant: Recurrent,
+    inputs: &KdaInputs,
+    state: &[f32],
+    tau: usize,
+    sizes: [usize; 2],
+    scale: f32,
+) -> Launched<(Vec<f32>, Vec<f32>)> {
+    let [h, d] = sizes;
+    let rows = tau * h * d..(tau + 1) * h * d;
+    let dev = Device::new();
+    let [q, k, v] = [&inputs.q, &inputs.k, &inputs.v].map(|x| dev.up(&x[rows.clone()]));
+    let (gate, beta) = (dev.up(&inputs.gate[rows]), dev.up(&inputs.beta[tau * h..(tau + 1) * h]));
+    let (mut state, mut out) = (dev.up(state), dev.up(&vec![0.0f32; h * d]));
+    let [h, d] = u32s(sizes);
+    let geometry = launch::recurrent(h, d);
+    // The two entries take the same arguments, each in a struct of its own.
+    macro_rules! args {
+        ($entry:ident) => {
+            glm5next_kda::$entry {
+                q: q.view(),
+                k: k.view(),
+                v: v.view(),
+                gate: gate.view(),
+                beta: beta.view(),
+                state: state.view_mut(),
+                out: out.view_mut(),
+                h,
+                d,
+                scale,
+            }
+        };
+    }
+    let result = match variant {
+        Recurrent::Plain => dev.kernels.launch_recurrent(&dev.gpu, geometry, args!(recurrent)),
+        Recurrent::Smem => dev.kernels.launch_recurrent_smem(&dev.gpu, geometry, args!(recurrent_smem)),
+    };
+    Launched { result, written: (dev.down(&state), dev.down(&out)) }
+}
+
+/// `t` decode steps through `variant`: the `[t, h, d]` outputs and the final state.
 pub(super) fn decode_steps(
-    entry: &str,
+    variant: Recurrent,
     inputs: &KdaInputs,
     t: usize,
     h: usize,
@@ -108,11 +143,17 @@ pub(super) fn decode_steps(
     let mut state = inputs.state.clone();
     let mut out = Vec::with_capacity(t * h * d);
     for tau in 0..t {
-        let mut outs = launch("kda_recurrent", entry, step_args(inputs, &state, tau, h, d));
-        out.extend(outs.remove(1).f32());
-        state = outs.remove(0).f32();
+        let (next, step_out) = try_step(variant, inputs, &state, tau, [h, d], scale(d)).ok();
+        out.extend(step_out);
+        state = next;
     }
     (out, state)
+}
+
+/// `values.len()` rows of `d` channels, each `values[i]` in channel 0 and zero elsewhere: a
+/// hand case of `d = 1` embedded in a head dim the kernels take.
+pub(super) fn first_channel(values: &[f32], d: usize) -> Vec<f32> {
+    values.iter().flat_map(|&x| std::iter::once(x).chain(std::iter::repeat_n(0.0, d - 1))).collect()
 }
 
 fn bits(values: &[f32]) -> Vec<u32> {
@@ -123,7 +164,7 @@ fn bits(values: &[f32]) -> Vec<u32> {
 fn recurrent_matches_the_f64_recurrence_for_every_head_dim() {
     for (t, h, d) in [(4, 2, 32), (2, 1, 64), (2, 1, 128)] {
         let inputs = KdaInputs::new(30 + d as u64, t, h, d);
-        let (out, state) = decode_steps("kda_recurrent_decode_bf16", &inputs, t, h, d);
+        let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
         let (want_out, want_state) = recurrence64(&inputs, t, h, d);
         assert_close(&format!("recurrent out, d = {d}"), &out, &want_out, 1e-5);
         assert_close(&format!("recurrent state, d = {d}"), &state, &want_state, 1e-5);
@@ -134,37 +175,45 @@ fn recurrent_matches_the_f64_recurrence_for_every_head_dim() {
 fn recurrent_smem_is_bit_identical_to_recurrent() {
     let (t, h, d) = (3, 2, 32);
     let inputs = KdaInputs::new(35, t, h, d);
-    let (out, state) = decode_steps("kda_recurrent_decode_bf16", &inputs, t, h, d);
-    let (smem_out, smem_state) = decode_steps("kda_recurrent_decode_bf16_smem", &inputs, t, h, d);
+    let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
+    let (smem_out, smem_state) = decode_steps(Recurrent::Smem, &inputs, t, h, d);
     assert_eq!(bits(&out), bits(&smem_out));
     assert_eq!(bits(&state), bits(&smem_state));
 }
 
 #[test]
 fn recurrent_hand_case() {
-    // d = 1, no decay: S' = 2, δ = 0.5·(3 − 2·1) = 0.5, S = 2 + 1·0.5 = 2.5, out = 2.5·1.
+    // In channel 0, d = 1 alone, no decay: S' = 2, δ = 0.5·(3 − 2·1) = 0.5, S = 2 + 1·0.5 = 2.5,
+    // out = 2.5·1. The other channels stay 0 (v is 0 there, so δ is too).
+    let d = 32;
     let inputs = KdaInputs {
-        q: vec![bf16::ONE],
-        k: vec![bf16::ONE],
-        v: vec![bf16::from_f32(3.0)],
-        gate: vec![0.0],
+        q: bf16s(&first_channel(&[1.0], d)),
+        k: bf16s(&first_channel(&[1.0], d)),
+        v: bf16s(&first_channel(&[3.0], d)),
+        gate: vec![0.0; d],
         beta: vec![0.5],
-        state: vec![2.0],
+        state: first_channel(&[2.0], d * d),
     };
-    let mut args = step_args(&inputs, &inputs.state, 0, 1, 1);
-    args[9] = Arg::Scalar(1.0);
-    let outs = launch("kda_recurrent", "kda_recurrent_decode_bf16", args);
-    assert_eq!(outs.into_iter().map(Out::f32).collect::<Vec<_>>(), [[2.5], [2.5]]);
+    let (state, out) = try_step(Recurrent::Plain, &inputs, &inputs.state, 0, [1, d], 1.0).ok();
+    assert_eq!(state, first_channel(&[2.5], d * d));
+    assert_eq!(out, first_channel(&[2.5], d));
 }
 
 #[test]
-fn recurrent_refuses_a_short_state() {
-    let (h, d) = (2, 8);
+fn recurrent_refuses_a_short_state_and_an_unsupported_head_dim() {
+    let (h, d) = (2, 32);
     let inputs = KdaInputs::new(36, 1, h, d);
-    let reason = refusal(
-        "kda_recurrent",
-        "kda_recurrent_decode_bf16_smem",
-        step_args(&inputs, &inputs.state[1..], 0, h, d),
+    let short = &inputs.state[1..];
+    let reason = try_step(Recurrent::Smem, &inputs, short, 0, [h, d], scale(d))
+        .refused(&(short.to_vec(), vec![0.0; h * d]));
+    assert_eq!(
+        reason,
+        "`glm5next_kda.recurrent_smem.state`: expected at least 2048 elements (`h*d*d`), found a view of 2047 elements"
     );
-    assert_eq!(reason, "`state [h, d, d]` holds 127 elements, needs 2×8×8 = 128");
+    let (h, d) = (1, 16);
+    let inputs = KdaInputs::new(37, 1, h, d);
+    let reason = try_step(Recurrent::Plain, &inputs, &inputs.state, 0, [h, d], scale(d))
+        .refused(&(inputs.state.clone(), vec![0.0; h * d]));
+    let refusal = "`glm5next_kda.recurrent`: the launch does not meet `d == 32 || d == 64 || d == 128`";
+    assert!(reason.starts_with(refusal), "{reason}");
 }
