@@ -54,7 +54,7 @@ pub fn dense_mm_bf16(
         let needed = u64::from(rows) * u64::from(k);
         if buffer.dtype() != DType::Bf16 || (buffer.len() as u64) < needed {
             return Err(BackendError::Argument {
-                entry: *entry,
+                entry: Box::new(*entry),
                 param,
                 expected: format!("at least {rows}·{k} = {needed} bf16 elements"),
                 found: format!("{} {} elements", buffer.len(), buffer.dtype()),

@@ -23,7 +23,7 @@ where
     A: FnMut() -> R1,
     B: FnMut() -> R2,
 {
-    let mut time = |run: &mut dyn FnMut()| {
+    let time = |run: &mut dyn FnMut()| {
         let start = Instant::now();
         for _ in 0..calls {
             run();

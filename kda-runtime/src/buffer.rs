@@ -254,6 +254,13 @@ impl<'a> From<&'a mut DeviceBuffer> for View<'a> {
     }
 }
 
+impl<'a> From<ViewMut<'a>> for View<'a> {
+    /// The same elements, read only (as C passes `T*` for `const T*`).
+    fn from(view: ViewMut<'a>) -> Self {
+        View { buffer: view.buffer, range: view.range }
+    }
+}
+
 impl<'a> From<&'a mut DeviceBuffer> for ViewMut<'a> {
     fn from(buffer: &'a mut DeviceBuffer) -> Self {
         buffer.view_mut()

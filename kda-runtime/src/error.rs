@@ -65,7 +65,7 @@ pub enum BackendError {
     #[error("`{}` ({}::{}) is optional and this target does not carry it", entry.path(), entry.module, entry.entry)]
     Absent {
         /// The entry.
-        entry: KernelEntry,
+        entry: Box<KernelEntry>,
     },
     /// A safe launch of an entry the manifest gives no `params`: nothing to check it against.
     #[error(
@@ -75,13 +75,13 @@ pub enum BackendError {
     )]
     NoSignature {
         /// The entry.
-        entry: KernelEntry,
+        entry: Box<KernelEntry>,
     },
     /// A launch with the wrong number of arguments.
     #[error("`{}`: expected {expected} arguments, found {found}", entry.path())]
     ArgumentCount {
         /// The entry.
-        entry: KernelEntry,
+        entry: Box<KernelEntry>,
         /// The parameters, spelled out.
         expected: String,
         /// The number of arguments passed.
@@ -91,7 +91,7 @@ pub enum BackendError {
     #[error("`{}.{param}`: expected {expected}, found {found}", entry.path())]
     Argument {
         /// The entry.
-        entry: KernelEntry,
+        entry: Box<KernelEntry>,
         /// The parameter.
         param: &'static str,
         /// What the signature asks for.
@@ -103,7 +103,7 @@ pub enum BackendError {
     #[error("`{}`: the launch does not meet `{requirement}` ({detail})", entry.path())]
     Requirement {
         /// The entry.
-        entry: KernelEntry,
+        entry: Box<KernelEntry>,
         /// The requirement, as the manifest writes it.
         requirement: &'static str,
         /// The launch's scalars and geometry, or why the requirement could not be evaluated.

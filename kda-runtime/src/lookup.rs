@@ -24,7 +24,7 @@ pub enum LookupError {
     #[error("`{}::{}` does not take the parameters `{}` declares: {reason}", entry.module, entry.entry, entry.path())]
     SignatureMismatch {
         /// The entry looked up.
-        entry: KernelEntry,
+        entry: Box<KernelEntry>,
         /// What differs.
         reason: String,
     },
@@ -37,7 +37,7 @@ pub enum LookupError {
         entry: String,
         /// The backend's error.
         #[source]
-        source: BackendError,
+        source: Box<BackendError>,
     },
 }
 

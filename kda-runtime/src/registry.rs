@@ -74,7 +74,7 @@ impl<K> KernelRegistry<K> {
             && registered.entry.signature != entry.signature
         {
             return Err(LookupError::SignatureMismatch {
-                entry: *entry,
+                entry: Box::new(*entry),
                 reason: format!("the kernel is carried for `{}` with other parameters", registered.entry.path()),
             });
         }

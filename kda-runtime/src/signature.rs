@@ -27,6 +27,25 @@ pub struct KernelParam {
     pub kind: ParamKind,
 }
 
+impl KernelParam {
+    /// A buffer parameter `name` of `dtype` elements, at least `extent` of them (`text` as the
+    /// manifest writes it, `program` in postfix order).
+    pub const fn buffer(
+        name: &'static str,
+        dtype: DType,
+        access: Access,
+        text: &'static str,
+        program: &'static [Op],
+    ) -> Self {
+        Self { name, kind: ParamKind::Buffer { dtype, access, extent: Extent { text, program } } }
+    }
+
+    /// A scalar parameter `name`.
+    pub const fn scalar(name: &'static str, kind: ScalarKind) -> Self {
+        Self { name, kind: ParamKind::Scalar(kind) }
+    }
+}
+
 /// What a parameter takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ParamKind {
@@ -128,6 +147,13 @@ pub struct Requirement {
     pub text: &'static str,
     /// The condition in postfix order.
     pub program: &'static [Op],
+}
+
+impl Requirement {
+    /// The requirement `text`, evaluated by `program`.
+    pub const fn new(text: &'static str, program: &'static [Op]) -> Self {
+        Self { text, program }
+    }
 }
 
 /// One step of an extent or requirement program: pushes a value, or pops two and pushes one.
@@ -283,19 +309,15 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
 /// parameter takes a mutable view too, as C passes `T*` for `const T*`.
 pub fn check(entry: &KernelEntry, geometry: &LaunchGeometry, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
     let Some(signature) = entry.signature else {
-        return Err(BackendError::NoSignature { entry: *entry });
+        return Err(BackendError::NoSignature { entry: Box::new(*entry) });
     };
     let params = signature.params;
     if args.len() != params.len() {
-        let expected = params.iter().map(|p| format!("{} {}", p.kind, p.name)).collect::<Vec<_>>();
-        return Err(BackendError::ArgumentCount {
-            entry: *entry,
-            expected: format!("{} ({})", params.len(), expected.join(", ")),
-            found: args.len(),
-        });
+        let expected = format!("{} ({})", params.len(), spell_params(params));
+        return Err(BackendError::ArgumentCount { entry: Box::new(*entry), expected, found: args.len() });
     }
     let argument = |param: &KernelParam, expected: String, found: String| BackendError::Argument {
-        entry: *entry,
+        entry: Box::new(*entry),
         param: param.name,
         expected,
         found,
@@ -334,7 +356,7 @@ pub fn check(entry: &KernelEntry, geometry: &LaunchGeometry, args: &[KernelArg<'
         match evaluate(requirement.program, args, geometry) {
             Ok(0) => {
                 return Err(BackendError::Requirement {
-                    entry: *entry,
+                    entry: Box::new(*entry),
                     requirement: requirement.text,
                     detail: describe_launch(params, args, geometry),
                 });
@@ -342,7 +364,7 @@ pub fn check(entry: &KernelEntry, geometry: &LaunchGeometry, args: &[KernelArg<'
             Ok(_) => {}
             Err(error) => {
                 return Err(BackendError::Requirement {
-                    entry: *entry,
+                    entry: Box::new(*entry),
                     requirement: requirement.text,
                     detail: format!("cannot be evaluated: {error}"),
                 });
@@ -350,6 +372,11 @@ pub fn check(entry: &KernelEntry, geometry: &LaunchGeometry, args: &[KernelArg<'
         }
     }
     Ok(())
+}
+
+/// `params` spelled out, for a count that differs: `const f32[n] x, u32 n`.
+fn spell_params(params: &[KernelParam]) -> String {
+    params.iter().map(|param| format!("{} {}", param.kind, param.name)).collect::<Vec<_>>().join(", ")
 }
 
 /// The integer scalars and the geometry of a launch, for a refused requirement.
@@ -398,8 +425,9 @@ pub fn compare_layout(signature: &Signature, found: &[ParamSlot]) -> Result<(), 
     let expected = expected_layout(signature.params);
     if expected.len() != found.len() {
         return Err(format!(
-            "the manifest declares {} parameters, the loaded kernel takes {}",
+            "the manifest declares {} parameters ({}), the loaded kernel takes {}",
             expected.len(),
+            spell_params(signature.params),
             found.len()
         ));
     }

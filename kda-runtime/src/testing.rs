@@ -208,10 +208,10 @@ impl GpuBackend for FakeBackend {
             return Err(LookupError::Failed {
                 module: module.to_owned(),
                 entry: name.to_owned(),
-                source: BackendError::Driver {
+                source: Box::new(BackendError::Driver {
                     operation: format!("loading module `{module}`"),
                     source: message.clone().into(),
-                },
+                }),
             });
         }
         self.kernels.lookup(entry)
@@ -246,5 +246,162 @@ impl GpuBackend for FakeBackend {
 
     fn synchronize(&self) -> Result<(), BackendError> {
         Ok(())
+    }
+}
+
+/// Builders for the hand-written signatures of this crate's unit tests, and the entries several
+/// of them share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::signature::{Access, Extent, KernelParam, LaunchDim, Op, ParamKind, Requirement, ScalarKind};
+    use crate::{DType, DeviceBuffer, GpuBackend, KernelEntry, Signature};
+
+    /// A `const dtype[text]` parameter, `program` being `text` in postfix order.
+    pub const fn read(name: &'static str, dtype: DType, text: &'static str, program: &'static [Op]) -> KernelParam {
+        buffer(name, dtype, Access::Read, Extent { text, program })
+    }
+
+    /// A `dtype[text]` parameter, `program` being `text` in postfix order.
+    pub const fn write(name: &'static str, dtype: DType, text: &'static str, program: &'static [Op]) -> KernelParam {
+        buffer(name, dtype, Access::Write, Extent { text, program })
+    }
+
+    const fn buffer(name: &'static str, dtype: DType, access: Access, extent: Extent) -> KernelParam {
+        KernelParam { name, kind: ParamKind::Buffer { dtype, access, extent } }
+    }
+
+    /// A scalar parameter.
+    pub const fn scalar(name: &'static str, kind: ScalarKind) -> KernelParam {
+        KernelParam { name, kind: ParamKind::Scalar(kind) }
+    }
+
+    /// The entry `module::entry` of the table `test`, launched against `signature`.
+    pub const fn signed(module: &'static str, entry: &'static str, signature: &'static Signature) -> KernelEntry {
+        KernelEntry { table: "test", signature: Some(signature), ..KernelEntry::named(module, entry) }
+    }
+
+    /// No parameters, no requirements.
+    pub const EMPTY: Signature = Signature { params: &[], requires: &[] };
+
+    /// `y[i] += a·x[i]` for `i < n`, launched with at most 1024 threads per block.
+    pub const AXPY_SIGNATURE: Signature = Signature {
+        params: &[
+            read("x", DType::F32, "n", &[Op::Scalar(2)]),
+            write("y", DType::F32, "n", &[Op::Scalar(2)]),
+            scalar("n", ScalarKind::U32),
+            scalar("a", ScalarKind::F32),
+        ],
+        requires: &[Requirement {
+            text: "block.x <= 1024",
+            program: &[Op::Launch(LaunchDim::BlockX), Op::Literal(1024), Op::Le],
+        }],
+    };
+
+    /// `blas::axpy` with [`AXPY_SIGNATURE`].
+    pub const AXPY: KernelEntry = signed("blas", "axpy", &AXPY_SIGNATURE);
+
+    /// The bytes of each of `buffers`, to show a refused launch changed none of them.
+    pub fn contents(gpu: &dyn GpuBackend, buffers: &[&DeviceBuffer]) -> Vec<Vec<u8>> {
+        let download = |buffer: &&DeviceBuffer| {
+            let mut bytes = vec![0; buffer.byte_len()];
+            gpu.copy_to_host(buffer, &mut bytes).unwrap();
+            bytes
+        };
+        buffers.iter().map(download).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{AXPY, AXPY_SIGNATURE, EMPTY, signed};
+    use super::*;
+    use crate::{GpuBackendExt, ResolveError, Resolver, try_kernel};
+
+    /// A table of one required signed entry and one optional unsigned one.
+    struct Blas;
+
+    /// `blas::noop`, without a signature.
+    const NOOP: KernelEntry = KernelEntry { required: false, ..KernelEntry::named("blas", "noop") };
+
+    impl KernelTable for Blas {
+        type Kernels = (KernelHandle, Option<KernelHandle>);
+        const NAME: &'static str = "test";
+        const ENTRIES: &'static [KernelEntry] = &[AXPY, NOOP];
+
+        fn resolve(gpu: &dyn GpuBackend) -> Result<Self::Kernels, ResolveError> {
+            let mut resolver = Resolver::new(gpu, Self::NAME, "kernels.toml");
+            let axpy = resolver.required(&AXPY);
+            let noop = resolver.optional(&NOOP);
+            resolver.finish(axpy.map(|axpy| (axpy, noop)))
+        }
+    }
+
+    fn geometry() -> LaunchGeometry {
+        LaunchGeometry::linear(4, 128)
+    }
+
+    #[test]
+    fn table_entries_launch_checked_and_only_accepted_launches_are_recorded() {
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let (axpy, noop) = Blas::resolve(&gpu).unwrap();
+        assert!(noop.is_some());
+        let x = gpu.zeros::<f32>(4).unwrap();
+        let mut y = gpu.zeros::<f32>(4).unwrap();
+        let short = gpu.launch(axpy, geometry(), &mut [x.view().into(), y.view_mut().into(), 5u32.into(), 1f32.into()]);
+        assert!(matches!(short, Err(BackendError::Argument { param: "x", .. })), "{short:?}");
+        assert!(gpu.launches().is_empty());
+
+        gpu.launch(axpy, geometry(), &mut [x.slice(1..3).into(), y.view_mut().into(), 2u32.into(), 1f32.into()])
+            .unwrap();
+        let buffer = |len, writable| FakeArg::Buffer { dtype: DType::F32, len, writable };
+        let expected = FakeLaunch {
+            module: "blas".into(),
+            entry: "axpy".into(),
+            geometry: geometry(),
+            args: vec![buffer(2, false), buffer(4, true), FakeArg::U32(2), FakeArg::F32(1.0)],
+        };
+        assert_eq!(gpu.launches(), [expected]);
+        assert_eq!(gpu.launched(), ["blas::axpy"]);
+    }
+
+    #[test]
+    fn entries_without_a_signature_need_launch_unchecked() {
+        let gpu = FakeBackend::new().with_kernel("blas", "noop");
+        let noop = gpu.lookup(&NOOP).unwrap();
+        let safe = gpu.launch(noop, geometry(), &mut [7u32.into()]);
+        assert!(matches!(safe, Err(BackendError::NoSignature { entry }) if entry.entry == "noop"), "{safe:?}");
+        assert!(gpu.launches().is_empty());
+        // SAFETY: the fake runs nothing; it only records the launch.
+        unsafe { gpu.launch_unchecked(noop, geometry(), &mut [7u32.into(), (-1i32).into(), 9u64.into()]) }.unwrap();
+        assert_eq!(gpu.launches()[0].args, [FakeArg::U32(7), FakeArg::I32(-1), FakeArg::U64(9)]);
+    }
+
+    #[test]
+    fn a_slice_outside_its_buffer_is_refused_even_unchecked() {
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let x = gpu.zeros::<f32>(4).unwrap();
+        let mut y = gpu.zeros::<f32>(4).unwrap();
+        // Four elements, as the extent asks, but starting at element 2 of 4.
+        let checked =
+            gpu.launch(axpy, geometry(), &mut [x.slice(2..6).into(), y.view_mut().into(), 4u32.into(), 1f32.into()]);
+        assert!(matches!(checked, Err(BackendError::SliceOutOfBounds { ref range, len: 4 }) if *range == (2..6)));
+        // SAFETY: the fake runs nothing; it only records the launch.
+        let unchecked = unsafe { gpu.launch_unchecked(axpy, geometry(), &mut [x.slice(2..6).into()]) };
+        assert!(matches!(unchecked, Err(BackendError::SliceOutOfBounds { .. })), "{unchecked:?}");
+        assert!(gpu.launches().is_empty());
+    }
+
+    #[test]
+    fn another_signature_is_a_failed_lookup_never_an_absent_kernel() {
+        const WRONG: KernelEntry = signed("blas", "axpy", &EMPTY);
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let mismatch = try_kernel(&gpu, &WRONG).unwrap_err();
+        assert!(matches!(mismatch, LookupError::SignatureMismatch { entry, .. } if entry == WRONG));
+        assert!(!mismatch.is_not_found());
+        assert!(mismatch.to_string().contains("carried for `test.axpy` with other parameters"), "{mismatch}");
+        // An equal signature, spelled out again, is the same contract.
+        const SAME: crate::Signature = crate::Signature { params: AXPY_SIGNATURE.params, requires: AXPY_SIGNATURE.requires };
+        assert_eq!(gpu.lookup(&signed("blas", "axpy", &SAME)).unwrap(), gpu.lookup(&AXPY).unwrap());
     }
 }

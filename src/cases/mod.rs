@@ -407,13 +407,13 @@ impl KernelCase {
     /// case that drifted from the manifest is an error naming the entry and the parameter.
     pub fn check_params(&self) -> Result<(), BackendError> {
         let entry = self.entry;
-        let params = entry.signature.ok_or(BackendError::NoSignature { entry })?.params;
+        let params = entry.signature.ok_or_else(|| BackendError::NoSignature { entry: Box::new(entry) })?.params;
         for (index, param) in params.iter().enumerate() {
             match self.args.get(index) {
                 Some(arg) if arg.name() == param.name && arg.fits(param.kind) => {}
                 found => {
                     return Err(BackendError::Argument {
-                        entry,
+                        entry: Box::new(entry),
                         param: param.name,
                         expected: format!("the case argument `{} {}`", param.kind, param.name),
                         found: found.map_or_else(|| "none".to_owned(), |arg| format!("`{arg}`")),
@@ -424,7 +424,7 @@ impl KernelCase {
         if self.args.len() > params.len() {
             let expected = params.iter().map(|param| format!("{} {}", param.kind, param.name));
             return Err(BackendError::ArgumentCount {
-                entry,
+                entry: Box::new(entry),
                 expected: format!("{} ({})", params.len(), expected.collect::<Vec<_>>().join(", ")),
                 found: self.args.len(),
             });
@@ -443,7 +443,7 @@ impl KernelCase {
         prepared: &mut PreparedCase,
     ) -> Result<(), BackendError> {
         self.check_params()?;
-        let kernel = self.kernel(kernels).ok_or(BackendError::Absent { entry: self.entry })?;
+        let kernel = self.kernel(kernels).ok_or(BackendError::Absent { entry: Box::new(self.entry) })?;
         let mut args: Vec<KernelArg<'_>> = prepared.slots.iter_mut().map(Slot::arg).collect();
         gpu.launch(kernel, self.launch, &mut args)
     }

@@ -45,7 +45,7 @@ fn each_case_launches_the_kernel_of_its_own_entry() {
     let case = KernelCase::new("recurrent_smem", &KdaGeometry::tiny(), 1, 1).unwrap();
     assert_eq!(case.kernel(&kernels), None);
     match case.run(&lacking, &kernels) {
-        Err(BackendError::Absent { entry }) => assert_eq!(entry, *case.entry()),
+        Err(BackendError::Absent { entry }) => assert_eq!(*entry, *case.entry()),
         other => panic!("expected `Absent`, got {other:?}"),
     }
 }

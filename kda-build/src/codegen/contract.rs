@@ -1,5 +1,9 @@
 //! The launch contract of an entry as runtime data: its `params` and `requires` become a
 //! `::kda_runtime::Signature` whose extents and requirements are postfix programs.
+//!
+//! The tokens name the runtime's items by the short names [`prelude`] imports into the block that
+//! holds the entries: a large table's signatures are most of its expansion, and every token costs
+//! expansion time.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -8,6 +12,17 @@ use crate::manifest::{
     BinaryOp, CompareOp, Comparison, ElementType, Entry, Expr, LaunchDim, Param, ParamType, Requirement,
     ScalarType,
 };
+
+/// The imports the signature tokens rely on, for the block expression around the entries (no
+/// token of the manifest's own reaches that block but string literals).
+pub(super) fn prelude() -> TokenStream {
+    quote! {
+        use ::kda_runtime::signature::{
+            Access::{Read, Write}, KernelParam as P, LaunchDim::*, Op::*, Requirement as R, ScalarKind as S,
+        };
+        use ::kda_runtime::DType as D;
+    }
+}
 
 /// `Some(&Signature { .. })` for an entry with `params`, else `None`. An error where a parameter
 /// index does not fit the runtime's `u16` scalar references.
@@ -21,16 +36,13 @@ pub(super) fn signature(entry: &Entry) -> Result<TokenStream, String> {
     let params = params.iter().map(param);
     let requires = entry.requires.iter().map(requirement);
     Ok(quote! {
-        ::core::option::Option::Some(&::kda_runtime::Signature {
-            params: &[#(#params),*],
-            requires: &[#(#requires),*],
-        })
+        ::core::option::Option::Some(&::kda_runtime::Signature { params: &[#(#params),*], requires: &[#(#requires),*] })
     })
 }
 
 fn param(param: &Param) -> TokenStream {
     let name = &param.name;
-    let kind = match &param.ty {
+    match &param.ty {
         ParamType::Buffer { element, writable, extent, extent_text } => {
             let dtype = match element {
                 ElementType::Bf16 => quote!(Bf16),
@@ -40,20 +52,13 @@ fn param(param: &Param) -> TokenStream {
             let access = if *writable { quote!(Write) } else { quote!(Read) };
             let mut program = Vec::new();
             postfix(extent, &mut program);
-            quote! {
-                ::kda_runtime::signature::ParamKind::Buffer {
-                    dtype: ::kda_runtime::DType::#dtype,
-                    access: ::kda_runtime::signature::Access::#access,
-                    extent: ::kda_runtime::signature::Extent { text: #extent_text, program: &[#(#program),*] },
-                }
-            }
+            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &[#(#program),*]))
         }
         ParamType::Scalar(scalar) => {
             let kind = scalar_kind(*scalar);
-            quote!(::kda_runtime::signature::ParamKind::Scalar(::kda_runtime::signature::ScalarKind::#kind))
+            quote!(P::scalar(#name, S::#kind))
         }
-    };
-    quote!(::kda_runtime::signature::KernelParam { name: #name, kind: #kind })
+    }
 }
 
 /// The runtime's name of a scalar type.
@@ -71,34 +76,31 @@ fn requirement(requirement: &Requirement) -> TokenStream {
     for (i, Comparison { lhs, op, rhs }) in requirement.any_of.iter().enumerate() {
         postfix(lhs, &mut program);
         postfix(rhs, &mut program);
-        program.push(op_token(match op {
+        program.push(match op {
             CompareOp::Eq => quote!(Eq),
             CompareOp::Ne => quote!(Ne),
             CompareOp::Lt => quote!(Lt),
             CompareOp::Le => quote!(Le),
             CompareOp::Gt => quote!(Gt),
             CompareOp::Ge => quote!(Ge),
-        }));
+        });
         if i > 0 {
-            program.push(op_token(quote!(Or)));
+            program.push(quote!(Or));
         }
     }
     let text = &requirement.text;
-    quote!(::kda_runtime::signature::Requirement { text: #text, program: &[#(#program),*] })
+    quote!(R::new(#text, &[#(#program),*]))
 }
 
-fn op_token(op: TokenStream) -> TokenStream {
-    quote!(::kda_runtime::signature::Op::#op)
-}
-
-/// Appends `expr` in postfix order; `[defines]` become their values.
+/// Appends `expr` in postfix order, each `Op` by its short name (see [`prelude`]); `[defines]`
+/// become their values.
 fn postfix(expr: &Expr, program: &mut Vec<TokenStream>) {
     match expr {
-        Expr::Literal(value) | Expr::Define { value, .. } => program.push(op_token(quote!(Literal(#value)))),
+        Expr::Literal(value) | Expr::Define { value, .. } => program.push(quote!(Literal(#value))),
         Expr::Scalar { index, .. } => {
             // `signature` checked that every index fits.
             let index = *index as u16;
-            program.push(op_token(quote!(Scalar(#index))));
+            program.push(quote!(Scalar(#index)));
         }
         Expr::Launch(dim) => {
             let dim = match dim {
@@ -109,18 +111,18 @@ fn postfix(expr: &Expr, program: &mut Vec<TokenStream>) {
                 LaunchDim::BlockY => quote!(BlockY),
                 LaunchDim::BlockZ => quote!(BlockZ),
             };
-            program.push(op_token(quote!(Launch(::kda_runtime::signature::LaunchDim::#dim))));
+            program.push(quote!(Launch(#dim)));
         }
         Expr::Binary { op, lhs, rhs } => {
             postfix(lhs, program);
             postfix(rhs, program);
-            program.push(op_token(match op {
+            program.push(match op {
                 BinaryOp::Add => quote!(Add),
                 BinaryOp::Sub => quote!(Sub),
                 BinaryOp::Mul => quote!(Mul),
                 BinaryOp::Rem => quote!(Rem),
                 BinaryOp::Cdiv => quote!(Cdiv),
-            }));
+            });
         }
     }
 }

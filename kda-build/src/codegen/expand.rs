@@ -144,6 +144,7 @@ fn generate(
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let prelude = contract::prelude();
     let args_module = format_ident!("{}", snake_case(&marker.to_string()));
     let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, kernels, table, manifest);
     let entry_points = table.entries.len();
@@ -174,7 +175,10 @@ fn generate(
             /// Entry points a target may lack.
             pub const OPTIONAL_ENTRY_POINTS: usize = #optional_points;
             /// Every entry, in manifest order.
-            pub const ENTRIES: [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = [#(#entries),*];
+            pub const ENTRIES: [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = {
+                #prelude
+                [#(#entries),*]
+            };
 
             /// Looks every entry up once on `gpu`. Fails naming every required entry the backend
             /// lacks and every lookup that failed; an optional entry is `None` only when the

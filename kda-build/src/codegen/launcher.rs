@@ -12,7 +12,6 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::contract::scalar_kind;
 use crate::manifest::{Entry, Param, ParamType, Table};
 
 /// The argument structs of `table`'s entries with params, in a module `module`, and the
@@ -35,7 +34,10 @@ pub(super) fn launchers(
         .unzip();
     let module_doc = format!(
         " The arguments of the kernels of `[{}]` in `{manifest}`, one struct per entry with `params`, \
-         named after its field.",
+         named after its field. The handles struct launches each with `launch_<field>`, which checks \
+         every view's element type and extent and the entry's requirements before anything reaches \
+         the device: an `Err` names the parameter and nothing runs, as it does for an optional entry \
+         the target lacks.",
         table.name
     );
     let module_tokens = quote! {
@@ -71,8 +73,7 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
             ParamType::Buffer { writable: false, .. } => quote!(::kda_runtime::View<'a>),
             ParamType::Buffer { writable: true, .. } => quote!(::kda_runtime::ViewMut<'a>),
             ParamType::Scalar(scalar) => {
-                let kind = scalar_kind(*scalar).to_string().to_lowercase();
-                let ty = Ident::new(&kind, Span::call_site());
+                let ty = Ident::new(scalar.name(), Span::call_site());
                 quote!(#ty)
             }
         };
@@ -140,7 +141,7 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
                 ::core::option::Option::Some(handle) => handle,
                 ::core::option::Option::None => {
                     return ::core::result::Result::Err(::kda_runtime::BackendError::Absent {
-                        entry: Self::ENTRIES[#index],
+                        entry: ::std::boxed::Box::new(Self::ENTRIES[#index]),
                     });
                 }
             }
@@ -148,14 +149,8 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
     } else {
         quote!(self.#field)
     };
-    let doc = format!(
-        " Launches `{}` (`{}::{}`) with `geometry`, after checking the arguments' element types and \
-         extents and the entry's requirements; an `Err` names the parameter and nothing runs.{}",
-        entry.field,
-        entry.module,
-        entry.entry,
-        if entry.optional { " An `Err` too where the target lacks this optional entry." } else { "" }
-    );
+    // The checks a launch runs are documented once, on the module; this names the entry.
+    let doc = format!(" Launches `{}` with [`{module}::{}`], checked.", entry.field, entry.field);
     quote! {
         #[doc = #doc]
         // `launch_` and a field the manifest may spell in any case.
@@ -168,7 +163,7 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
         ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {
             let #module::#field { #(#names: #locals),* } = #args;
             let handle = #handle;
-            #gpu.launch(handle, #geometry, &mut [#(::kda_runtime::KernelArg::from(#locals)),*])
+            #gpu.launch(handle, #geometry, &mut [#(#locals.into()),*])
         }
     }
 }

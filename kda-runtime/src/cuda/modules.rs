@@ -61,7 +61,7 @@ impl ModuleCache {
         let failed = |operation: String, message: String| LookupError::Failed {
             module: module.to_owned(),
             entry: entry.to_owned(),
-            source: BackendError::Driver { operation, source: message.into() },
+            source: Box::new(BackendError::Driver { operation, source: message.into() }),
         };
         let loaded = cell.get_or_init(|| {
             // `from_binary` copies the image into a heap buffer, aligned as the driver needs.
@@ -98,7 +98,7 @@ impl ModuleCache {
                 failed(format!("reading the parameters of `{module}::{entry}` on {device}"), error)
             })?;
             compare_layout(signature, &layout)
-                .map_err(|reason| LookupError::SignatureMismatch { entry: *kernel, reason })?;
+                .map_err(|reason| LookupError::SignatureMismatch { entry: Box::new(*kernel), reason })?;
         }
         let mut functions = self.functions.write().unwrap_or_else(PoisonError::into_inner);
         // Another thread may have resolved the same entry meanwhile: keep one handle per entry.
