@@ -50,12 +50,10 @@ pub(super) fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Attrs 
                     return set_once(&mut parsed.name, ident, &meta.path);
                 }
                 _ => {
-                    return Err(
-                        meta.error(
-                            "unknown key in #[kernel_table]: expected `manifest`, `table`, `name`, \
+                    return Err(meta.error(
+                        "unknown key in #[kernel_table]: expected `manifest`, `table`, `name`, \
                              `entry_points`, `required` or `optional`",
-                        )
-                    );
+                    ));
                 }
             };
             let literal: LitStr = meta.value()?.parse()?;

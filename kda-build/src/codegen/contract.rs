@@ -31,7 +31,11 @@ pub(super) fn signature(entry: &Entry) -> Result<TokenStream, String> {
         return Ok(quote!(::core::option::Option::None));
     };
     if params.len() > usize::from(u16::MAX) {
-        return Err(format!("`{}` has {} parameters; a kernel takes at most 65,535", entry.field, params.len()));
+        return Err(format!(
+            "`{}` has {} parameters; a kernel takes at most 65,535",
+            entry.field,
+            params.len()
+        ));
     }
     let params = params.iter().map(param);
     let requires = entry.requires.iter().map(requirement);

@@ -7,6 +7,7 @@ use syn::{DeriveInput, Ident, LitStr};
 
 use super::attr::{self, snake_case};
 use super::locate::{ManifestFile, locate};
+use super::tokens::{braced, bracketed, comma_separated, concat};
 use super::{DeriveSite, contract, counts, fallback, launcher};
 use crate::manifest::{Manifest, Table};
 
@@ -55,20 +56,15 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
         errors.extend(counts::check(&attrs, table, &file.display));
     }
     let body = match (table, &file) {
-        (Some(table), Some(file)) => generate(input, &kernels, table, file)
-            .unwrap_or_else(|message| {
-                errors.push(syn::Error::new(manifest_span, message));
-                fallback::expand(input, &kernels)
-            }),
+        (Some(table), Some(file)) => generate(input, &kernels, table, file).unwrap_or_else(|message| {
+            errors.push(syn::Error::new(manifest_span, message));
+            fallback::expand(input, &kernels)
+        }),
         _ => fallback::expand(input, &kernels),
     };
     let errors = errors.iter().map(syn::Error::to_compile_error);
-    let tracking = file.as_ref().map(track);
-    quote! {
-        #(#errors)*
-        #body
-        #tracking
-    }
+    let tracking = file.as_ref().map(track).unwrap_or_default();
+    concat(errors.chain([body, tracking]))
 }
 
 fn missing_table_message(manifest: &Manifest, name: &str, path: &str, attrs: &attr::Attrs) -> String {
@@ -103,7 +99,7 @@ fn generate(
     let fields: Vec<Ident> =
         table.entries.iter().map(|entry| Ident::new(&entry.field, Span::call_site())).collect();
 
-    let field_decls = table.entries.iter().zip(&fields).map(|(entry, field)| {
+    let field_decls = braced(concat(table.entries.iter().zip(&fields).map(|(entry, field)| {
         let doc = entry.doc.iter().map(|doc| format!(" {doc}"));
         let symbol = format!(
             " `{}::{}`, {manifest}:{}{}.",
@@ -113,7 +109,10 @@ fn generate(
             if entry.optional { "; `None` where the target lacks it" } else { "" }
         );
         let launch = entry.params.iter().map(|_| {
-            format!(" Launched through `launch_{}` with the arguments of its struct in the table's module.", entry.field)
+            format!(
+                " Launched through `launch_{}` with the arguments of its struct in the table's module.",
+                entry.field
+            )
         });
         let ty = if entry.optional {
             quote!(::core::option::Option<::kda_runtime::KernelHandle>)
@@ -126,7 +125,7 @@ fn generate(
             #( #[doc = ""] #[doc = #launch] )*
             pub #field: #ty,
         }
-    });
+    })));
 
     let entries = table
         .entries
@@ -144,6 +143,7 @@ fn generate(
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let entries = bracketed(comma_separated(entries));
     let prelude = contract::prelude();
     let args_module = format_ident!("{}", snake_case(&marker.to_string()));
     let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, kernels, table, manifest);
@@ -157,17 +157,8 @@ fn generate(
     );
     let marker_doc = format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
-    Ok(quote! {
-        #args_structs
-
-        #[doc = #struct_doc]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #vis struct #kernels {
-            #(#field_decls)*
-        }
-
-        #[automatically_derived]
-        impl #kernels {
+    let impl_body = braced(concat([
+        quote! {
             /// Entry points in the table.
             pub const ENTRY_POINTS: usize = #entry_points;
             /// Entry points every target must carry.
@@ -177,7 +168,7 @@ fn generate(
             /// Every entry, in manifest order.
             pub const ENTRIES: [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = {
                 #prelude
-                [#(#entries),*]
+                #entries
             };
 
             /// Looks every entry up once on `gpu`. Fails naming every required entry the backend
@@ -188,9 +179,18 @@ fn generate(
             ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> {
                 #resolve_body
             }
+        },
+        launch_methods,
+    ]));
+    Ok(concat([
+        args_structs,
+        quote! {
+        #[doc = #struct_doc]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #vis struct #kernels #field_decls
 
-            #launch_methods
-        }
+        #[automatically_derived]
+        impl #kernels #impl_body
 
         #[doc = #marker_doc]
         #[automatically_derived]
@@ -205,7 +205,8 @@ fn generate(
                 #kernels::resolve(gpu)
             }
         }
-    })
+        },
+    ]))
 }
 
 /// One lookup per entry, then the struct if every required entry was found.

@@ -12,6 +12,8 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
+use super::tokens::{braced, concat};
+
 use crate::manifest::{Entry, Param, ParamType, Table};
 
 /// The argument structs of `table`'s entries with params, in a module `module`, and the
@@ -23,9 +25,11 @@ pub(super) fn launchers(
     table: &Table,
     manifest: &str,
 ) -> (TokenStream, TokenStream) {
-    let with_params = table.entries.iter().enumerate().filter_map(|(index, entry)| {
-        entry.params.as_ref().map(|params| (index, entry, params))
-    });
+    let with_params = table
+        .entries
+        .iter()
+        .enumerate()
+        .filter_map(|(index, entry)| entry.params.as_ref().map(|params| (index, entry, params)));
     let (structs, methods): (Vec<_>, Vec<_>) = with_params
         .map(|(index, entry, params)| {
             let site = Site { table: &table.name, manifest, kernels, index };
@@ -40,13 +44,12 @@ pub(super) fn launchers(
          the target lacks.",
         table.name
     );
+    let body = braced(concat(structs));
     let module_tokens = quote! {
         #[doc = #module_doc]
-        #vis mod #module {
-            #(#structs)*
-        }
+        #vis mod #module #body
     };
-    (module_tokens, quote!(#(#methods)*))
+    (module_tokens, concat(methods))
 }
 
 /// Whether the entry takes a buffer, so its argument struct borrows.

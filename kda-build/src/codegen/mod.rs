@@ -24,6 +24,7 @@ mod expand;
 mod fallback;
 mod launcher;
 mod locate;
+mod tokens;
 
 use std::path::PathBuf;
 
