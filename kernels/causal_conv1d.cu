@@ -1,5 +1,5 @@
 // causal_conv1d: the depthwise causal conv (width W ≤ CONV_MAX_WIDTH) with SiLU, carrying a
-// [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest (KERNEL-ABI.md).
+// [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest (docs/kernels.md).
 //
 // Geometry (src/launch.rs): both entries run `launch::conv(dim)`: one thread per channel,
 // blockDim.x == CONV_BLOCK, grid ⌈dim / CONV_BLOCK⌉ (the decode entry needs exactly that block,

@@ -1,5 +1,5 @@
 // dense_gemv_bf16_batchm: y[i][j] = bf16(Σ_p x[i][p]·w[j][p]) for 1 ≤ m ≤ DENSE_GEMV_BATCHM_MAX_M
-// rows, reading the weight once for all of them (KERNEL-ABI.md). Each row is computed by the very
+// rows, reading the weight once for all of them (docs/kernels.md). Each row is computed by the very
 // body of `gemv::dense_gemv_bf16` (dense_gemv.cuh: same expressions, same ascending order), so
 // row i is bit-identical to the gemv of row i. The K tile width only changes how the weight is
 // staged, never the order of any accumulator.

@@ -1,5 +1,5 @@
 // gemm: dense_gemm_bf16, c[i][j] = bf16(Σ_p f32(a[i][p])·f32(b[j][p])) with a [m, k], b [n, k]
-// (a Linear weight), c [m, n], no output stride (KERNEL-ABI.md).
+// (a Linear weight), c [m, n], no output stride (docs/kernels.md).
 //
 // One f32 accumulator per output in ascending p (`acc = acc + a·b` from +0, --fmad=false): the
 // order the ABI fixes, so every row equals the GEMV of that row and the CPU mirror bit for bit.

@@ -1,5 +1,5 @@
 // gemv: dense_gemv_bf16, y[j] = bf16(Σ_p x[p]·w[j][p]), the m = 1 case of the GEMM
-// (KERNEL-ABI.md). One f32 accumulator per output in ascending p; any k (tails zero-filled).
+// (docs/kernels.md). One f32 accumulator per output in ascending p; any k (tails zero-filled).
 //
 // Geometry (src/launch.rs): `launch::gemv(1, n)`: blockDim = (GEMV_COLS_PER_BLOCK, 1),
 // grid ⌈n / GEMV_COLS_PER_BLOCK⌉. Shared memory is static (33 KiB: two 256-wide K tiles).

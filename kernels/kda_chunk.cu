@@ -1,4 +1,4 @@
-// kda_chunk: the chunked (WY) form of the gated delta rule for prefill (KERNEL-ABI.md).
+// kda_chunk: the chunked (WY) form of the gated delta rule for prefill (docs/kernels.md).
 // `kda_chunk_prepare` computes everything independent of the carried state, per (chunk, head);
 // `kda_chunk_scan` walks each head's chunks in order through the state.
 //

@@ -1,4 +1,4 @@
-// Shared helpers of the [glm5next_kda] kernels (KERNEL-ABI.md). Kept light: <cuda_bf16.h> and
+// Shared helpers of the [glm5next_kda] kernels (docs/kernels.md). Kept light: <cuda_bf16.h> and
 // a few inline device functions, so that each module compiles fast.
 //
 // Every module is built with `--fmad=false -O3`: each `a * b + c` rounds twice, exactly as the

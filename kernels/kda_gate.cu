@@ -1,4 +1,4 @@
-// kda_gate: the forget gate as a per-channel log-decay g ≤ 0 (KERNEL-ABI.md, kda_gate_bf16).
+// kda_gate: the forget gate as a per-channel log-decay g ≤ 0 (docs/kernels.md, gate).
 //
 // Geometry (src/launch.rs): `launch::elementwise(t·h·d)`; the kernel grid-strides, so any 1-D
 // geometry covers it.

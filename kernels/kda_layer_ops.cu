@@ -1,4 +1,4 @@
-// kda_layer_ops: the small kernels around the KDA core (KERNEL-ABI.md): the sigmoid-gated output
+// kda_layer_ops: the small kernels around the KDA core (docs/kernels.md): the sigmoid-gated output
 // norm, q|k|v packing and splitting, the beta sigmoid and the fill.
 //
 // Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows, d)`: one block per

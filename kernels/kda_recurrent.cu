@@ -1,4 +1,4 @@
-// kda_recurrent: one decode step of the gated delta rule, all heads (KERNEL-ABI.md).
+// kda_recurrent: one decode step of the gated delta rule, all heads (docs/kernels.md).
 //
 // Geometry (src/launch.rs): both entries run `launch::recurrent(h, d)`: grid (h, d / RECURRENT_VPB),
 // blockDim.x == RECURRENT_VPB; thread v of block (hd, b) owns state column b·VPB + v of head hd.

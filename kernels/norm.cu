@@ -1,4 +1,4 @@
-// norm: in-place per-head L2 normalisation of bf16 rows (KERNEL-ABI.md, l2_norm_bf16).
+// norm: in-place per-head L2 normalisation of bf16 rows (docs/kernels.md, l2).
 //
 // Geometry (src/launch.rs): `launch::norm(rows·heads, head_dim)`: one block per (row, head),
 // grid-strided over them, blockDim.x a multiple of 32 (≤ 1024); the block loops over head_dim.

@@ -1,5 +1,5 @@
 //! How close two results are: relative RMS error, and a max error that ignores elements too small
-//! to judge (`KERNEL-ABI.md`, "Tolerances").
+//! to judge (`docs/kernels.md`, "Tolerances").
 
 /// The agreement of a result with a reference.
 #[derive(Clone, Copy, Debug, PartialEq)]

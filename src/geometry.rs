@@ -12,7 +12,7 @@ pub const HEAD_DIMS: [u32; 3] = [32, 64, 128];
 /// Chunk sizes the chunked prefill accepts.
 pub const CHUNK_SIZES: [u32; 2] = [32, 64];
 
-/// How the forget gate turns the f projection into a log-decay (`KERNEL-ABI.md`, `kda_gate_bf16`).
+/// How the forget gate turns the f projection into a log-decay (`docs/kernels.md`, `gate`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum GateLaw {
     /// `lower_bound · σ(e^{a_log} · (g + dt_bias))`: GLM-5.3-Flash, `lower_bound = -5`.

@@ -3,7 +3,7 @@
 //! prefill + decode against decode alone, the chunked form and its mutants, the fallback kernels,
 //! and the errors the block returns.
 //!
-//! Tolerances are `KERNEL-ABI.md`'s ("Tolerances"); the measured numbers are printed (run with
+//! Tolerances are those of `docs/kernels.md` ("Tolerances"); the measured numbers are printed (run with
 //! `--nocapture`) so that a drift toward a bound shows before it fails.
 
 use half::bf16;
@@ -339,7 +339,7 @@ fn prefill_then_decode_matches_decode_softplus_and_head_dim_64() {
 enum Gates {
     /// A gate law on `g_raw` uniform in ±3, per-channel `dt_bias` in ±1, per-head `a_log` in ±0.5.
     Law(Law),
-    /// Mild decays uniform in `[-0.3, -0.005)` (`kda-math.md` §8.2).
+    /// Mild decays uniform in `[-0.3, -0.005)`.
     Mild,
 }
 

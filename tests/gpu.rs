@@ -1,6 +1,6 @@
 //! The CUDA kernels against the CPU reference, on a GPU: every kernel of `[glm5next_kda]` on its
 //! launch case (`kda::cases`) at small geometries and at GLM-5.3-Flash, within the tolerances of
-//! `KERNEL-ABI.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
+//! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
 //! GEMV, the two recurrent kernels); and the whole block, prefill then decode.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a

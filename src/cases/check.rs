@@ -9,7 +9,7 @@ use crate::compare::Agreement;
 
 use super::*;
 
-/// How a written buffer must agree with the CPU reference, from `KERNEL-ABI.md` ("Tolerances").
+/// How a written buffer must agree with the CPU reference, from `docs/kernels.md` ("Tolerances").
 /// Every check fails a comparison of zero elements, or against an all-zero or non-finite
 /// reference.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,7 +1,7 @@
 //! Launch cases: one launch of each kernel of `[glm5next_kda]` at a layer geometry and a token
 //! count, with seeded host inputs at the scales the block feeds it, the launch geometry of
 //! [`launch`], how each written buffer must agree with the CPU reference
-//! (`KERNEL-ABI.md`, "Tolerances") and the bytes a launch moves.
+//! (`docs/kernels.md`, "Tolerances") and the bytes a launch moves.
 //!
 //! The GPU parity tests (`tests/gpu.rs`) run every case on CUDA and on the CPU reference and
 //! compare what each wrote; `kda bench` times them. A case is plain data: its arguments are

@@ -1,7 +1,7 @@
 //! The Rust reference kernels of the `[glm5next_kda]` table, registered into a
 //! [`CpuBackend`] against the table's entries (`crate::kernels::glm5next_kda::<field>::ENTRY`),
 //! so each takes the arguments of its entry's `params` in `kernels.toml`, in order, with the math
-//! of `KERNEL-ABI.md`.
+//! of `docs/kernels.md`.
 //!
 //! They are what the CUDA kernels are measured against, so they favour a defined operation order
 //! over speed: every f32 sum is one accumulator in ascending index order, as the ABI documents it.

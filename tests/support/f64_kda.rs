@@ -1,4 +1,4 @@
-//! An independent f64 model of the KDA math of `KERNEL-ABI.md`, for tests (shared through
+//! An independent f64 model of the KDA math of `docs/kernels.md`, for tests (shared through
 //! `#[path]`). Written from the ABI's formulas, sharing no code with `src/reference`: no rounding
 //! anywhere, so it measures how far the bf16/f32 kernels sit from the exact math.
 //!
@@ -123,7 +123,7 @@ pub fn recurrent(seq: &Sequence, state: &mut [f64]) -> Vec<f64> {
     out
 }
 
-/// A deliberate error in the chunked form (`kda-math.md` §7.11): each must change the answer.
+/// A deliberate error in the chunked form: each must change the answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mutant {
     /// The correct chunked form.
