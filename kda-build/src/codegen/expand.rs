@@ -176,9 +176,7 @@ fn generate(
             /// backend answers "not found".
             pub fn resolve(
                 gpu: &dyn ::kda_runtime::GpuBackend,
-            ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> {
-                #resolve_body
-            }
+            ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> #resolve_body
         },
         launch_methods,
     ]));
@@ -210,7 +208,7 @@ fn generate(
 }
 
 /// One lookup per entry, then the struct if every required entry was found.
-fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &str) -> TokenStream {
+fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &str) -> proc_macro2::Group {
     // A mixed-site name cannot collide with the field names the manifest brings in.
     let resolver = Ident::new("resolver", Span::mixed_site());
     // Handles are bound to mixed-site locals, never to the field names: a field called `None` or
@@ -241,9 +239,9 @@ fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &st
             }
         }
     };
-    quote! {
-        let mut #resolver = ::kda_runtime::Resolver::new(gpu, #table_name, #manifest);
-        #(#lookups)*
-        #resolver.finish(#table_value)
-    }
+    braced(concat([
+        quote!(let mut #resolver = ::kda_runtime::Resolver::new(gpu, #table_name, #manifest);),
+        concat(lookups),
+        quote!(#resolver.finish(#table_value)),
+    ]))
 }
