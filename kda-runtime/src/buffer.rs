@@ -173,36 +173,43 @@ pub struct ViewMut<'a> {
     range: Range<usize>,
 }
 
+/// The accessors both views have: a view is a buffer and an element range of it.
+macro_rules! view_accessors {
+    () => {
+        /// The viewed elements.
+        pub fn range(&self) -> Range<usize> {
+            self.range.clone()
+        }
+
+        /// The number of viewed elements.
+        pub fn len(&self) -> usize {
+            self.range.len()
+        }
+
+        /// Whether the view holds no element.
+        pub fn is_empty(&self) -> bool {
+            self.range.is_empty()
+        }
+
+        /// The element type.
+        pub fn dtype(&self) -> DType {
+            self.buffer.dtype
+        }
+
+        /// The range, if it lies inside the buffer.
+        pub fn checked_range(&self) -> Result<Range<usize>, BackendError> {
+            checked_range(self.buffer, &self.range)
+        }
+    };
+}
+
 impl<'a> View<'a> {
     /// The viewed buffer.
     pub fn buffer(&self) -> &'a DeviceBuffer {
         self.buffer
     }
 
-    /// The viewed elements.
-    pub fn range(&self) -> Range<usize> {
-        self.range.clone()
-    }
-
-    /// The number of viewed elements.
-    pub fn len(&self) -> usize {
-        self.range.len()
-    }
-
-    /// Whether the view holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.range.is_empty()
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        self.buffer.dtype
-    }
-
-    /// The range, if it lies inside the buffer.
-    pub fn checked_range(&self) -> Result<Range<usize>, BackendError> {
-        checked_range(self.buffer, &self.range)
-    }
+    view_accessors!();
 }
 
 impl ViewMut<'_> {
@@ -216,30 +223,7 @@ impl ViewMut<'_> {
         self.buffer
     }
 
-    /// The viewed elements.
-    pub fn range(&self) -> Range<usize> {
-        self.range.clone()
-    }
-
-    /// The number of viewed elements.
-    pub fn len(&self) -> usize {
-        self.range.len()
-    }
-
-    /// Whether the view holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.range.is_empty()
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        self.buffer.dtype
-    }
-
-    /// The range, if it lies inside the buffer.
-    pub fn checked_range(&self) -> Result<Range<usize>, BackendError> {
-        checked_range(self.buffer, &self.range)
-    }
+    view_accessors!();
 }
 
 impl<'a> From<&'a DeviceBuffer> for View<'a> {
