@@ -8,6 +8,8 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::tokens::{bracketed, comma_separated};
+
 use crate::manifest::{
     BinaryOp, CompareOp, Comparison, ElementType, Entry, Expr, LaunchDim, Param, ParamType, Requirement,
     ScalarType,
@@ -37,11 +39,9 @@ pub(super) fn signature(entry: &Entry) -> Result<TokenStream, String> {
             params.len()
         ));
     }
-    let params = params.iter().map(param);
-    let requires = entry.requires.iter().map(requirement);
-    Ok(quote! {
-        ::core::option::Option::Some(&::kda_runtime::Signature { params: &[#(#params),*], requires: &[#(#requires),*] })
-    })
+    let params = bracketed(comma_separated(params.iter().map(param)));
+    let requires = bracketed(comma_separated(entry.requires.iter().map(requirement)));
+    Ok(quote!(::core::option::Option::Some(&::kda_runtime::Signature { params: &#params, requires: &#requires })))
 }
 
 fn param(param: &Param) -> TokenStream {
@@ -56,7 +56,8 @@ fn param(param: &Param) -> TokenStream {
             let access = if *writable { quote!(Write) } else { quote!(Read) };
             let mut program = Vec::new();
             postfix(extent, &mut program);
-            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &[#(#program),*]))
+            let program = bracketed(comma_separated(program));
+            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program))
         }
         ParamType::Scalar(scalar) => {
             let kind = scalar_kind(*scalar);
@@ -93,7 +94,8 @@ fn requirement(requirement: &Requirement) -> TokenStream {
         }
     }
     let text = &requirement.text;
-    quote!(R::new(#text, &[#(#program),*]))
+    let program = bracketed(comma_separated(program));
+    quote!(R::new(#text, &#program))
 }
 
 /// Appends `expr` in postfix order, each `Op` by its short name (see [`prelude`]); `[defines]`

@@ -69,7 +69,7 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
     let Site { table, manifest, kernels, index } = *site;
     let name = Ident::new(&entry.field, Span::call_site());
     let lifetime = borrows(params).then(|| quote!(<'a>));
-    let fields = params.iter().map(|param| {
+    let fields = braced(concat(params.iter().map(|param| {
         let field = Ident::new(&param.name, Span::call_site());
         let doc = format!(" `{} {}`", param_decl_type(&param.ty), param.name);
         let ty = match &param.ty {
@@ -81,7 +81,7 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
             }
         };
         quote! { #[doc = #doc] pub #field: #ty, }
-    });
+    })));
     let doc = format!(
         " The arguments of `{table}.{}` (`{}::{}`, {manifest}:{}), in the kernel's order.",
         entry.field, entry.module, entry.entry, entry.location.line
@@ -101,9 +101,7 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
         #requires_doc
         #[allow(non_camel_case_types)]
         #[derive(Debug)]
-        pub struct #name #lifetime {
-            #(#fields)*
-        }
+        pub struct #name #lifetime #fields
 
         #[automatically_derived]
         impl #name #impl_lifetime {
