@@ -50,6 +50,7 @@ impl LookupError {
 
 /// Looks up an entry a target may lack: `Ok(None)` only when the backend answers "not found";
 /// any other failure stays an error, so a broken kernel image never silently selects a fallback.
+#[inline]
 pub fn try_kernel(
     gpu: &(impl GpuBackend + ?Sized),
     entry: &KernelEntry,

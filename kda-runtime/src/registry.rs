@@ -2,8 +2,9 @@
 //! them: shared by the CPU backend and the test fake.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::{BackendError, BackendId, KernelEntry, KernelHandle, LookupError};
+use crate::{BackendError, BackendId, KernelEntry, KernelHandle, LookupError, Signature};
 
 /// One registered kernel: the entry it was registered for and what the backend keeps with it.
 #[derive(Debug)]
@@ -11,6 +12,29 @@ pub(crate) struct Registered<K> {
     /// The entry, with the signature launches are checked against.
     pub entry: KernelEntry,
     pub kernel: K,
+    /// A signature at another address found equal to the entry's: one table's signature may be
+    /// copied per codegen unit, and comparing it by value at every lookup would cost more than
+    /// the lookup itself.
+    equal_seen: AtomicPtr<Signature>,
+}
+
+impl<K> Registered<K> {
+    /// Whether `signature` is the contract this kernel was registered for. A kernel registered
+    /// without one takes any (its launches can only be unchecked).
+    fn takes(&self, signature: Option<&'static Signature>) -> bool {
+        let (Some(registered), Some(asked)) = (self.entry.signature, signature) else {
+            return self.entry.signature.is_none();
+        };
+        let address = std::ptr::from_ref(asked).cast_mut();
+        if std::ptr::eq(registered, asked) || self.equal_seen.load(Ordering::Relaxed) == address {
+            return true;
+        }
+        let equal = registered == asked;
+        if equal {
+            self.equal_seen.store(address, Ordering::Relaxed);
+        }
+        equal
+    }
 }
 
 /// Kernels by name and by handle index.
@@ -34,7 +58,7 @@ impl<K> KernelRegistry<K> {
     pub fn insert(&mut self, entry: KernelEntry, kernel: K) {
         let next = u32::try_from(self.kernels.len()).unwrap_or(u32::MAX);
         let index = *self.modules.entry(entry.module).or_default().entry(entry.entry).or_insert(next);
-        let registered = Some(Registered { entry, kernel });
+        let registered = Some(Registered { entry, kernel, equal_seen: AtomicPtr::default() });
         match self.kernels.get_mut(index as usize) {
             Some(slot) => *slot = registered,
             None => self.kernels.push(registered),
@@ -70,8 +94,7 @@ impl<K> KernelRegistry<K> {
             entry: entry.entry.to_owned(),
         })?;
         if let Some(registered) = self.kernels.get(index as usize).and_then(Option::as_ref)
-            && registered.entry.signature.is_some()
-            && registered.entry.signature != entry.signature
+            && !registered.takes(entry.signature)
         {
             return Err(LookupError::SignatureMismatch {
                 entry: Box::new(*entry),

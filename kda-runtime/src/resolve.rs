@@ -80,11 +80,14 @@ pub struct Resolver<'g> {
 
 impl<'g> Resolver<'g> {
     /// Starts resolving `table` (listed in `manifest`) on `gpu`.
+    #[inline]
     pub fn new(gpu: &'g dyn GpuBackend, table: &'static str, manifest: &'static str) -> Self {
         Self { gpu, table, manifest, problems: Vec::new() }
     }
 
     /// Looks up an entry every target must carry; `None` when it cannot, and the problem is kept.
+    // Called once per entry by generated code in another crate: worth inlining there.
+    #[inline]
     pub fn required(&mut self, entry: &KernelEntry) -> Option<KernelHandle> {
         self.gpu
             .lookup(entry)
@@ -94,6 +97,7 @@ impl<'g> Resolver<'g> {
 
     /// Looks up an entry a target may lack: `None` when the backend answers "not found"; a failed
     /// lookup is kept as a problem, since a broken image must not pass for an absent kernel.
+    #[inline]
     pub fn optional(&mut self, entry: &KernelEntry) -> Option<KernelHandle> {
         try_kernel(self.gpu, entry)
             .map_err(|error| self.problems.push(ResolveProblem { entry: *entry, error }))
@@ -103,6 +107,7 @@ impl<'g> Resolver<'g> {
 
     /// The resolved table when every required entry was found and no lookup failed; otherwise
     /// the error naming every problem.
+    #[inline]
     pub fn finish<T>(self, table: Option<T>) -> Result<T, ResolveError> {
         match table {
             Some(table) if self.problems.is_empty() => Ok(table),

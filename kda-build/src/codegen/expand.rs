@@ -211,6 +211,9 @@ fn generate(
 fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &str) -> proc_macro2::Group {
     // A mixed-site name cannot collide with the field names the manifest brings in.
     let resolver = Ident::new("resolver", Span::mixed_site());
+    // `&Self::ENTRIES[i]` would copy the whole array into a temporary at every lookup (indexing
+    // a constant is not promoted); a reference to the constant itself is a static.
+    let entries = Ident::new("entries", Span::mixed_site());
     // Handles are bound to mixed-site locals, never to the field names: a field called `None` or
     // `Ok` would otherwise be read as a pattern.
     let locals: Vec<Ident> =
@@ -218,7 +221,7 @@ fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &st
     let lookups = table.entries.iter().zip(&locals).enumerate().map(|(index, (entry, local))| {
         let index = Literal::usize_unsuffixed(index);
         let method = if entry.optional { quote!(optional) } else { quote!(required) };
-        quote! { let #local = #resolver.#method(&Self::ENTRIES[#index]); }
+        quote! { let #local = #resolver.#method(&#entries[#index]); }
     });
     let required: Vec<&Ident> = table
         .entries
@@ -240,7 +243,10 @@ fn resolve_body(table: &Table, fields: &[Ident], table_name: &str, manifest: &st
         }
     };
     braced(concat([
-        quote!(let mut #resolver = ::kda_runtime::Resolver::new(gpu, #table_name, #manifest);),
+        quote! {
+            let #entries: &'static [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = &Self::ENTRIES;
+            let mut #resolver = ::kda_runtime::Resolver::new(gpu, #table_name, #manifest);
+        },
         concat(lookups),
         quote!(#resolver.finish(#table_value)),
     ]))
