@@ -163,8 +163,89 @@ fn check_size(expected: usize, found: usize) -> Result<(), BackendError> {
 mod tests {
     use std::time::Duration;
 
+    use super::*;
+    use crate::cpu::CpuBackend;
     use crate::testing::FakeBackend;
-    use crate::{BackendError, GpuBackend, GpuBackendExt};
+    use crate::{GpuBackend, GpuBackendExt};
+
+    const DTYPES: [DType; 3] = [DType::Bf16, DType::F32, DType::U32];
+
+    /// The host-memory backends, each as model code sees it.
+    fn backends() -> [Box<dyn GpuBackend>; 2] {
+        [Box::new(CpuBackend::new()), Box::new(FakeBackend::new())]
+    }
+
+    #[track_caller]
+    fn assert_too_large<T: std::fmt::Debug>(result: Result<T, BackendError>, dtype: DType, len: usize) {
+        match result {
+            Err(BackendError::TooLarge { dtype: refused, len: asked }) => {
+                assert_eq!((refused, asked), (dtype, len))
+            }
+            other => panic!("expected {len} elements of {dtype} to be too large, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_allocation_the_host_cannot_hold_is_an_err_not_an_abort() {
+        for dtype in DTYPES {
+            // The bytes overflow usize; then they fit usize but not a Rust allocation (isize).
+            let past_isize = isize::MAX as usize / dtype.size() + 1;
+            for len in [usize::MAX, past_isize] {
+                assert_too_large(HostStorage::zeroed(dtype, len), dtype, len);
+                for gpu in backends() {
+                    assert_too_large(gpu.alloc(dtype, len), dtype, len);
+                }
+            }
+            assert_eq!(HostStorage::zeroed(dtype, 3).unwrap().bytes().len(), 3 * dtype.size());
+        }
+    }
+
+    #[test]
+    fn a_device_buffer_whose_bytes_overflow_usize_cannot_be_made() {
+        let id = BackendId::fresh();
+        let empty = || Box::new(HostStorage::F32(Vec::new()));
+        let largest = usize::MAX / 4;
+        assert_too_large(DeviceBuffer::new(id, DType::F32, largest + 1, empty()), DType::F32, largest + 1);
+        // The largest length whose bytes fit is a buffer (this one claims memory it does not have,
+        // which only a backend's own allocation could make true).
+        assert_eq!(DeviceBuffer::new(id, DType::F32, largest, empty()).unwrap().byte_len(), largest * 4);
+    }
+
+    #[test]
+    fn u32_and_empty_buffers_round_trip() {
+        for gpu in backends() {
+            let data = [0, 1, u32::MAX, 0xdead_beef];
+            let buffer = gpu.upload(&data).unwrap();
+            assert_eq!((buffer.dtype(), buffer.len(), buffer.byte_len()), (DType::U32, 4, 16));
+            assert_eq!(gpu.download::<u32>(&buffer).unwrap(), data);
+            let wrong = gpu.download::<f32>(&buffer);
+            assert!(matches!(
+                wrong,
+                Err(BackendError::DTypeMismatch { expected: DType::F32, found: DType::U32 })
+            ));
+            let empty = gpu.upload::<u32>(&[]).unwrap();
+            assert!(empty.is_empty());
+            assert_eq!(gpu.download::<u32>(&empty).unwrap(), []);
+        }
+    }
+
+    #[test]
+    fn memory_refuses_a_buffer_it_did_not_allocate() {
+        struct Elsewhere;
+        impl BufferStorage for Elsewhere {}
+        let id = BackendId::fresh();
+        let memory = HostMemory::new(id);
+        let mut buffer = memory.alloc(DType::U32, 2).unwrap();
+        memory.copy_to_device(bytemuck::cast_slice(&[7u32, 8]), &mut buffer).unwrap();
+        assert_eq!(memory.storage(&buffer).unwrap(), &HostStorage::U32(vec![7, 8]));
+        // The right backend id around another backend's storage, and host memory of another id.
+        let mut disguised = DeviceBuffer::new(id, DType::U32, 2, Box::new(Elsewhere)).unwrap();
+        assert!(matches!(memory.storage_mut(&mut disguised), Err(BackendError::ForeignResource { .. })));
+        let other = HostMemory::new(BackendId::fresh());
+        let mut bytes = [0u8; 8];
+        assert!(matches!(other.copy_to_host(&buffer, &mut bytes), Err(BackendError::ForeignResource { .. })));
+        assert_eq!(bytes, [0; 8]);
+    }
 
     #[test]
     fn copies_on_the_device_need_equal_sizes_and_one_owner() {

@@ -122,3 +122,121 @@ impl<K> KernelRegistry<K> {
             .flat_map(|(module, entries)| entries.keys().map(move |entry| format!("{module}::{entry}")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signature::{KernelParam, ScalarKind};
+    use crate::testing::fixtures::{AXPY, AXPY_SIGNATURE, EMPTY, signed};
+
+    /// A registry carrying `blas::axpy` (signed) and `blas::noop` (unsigned), kernels named by
+    /// strings.
+    fn registry() -> KernelRegistry<&'static str> {
+        let mut registry = KernelRegistry::new(BackendId::fresh());
+        registry.insert(AXPY, "axpy");
+        registry.insert(KernelEntry::named("blas", "noop"), "noop");
+        registry
+    }
+
+    /// A copy of `signature` at an address of its own.
+    fn copy_of(signature: &Signature) -> &'static Signature {
+        Box::leak(Box::new(*signature))
+    }
+
+    #[test]
+    fn another_signature_is_a_mismatch_not_an_absent_kernel() {
+        let registry = registry();
+        for asked in [signed("blas", "axpy", &EMPTY), KernelEntry::named("blas", "axpy")] {
+            let error = registry.lookup(&asked).unwrap_err();
+            assert!(
+                matches!(&error, LookupError::SignatureMismatch { entry, .. } if **entry == asked),
+                "{error:?}"
+            );
+            assert!(!error.is_not_found());
+            assert!(error.to_string().contains("carried for `test.axpy` with other parameters"), "{error}");
+        }
+        // A kernel carried without a signature takes any lookup (its launches stay unchecked).
+        assert!(registry.lookup(&signed("blas", "noop", &AXPY_SIGNATURE)).is_ok());
+        assert!(registry.lookup(&KernelEntry::named("blas", "noop")).is_ok());
+    }
+
+    #[test]
+    fn an_equal_signature_at_another_address_is_the_same_contract() {
+        let registry = registry();
+        let handle = registry.lookup(&AXPY).unwrap();
+        let (first, second) = (copy_of(&AXPY_SIGNATURE), copy_of(&AXPY_SIGNATURE));
+        assert!(!std::ptr::eq(first, second));
+        // Twice each, so the address remembered as equal is both set and used, and replaced.
+        for signature in [first, first, second, second, first] {
+            assert_eq!(registry.lookup(&signed("blas", "axpy", signature)).unwrap(), handle);
+        }
+        // Remembering an equal address lets no other contract through: not one parameter fewer,
+        // nor `n` as a `u64`.
+        let mut wider_n = AXPY_SIGNATURE.params.to_vec();
+        wider_n[2] = KernelParam::scalar("n", ScalarKind::U64);
+        let others = [
+            Signature { params: &AXPY_SIGNATURE.params[..3], ..AXPY_SIGNATURE },
+            Signature { params: wider_n.leak(), ..AXPY_SIGNATURE },
+        ];
+        for other in others {
+            let error = registry.lookup(&signed("blas", "axpy", copy_of(&other)));
+            assert!(matches!(error, Err(LookupError::SignatureMismatch { .. })), "{error:?}");
+        }
+        assert_eq!(registry.lookup(&signed("blas", "axpy", first)).unwrap(), handle);
+    }
+
+    #[test]
+    fn handles_belong_to_the_registry_that_issued_them() {
+        let (ours, theirs) = (registry(), registry());
+        let (own, foreign) = (ours.lookup(&AXPY).unwrap(), theirs.lookup(&AXPY).unwrap());
+        // Same index, other backend: not the same handle, and refused.
+        assert_eq!(own.index(), foreign.index());
+        assert_ne!(own, foreign);
+        assert!(own.backend() < foreign.backend(), "ids grow");
+        assert_eq!(ours.get(own, "ours").unwrap().kernel, "axpy");
+        let refused = ours.get(foreign, "ours").unwrap_err();
+        assert!(
+            matches!(&refused, BackendError::ForeignResource { backend, .. } if backend == "ours"),
+            "{refused:?}"
+        );
+        let unknown = ours.get(KernelHandle::new(own.backend(), 2), "ours");
+        assert!(matches!(unknown, Err(BackendError::UnknownHandle { index: 2, .. })), "{unknown:?}");
+    }
+
+    #[test]
+    fn inserting_again_keeps_the_handle_and_removing_retires_it() {
+        let mut registry = registry();
+        let axpy = registry.lookup(&AXPY).unwrap();
+        registry.insert(AXPY, "axpy, again");
+        assert_eq!(registry.lookup(&AXPY).unwrap(), axpy);
+        assert_eq!(registry.get(axpy, "test").unwrap().kernel, "axpy, again");
+        registry.insert(KernelEntry::named("other", "noop"), "other noop");
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["blas::axpy", "blas::noop", "other::noop"]);
+
+        registry.remove("blas", "axpy");
+        assert!(matches!(registry.get(axpy, "test"), Err(BackendError::UnknownHandle { .. })));
+        assert!(matches!(registry.lookup(&AXPY), Err(LookupError::EntryNotInModule { .. })));
+        registry.remove("blas", "noop");
+        assert!(!registry.has_module("blas"));
+        registry.insert(AXPY, "axpy, back");
+        let back = registry.lookup(&AXPY).unwrap();
+        assert_ne!(back, axpy);
+        assert_eq!(registry.get(back, "test").unwrap().kernel, "axpy, back");
+    }
+
+    #[test]
+    fn backend_ids_strictly_increase_and_never_repeat_across_threads() {
+        let ids = std::thread::scope(|scope| {
+            let threads =
+                (0..4).map(|_| scope.spawn(|| (0..1000).map(|_| BackendId::fresh()).collect::<Vec<_>>()));
+            threads.collect::<Vec<_>>().into_iter().map(|thread| thread.join().unwrap()).collect::<Vec<_>>()
+        });
+        for ids in &ids {
+            assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+        }
+        let mut all = ids.concat();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 4000);
+    }
+}

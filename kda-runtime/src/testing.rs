@@ -253,30 +253,35 @@ impl GpuBackend for FakeBackend {
 /// of them share.
 #[cfg(test)]
 pub(crate) mod fixtures {
-    use crate::signature::{Access, Extent, KernelParam, LaunchDim, Op, ParamKind, Requirement, ScalarKind};
+    use crate::signature::{Access, KernelParam, LaunchDim, Op, Requirement, ScalarKind};
     use crate::{DType, DeviceBuffer, GpuBackend, KernelEntry, Signature};
 
     /// A `const dtype[text]` parameter, `program` being `text` in postfix order.
-    pub const fn read(name: &'static str, dtype: DType, text: &'static str, program: &'static [Op]) -> KernelParam {
-        buffer(name, dtype, Access::Read, Extent { text, program })
+    pub const fn read(
+        name: &'static str,
+        dtype: DType,
+        text: &'static str,
+        program: &'static [Op],
+    ) -> KernelParam {
+        KernelParam::buffer(name, dtype, Access::Read, text, program)
     }
 
     /// A `dtype[text]` parameter, `program` being `text` in postfix order.
-    pub const fn write(name: &'static str, dtype: DType, text: &'static str, program: &'static [Op]) -> KernelParam {
-        buffer(name, dtype, Access::Write, Extent { text, program })
-    }
-
-    const fn buffer(name: &'static str, dtype: DType, access: Access, extent: Extent) -> KernelParam {
-        KernelParam { name, kind: ParamKind::Buffer { dtype, access, extent } }
-    }
-
-    /// A scalar parameter.
-    pub const fn scalar(name: &'static str, kind: ScalarKind) -> KernelParam {
-        KernelParam { name, kind: ParamKind::Scalar(kind) }
+    pub const fn write(
+        name: &'static str,
+        dtype: DType,
+        text: &'static str,
+        program: &'static [Op],
+    ) -> KernelParam {
+        KernelParam::buffer(name, dtype, Access::Write, text, program)
     }
 
     /// The entry `module::entry` of the table `test`, launched against `signature`.
-    pub const fn signed(module: &'static str, entry: &'static str, signature: &'static Signature) -> KernelEntry {
+    pub const fn signed(
+        module: &'static str,
+        entry: &'static str,
+        signature: &'static Signature,
+    ) -> KernelEntry {
         KernelEntry { table: "test", signature: Some(signature), ..KernelEntry::named(module, entry) }
     }
 
@@ -288,13 +293,13 @@ pub(crate) mod fixtures {
         params: &[
             read("x", DType::F32, "n", &[Op::Scalar(2)]),
             write("y", DType::F32, "n", &[Op::Scalar(2)]),
-            scalar("n", ScalarKind::U32),
-            scalar("a", ScalarKind::F32),
+            KernelParam::scalar("n", ScalarKind::U32),
+            KernelParam::scalar("a", ScalarKind::F32),
         ],
-        requires: &[Requirement {
-            text: "block.x <= 1024",
-            program: &[Op::Launch(LaunchDim::BlockX), Op::Literal(1024), Op::Le],
-        }],
+        requires: &[Requirement::new(
+            "block.x <= 1024",
+            &[Op::Launch(LaunchDim::BlockX), Op::Literal(1024), Op::Le],
+        )],
     };
 
     /// `blas::axpy` with [`AXPY_SIGNATURE`].
@@ -347,12 +352,20 @@ mod tests {
         assert!(noop.is_some());
         let x = gpu.zeros::<f32>(4).unwrap();
         let mut y = gpu.zeros::<f32>(4).unwrap();
-        let short = gpu.launch(axpy, geometry(), &mut [x.view().into(), y.view_mut().into(), 5u32.into(), 1f32.into()]);
+        let short = gpu.launch(
+            axpy,
+            geometry(),
+            &mut [x.view().into(), y.view_mut().into(), 5u32.into(), 1f32.into()],
+        );
         assert!(matches!(short, Err(BackendError::Argument { param: "x", .. })), "{short:?}");
         assert!(gpu.launches().is_empty());
 
-        gpu.launch(axpy, geometry(), &mut [x.slice(1..3).into(), y.view_mut().into(), 2u32.into(), 1f32.into()])
-            .unwrap();
+        gpu.launch(
+            axpy,
+            geometry(),
+            &mut [x.slice(1..3).into(), y.view_mut().into(), 2u32.into(), 1f32.into()],
+        )
+        .unwrap();
         let buffer = |len, writable| FakeArg::Buffer { dtype: DType::F32, len, writable };
         let expected = FakeLaunch {
             module: "blas".into(),
@@ -369,10 +382,14 @@ mod tests {
         let gpu = FakeBackend::new().with_kernel("blas", "noop");
         let noop = gpu.lookup(&NOOP).unwrap();
         let safe = gpu.launch(noop, geometry(), &mut [7u32.into()]);
-        assert!(matches!(safe, Err(BackendError::NoSignature { entry }) if entry.entry == "noop"), "{safe:?}");
+        assert!(
+            matches!(safe, Err(BackendError::NoSignature { ref entry }) if entry.entry == "noop"),
+            "{safe:?}"
+        );
         assert!(gpu.launches().is_empty());
         // SAFETY: the fake runs nothing; it only records the launch.
-        unsafe { gpu.launch_unchecked(noop, geometry(), &mut [7u32.into(), (-1i32).into(), 9u64.into()]) }.unwrap();
+        unsafe { gpu.launch_unchecked(noop, geometry(), &mut [7u32.into(), (-1i32).into(), 9u64.into()]) }
+            .unwrap();
         assert_eq!(gpu.launches()[0].args, [FakeArg::U32(7), FakeArg::I32(-1), FakeArg::U64(9)]);
     }
 
@@ -383,9 +400,14 @@ mod tests {
         let x = gpu.zeros::<f32>(4).unwrap();
         let mut y = gpu.zeros::<f32>(4).unwrap();
         // Four elements, as the extent asks, but starting at element 2 of 4.
-        let checked =
-            gpu.launch(axpy, geometry(), &mut [x.slice(2..6).into(), y.view_mut().into(), 4u32.into(), 1f32.into()]);
-        assert!(matches!(checked, Err(BackendError::SliceOutOfBounds { ref range, len: 4 }) if *range == (2..6)));
+        let checked = gpu.launch(
+            axpy,
+            geometry(),
+            &mut [x.slice(2..6).into(), y.view_mut().into(), 4u32.into(), 1f32.into()],
+        );
+        assert!(
+            matches!(checked, Err(BackendError::SliceOutOfBounds { ref range, len: 4 }) if *range == (2..6))
+        );
         // SAFETY: the fake runs nothing; it only records the launch.
         let unchecked = unsafe { gpu.launch_unchecked(axpy, geometry(), &mut [x.slice(2..6).into()]) };
         assert!(matches!(unchecked, Err(BackendError::SliceOutOfBounds { .. })), "{unchecked:?}");
@@ -397,11 +419,12 @@ mod tests {
         const WRONG: KernelEntry = signed("blas", "axpy", &EMPTY);
         let gpu = FakeBackend::new().with_table::<Blas>();
         let mismatch = try_kernel(&gpu, &WRONG).unwrap_err();
-        assert!(matches!(mismatch, LookupError::SignatureMismatch { entry, .. } if entry == WRONG));
+        assert!(matches!(mismatch, LookupError::SignatureMismatch { ref entry, .. } if **entry == WRONG));
         assert!(!mismatch.is_not_found());
         assert!(mismatch.to_string().contains("carried for `test.axpy` with other parameters"), "{mismatch}");
         // An equal signature, spelled out again, is the same contract.
-        const SAME: crate::Signature = crate::Signature { params: AXPY_SIGNATURE.params, requires: AXPY_SIGNATURE.requires };
+        const SAME: crate::Signature =
+            crate::Signature { params: AXPY_SIGNATURE.params, requires: AXPY_SIGNATURE.requires };
         assert_eq!(gpu.lookup(&signed("blas", "axpy", &SAME)).unwrap(), gpu.lookup(&AXPY).unwrap());
     }
 }
