@@ -85,7 +85,9 @@ pub enum GeometryError {
         value: u64,
     },
     /// More tokens than one call takes at this geometry.
-    #[error("{tokens} tokens in one call: at this geometry a call takes at most {max} (the kernels' sizes are 32-bit)")]
+    #[error(
+        "{tokens} tokens in one call: at this geometry a call takes at most {max} (the kernels' sizes are 32-bit)"
+    )]
     TooManyTokens {
         /// The tokens asked for.
         tokens: usize,

@@ -77,9 +77,11 @@ pub fn dense_mm_bf16(
             launch::gemv(m, n),
             glm5next_kda::gemv_batchm { x, w, y: out, m, n, k },
         )?,
-        DenseKernel::Gemm => {
-            kernels.launch_gemm(gpu, launch::gemm(m, n), glm5next_kda::gemm { a: x, b: w, c: out, m, n, k })?
-        }
+        DenseKernel::Gemm => kernels.launch_gemm(
+            gpu,
+            launch::gemm(m, n),
+            glm5next_kda::gemm { a: x, b: w, c: out, m, n, k },
+        )?,
     }
     Ok(y)
 }

@@ -93,7 +93,10 @@ struct HostState {
 }
 
 fn host_state(gpu: &dyn GpuBackend, state: &KdaState) -> HostState {
-    HostState { conv: gpu.download(state.conv()).unwrap(), recurrent: gpu.download(state.recurrent()).unwrap() }
+    HostState {
+        conv: gpu.download(state.conv()).unwrap(),
+        recurrent: gpu.download(state.recurrent()).unwrap(),
+    }
 }
 
 /// `hidden [t, hidden]` one decode step at a time: the outputs `[t, hidden]`.
@@ -589,9 +592,13 @@ fn more_tokens_than_the_kernels_sizes_hold_are_refused_before_anything_is_alloca
     let allocated = gpu.allocations();
     let tokens = geometry.max_tokens() as usize + 1;
     // The length of such an input is all the block may look at: claim it without the memory.
-    let hidden =
-        DeviceBuffer::new(BackendId::fresh(), DType::Bf16, tokens * geometry.hidden as usize, Box::new(NoMemory))
-            .unwrap();
+    let hidden = DeviceBuffer::new(
+        BackendId::fresh(),
+        DType::Bf16,
+        tokens * geometry.hidden as usize,
+        Box::new(NoMemory),
+    )
+    .unwrap();
     let error = block.prefill(&mut state, &hidden).unwrap_err();
     let BlockError::Geometry(GeometryError::TooManyTokens { tokens: found, max }) = error else {
         panic!("{error}")
@@ -610,7 +617,8 @@ fn weights_of_the_wrong_shape_are_refused() {
     let Err(BlockError::Weights(error)) = Glm5NextKdaBlock::new(&gpu, geometry, &weights) else {
         panic!("a short o_proj was accepted")
     };
-    let expected = WeightsError { name: "o_proj", shape: "[hidden, qkv]", expected: 64 * 64, found: 64 * 64 - 1 };
+    let expected =
+        WeightsError { name: "o_proj", shape: "[hidden, qkv]", expected: 64 * 64, found: 64 * 64 - 1 };
     assert_eq!(error, expected);
     // The weights of another geometry are refused the same way.
     let other = HostWeights::synthetic(&d64(), 50);

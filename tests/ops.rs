@@ -109,10 +109,7 @@ fn dense_products_check_their_operands_before_allocating() {
     let floats = gpu.alloc(DType::F32, 2 * 8).unwrap();
     let allocated = gpu.allocations();
     let short = dense_mm_bf16(&gpu, &kernels, &x, &w, (3, 4, 8)).unwrap_err();
-    assert!(
-        matches!(&short, BackendError::Argument { param: "x", .. }),
-        "{short}"
-    );
+    assert!(matches!(&short, BackendError::Argument { param: "x", .. }), "{short}");
     assert!(short.to_string().contains("at least 3·8 = 24 bf16 elements"), "{short}");
     let wrong = dense_mm_bf16(&gpu, &kernels, &floats, &w, (2, 4, 8)).unwrap_err();
     assert!(matches!(wrong, BackendError::Argument { param: "x", .. }), "{wrong}");

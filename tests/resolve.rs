@@ -1,9 +1,9 @@
 //! `Glm5NextKdaKernels::resolve` against `FakeBackend`: what is found, what may be absent, and
 //! what must never be swallowed.
 
+use kda::kernels::glm5next_kda;
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
 use kda_runtime::testing::FakeBackend;
-use kda::kernels::glm5next_kda;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
@@ -145,10 +145,7 @@ fn every_entry_of_the_table_carries_its_signature_from_the_manifest() {
     assert_eq!(gemm.params[0].kind.to_string(), "const bf16[m*k]");
     assert_eq!(gemm.params[2].kind.to_string(), "bf16[m*n]");
     // The two kernels of the bit-identical pair share one contract.
-    assert_eq!(
-        glm5next_kda::recurrent::ENTRY.signature,
-        glm5next_kda::recurrent_smem::ENTRY.signature
-    );
+    assert_eq!(glm5next_kda::recurrent::ENTRY.signature, glm5next_kda::recurrent_smem::ENTRY.signature);
 }
 
 #[test]
@@ -157,7 +154,8 @@ fn a_launch_of_an_absent_optional_entry_is_an_error() {
         .with_table::<Glm5NextKda>()
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
-    let (x, w) = (gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap(), gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap());
+    let (x, w) =
+        (gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap(), gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap());
     let mut y = gpu.alloc(kda_runtime::DType::Bf16, 4).unwrap();
     let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m: 2, n: 2, k: 4 };
     let error = kernels.launch_gemv_batchm(&gpu, kda::launch::gemv(2, 2), args).unwrap_err();

@@ -50,7 +50,12 @@ where
     b.sort();
     ratios.sort_by(f64::total_cmp);
     let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-    Comparison { first: a[a.len() / 2], second: b[b.len() / 2], ratio: at(0.5), ratio_spread: (at(0.1), at(0.9)) }
+    Comparison {
+        first: a[a.len() / 2],
+        second: b[b.len() / 2],
+        ratio: at(0.5),
+        ratio_spread: (at(0.1), at(0.9)),
+    }
 }
 
 impl Comparison {

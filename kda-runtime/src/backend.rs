@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use crate::signature::ScalarKind;
-use crate::{BackendError, DType, DeviceBuffer, Element, KernelEntry, KernelHandle, LookupError, View, ViewMut};
+use crate::{
+    BackendError, DType, DeviceBuffer, Element, KernelEntry, KernelHandle, LookupError, View, ViewMut,
+};
 
 /// Grid and block dimensions of a launch, and its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -98,7 +98,10 @@ impl<K> KernelRegistry<K> {
         {
             return Err(LookupError::SignatureMismatch {
                 entry: Box::new(*entry),
-                reason: format!("the kernel is carried for `{}` with other parameters", registered.entry.path()),
+                reason: format!(
+                    "the kernel is carried for `{}` with other parameters",
+                    registered.entry.path()
+                ),
             });
         }
         Ok(KernelHandle::new(self.backend, index))
@@ -107,7 +110,10 @@ impl<K> KernelRegistry<K> {
     /// The kernel behind `handle`, if this registry issued it and still carries the kernel.
     pub fn get(&self, handle: KernelHandle, backend: &str) -> Result<&Registered<K>, BackendError> {
         if handle.backend() != self.backend {
-            return Err(BackendError::ForeignResource { what: handle.to_string(), backend: backend.to_owned() });
+            return Err(BackendError::ForeignResource {
+                what: handle.to_string(),
+                backend: backend.to_owned(),
+            });
         }
         self.kernels
             .get(handle.index() as usize)

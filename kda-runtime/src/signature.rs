@@ -256,7 +256,9 @@ fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -
             Op::Scalar(index) => match args.get(usize::from(index)) {
                 Some(KernelArg::U32(value)) => u64::from(*value),
                 Some(KernelArg::U64(value)) => *value,
-                Some(KernelArg::I32(value)) => u64::try_from(*value).map_err(|_| EvalError::NegativeScalar)?,
+                Some(KernelArg::I32(value)) => {
+                    u64::try_from(*value).map_err(|_| EvalError::NegativeScalar)?
+                }
                 _ => return Err(EvalError::Malformed),
             },
             Op::Launch(dim) => u64::from(dim.of(geometry)),
@@ -307,7 +309,11 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
 ///
 /// A buffer argument may be longer than its extent (the kernel touches a prefix); a read-only
 /// parameter takes a mutable view too, as C passes `T*` for `const T*`.
-pub fn check(entry: &KernelEntry, geometry: &LaunchGeometry, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
+pub fn check(
+    entry: &KernelEntry,
+    geometry: &LaunchGeometry,
+    args: &[KernelArg<'_>],
+) -> Result<(), BackendError> {
     let Some(signature) = entry.signature else {
         return Err(BackendError::NoSignature { entry: Box::new(*entry) });
     };

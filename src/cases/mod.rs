@@ -407,7 +407,8 @@ impl KernelCase {
     /// case that drifted from the manifest is an error naming the entry and the parameter.
     pub fn check_params(&self) -> Result<(), BackendError> {
         let entry = self.entry;
-        let params = entry.signature.ok_or_else(|| BackendError::NoSignature { entry: Box::new(entry) })?.params;
+        let params =
+            entry.signature.ok_or_else(|| BackendError::NoSignature { entry: Box::new(entry) })?.params;
         for (index, param) in params.iter().enumerate() {
             match self.args.get(index) {
                 Some(arg) if arg.name() == param.name && arg.fits(param.kind) => {}

@@ -41,7 +41,9 @@ pub(super) fn signature(entry: &Entry) -> Result<TokenStream, String> {
     }
     let params = bracketed(comma_separated(params.iter().map(param)));
     let requires = bracketed(comma_separated(entry.requires.iter().map(requirement)));
-    Ok(quote!(::core::option::Option::Some(&::kda_runtime::Signature { params: &#params, requires: &#requires })))
+    Ok(
+        quote!(::core::option::Option::Some(&::kda_runtime::Signature { params: &#params, requires: &#requires })),
+    )
 }
 
 fn param(param: &Param) -> TokenStream {

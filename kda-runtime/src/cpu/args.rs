@@ -1,7 +1,6 @@
 //! What a CPU kernel receives (typed host slices and scalars, in the entry's parameter order),
 //! plus the error a kernel returns when it refuses a launch.
 
-
 use half::bf16;
 
 /// One launch argument as a CPU kernel sees it: buffers become host slices of their element type.

@@ -57,7 +57,9 @@ pub use args::{CpuArg, CpuArgs, KernelError};
 use crate::host::{HostMemory, HostStorage};
 use crate::registry::KernelRegistry;
 use crate::signature::{self, Access, ParamKind};
-use crate::{BackendError, BackendId, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry, LookupError};
+use crate::{
+    BackendError, BackendId, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry, LookupError,
+};
 
 type KernelFn = dyn Fn(CpuArgs<'_>) -> Result<(), KernelError> + Send + Sync;
 

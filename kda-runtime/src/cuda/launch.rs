@@ -36,12 +36,14 @@ pub(super) unsafe fn launch(
 ) -> Result<(), BackendError> {
     let function = &kernel.function;
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
-    let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes)
-        .map_err(|_| BackendError::Launch {
-            module: kernel.entry.module.to_owned(),
-            entry: kernel.entry.entry.to_owned(),
-            reason: format!("{} bytes of dynamic shared memory is more than any device has", geometry.shared_mem_bytes),
-        })?;
+    let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {
+        module: kernel.entry.module.to_owned(),
+        entry: kernel.entry.entry.to_owned(),
+        reason: format!(
+            "{} bytes of dynamic shared memory is more than any device has",
+            geometry.shared_mem_bytes
+        ),
+    })?;
     if geometry.shared_mem_bytes > DEFAULT_SHARED_MEMORY {
         function
             .set_attribute(

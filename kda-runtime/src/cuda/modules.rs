@@ -52,7 +52,8 @@ impl ModuleCache {
     pub(super) fn lookup(&self, kernel: &KernelEntry, device: &str) -> Result<u32, LookupError> {
         let (module, entry) = (kernel.module, kernel.entry);
         let key = (module, entry, kernel.signature);
-        if let Some(index) = self.functions.read().unwrap_or_else(PoisonError::into_inner).by_entry.get(&key) {
+        if let Some(index) = self.functions.read().unwrap_or_else(PoisonError::into_inner).by_entry.get(&key)
+        {
             return Ok(*index);
         }
         let Some((image, cell)) = self.modules.get(module) else {
