@@ -309,8 +309,10 @@ impl KernelBuild {
     /// Every module the manifest lists, once, in manifest order, with its source.
     fn modules(&self, manifest: &Manifest) -> Result<Vec<(String, PathBuf)>, BuildError> {
         let mut modules: Vec<(String, PathBuf)> = Vec::new();
+        // A set, not a scan of `modules`: a manifest may list 100,000 modules.
+        let mut seen = std::collections::HashSet::new();
         for entry in manifest.tables.iter().flat_map(|table| &table.entries) {
-            if modules.iter().any(|(module, _)| *module == entry.module) {
+            if !seen.insert(entry.module.as_str()) {
                 continue;
             }
             let path = self.kernels_dir.join(format!("{}.cu", entry.module));

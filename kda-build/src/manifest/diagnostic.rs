@@ -25,13 +25,31 @@ impl Location {
 pub struct LineIndex<'a> {
     text: &'a str,
     line_starts: Vec<usize>,
+    /// The characters before byte `i * CHUNK`, so that a column costs at most `CHUNK` bytes of
+    /// counting, not the length of its line: a one-line manifest can carry 100,000 errors.
+    chars_before_chunk: Vec<usize>,
 }
+
+/// The bytes between two entries of [`LineIndex::chars_before_chunk`].
+const CHUNK: usize = 256;
 
 impl<'a> LineIndex<'a> {
     /// Indexes the lines of `text`.
     pub fn new(text: &'a str) -> Self {
         let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(at, _)| at + 1)).collect();
-        Self { text, line_starts }
+        let chars_before_chunk = std::iter::once(0)
+            .chain(text.as_bytes().chunks(CHUNK).scan(0, |chars, chunk| {
+                *chars += chars_in(chunk);
+                Some(*chars)
+            }))
+            .collect();
+        Self { text, line_starts, chars_before_chunk }
+    }
+
+    /// The characters before byte `offset`, a character boundary.
+    fn chars_before(&self, offset: usize) -> usize {
+        let chunk = offset / CHUNK;
+        self.chars_before_chunk[chunk] + chars_in(&self.text.as_bytes()[chunk * CHUNK..offset])
     }
 
     /// The indexed text.
@@ -48,8 +66,14 @@ impl<'a> LineIndex<'a> {
         }
         let line = self.line_starts.partition_point(|&start| start <= offset);
         let line_start = self.line_starts[line - 1];
-        Location { line: line as u32, column: self.text[line_start..offset].chars().count() as u32 + 1 }
+        let column = self.chars_before(offset) - self.chars_before(line_start) + 1;
+        Location { line: line as u32, column: column as u32 }
     }
+}
+
+/// The characters that start in `bytes` (every byte but UTF-8 continuation bytes).
+fn chars_in(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| byte & 0xC0 != 0x80).count()
 }
 
 impl fmt::Display for Location {
@@ -116,5 +140,30 @@ mod tests {
         // Inside a multi-byte character: the character's own column.
         assert_eq!(Location::of_offset(text, 8), Location { line: 2, column: 2 });
         assert_eq!(Location::of_offset(text, 1000), Location { line: 3, column: 1 });
+    }
+
+    #[test]
+    fn columns_are_counted_across_chunks() {
+        // Lines and multi-byte characters that straddle the index's chunks.
+        let text: String = (0..3 * CHUNK)
+            .map(|i| {
+                if i % 7 == 0 {
+                    '\n'
+                } else if i % 3 == 0 {
+                    'é'
+                } else {
+                    'a'
+                }
+            })
+            .collect();
+        let index = LineIndex::new(&text);
+        for offset in (0..=text.len()).filter(|&offset| text.is_char_boundary(offset)) {
+            let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+            let expected = Location {
+                line: text[..offset].matches('\n').count() as u32 + 1,
+                column: text[line_start..offset].chars().count() as u32 + 1,
+            };
+            assert_eq!(index.location(offset), expected, "offset {offset}");
+        }
     }
 }

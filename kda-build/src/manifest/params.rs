@@ -23,6 +23,9 @@ use super::{
     CompareOp, Comparison, Diagnostic, ElementType, LineIndex, Param, ParamType, Requirement, ScalarType,
 };
 
+/// The most parameters an entry may declare: the runtime refers to a scalar by a `u16` index.
+const MAX_PARAMS: usize = u16::MAX as usize;
+
 /// The launch contract of one entry, as [`Entry`](super::Entry) holds it.
 pub(super) struct Contract {
     pub params: Option<Vec<Param>>,
@@ -143,6 +146,12 @@ impl<'r> EntryReader<'r, '_> {
         let mut declared = Vec::new();
         // A blank string declares a kernel without parameters.
         let segments = if tokens.len() == 1 { Vec::new() } else { split(&tokens) };
+        if let Some(first_extra) = segments.get(MAX_PARAMS) {
+            // The runtime refers to a scalar by a `u16` index.
+            let message =
+                format!("a kernel takes at most 65,535 parameters; `params` lists {}", segments.len());
+            problems.push(Problem::new(first_extra[0].span(), message));
+        }
         for (index, segment) in segments.into_iter().enumerate() {
             let (name, kind, param) = match declare(&mut Cursor::new(segment), &mut problems) {
                 Ok(param) => (Some(param.name), kind_of(&param, index), Some(param)),
