@@ -352,7 +352,10 @@ fn field_name(rng: &mut Rng, flawed: Option<Flaw>) -> String {
     match rng.below(100) {
         0..=4 if flawed == Some(Flaw::Names) => (*rng.pick(BAD_FIELDS)).to_owned(),
         2..=40 => (*rng.pick(FIELDS)).to_owned(),
-        _ => ident(rng, "abcdefghijklmnopqrstuvwxyzé_λ", "abcdefghijklmnopqrstuvwxyz_0123456789éß変", 10),
+        _ => {
+            let rest = "abcdefghijklmnopqrstuvwxyz_0123456789éß変";
+            ident(rng, "abcdefghijklmnopqrstuvwxyzé_λ", rest, 10)
+        }
     }
 }
 
@@ -1016,34 +1019,41 @@ fn pathological(rng: &mut Rng) -> (String, String, String) {
 /// inputs reach only rarely. `(name, bytes)`.
 pub fn named() -> Vec<(&'static str, Vec<u8>)> {
     let long = "a".repeat(70_000);
+    let one = |rest: &str| format!("[t]\n{}", entry_line("f", "m", "e", rest)).into_bytes();
+    let params = |list: &str| one(&format!(", params = \"{list}\""));
+    let errors_on_one_line = if cfg!(debug_assertions) { 20_000 } else { 200_000 };
+    let many_params: Vec<String> = (0..65_536).map(|i| format!("u32 p{i}")).collect();
     vec![
         // `kda list` padded its columns with `{:width$}`, which panics past 65,535.
         ("field name past u16::MAX", format!("[t]\n{}", entry_line(&long, "m", "e", "")).into_bytes()),
         ("module::entry past u16::MAX", format!("[t]\n{}", entry_line("f", &long, "e", "")).into_bytes()),
-        ("define name past u16::MAX", format!("[t]\n{}[defines]\n{long} = 1\n", entry_line("f", "m", "e", "")).into_bytes()),
-        ("one define", b"[t]\nf = { module = \"m\", entry = \"e\" }\n[defines]\nD = 4294967295\n".to_vec()),
+        ("define name past u16::MAX", [one(""), format!("[defines]\n{long} = 1\n").into_bytes()].concat()),
+        ("one define", [one(""), b"[defines]\nD = 4294967295\n".to_vec()].concat()),
         ("empty file", Vec::new()),
         ("only a BOM", "\u{FEFF}".into()),
-        ("invalid UTF-8 first", b"\xFF[t]\nf = { module = \"m\", entry = \"e\" }\n".to_vec()),
-        ("invalid UTF-8 in a params string", b"[t]\nf = { module = \"m\", entry = \"e\", params = \"u32 \xC3n\" }\n".to_vec()),
+        ("invalid UTF-8 first", [b"\xFF".to_vec(), one("")].concat()),
+        (
+            "invalid UTF-8 in a params string",
+            b"[t]\nf = { module = \"m\", entry = \"e\", params = \"u32 \xC3n\" }\n".to_vec(),
+        ),
         ("surrogate escape", b"[t]\nf = { module = \"m\", entry = \"\\uD800\" }\n".to_vec()),
-        ("1k nested parentheses", format!("[t]\nf = {{ module = \"m\", entry = \"e\", params = \"u32 n, f32 b[{}n{}]\" }}\n", "(".repeat(1000), ")".repeat(1000)).into_bytes()),
-        ("100k-digit extent", format!("[t]\nf = {{ module = \"m\", entry = \"e\", params = \"f32 b[{}]\" }}\n", "7".repeat(100_000)).into_bytes()),
-        ("u64::MAX extent times two", b"[t]\nf = { module = \"m\", entry = \"e\", params = \"f32 b[18446744073709551615 * 2]\" }\n".to_vec()),
-        ("escaped params", b"[t]\nf = { module = \"m\", entry = \"e\", params = \"u32 \\u006e, f32 b[n \\u002a 2]\", requires = [\"n \\u003e 1\"] }\n".to_vec()),
+        (
+            "1k nested parentheses",
+            params(&format!("u32 n, f32 b[{}n{}]", "(".repeat(1000), ")".repeat(1000))),
+        ),
+        ("100k-digit extent", params(&format!("f32 b[{}]", "7".repeat(100_000)))),
+        ("u64::MAX extent times two", params("f32 b[18446744073709551615 * 2]")),
+        (
+            "escaped params",
+            one(", params = \"u32 \\u006e, f32 b[n \\u002a 2]\", requires = [\"n \\u003e 1\"]"),
+        ),
         ("10k-deep arrays", format!("[t]\nf = {}{}\n", "[".repeat(10_000), "]".repeat(10_000)).into_bytes()),
         ("10k-part dotted key", format!("[t]\n{} = 1\n", vec!["a"; 10_000].join(".")).into_bytes()),
         // Every column was counted from its line's start, so errors on one line took quadratic
         // time: 200,000 took 6.8 s of a release build (now 0.1 s). Debug runs take fewer.
-        ("errors by the thousand on one line", {
-            let list = vec!["u32 1x"; if cfg!(debug_assertions) { 20_000 } else { 200_000 }].join(",");
-            format!("[t]\nf = {{ module = \"m\", entry = \"e\", params = \"{list}\" }}\n").into_bytes()
-        }),
+        ("errors by the thousand on one line", params(&vec!["u32 1x"; errors_on_one_line].join(","))),
         // The derive refused more than 65,535 parameters without a location, the build step took
         // them: now the parser refuses them, at the first one too many.
-        ("65,536 parameters", {
-            let list: Vec<String> = (0..65_536).map(|i| format!("u32 p{i}")).collect();
-            format!("[t]\nf = {{ module = \"m\", entry = \"e\", params = \"{}\" }}\n", list.join(",")).into_bytes()
-        }),
+        ("65,536 parameters", params(&many_params.join(","))),
     ]
 }

@@ -523,8 +523,8 @@ pub fn run(name: &str, root: &Path, config: &Config, run: impl Fn(&mut Case<'_>)
     // Last run's workers and failures go; the runs of other fuzzers beside it stay.
     let _ = std::fs::remove_dir_all(root);
     println!(
-        "{name}: {total} inputs ({named_count} named, seed {:#x}), {} threads; each input is written to {}/w*/{FILE} \
-         before it runs, so a crash leaves it there (rerun one with KDA_FUZZ_ONLY=N)",
+        "{name}: {total} inputs ({named_count} named, seed {:#x}), {} threads; each input is written \
+         to {}/w*/{FILE} before it runs, so a crash leaves it there (rerun one with KDA_FUZZ_ONLY=N)",
         config.seed,
         config.threads,
         root.display()
