@@ -16,6 +16,7 @@
 
 mod diagnostic;
 mod ident;
+pub mod namespace;
 mod params;
 mod parse;
 mod signature;
