@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use kda::bench::BenchOptions;
 use kda::geometry::KdaGeometry;
-use kda::job::{JobOptions, JobReport};
 use kda::kernels::{MANIFEST, MANIFEST_NAME};
 use kda_build::Manifest;
+use kda_cli::bench::BenchOptions;
+use kda_cli::job::{JobOptions, JobReport};
 use kda_runtime::GpuBackend;
 
 /// The GLM-5 Next KDA block and its kernel registry. Without a subcommand: resolves the kernel
@@ -88,13 +88,13 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let geometry = KdaGeometry::preset(&cli.preset)?;
     geometry.validate()?;
     let (gpu, _) = select_backend(cli.backend)?;
-    print!("{}", kda::report::resolution(gpu.as_ref()));
+    print!("{}", kda_cli::report::resolution(gpu.as_ref()));
     println!(
         "\nblock: {} ({geometry}); prompt {} tokens, then {} decode steps; seed {}",
         cli.preset, cli.prompt, cli.decode, cli.seed
     );
     let options = JobOptions { geometry, prompt: cli.prompt, decode: cli.decode, seed: cli.seed };
-    let report = kda::job::run(gpu.as_ref(), &options, &mut progress)?;
+    let report = kda_cli::job::run(gpu.as_ref(), &options, &mut progress)?;
     print_report(&report);
     Ok(())
 }
@@ -131,7 +131,7 @@ fn bench(
     println!("preset: {preset}");
     // A progress line only where someone watches: logs get the report alone.
     let terminal = std::io::stderr().is_terminal();
-    let report = kda::bench::run(gpu.as_ref(), &options, &mut |field| {
+    let report = kda_cli::bench::run(gpu.as_ref(), &options, &mut |field| {
         if terminal {
             eprint!("\r  timing {field:<16}");
             let _ = std::io::stderr().flush();
@@ -200,6 +200,6 @@ fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
         None => (MANIFEST_NAME.to_owned(), MANIFEST.to_owned()),
     };
     let manifest = Manifest::parse(&file, &text)?;
-    print!("{}", kda::listing::render(&file, &manifest));
+    print!("{}", kda_cli::listing::render(&file, &manifest));
     Ok(())
 }

@@ -3,13 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use half::bf16;
+use kda_runtime::bf16;
 use kda_runtime::{BackendError, GpuBackend, GpuBackendExt};
 
-use crate::block::{BlockError, Glm5NextKdaBlock, KdaState};
-use crate::compare::Agreement;
-use crate::geometry::KdaGeometry;
-use crate::weights::{HostWeights, synthetic_hidden};
+use kda::block::{BlockError, Glm5NextKdaBlock, KdaState};
+use kda::compare::Agreement;
+use kda::geometry::KdaGeometry;
+use kda::weights::{HostWeights, synthetic_hidden};
 
 /// What to run.
 #[derive(Clone, Copy, Debug)]

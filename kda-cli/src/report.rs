@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use kda_runtime::{GpuBackend, KernelEntry, try_kernel};
 
-use crate::kernels::Glm5NextKdaKernels;
+use kda::kernels::Glm5NextKdaKernels;
 
 /// What the block runs instead of each optional entry a target lacks.
 pub const FALLBACKS: [(&str, &str); 2] = [
@@ -49,7 +49,7 @@ mod tests {
     use kda_runtime::testing::FakeBackend;
 
     use super::*;
-    use crate::kernels::Glm5NextKda;
+    use kda::kernels::Glm5NextKda;
 
     #[test]
     fn every_optional_entry_and_only_those_has_a_fallback() {

@@ -1,5 +1,5 @@
 //! `kda bench`: the time of one launch of each kernel of `[glm5next_kda]` on its
-//! [launch case](crate::cases), the bandwidth it achieves, and that bandwidth against a
+//! [launch case](kda::cases), the bandwidth it achieves, and that bandwidth against a
 //! device-to-device copy measured in the same run (what the memory system gives a plain copy).
 //!
 //! Each kernel is launched once to warm up, then `iterations` times back to back inside one
@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use kda_runtime::{BackendError, DType, GpuBackend, ResolveError};
 
-use crate::cases::{CaseError, KernelCase};
-use crate::geometry::KdaGeometry;
-use crate::kernels::Glm5NextKdaKernels;
+use kda::cases::{CaseError, KernelCase};
+use kda::geometry::KdaGeometry;
+use kda::kernels::Glm5NextKdaKernels;
 
 /// What to time.
 #[derive(Clone, Copy, Debug)]
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn every_kernel_of_the_table_is_timed_against_the_copy() {
-        let gpu = crate::reference::backend();
+        let gpu = kda::reference::backend();
         let mut heard = Vec::new();
         let report = run(&gpu, &options(), &mut |field| heard.push(field.to_owned())).unwrap();
         let fields: Vec<_> = Glm5NextKdaKernels::ENTRIES.iter().map(|e| e.field).collect();
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn absent_optional_kernels_are_reported_not_timed() {
-        let gpu = crate::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
+        let gpu = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
         let report = run(&gpu, &options(), &mut |_| {}).unwrap();
         let smem = report.kernels.iter().find(|k| k.field == "recurrent_smem").unwrap();
         assert_eq!((smem.per_launch, smem.gb_per_s()), (None, None));
@@ -276,7 +276,7 @@ mod tests {
             KernelTiming { field: "x", bytes_moved: 2_000_000, per_launch: Some(Duration::from_micros(10)) };
         assert!(close(kernel.gb_per_s().unwrap(), 200.0), "{:?}", kernel.gb_per_s());
         assert!(matches!(
-            run(&crate::reference::backend(), &BenchOptions { iterations: 0, ..options() }, &mut |_| {}),
+            run(&kda::reference::backend(), &BenchOptions { iterations: 0, ..options() }, &mut |_| {}),
             Err(BenchError::NoIterations)
         ));
     }

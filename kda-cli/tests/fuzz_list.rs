@@ -12,7 +12,7 @@
 //! `KDA_FUZZ_BINARY_EVERY=N` runs the binary on every N-th random input (default 25).
 
 #[allow(dead_code)]
-#[path = "../kda-build/tests/fuzz/mod.rs"]
+#[path = "../../kda-build/tests/fuzz/mod.rs"]
 mod fuzz;
 
 use std::path::Path;
@@ -51,7 +51,7 @@ enum Listed {
     Error(String),
 }
 
-/// `list(Some(path))` of `src/main.rs`, step by step: read, parse, render.
+/// `list(Some(path))` of `kda-cli/src/main.rs`, step by step: read, parse, render.
 fn in_process(case: &mut Case<'_>, stage: Stage) -> Option<Listed> {
     const SECTION: &str = "2. kda list, in process";
     let path = case.path.to_owned();
@@ -81,7 +81,8 @@ fn in_process(case: &mut Case<'_>, stage: Stage) -> Option<Listed> {
             Some(Listed::Error(rendered))
         }
         Ok(manifest) => {
-            let listing = case.guard("kda list: render", || kda::listing::render(&file, &manifest)).ok()?;
+            let listing =
+                case.guard("kda list: render", || kda_cli::listing::render(&file, &manifest)).ok()?;
             // Each table's heading, in order, then the defines' (one pass: a manifest may have
             // 10,000 tables).
             let mut expected = manifest
