@@ -1,38 +1,56 @@
 //! The CUDA build step, for `build.rs`: compile each `kernels/<module>.cu` of the manifest with
 //! nvcc into a fatbin, check that every manifest entry is exported under its exact name and takes
 //! the parameters its `params` declare, and generate the Rust that embeds the images and the
-//! `[defines]`.
+//! `[defines]`, which the crate includes with `kda_runtime::include_kernels!()`.
 //!
 //! ```no_run
 //! // build.rs
-//! if let Err(error) = kda_build::cuda::KernelBuild::from_env().and_then(|build| build.run()) {
-//!     eprintln!("{error}");
-//!     std::process::exit(1);
+//! fn main() -> Result<(), kda_build::cuda::BuildError> {
+//!     kda_build::cuda::KernelBuild::from_env()?.run().map(drop)
 //! }
 //! ```
 //!
-//! Without nvcc the build warns and embeds no image (the CUDA backend then reports every module
-//! as not built); `KDA_REQUIRE_NVCC=1` makes that an error.
+//! One front end for mistakes: `run` fails only when the build itself cannot proceed (a file it
+//! cannot write, nvcc required and absent). What is wrong with the *kernels* (a module without a
+//! source, nvcc's errors, an entry the module does not export, params the kernel contradicts)
+//! becomes a `compile_error!` in the generated file, located at `kernels.toml:LINE:COL`, and a
+//! manifest that does not parse is left to the derive, which reports it located too: either way
+//! the user reads one compiler error, not a build-script dump.
+//!
+//! Each module is compiled once per distinct input and cached in `OUT_DIR` (see `cache`), at
+//! most `NUM_JOBS` at a time. Without nvcc the build warns and embeds no image (the CUDA backend
+//! then reports every module as not built); `KDA_REQUIRE_NVCC=1` makes that an error.
+//!
+//! The environment [`KernelBuild::from_env`] reads: `CARGO_MANIFEST_DIR`, `OUT_DIR` and
+//! `NUM_JOBS` (set by cargo), `CUDA_COMPUTE_CAP` (the [`target`] list, default `90`),
+//! `KDA_REQUIRE_NVCC`, and `NVCC`, `CUDA_HOME`, `CUDA_PATH` to find nvcc ([`Nvcc::find`]).
 
+mod cache;
 mod generate;
+mod jobs;
+mod module;
 mod nvcc;
+mod problem;
 mod signature;
 mod symbols;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 
 pub use nvcc::Nvcc;
+pub use problem::Problem;
 pub use signature::{PtxParam, SignatureMismatch, SignatureProblem, ptx_params};
-pub use symbols::{EntryProblem, check_entries, ptx_entries};
+pub use symbols::{EntryProblem, check_entries, ptx_entries, ptx_isa};
+pub use target::{Arch, Target, parse_targets};
 
-use crate::Manifest;
+use crate::{Manifest, ManifestError};
+use module::{Compiled, Compiler};
+use target::Plan;
 
-/// Everything that can stop the kernel build.
-#[derive(Debug, thiserror::Error)]
+/// What stops the build step itself (as opposed to the kernels' [`Problem`]s, which it reports
+/// as compiler errors).
+#[derive(thiserror::Error)]
 pub enum BuildError {
-    /// The manifest does not parse.
-    #[error(transparent)]
-    Manifest(#[from] crate::ManifestError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -45,67 +63,71 @@ pub enum BuildError {
     /// A variable the build needs is unset.
     #[error("environment variable {0} is not set (is this running from build.rs?)")]
     MissingEnv(&'static str),
-    /// `CUDA_COMPUTE_CAP` is not a list of architectures.
-    #[error("CUDA_COMPUTE_CAP={0:?}: expected compute capabilities such as `90` or `80,90`")]
-    ComputeCap(String),
+    /// `CUDA_COMPUTE_CAP` is not a list of targets.
+    #[error(
+        "CUDA_COMPUTE_CAP={0:?}: expected targets such as `90`, `80,90`, `90a` or `compute_90` (PTX only)"
+    )]
+    Targets(String),
     /// nvcc is required (`KDA_REQUIRE_NVCC=1`) but was not found.
     #[error("nvcc is required (KDA_REQUIRE_NVCC=1) but was not found: {0}")]
     NvccRequired(String),
-    /// A module listed in the manifest has no source.
-    #[error("module `{module}` (listed at {manifest}:{line}) has no source {path}")]
-    MissingSource {
-        /// The module.
-        module: String,
-        /// The manifest.
-        manifest: String,
-        /// Where the manifest first lists it.
-        line: u32,
-        /// The source it should be in.
-        path: PathBuf,
-    },
-    /// nvcc failed on a module (for a reason other than a parameter check).
-    #[error("nvcc failed on {path}:\n{stderr}")]
-    Compile {
-        /// The source.
-        path: PathBuf,
-        /// nvcc's diagnostics.
-        stderr: String,
-    },
-    /// Manifest entries the compiled kernels do not export under their exact names.
-    #[error("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Entries {
-        /// One per entry.
-        problems: Vec<EntryProblem>,
-    },
-    /// Manifest entries whose `params` the compiled kernels contradict, of every module.
-    #[error("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Signatures {
-        /// One per mismatch, in manifest order.
-        problems: Vec<SignatureProblem>,
-    },
 }
 
-/// What a successful build produced.
+/// As its message: a build script returning `Result<(), BuildError>` shows cargo the sentence,
+/// not a struct dump.
+impl std::fmt::Debug for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// One module's embedded image and what it carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltImage {
+    /// The module.
+    pub module: String,
+    /// Its fatbin in `OUT_DIR`.
+    pub fatbin: PathBuf,
+    /// The architectures it has SASS for.
+    pub sass: Vec<Arch>,
+    /// The virtual architecture of its widest PTX, and the PTX ISA version.
+    pub ptx: Option<(Arch, (u32, u32))>,
+}
+
+/// What a build produced.
 #[derive(Debug, Default)]
 pub struct BuildOutput {
-    /// `(module, fatbin path)` per compiled module, in manifest order; empty without nvcc.
-    pub images: Vec<(String, PathBuf)>,
+    /// One per compiled module, in manifest order; empty without nvcc.
+    pub images: Vec<BuiltImage>,
+    /// What is wrong with the kernels, in manifest order: each is a `compile_error!` in the
+    /// generated file.
+    pub problems: Vec<Problem>,
+    /// Why the manifest does not parse, when it does not (the derive reports it to the user).
+    pub manifest_error: Option<ManifestError>,
+    /// The modules nvcc compiled in this run (the others came from the cache).
+    pub recompiled: Vec<String>,
     /// Things worth a `cargo:warning`.
     pub warnings: Vec<String>,
-    /// The generated Rust source, also written to `OUT_DIR/kda_kernels.rs`.
+    /// The generated Rust source.
     pub generated: PathBuf,
 }
 
 /// A configured kernel build (prost-build style: set what differs from the defaults, then run).
 #[derive(Clone, Debug)]
 pub struct KernelBuild {
+    /// The crate's root, which the manifest's namespace key is relative to.
+    crate_root: Option<PathBuf>,
     manifest: PathBuf,
-    manifest_name: String,
     kernels_dir: PathBuf,
+    include_dirs: Vec<PathBuf>,
     out_dir: PathBuf,
-    compute_caps: Vec<u32>,
+    out_file: String,
+    targets: Vec<Target>,
+    nvcc_flags: Vec<String>,
     require_nvcc: bool,
     nvcc: NvccSource,
+    nvcc_candidates: Vec<PathBuf>,
+    jobs: usize,
     cargo_directives: bool,
 }
 
@@ -120,52 +142,86 @@ enum NvccSource {
     Absent,
 }
 
-/// The environment a build script reads, so tests can give it explicitly.
-const ENV_VARS: [&str; 6] =
-    ["NVCC", "CUDA_HOME", "CUDA_PATH", "CUDA_COMPUTE_CAP", "KDA_REQUIRE_NVCC", "KDA_CUDA_PREFIX"];
+/// The environment that changes what a build makes, beyond the files it reads.
+const ENV_VARS: [&str; 5] = ["NVCC", "CUDA_HOME", "CUDA_PATH", "CUDA_COMPUTE_CAP", "KDA_REQUIRE_NVCC"];
+
+/// The flags every module is compiled with, before the include directories and the user's.
+const BASE_FLAGS: [&str; 2] = ["-O3", "-std=c++17"];
 
 impl KernelBuild {
-    /// A build of `manifest` (the path errors show as written) with sources in `kernels_dir`,
-    /// writing to `out_dir`, for sm_90, nvcc optional and found the usual way.
+    /// A build of `manifest` with sources (and headers) in `kernels_dir`, writing to `out_dir`,
+    /// for sm_90 (SASS and PTX), nvcc optional and found the usual way, as many jobs as cores.
+    /// Prints no cargo directives: for tests and tools; build scripts use [`Self::from_env`].
     pub fn new(
         manifest: impl Into<PathBuf>,
         kernels_dir: impl Into<PathBuf>,
         out_dir: impl Into<PathBuf>,
     ) -> Self {
-        let manifest = manifest.into();
-        let manifest_name = manifest
-            .file_name()
-            .map_or_else(|| manifest.display().to_string(), |name| name.to_string_lossy().into_owned());
         Self {
-            manifest,
-            manifest_name,
+            crate_root: None,
+            manifest: manifest.into(),
             kernels_dir: kernels_dir.into(),
+            include_dirs: Vec::new(),
             out_dir: out_dir.into(),
-            compute_caps: vec![90],
+            out_file: "kda_kernels.rs".to_owned(),
+            targets: vec![Target::Sass(Arch { major: 9, minor: 0, specific: false })],
+            nvcc_flags: Vec::new(),
             require_nvcc: false,
             nvcc: NvccSource::Search,
+            nvcc_candidates: Vec::new(),
+            jobs: std::thread::available_parallelism().map_or(1, usize::from),
             cargo_directives: false,
         }
     }
 
-    /// The build `build.rs` runs: `kernels.toml` and `kernels/` at the crate root, `OUT_DIR`,
-    /// `CUDA_COMPUTE_CAP` (default 90; a list such as `80,90` allowed), `KDA_REQUIRE_NVCC=1`,
-    /// and nvcc from `NVCC`, `CUDA_HOME`/`CUDA_PATH`, the project's install prefix or `PATH`.
-    /// Prints the cargo directives that rebuild only when those inputs change.
+    /// The build a build script runs: `kernels.toml` and `kernels/` at the crate root
+    /// (`CARGO_MANIFEST_DIR`), `OUT_DIR`, `NUM_JOBS`, the targets of `CUDA_COMPUTE_CAP`,
+    /// `KDA_REQUIRE_NVCC=1`. [`run`](Self::run) prints the cargo directives that rerun it when
+    /// those inputs change, and its warnings.
     pub fn from_env() -> Result<Self, BuildError> {
         let root = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
         let mut build = Self::new(root.join("kernels.toml"), root.join("kernels"), env("OUT_DIR")?);
-        if let Ok(caps) = std::env::var("CUDA_COMPUTE_CAP") {
-            build = build.compute_caps(parse_compute_caps(&caps)?);
+        build.crate_root = Some(root);
+        if let Ok(list) = std::env::var("CUDA_COMPUTE_CAP") {
+            build.targets = parse_targets(&list).ok_or(BuildError::Targets(list))?;
+        }
+        if let Some(jobs) = std::env::var("NUM_JOBS").ok().and_then(|jobs| jobs.parse().ok()) {
+            build.jobs = jobs;
         }
         build.require_nvcc = std::env::var("KDA_REQUIRE_NVCC").is_ok_and(|value| value == "1");
         build.cargo_directives = true;
         Ok(build)
     }
 
-    /// Target architectures (`90` = sm_90): SASS for each, plus PTX of the newest.
-    pub fn compute_caps(mut self, caps: Vec<u32>) -> Self {
-        self.compute_caps = caps;
+    /// The manifest (relative paths are the crate root's, in a build script).
+    pub fn manifest(mut self, path: impl AsRef<Path>) -> Self {
+        self.manifest = self.from_root(path.as_ref());
+        self
+    }
+
+    /// Where the modules' sources are (`<module>.cu`); also the first include directory.
+    pub fn kernels_dir(mut self, path: impl AsRef<Path>) -> Self {
+        self.kernels_dir = self.from_root(path.as_ref());
+        self
+    }
+
+    /// Another include directory (`-I`), searched after the kernels directory.
+    pub fn include_dir(mut self, path: impl AsRef<Path>) -> Self {
+        let path = self.from_root(path.as_ref());
+        self.include_dirs.push(path);
+        self
+    }
+
+    /// Extra nvcc flags for every module (`--fmad=false`, `-lineinfo`), after the defaults
+    /// (`-O3 -std=c++17`).
+    pub fn nvcc_flags<S: Into<String>>(mut self, flags: impl IntoIterator<Item = S>) -> Self {
+        self.nvcc_flags.extend(flags.into_iter().map(Into::into));
+        self
+    }
+
+    /// What to compile for (replacing `CUDA_COMPUTE_CAP` and the default sm_90).
+    pub fn targets(mut self, targets: Vec<Target>) -> Self {
+        self.targets = targets;
         self
     }
 
@@ -181,42 +237,72 @@ impl KernelBuild {
         self
     }
 
+    /// Another place to look for nvcc, after `NVCC`, `CUDA_HOME` and `CUDA_PATH` and before `PATH`
+    /// (a toolkit the project installs for itself, say).
+    pub fn nvcc_candidate(mut self, path: impl Into<PathBuf>) -> Self {
+        self.nvcc_candidates.push(path.into());
+        self
+    }
+
     /// Build as on a machine without nvcc: no image, the `[defines]` still generated.
     pub fn without_nvcc(mut self) -> Self {
         self.nvcc = NvccSource::Absent;
         self
     }
 
-    /// Reads the manifest, compiles and checks every module, and writes `kda_kernels.rs`.
+    /// At most `jobs` nvcc processes at once (default: `NUM_JOBS`, else the cores).
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs;
+        self
+    }
+
+    /// The generated file's name in `OUT_DIR` (default `kda_kernels.rs`), for a crate with
+    /// several manifests: `include_kernels!("name.rs")` includes it.
+    pub fn out_file(mut self, name: impl Into<String>) -> Self {
+        self.out_file = name.into();
+        self
+    }
+
+    /// Reads the manifest, compiles (or takes from the cache) and checks every module, and
+    /// writes the generated file.
     pub fn run(&self) -> Result<BuildOutput, BuildError> {
         self.rerun_if_changed();
+        let name = self.manifest_name();
         let text = read(&self.manifest)?;
-        let manifest = Manifest::parse(&self.manifest_name, &text)?;
+        let mut output = BuildOutput { generated: self.out_dir.join(&self.out_file), ..BuildOutput::default() };
+        let manifest = match Manifest::parse(&name, &text) {
+            Ok(manifest) => manifest,
+            Err(error) => {
+                // The derive reads the same manifest and reports this, located; a second report
+                // here would only repeat it. The defines that read well are still generated.
+                let defines = Manifest::recover_defines(&text);
+                let why = "the manifest has errors (the derive reports them)";
+                self.write_generated(&name, &defines, &output, Some(why), (0, 0))?;
+                output.manifest_error = Some(error);
+                return Ok(output);
+            }
+        };
         // Checked with or without nvcc: a module with no source is never built anywhere.
-        let modules = self.modules(&manifest)?;
-        let mut output = BuildOutput::default();
+        let modules = self.modules(&manifest, &name, &mut output.problems);
         let found = match &self.nvcc {
-            NvccSource::Search => Nvcc::find(),
+            NvccSource::Search => Nvcc::find(&self.nvcc_candidates),
             NvccSource::Given(nvcc) => Ok(nvcc.clone()),
             NvccSource::Absent => Err("this build was told to use no nvcc".to_owned()),
         };
-        let nvcc = match found {
-            Ok(nvcc) => Some(nvcc),
-            Err(why) if self.require_nvcc => return Err(BuildError::NvccRequired(why)),
+        let (missing, toolkit) = match &found {
+            Ok(nvcc) => {
+                self.compile_all(nvcc, &manifest, &name, &modules, &mut output)?;
+                (None, nvcc.version())
+            }
+            Err(why) if self.require_nvcc => return Err(BuildError::NvccRequired(why.clone())),
             Err(why) => {
                 output.warnings.push(format!(
                     "no CUDA kernel images are built: {why}; set KDA_REQUIRE_NVCC=1 to make this an error"
                 ));
-                None
+                (Some("nvcc was not found when this crate was built"), (0, 0))
             }
         };
-        if let Some(nvcc) = &nvcc {
-            output.warnings.extend(nvcc.version_warning());
-            output.images = self.compile_all(nvcc, &manifest, &modules, &mut output.warnings)?;
-        }
-        let generated = generate::rust_source(&manifest, &output.images, nvcc.is_none());
-        output.generated = self.out_dir.join("kda_kernels.rs");
-        write(&output.generated, &generated)?;
+        self.write_generated(&name, &manifest.defines, &output, missing, toolkit)?;
         if self.cargo_directives {
             for warning in &output.warnings {
                 println!("cargo::warning={warning}");
@@ -225,89 +311,70 @@ impl KernelBuild {
         Ok(output)
     }
 
-    /// Compiles every module in parallel, each through its generated unit with the C type checks
-    /// of its entries' `params`, then checks the entries and the parameter widths of all of them.
+    /// Compiles every module, at most `jobs` at once, then checks the entries and the parameter
+    /// widths of all of them against their PTX.
     fn compile_all(
         &self,
         nvcc: &Nvcc,
         manifest: &Manifest,
+        name: &str,
         modules: &[(String, PathBuf)],
-        warnings: &mut Vec<String>,
-    ) -> Result<Vec<(String, PathBuf)>, BuildError> {
-        let defines: Vec<String> =
-            manifest.defines.iter().map(|d| format!("-D{}={}", d.name, d.value)).collect();
-        let results: Vec<Result<_, BuildError>> = std::thread::scope(|scope| {
-            let jobs: Vec<_> = modules
-                .iter()
-                .map(|(module, source)| {
-                    let defines = &defines;
-                    scope.spawn(move || self.compile_module(nvcc, manifest, module, source, defines))
-                })
-                .collect();
-            jobs.into_iter()
-                .map(|job| job.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        });
-        // Every module's parameter mismatches together; any other failure comes first.
-        let mut compiled = Vec::new();
-        let mut mismatches = Vec::new();
-        for result in results {
-            match result {
-                Ok(module) => compiled.push(module),
-                Err(BuildError::Signatures { problems }) => mismatches.extend(problems),
-                Err(error) => return Err(error),
+        output: &mut BuildOutput,
+    ) -> Result<(), BuildError> {
+        let plan = Plan::new(&self.targets);
+        let args = self.nvcc_args(manifest, &plan);
+        let compiler =
+            Compiler { nvcc, manifest, manifest_name: name, out_dir: &self.out_dir, args: &args, plan: &plan };
+        let results = jobs::run_bounded(self.jobs, modules, |(module, source)| compiler.compile(module, source));
+        let mut ptx_by_module = Vec::new();
+        let mut signature_problems = Vec::new();
+        for ((module, _), result) in modules.iter().zip(results) {
+            match result? {
+                Compiled::Image { fatbin, ptx, recompiled } => {
+                    if recompiled {
+                        output.recompiled.push(module.clone());
+                    }
+                    let widest = plan.widest_ptx().zip(ptx_isa(&ptx));
+                    output.images.push(BuiltImage { module: module.clone(), fatbin, sass: plan.sass.clone(), ptx: widest });
+                    ptx_by_module.push((module.clone(), ptx));
+                }
+                Compiled::Rejected(problems) => {
+                    for problem in problems {
+                        match problem {
+                            Problem::Signature(problem) => signature_problems.push(problem),
+                            other => output.problems.push(other),
+                        }
+                    }
+                }
             }
-        }
-        if !mismatches.is_empty() {
-            signature::sort_problems(&mut mismatches);
-            return Err(BuildError::Signatures { problems: mismatches });
         }
         let exported: Vec<(String, Vec<String>)> =
-            compiled.iter().map(|(module, _, ptx)| (module.clone(), ptx_entries(ptx))).collect();
-        let problems = check_entries(manifest, &self.manifest_name, &self.kernels_dir, &exported, warnings);
-        if !problems.is_empty() {
-            return Err(BuildError::Entries { problems });
-        }
-        let ptx: Vec<(String, String)> =
-            compiled.iter().map(|(module, _, ptx)| (module.clone(), ptx.clone())).collect();
-        let mut problems = signature::check_ptx_params(manifest, &self.manifest_name, &ptx);
-        if !problems.is_empty() {
-            signature::sort_problems(&mut problems);
-            return Err(BuildError::Signatures { problems });
-        }
-        Ok(compiled.into_iter().map(|(module, fatbin, _)| (module, fatbin)).collect())
+            ptx_by_module.iter().map(|(module, ptx)| (module.clone(), ptx_entries(ptx))).collect();
+        let entry_problems = check_entries(manifest, name, &self.kernels_dir, &exported, &mut output.warnings);
+        output.problems.extend(entry_problems.into_iter().map(Problem::Entry));
+        signature_problems.extend(signature::check_ptx_params(manifest, name, &ptx_by_module));
+        signature::sort_problems(&mut signature_problems);
+        output.problems.extend(signature_problems.into_iter().map(Problem::Signature));
+        Ok(())
     }
 
-    /// Compiles one module through `OUT_DIR/<module>.kda.cu`: `(module, fatbin, PTX text)`.
-    fn compile_module(
-        &self,
-        nvcc: &Nvcc,
-        manifest: &Manifest,
-        module: &str,
-        source: &Path,
-        defines: &[String],
-    ) -> Result<(String, PathBuf, String), BuildError> {
-        let absolute = std::path::absolute(source)
-            .map_err(|error| BuildError::Io { path: source.to_owned(), source: error })?;
-        let unit = self.out_dir.join(format!("{module}.kda.cu"));
-        write(&unit, &signature::translation_unit(manifest, &self.manifest_name, module, &absolute))?;
-        let fatbin = self.out_dir.join(format!("{module}.fatbin"));
-        let ptx = self.out_dir.join(format!("{module}.ptx"));
-        match nvcc.compile(&unit, &fatbin, &ptx, &self.compute_caps, defines, &self.kernels_dir) {
-            Ok(()) => Ok((module.to_owned(), fatbin, read(&ptx)?)),
-            Err(BuildError::Compile { stderr, .. }) => {
-                Err(match signature::problems_from_nvcc(&stderr, manifest, &self.manifest_name, module) {
-                    Some(problems) => BuildError::Signatures { problems },
-                    // Named by the module's source, which nvcc's messages point into.
-                    None => BuildError::Compile { path: source.to_owned(), stderr },
-                })
-            }
-            Err(error) => Err(error),
-        }
+    /// nvcc's flags for every module: the defaults, the include directories, the user's flags,
+    /// the manifest's `[defines]` and the targets' `-gencode`s.
+    fn nvcc_args(&self, manifest: &Manifest, plan: &Plan) -> Vec<String> {
+        let includes = std::iter::once(&self.kernels_dir).chain(&self.include_dirs);
+        BASE_FLAGS
+            .iter()
+            .map(|flag| (*flag).to_owned())
+            .chain(includes.map(|dir| format!("-I{}", dir.display())))
+            .chain(self.nvcc_flags.iter().cloned())
+            .chain(manifest.defines.iter().map(|define| format!("-D{}={}", define.name, define.value)))
+            .chain(plan.gencode_flags())
+            .collect()
     }
 
-    /// Every module the manifest lists, once, in manifest order, with its source.
-    fn modules(&self, manifest: &Manifest) -> Result<Vec<(String, PathBuf)>, BuildError> {
+    /// Every module the manifest lists, once, in manifest order, with its absolute source; a
+    /// problem for each one without a source.
+    fn modules(&self, manifest: &Manifest, name: &str, problems: &mut Vec<Problem>) -> Vec<(String, PathBuf)> {
         let mut modules: Vec<(String, PathBuf)> = Vec::new();
         // A set, not a scan of `modules`: a manifest may list 100,000 modules.
         let mut seen = std::collections::HashSet::new();
@@ -316,17 +383,58 @@ impl KernelBuild {
                 continue;
             }
             let path = self.kernels_dir.join(format!("{}.cu", entry.module));
-            if !path.is_file() {
-                return Err(BuildError::MissingSource {
+            match std::path::absolute(&path) {
+                Ok(source) if source.is_file() => modules.push((entry.module.clone(), source)),
+                _ => problems.push(Problem::MissingSource {
+                    listed_at: problem::listed_at(name, entry),
                     module: entry.module.clone(),
-                    manifest: self.manifest_name.clone(),
-                    line: entry.location.line,
                     path,
-                });
+                }),
             }
-            modules.push((entry.module.clone(), path));
         }
-        Ok(modules)
+        modules
+    }
+
+    fn write_generated(
+        &self,
+        name: &str,
+        defines: &[crate::Define],
+        output: &BuildOutput,
+        missing: Option<&str>,
+        toolkit: (u32, u32),
+    ) -> Result<(), BuildError> {
+        let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+        let generated = generate::Generated {
+            manifest_key: name,
+            defines,
+            images: &output.images,
+            missing,
+            problems: &problems,
+            toolkit,
+        };
+        write(&output.generated, &generated.source())
+    }
+
+    /// The manifest as the derive names it, and so as messages and the namespace key do: its
+    /// path relative to the crate root (`kernels.toml`), else its file name.
+    fn manifest_name(&self) -> String {
+        let relative = self.crate_root.as_deref().and_then(|root| self.manifest.strip_prefix(root).ok());
+        let name = match relative {
+            Some(relative) => relative.to_string_lossy().into_owned(),
+            None => self
+                .manifest
+                .file_name()
+                .map_or_else(|| self.manifest.display().to_string(), |name| name.to_string_lossy().into_owned()),
+        };
+        crate::manifest::namespace::manifest_key(&name)
+    }
+
+    /// `path` against the crate root, when it is relative and there is one.
+    fn from_root(&self, path: &Path) -> PathBuf {
+        match &self.crate_root {
+            Some(root) if path.is_relative() => root.join(path),
+            _ => path.to_owned(),
+        }
     }
 
     fn rerun_if_changed(&self) {
@@ -334,23 +442,12 @@ impl KernelBuild {
             return;
         }
         // A directory is scanned whole: sources and headers alike.
-        println!("cargo::rerun-if-changed={}", self.kernels_dir.display());
-        println!("cargo::rerun-if-changed={}", self.manifest.display());
+        for path in std::iter::once(&self.kernels_dir).chain(&self.include_dirs).chain([&self.manifest]) {
+            println!("cargo::rerun-if-changed={}", path.display());
+        }
         for var in ENV_VARS {
             println!("cargo::rerun-if-env-changed={var}");
         }
-    }
-}
-
-fn parse_compute_caps(caps: &str) -> Result<Vec<u32>, BuildError> {
-    let parsed: Option<Vec<u32>> = caps
-        .split([',', ' ', ';'])
-        .filter(|cap| !cap.is_empty())
-        .map(|cap| cap.trim_start_matches("sm_").parse().ok().filter(|cap| *cap >= 50))
-        .collect();
-    match parsed {
-        Some(caps) if !caps.is_empty() => Ok(caps),
-        _ => Err(BuildError::ComputeCap(caps.to_owned())),
     }
 }
 
@@ -368,19 +465,4 @@ fn write(path: &Path, contents: &str) -> Result<(), BuildError> {
         return Ok(());
     }
     std::fs::write(path, contents).map_err(|source| BuildError::Io { path: path.to_owned(), source })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_compute_caps;
-
-    #[test]
-    fn compute_caps_are_a_list_of_architectures() {
-        assert_eq!(parse_compute_caps("90").unwrap(), [90]);
-        assert_eq!(parse_compute_caps("80,90").unwrap(), [80, 90]);
-        assert_eq!(parse_compute_caps("sm_90 sm_100").unwrap(), [90, 100]);
-        assert!(parse_compute_caps("").is_err());
-        assert!(parse_compute_caps("ninety").is_err());
-        assert!(parse_compute_caps("35").is_err());
-    }
 }

@@ -4,11 +4,12 @@ use std::fmt;
 use std::path::Path;
 
 use crate::Manifest;
+use crate::cuda::problem::listed_at;
 
 /// A manifest entry the compiled kernels do not export under its exact name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryProblem {
-    /// `kernels.toml:LINE`.
+    /// `kernels.toml:LINE:COL`.
     pub listed_at: String,
     /// The source file of the module.
     pub file: String,
@@ -60,6 +61,13 @@ pub fn ptx_entries(ptx: &str) -> Vec<String> {
         .collect()
 }
 
+/// The PTX ISA version a PTX file declares (`.version 9.0`): what a driver must know to compile it.
+pub fn ptx_isa(ptx: &str) -> Option<(u32, u32)> {
+    let version = ptx.lines().find_map(|line| line.trim().strip_prefix(".version "))?;
+    let (major, minor) = version.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
 /// Checks every manifest entry against `exported` (per module, its entry points): a problem per
 /// entry not exported under its exact name; a warning per exported kernel no table lists.
 pub fn check_entries(
@@ -87,7 +95,7 @@ pub fn check_entries(
                     None => ProblemKind::Missing(names.clone()),
                 };
             problems.push(EntryProblem {
-                listed_at: format!("{manifest_name}:{}", entry.location.line),
+                listed_at: listed_at(manifest_name, entry),
                 file: file(&entry.module),
                 symbol: format!("{}::{}", entry.module, entry.entry),
                 kind,
@@ -139,6 +147,12 @@ mod tests {
     }
 
     #[test]
+    fn the_isa_version_is_read_from_the_version_directive() {
+        assert_eq!(ptx_isa(PTX), Some((9, 0)));
+        assert_eq!(ptx_isa(".target sm_90\n"), None);
+    }
+
+    #[test]
     fn entries_are_read_from_ptx_mangled_or_not() {
         assert_eq!(
             ptx_entries(PTX),
@@ -156,9 +170,9 @@ mod tests {
         assert_eq!(
             messages,
             [
-                "kernels.toml:3: `dense::dense_gemv_bf16` is exported by kernels/dense.cu under the C++-mangled \
+                "kernels.toml:3:1: `dense::dense_gemv_bf16` is exported by kernels/dense.cu under the C++-mangled \
                  name `_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj`: declare the kernel `extern \"C\"`",
-                "kernels.toml:4: `dense::dense_gemv_bf16_batchm` is not in kernels/dense.cu, which exports \
+                "kernels.toml:4:1: `dense::dense_gemv_bf16_batchm` is not in kernels/dense.cu, which exports \
                  `dense_gemm_bf16`, `_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj`, `helper_kernel`",
             ]
         );

@@ -110,6 +110,24 @@ impl Manifest {
         }
     }
 
+    /// The `[defines]` of `text` that read well, even when the manifest as a whole does not:
+    /// the build step still generates them beside a broken table, so code using the constants
+    /// does not add errors of its own to the manifest's (which the derive reports).
+    pub fn recover_defines(text: &str) -> Vec<Define> {
+        let source = &LineIndex::new(text);
+        let raw = parse::read(source, &mut Vec::new());
+        let mut defines: Vec<Define> = Vec::new();
+        for define in raw.defines {
+            let define = parse::into_define(source, define);
+            // Only what would compile: validation, which rejects the rest, has not run.
+            let valid = is_c_identifier(&define.name) && !is_rust_keyword(&define.name);
+            if valid && defines.iter().all(|kept| kept.name != define.name) {
+                defines.push(define);
+            }
+        }
+        defines
+    }
+
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|table| table.name == name)

@@ -2,6 +2,7 @@
 
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
 use crate::Manifest;
+use crate::cuda::problem::listed_at;
 
 const PARAM_CHECK: &str = "kda_param_mismatch<";
 const COUNT_CHECK: &str = "kda_count_mismatch<";
@@ -59,7 +60,7 @@ fn problem(line: &str, manifest: &Manifest, manifest_name: &str, module: &str) -
         _ => return None,
     };
     Some(SignatureProblem {
-        listed_at: format!("{manifest_name}:{entry_line}"),
+        listed_at: listed_at(manifest_name, entry),
         symbol: format!("{}::{}", entry.module, entry.entry),
         mismatch,
     })

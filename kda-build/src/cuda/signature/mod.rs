@@ -21,12 +21,13 @@ pub(super) use ptx::check_ptx_params;
 pub use ptx::{PtxParam, ptx_params};
 pub(super) use unit::translation_unit;
 
+use crate::cuda::problem::listed_line;
 use crate::manifest::ParamType;
 
 /// An entry whose `params` the compiled kernel contradicts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignatureProblem {
-    /// `kernels.toml:LINE`, the entry's line.
+    /// `kernels.toml:LINE:COL`, where the entry is listed.
     pub listed_at: String,
     /// `module::entry`.
     pub symbol: String,
@@ -126,7 +127,7 @@ fn c_spelling(ty: &ParamType) -> String {
 /// repeats, so merged reports of several modules read like one.
 pub(super) fn sort_problems(problems: &mut Vec<SignatureProblem>) {
     let line = |problem: &SignatureProblem| {
-        problem.listed_at.rsplit(':').next().and_then(|line| line.parse::<u32>().ok()).unwrap_or(0)
+        listed_line(&problem.listed_at)
     };
     let position = |problem: &SignatureProblem| match &problem.mismatch {
         SignatureMismatch::Count { .. } | SignatureMismatch::UnreadablePtx => 0,

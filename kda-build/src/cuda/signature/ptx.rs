@@ -3,6 +3,7 @@
 
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
 use crate::Manifest;
+use crate::cuda::problem::listed_at;
 use crate::cuda::ptx_entries;
 
 /// One kernel parameter as the PTX lays it out in the parameter buffer.
@@ -110,7 +111,7 @@ pub(in crate::cuda) fn check_ptx_params(
             continue;
         }
         let problem = |mismatch| SignatureProblem {
-            listed_at: format!("{manifest_name}:{}", entry.location.line),
+            listed_at: listed_at(manifest_name, entry),
             symbol: format!("{}::{}", entry.module, entry.entry),
             mismatch,
         };

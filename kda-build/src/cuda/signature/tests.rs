@@ -115,8 +115,8 @@ fn the_width_check_passes_the_real_layout_and_reports_count_and_widths() {
     assert_eq!(
         messages,
         [
-            "kernels.toml:2: gemm::dense_gemm_bf16: the manifest declares 7 parameters, the kernel takes 6",
-            "kernels.toml:2: gemm::dense_gemm_bf16 parameter 3 `m`: the manifest declares `u64` (8 bytes), \
+            "kernels.toml:2:1: gemm::dense_gemm_bf16: the manifest declares 7 parameters, the kernel takes 6",
+            "kernels.toml:2:1: gemm::dense_gemm_bf16 parameter 3 `m`: the manifest declares `u64` (8 bytes), \
              the kernel's parameter takes 4 bytes",
         ]
     );
@@ -180,12 +180,12 @@ fn every_failed_check_in_nvcc_output_becomes_a_problem_in_manifest_terms() {
     assert_eq!(
         messages,
         [
-            "kernels.toml:2: gemm::dense_gemm_bf16: the manifest declares 6 parameters, the kernel takes 7",
-            "kernels.toml:2: gemm::dense_gemm_bf16 parameter 1 `b`: the manifest declares `const bf16*`, \
+            "kernels.toml:2:1: gemm::dense_gemm_bf16: the manifest declares 6 parameters, the kernel takes 7",
+            "kernels.toml:2:1: gemm::dense_gemm_bf16 parameter 1 `b`: the manifest declares `const bf16*`, \
              the kernel declares `f32*`",
-            "kernels.toml:2: gemm::dense_gemm_bf16 parameter 2 `c`: the manifest declares `bf16*`, \
+            "kernels.toml:2:1: gemm::dense_gemm_bf16 parameter 2 `c`: the manifest declares `bf16*`, \
              the kernel declares `const bf16*`",
-            "kernels.toml:2: gemm::dense_gemm_bf16 parameter 3 `m`: the manifest declares `u32`, \
+            "kernels.toml:2:1: gemm::dense_gemm_bf16 parameter 3 `m`: the manifest declares `u32`, \
              the kernel declares `u64`",
         ]
     );
@@ -207,7 +207,7 @@ fn nvcc_output_with_any_other_error_is_not_a_signature_report() {
 #[test]
 fn problems_of_several_modules_sort_into_manifest_order() {
     let problem = |line: u32, mismatch| SignatureProblem {
-        listed_at: format!("kernels.toml:{line}"),
+        listed_at: format!("kernels.toml:{line}:3"),
         symbol: "m::e".to_owned(),
         mismatch,
     };
@@ -238,12 +238,12 @@ fn problems_of_several_modules_sort_into_manifest_order() {
 #[test]
 fn a_single_parameter_is_counted_in_the_singular() {
     let problem = SignatureProblem {
-        listed_at: "kernels.toml:4".to_owned(),
+        listed_at: "kernels.toml:4:1".to_owned(),
         symbol: "m::e".to_owned(),
         mismatch: SignatureMismatch::Count { declared: 1, found: 0 },
     };
     assert_eq!(
         problem.to_string(),
-        "kernels.toml:4: m::e: the manifest declares 1 parameter, the kernel takes 0"
+        "kernels.toml:4:1: m::e: the manifest declares 1 parameter, the kernel takes 0"
     );
 }
