@@ -1,11 +1,25 @@
-//! Compiles `kernels/*.cu` with nvcc, checks every entry of `kernels.toml` is exported under its
-//! exact name, and generates the Rust that embeds the images and the manifest's `[defines]`
-//! (`kda_build::cuda`). Without nvcc it warns and embeds no image; `KDA_REQUIRE_NVCC=1` makes
-//! that an error.
+//! Compiles `kernels/*.cu` with nvcc, checks every entry of `kernels.toml` against the compiled
+//! kernels, and generates the Rust that embeds the images and the manifest's `[defines]`
+//! (`kda_build::cuda`; `src/kernels.rs` includes it). Without nvcc it warns and embeds no image;
+//! `KDA_REQUIRE_NVCC=1` makes that an error.
 
-fn main() {
-    if let Err(error) = kda_build::cuda::KernelBuild::from_env().and_then(|build| build.run()) {
-        eprintln!("error: {error}");
-        std::process::exit(1);
-    }
+use std::path::PathBuf;
+
+fn main() -> Result<(), kda_build::cuda::BuildError> {
+    kda_build::cuda::KernelBuild::from_env()?
+        // The bit-identical kernel pairs of the ABI must round every product and sum on its own.
+        .nvcc_flags(["--fmad=false"])
+        .nvcc_candidate(installed_nvcc())
+        .run()
+        .map(drop)
+}
+
+/// Where `scripts/install-cuda.sh` puts the pinned toolkit (`KDA_CUDA_PREFIX` overrides).
+fn installed_nvcc() -> PathBuf {
+    println!("cargo::rerun-if-env-changed=KDA_CUDA_PREFIX");
+    let prefix = std::env::var_os("KDA_CUDA_PREFIX").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        home.join(".cache/kda/cuda-13.0.88")
+    });
+    prefix.join("cuda/bin/nvcc")
 }

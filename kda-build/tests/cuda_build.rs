@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use kda_build::cuda::{BuildError, KernelBuild, Nvcc, PtxParam, ptx_params};
+use kda_build::cuda::{
+    Arch, BuildError, BuildOutput, KernelBuild, Nvcc, Problem, PtxParam, parse_targets, ptx_params,
+};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda")
@@ -23,15 +25,55 @@ fn build(manifest: &str, test: &str) -> KernelBuild {
 }
 
 fn nvcc() -> Nvcc {
-    Nvcc::find().expect("this test needs nvcc: run scripts/install-cuda.sh or set NVCC")
+    Nvcc::find(&[]).expect("this test needs nvcc: run scripts/install-cuda.sh or set NVCC")
+}
+
+/// The build's problems, one message each, after checking each is also a `compile_error!` of
+/// the generated file (how the user sees it).
+fn problems(output: &BuildOutput) -> Vec<String> {
+    let generated = std::fs::read_to_string(&output.generated).unwrap();
+    let messages: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+    for message in &messages {
+        assert!(generated.contains(&format!("::core::compile_error!({message:?});")), "{generated}");
+    }
+    assert_eq!(generated.matches("compile_error!").count(), messages.len(), "{generated}");
+    messages
 }
 
 #[test]
-fn a_module_without_a_source_is_an_error_with_or_without_nvcc() {
-    let error = build("no_source.toml", "no-source").without_nvcc().run().unwrap_err();
-    let BuildError::MissingSource { module, line, .. } = &error else { panic!("{error}") };
-    assert_eq!((module.as_str(), *line), ("never_written", 3));
-    assert!(error.to_string().contains("never_written.cu"), "{error}");
+fn a_module_without_a_source_is_a_located_problem_with_or_without_nvcc() {
+    let output = build("no_source.toml", "no-source").without_nvcc().run().unwrap();
+    let [Problem::MissingSource { module, listed_at, .. }] = output.problems.as_slice() else {
+        panic!("{:?}", output.problems)
+    };
+    assert_eq!((module.as_str(), listed_at.as_str()), ("never_written", "no_source.toml:3:1"));
+    assert!(problems(&output)[0].contains("never_written.cu"), "{:?}", output.problems);
+}
+
+#[test]
+fn a_manifest_that_does_not_parse_is_left_to_the_derive_and_its_defines_still_generated() {
+    let dir = out_dir("bad-manifest");
+    let manifest = dir.join("kernels.toml");
+    std::fs::write(
+        &manifest,
+        "[t]\nadd = { module = \"fixture\", entyr = \"fixture_add\" }\n\n[defines]\nBLOCK = 128\n",
+    )
+    .unwrap();
+    let output = KernelBuild::new(&manifest, fixtures().join("kernels"), &dir).without_nvcc().run().unwrap();
+    let error = output.manifest_error.expect("the manifest has an error").to_string();
+    assert!(error.contains("kernels.toml:2:"), "{error}");
+    let generated = std::fs::read_to_string(&output.generated).unwrap();
+    assert!(!generated.contains("compile_error!"), "reported once, by the derive: {generated}");
+    assert!(generated.contains("pub const BLOCK: u32 = 128;"), "{generated}");
+}
+
+#[test]
+fn a_bad_target_list_is_an_error_of_the_build_itself() {
+    assert!(parse_targets("90,sm_9x").is_none());
+    let message = BuildError::Targets("sm_9x".to_owned()).to_string();
+    assert!(message.contains("`90a`") && message.contains("compute_90"), "{message}");
+    // A build script returning the error shows cargo this sentence, not a struct.
+    assert_eq!(format!("{:?}", BuildError::Targets("sm_9x".to_owned())), message);
 }
 
 #[test]
@@ -48,41 +90,68 @@ fn without_nvcc_the_build_warns_and_embeds_nothing_unless_nvcc_is_required() {
     );
     let generated = std::fs::read_to_string(&output.generated).unwrap();
     assert!(generated.contains("pub const FIXTURE_BLOCK: u32 = 128;"), "{generated}");
-    assert!(generated.contains("KERNEL_IMAGES_MISSING: Option<&str> = Some("), "{generated}");
+    assert!(generated.contains("missing: ::core::option::Option::Some("), "{generated}");
 }
 
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
-fn a_mangled_entry_and_a_missing_one_fail_the_build_naming_them() {
-    let error = build("broken.toml", "broken").nvcc(nvcc()).run().unwrap_err();
-    let message = error.to_string();
-    assert!(matches!(error, BuildError::Entries { ref problems } if problems.len() == 2), "{message}");
+fn a_mangled_entry_and_a_missing_one_are_located_problems_naming_them() {
+    let output = build("broken.toml", "broken").nvcc(nvcc()).run().unwrap();
+    assert!(
+        output.problems.iter().all(|problem| matches!(problem, Problem::Entry(_))),
+        "{:?}",
+        output.problems
+    );
+    let messages = problems(&output);
     let file = fixtures().join("kernels/fixture.cu").display().to_string();
+    assert_eq!(messages.len(), 2, "{messages:?}");
     assert!(
-        message.contains(&format!(
-            "broken.toml:4: `fixture::fixture_scale` is exported by {file} under the C++-mangled name `_Z13fixture_scalePffj`"
+        messages[0].starts_with(&format!(
+            "broken.toml:4:1: `fixture::fixture_scale` is exported by {file} under the C++-mangled name `_Z13fixture_scalePffj`"
         )),
-        "{message}"
+        "{messages:?}"
     );
     assert!(
-        message.contains(&format!("broken.toml:5: `fixture::fixture_gone` is not in {file}, which exports")),
-        "{message}"
+        messages[1].starts_with(&format!(
+            "broken.toml:5:1: `fixture::fixture_gone` is not in {file}, which exports"
+        )),
+        "{messages:?}"
     );
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn an_nvcc_error_is_a_problem_located_at_the_modules_first_entry_with_nvccs_message() {
+    let kernels = copy_of_kernels("nvcc-error");
+    std::fs::write(kernels.join("signature.cu"), "extern \"C\" __global__ void sig_widen( {\n").unwrap();
+    let output = build_in("two_modules.toml", &kernels, "nvcc-error").nvcc(nvcc()).run().unwrap();
+    let messages = problems(&output);
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].starts_with("two_modules.toml:5:1: nvcc failed on "), "{messages:?}");
+    assert!(messages[0].contains("signature.cu(1)"), "nvcc's own location: {messages:?}");
+    // The other module still compiled and is embedded.
+    assert_eq!(output.images.iter().map(|image| image.module.as_str()).collect::<Vec<_>>(), ["fixture"]);
 }
 
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
 fn a_good_module_is_embedded_with_its_defines_and_unlisted_kernels_are_warned_about() {
     let output = build("good.toml", "good").nvcc(nvcc()).run().unwrap();
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(output.images.len(), 1);
-    let (module, fatbin) = &output.images[0];
-    assert_eq!(module, "fixture");
-    let bytes = std::fs::read(fatbin).unwrap();
+    let image = &output.images[0];
+    assert_eq!(image.module, "fixture");
+    let bytes = std::fs::read(&image.fatbin).unwrap();
     assert_eq!(bytes[..4], [0x50, 0xED, 0x55, 0xBA], "not a fatbin");
     let generated = std::fs::read_to_string(&output.generated).unwrap();
     assert!(generated.contains("pub const FIXTURE_BLOCK: u32 = 128;"), "{generated}");
     assert!(generated.contains("module: \"fixture\""), "{generated}");
-    assert!(generated.contains("KERNEL_IMAGES_MISSING: Option<&str> = None"), "{generated}");
+    assert!(generated.contains("missing: ::core::option::Option::None"), "{generated}");
+    // What the image carries, as the runtime checks it against the device.
+    let sm_90 = Arch { major: 9, minor: 0, specific: false };
+    assert_eq!(image.sass, [sm_90]);
+    assert_eq!(image.ptx, Some((sm_90, (9, 0))), "compute_90 PTX, ISA 9.0 from CUDA 13.0");
+    assert!(generated.contains("sass: &[::kda_runtime::CudaArch::new(9, 0)]"), "{generated}");
     assert!(output.warnings.iter().any(|w| w.contains("`fixture_unlisted`")), "{:?}", output.warnings);
     assert!(output.warnings.iter().any(|w| w.contains("`_Z13fixture_scalePffj`")), "{:?}", output.warnings);
 }
@@ -106,18 +175,77 @@ fn a_good_module_passes_the_signature_checks_and_its_ptx_gives_the_layout() {
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
 fn with_several_architectures_the_ptx_checked_is_the_newest() {
-    let output = build("good.toml", "two-caps").compute_caps(vec![80, 90]).nvcc(nvcc()).run().unwrap();
+    let targets = parse_targets("80,90").unwrap();
+    let output = build("good.toml", "two-caps").targets(targets).nvcc(nvcc()).run().unwrap();
     let ptx = std::fs::read_to_string(output.generated.with_file_name("fixture.ptx")).unwrap();
     assert!(ptx.contains(".target sm_90"), "{ptx}");
     assert_eq!(ptx_params(&ptx, "fixture_add").map(|params| params.len()), Some(3));
+    assert_eq!(output.images[0].sass.len(), 2);
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn architecture_specific_sass_and_ptx_only_targets_are_embedded_as_listed() {
+    let targets = parse_targets("90a,compute_80").unwrap();
+    let output = build("good.toml", "targets").targets(targets).nvcc(nvcc()).run().unwrap();
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let image = &output.images[0];
+    assert_eq!(image.sass, [Arch { major: 9, minor: 0, specific: true }]);
+    assert_eq!(image.ptx.map(|(arch, _)| arch), Some(Arch { major: 8, minor: 0, specific: false }));
+    let generated = std::fs::read_to_string(&output.generated).unwrap();
+    assert!(generated.contains("CudaArch::specific(9, 0)"), "{generated}");
+    // The checks read the PTX behind the newest code, here the sm_90a SASS's.
+    let ptx = std::fs::read_to_string(output.generated.with_file_name("fixture.ptx")).unwrap();
+    assert!(ptx.contains(".target sm_90a"), "{ptx}");
+}
+
+/// A copy of the fixture kernels that a test may edit.
+fn copy_of_kernels(test: &str) -> PathBuf {
+    let dir = out_dir(&format!("{test}-kernels"));
+    for file in std::fs::read_dir(fixtures().join("kernels")).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, dir.join(file.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+fn build_in(manifest: &str, kernels: &Path, test: &str) -> KernelBuild {
+    KernelBuild::new(fixtures().join(manifest), kernels, out_dir(test))
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn only_the_modules_whose_inputs_changed_are_compiled_again() {
+    let kernels = copy_of_kernels("cache");
+    let build = build_in("two_modules.toml", &kernels, "cache").nvcc(nvcc());
+    let recompiled = || {
+        let output = build.run().unwrap();
+        assert!(output.problems.is_empty(), "{:?}", output.problems);
+        assert_eq!(output.images.len(), 2);
+        output.recompiled
+    };
+    assert_eq!(recompiled(), ["fixture", "signature"], "a fresh build compiles everything");
+    assert!(recompiled().is_empty(), "nothing changed");
+    // Rewritten with the same bytes: contents, not timestamps, decide.
+    let source = std::fs::read_to_string(kernels.join("signature.cu")).unwrap();
+    std::fs::write(kernels.join("signature.cu"), &source).unwrap();
+    assert!(recompiled().is_empty());
+    std::fs::write(kernels.join("signature.cu"), format!("{source}\n// edited\n")).unwrap();
+    assert_eq!(recompiled(), ["signature"]);
+    // A header recompiles exactly the modules that include it.
+    let header = std::fs::read_to_string(kernels.join("fixture_index.cuh")).unwrap();
+    std::fs::write(kernels.join("fixture_index.cuh"), format!("{header}// edited\n")).unwrap();
+    assert_eq!(recompiled(), ["fixture"]);
+    // So do other flags, for every module.
+    let output = build.clone().nvcc_flags(["-lineinfo"]).run().unwrap();
+    assert_eq!(output.recompiled, ["fixture", "signature"]);
 }
 
 /// The one-line report of a build of `manifest` that must fail its signature check.
 fn signature_error(manifest: &str, test: &str) -> String {
-    let error = build(manifest, test).nvcc(nvcc()).run().unwrap_err();
-    let message = error.to_string();
-    assert!(matches!(error, BuildError::Signatures { ref problems } if problems.len() == 1), "{message}");
-    message
+    let output = build(manifest, test).nvcc(nvcc()).run().unwrap();
+    assert!(matches!(output.problems.as_slice(), [Problem::Signature(_)]), "{:?}", output.problems);
+    problems(&output).remove(0)
 }
 
 #[test]
@@ -125,7 +253,7 @@ fn signature_error(manifest: &str, test: &str) -> String {
 fn a_kernel_with_a_parameter_too_few_fails_the_build() {
     assert_eq!(
         signature_error("too_few.toml", "too-few"),
-        "too_few.toml:3: signature::sig_scale: the manifest declares 3 parameters, the kernel takes 2"
+        "too_few.toml:3:1: signature::sig_scale: the manifest declares 3 parameters, the kernel takes 2"
     );
 }
 
@@ -134,7 +262,7 @@ fn a_kernel_with_a_parameter_too_few_fails_the_build() {
 fn a_float_buffer_where_the_manifest_says_bf16_fails_the_build() {
     assert_eq!(
         signature_error("wrong_element.toml", "wrong-element"),
-        "wrong_element.toml:3: signature::sig_widen parameter 1 `dst`: the manifest declares `bf16*`, \
+        "wrong_element.toml:3:1: signature::sig_widen parameter 1 `dst`: the manifest declares `bf16*`, \
          the kernel declares `f32*`"
     );
 }
@@ -144,7 +272,7 @@ fn a_float_buffer_where_the_manifest_says_bf16_fails_the_build() {
 fn a_missing_const_fails_the_build() {
     assert_eq!(
         signature_error("missing_const.toml", "missing-const"),
-        "missing_const.toml:3: signature::sig_copy parameter 0 `src`: the manifest declares `const bf16*`, \
+        "missing_const.toml:3:1: signature::sig_copy parameter 0 `src`: the manifest declares `const bf16*`, \
          the kernel declares `bf16*`"
     );
 }
@@ -154,7 +282,7 @@ fn a_missing_const_fails_the_build() {
 fn a_u64_where_the_manifest_says_u32_fails_the_build() {
     assert_eq!(
         signature_error("wrong_width.toml", "wrong-width"),
-        "wrong_width.toml:3: signature::sig_fill parameter 1 `n`: the manifest declares `u32`, \
+        "wrong_width.toml:3:1: signature::sig_fill parameter 1 `n`: the manifest declares `u32`, \
          the kernel declares `u64`"
     );
 }
@@ -162,19 +290,19 @@ fn a_u64_where_the_manifest_says_u32_fails_the_build() {
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
 fn every_mismatch_of_every_module_is_reported_at_once_in_manifest_order() {
-    let error = build("all_mismatches.toml", "all-mismatches").nvcc(nvcc()).run().unwrap_err();
-    assert!(matches!(error, BuildError::Signatures { .. }), "{error}");
+    let output = build("all_mismatches.toml", "all-mismatches").nvcc(nvcc()).run().unwrap();
+    assert!(output.problems.iter().all(|problem| matches!(problem, Problem::Signature(_))));
     assert_eq!(
-        error.to_string().lines().collect::<Vec<_>>(),
+        problems(&output),
         [
-            "all_mismatches.toml:4: signature::sig_fill parameter 1 `n`: the manifest declares `u32`, \
+            "all_mismatches.toml:4:1: signature::sig_fill parameter 1 `n`: the manifest declares `u32`, \
              the kernel declares `u64`",
-            "all_mismatches.toml:5: signature::sig_scale: the manifest declares 3 parameters, the kernel takes 2",
-            "all_mismatches.toml:6: fixture::fixture_add parameter 2 `n`: the manifest declares `i32`, \
+            "all_mismatches.toml:5:1: signature::sig_scale: the manifest declares 3 parameters, the kernel takes 2",
+            "all_mismatches.toml:6:1: fixture::fixture_add parameter 2 `n`: the manifest declares `i32`, \
              the kernel declares `u32`",
-            "all_mismatches.toml:7: signature::sig_widen parameter 1 `dst`: the manifest declares `bf16*`, \
+            "all_mismatches.toml:7:1: signature::sig_widen parameter 1 `dst`: the manifest declares `bf16*`, \
              the kernel declares `f32*`",
-            "all_mismatches.toml:8: signature::sig_copy parameter 0 `src`: the manifest declares `const bf16*`, \
+            "all_mismatches.toml:8:1: signature::sig_copy parameter 0 `src`: the manifest declares `const bf16*`, \
              the kernel declares `bf16*`",
         ]
     );

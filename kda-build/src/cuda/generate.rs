@@ -108,7 +108,9 @@ mod tests {
         };
         let source = generated.source();
         assert!(
-            source.contains("::core::compile_error!(\"kernels.toml:3:1: `gemm::gone` is not in kernels/gemm.cu\");"),
+            source.contains(
+                "::core::compile_error!(\"kernels.toml:3:1: `gemm::gone` is not in kernels/gemm.cu\");"
+            ),
             "{source}"
         );
         assert!(source.contains("pub const BLOCK: u32 = 128;"), "{source}");

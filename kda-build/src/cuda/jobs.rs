@@ -7,7 +7,11 @@ use std::sync::{Mutex, PoisonError};
 
 /// `work` applied to every item, by at most `jobs` threads at once; results in item order. A
 /// panic in `work` is resumed on the caller.
-pub(super) fn run_bounded<I: Sync, T: Send>(jobs: usize, items: &[I], work: impl Fn(&I) -> T + Sync) -> Vec<T> {
+pub(super) fn run_bounded<I: Sync, T: Send>(
+    jobs: usize,
+    items: &[I],
+    work: impl Fn(&I) -> T + Sync,
+) -> Vec<T> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<T>>> = Mutex::new(items.iter().map(|_| None).collect());
     std::thread::scope(|scope| {

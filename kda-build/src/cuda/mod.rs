@@ -269,7 +269,8 @@ impl KernelBuild {
         self.rerun_if_changed();
         let name = self.manifest_name();
         let text = read(&self.manifest)?;
-        let mut output = BuildOutput { generated: self.out_dir.join(&self.out_file), ..BuildOutput::default() };
+        let mut output =
+            BuildOutput { generated: self.out_dir.join(&self.out_file), ..BuildOutput::default() };
         let manifest = match Manifest::parse(&name, &text) {
             Ok(manifest) => manifest,
             Err(error) => {
@@ -323,9 +324,16 @@ impl KernelBuild {
     ) -> Result<(), BuildError> {
         let plan = Plan::new(&self.targets);
         let args = self.nvcc_args(manifest, &plan);
-        let compiler =
-            Compiler { nvcc, manifest, manifest_name: name, out_dir: &self.out_dir, args: &args, plan: &plan };
-        let results = jobs::run_bounded(self.jobs, modules, |(module, source)| compiler.compile(module, source));
+        let compiler = Compiler {
+            nvcc,
+            manifest,
+            manifest_name: name,
+            out_dir: &self.out_dir,
+            args: &args,
+            plan: &plan,
+        };
+        let results =
+            jobs::run_bounded(self.jobs, modules, |(module, source)| compiler.compile(module, source));
         let mut ptx_by_module = Vec::new();
         let mut signature_problems = Vec::new();
         for ((module, _), result) in modules.iter().zip(results) {
@@ -335,7 +343,12 @@ impl KernelBuild {
                         output.recompiled.push(module.clone());
                     }
                     let widest = plan.widest_ptx().zip(ptx_isa(&ptx));
-                    output.images.push(BuiltImage { module: module.clone(), fatbin, sass: plan.sass.clone(), ptx: widest });
+                    output.images.push(BuiltImage {
+                        module: module.clone(),
+                        fatbin,
+                        sass: plan.sass.clone(),
+                        ptx: widest,
+                    });
                     ptx_by_module.push((module.clone(), ptx));
                 }
                 Compiled::Rejected(problems) => {
@@ -350,7 +363,8 @@ impl KernelBuild {
         }
         let exported: Vec<(String, Vec<String>)> =
             ptx_by_module.iter().map(|(module, ptx)| (module.clone(), ptx_entries(ptx))).collect();
-        let entry_problems = check_entries(manifest, name, &self.kernels_dir, &exported, &mut output.warnings);
+        let entry_problems =
+            check_entries(manifest, name, &self.kernels_dir, &exported, &mut output.warnings);
         output.problems.extend(entry_problems.into_iter().map(Problem::Entry));
         signature_problems.extend(signature::check_ptx_params(manifest, name, &ptx_by_module));
         signature::sort_problems(&mut signature_problems);
@@ -374,7 +388,12 @@ impl KernelBuild {
 
     /// Every module the manifest lists, once, in manifest order, with its absolute source; a
     /// problem for each one without a source.
-    fn modules(&self, manifest: &Manifest, name: &str, problems: &mut Vec<Problem>) -> Vec<(String, PathBuf)> {
+    fn modules(
+        &self,
+        manifest: &Manifest,
+        name: &str,
+        problems: &mut Vec<Problem>,
+    ) -> Vec<(String, PathBuf)> {
         let mut modules: Vec<(String, PathBuf)> = Vec::new();
         // A set, not a scan of `modules`: a manifest may list 100,000 modules.
         let mut seen = std::collections::HashSet::new();
@@ -421,10 +440,10 @@ impl KernelBuild {
         let relative = self.crate_root.as_deref().and_then(|root| self.manifest.strip_prefix(root).ok());
         let name = match relative {
             Some(relative) => relative.to_string_lossy().into_owned(),
-            None => self
-                .manifest
-                .file_name()
-                .map_or_else(|| self.manifest.display().to_string(), |name| name.to_string_lossy().into_owned()),
+            None => self.manifest.file_name().map_or_else(
+                || self.manifest.display().to_string(),
+                |name| name.to_string_lossy().into_owned(),
+            ),
         };
         crate::manifest::namespace::manifest_key(&name)
     }

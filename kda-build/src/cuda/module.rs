@@ -53,12 +53,15 @@ impl Compiler<'_> {
             .chain(self.args.iter().map(String::as_str))
             .collect();
         let command = Fingerprint::of_command(&command);
-        let cached = Record::read(&record_path)
-            .is_some_and(|record| record.is_current(command))
+        let cached = Record::read(&record_path).is_some_and(|record| record.is_current(command))
             && outputs.fatbin.is_file()
             && outputs.ptx.is_file();
         if cached {
-            return Ok(Compiled::Image { ptx: read(&outputs.ptx)?, fatbin: outputs.fatbin, recompiled: false });
+            return Ok(Compiled::Image {
+                ptx: read(&outputs.ptx)?,
+                fatbin: outputs.fatbin,
+                recompiled: false,
+            });
         }
         // A failed compile leaves no record: the next build tries again.
         let _ = std::fs::remove_file(&record_path);
@@ -80,8 +83,10 @@ impl Compiler<'_> {
         match signature::problems_from_nvcc(&diagnostics, self.manifest, self.manifest_name, module) {
             Some(problems) => problems.into_iter().map(Problem::Signature).collect(),
             None => vec![Problem::Compile {
-                listed_at: first_entry(self.manifest, module)
-                    .map_or_else(|| self.manifest_name.to_owned(), |entry| listed_at(self.manifest_name, entry)),
+                listed_at: first_entry(self.manifest, module).map_or_else(
+                    || self.manifest_name.to_owned(),
+                    |entry| listed_at(self.manifest_name, entry),
+                ),
                 path: source.to_owned(),
                 diagnostics,
             }],

@@ -79,9 +79,13 @@ impl Nvcc {
             Ok(()) => {
                 let kept = kept_ptx(&keep, unit, checked).ok_or_else(|| BuildError::Io {
                     path: keep.clone(),
-                    source: std::io::Error::other(format!("nvcc kept no {} PTX", Plan::virtual_name(checked))),
+                    source: std::io::Error::other(format!(
+                        "nvcc kept no {} PTX",
+                        Plan::virtual_name(checked)
+                    )),
                 })?;
-                std::fs::rename(&kept, &outputs.ptx).map_err(|source| BuildError::Io { path: kept, source })?;
+                std::fs::rename(&kept, &outputs.ptx)
+                    .map_err(|source| BuildError::Io { path: kept, source })?;
                 Ok(Ok(()))
             }
         });

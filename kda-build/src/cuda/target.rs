@@ -125,10 +125,10 @@ impl Plan {
     /// nvcc's `-gencode` flags for the plan: each SASS from its own virtual architecture, and
     /// the PTX kept as such.
     pub fn gencode_flags(&self) -> Vec<String> {
-        let sass = self.sass.iter().map(|arch| {
-            format!("-gencode=arch=compute_{0},code=sm_{0}", arch.digits())
-        });
-        let ptx = self.ptx.iter().map(|arch| format!("-gencode=arch=compute_{0},code=compute_{0}", arch.digits()));
+        let sass =
+            self.sass.iter().map(|arch| format!("-gencode=arch=compute_{0},code=sm_{0}", arch.digits()));
+        let ptx =
+            self.ptx.iter().map(|arch| format!("-gencode=arch=compute_{0},code=compute_{0}", arch.digits()));
         sass.chain(ptx).collect()
     }
 

@@ -126,9 +126,7 @@ fn c_spelling(ty: &ParamType) -> String {
 /// Sorts problems into manifest order (a count before the parameters of its entry) and drops
 /// repeats, so merged reports of several modules read like one.
 pub(super) fn sort_problems(problems: &mut Vec<SignatureProblem>) {
-    let line = |problem: &SignatureProblem| {
-        listed_line(&problem.listed_at)
-    };
+    let line = |problem: &SignatureProblem| listed_line(&problem.listed_at);
     let position = |problem: &SignatureProblem| match &problem.mismatch {
         SignatureMismatch::Count { .. } | SignatureMismatch::UnreadablePtx => 0,
         SignatureMismatch::Type { index, .. } | SignatureMismatch::Width { index, .. } => index + 1,
