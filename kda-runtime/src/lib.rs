@@ -39,7 +39,7 @@ pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use handle::{BackendId, KernelHandle};
-pub use image::KernelImage;
+pub use image::{CudaArch, ImageCoverage, ImageSet, Incompatibility, KernelImage, PtxImage};
 pub use lookup::{LookupError, try_kernel};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use signature::Signature;
