@@ -2,13 +2,13 @@
 //! binary carries an image of every module the table lists (when nvcc was there to build them).
 #![cfg(feature = "cuda")]
 
-use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES, KERNEL_IMAGES_MISSING};
+use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES};
 use kda_runtime::BackendError;
 use kda_runtime::cuda::CudaBackend;
 
 #[test]
 fn the_backend_is_an_err_exactly_where_the_driver_has_no_device() {
-    match (CudaBackend::device_count(), CudaBackend::new(0, KERNEL_IMAGES)) {
+    match (CudaBackend::device_count(), CudaBackend::new(0, &[&KERNEL_IMAGES])) {
         (
             Err(BackendError::Unavailable { reason, .. }),
             Err(BackendError::Unavailable { reason: again, .. }),
@@ -29,7 +29,7 @@ fn the_backend_is_an_err_exactly_where_the_driver_has_no_device() {
 
 #[test]
 fn a_device_that_does_not_exist_is_an_err() {
-    assert!(matches!(CudaBackend::new(4096, KERNEL_IMAGES), Err(BackendError::Unavailable { .. })));
+    assert!(matches!(CudaBackend::new(4096, &[&KERNEL_IMAGES]), Err(BackendError::Unavailable { .. })));
 }
 
 /// Where `bytes` contains `needle`.
@@ -39,16 +39,15 @@ fn contains(bytes: &[u8], needle: &[u8]) -> bool {
 
 #[test]
 fn the_embedded_images_cover_every_entry_of_the_table() {
-    if let Some(why) = KERNEL_IMAGES_MISSING {
+    if let Some(why) = KERNEL_IMAGES.missing {
         // Built without nvcc (CI builds with it, KDA_REQUIRE_NVCC=1): no image, and why.
-        assert!(KERNEL_IMAGES.is_empty());
+        assert!(KERNEL_IMAGES.images.is_empty());
         assert!(why.contains("nvcc"), "{why}");
         return;
     }
     for entry in &Glm5NextKdaKernels::ENTRIES {
         let image = KERNEL_IMAGES
-            .iter()
-            .find(|image| image.module == entry.module)
+            .image(entry.module)
             .unwrap_or_else(|| panic!("no image of module `{}`", entry.module));
         // Every fatbin starts with the fatbin magic 0xBA55ED50 (little-endian).
         assert_eq!(image.fatbin[..4], [0x50, 0xED, 0x55, 0xBA], "{}", entry.module);

@@ -12,7 +12,7 @@
 use kda::block::Glm5NextKdaBlock;
 use kda::cases::{Check, HostData, HostOutput, KernelCase};
 use kda::geometry::{GateLaw, KdaGeometry};
-use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES, KERNEL_IMAGES_MISSING};
+use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES};
 use kda::weights::{HostWeights, synthetic_hidden};
 use kda_runtime::cpu::CpuBackend;
 use kda_runtime::cuda::CudaBackend;
@@ -26,10 +26,10 @@ const BLOCK_BOUND: f64 = 2e-3;
 
 /// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
 fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
-    if let Some(why) = KERNEL_IMAGES_MISSING {
+    if let Some(why) = KERNEL_IMAGES.missing {
         panic!("no CUDA kernel images in this test binary: {why}");
     }
-    let gpu = CudaBackend::new(0, KERNEL_IMAGES).unwrap_or_else(|error| panic!("no GPU: {error}"));
+    let gpu = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap_or_else(|error| panic!("no GPU: {error}"));
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     // Every module is built for the target, so the optional entries must resolve too.
     assert!(

@@ -3,7 +3,7 @@
 //! build leaves beside the images. What the driver reports for a loaded function is this layout:
 //! each parameter at its offset in the parameter buffer, with its size.
 
-use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES_MISSING};
+use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES};
 use kda_build::cuda::ptx_params;
 use kda_runtime::signature::{KernelParam, ParamSlot, ScalarKind, Signature, compare_layout};
 
@@ -17,7 +17,7 @@ fn compiled_layout(module: &str, entry: &str) -> Vec<ParamSlot> {
 
 /// Whether this build compiled the kernels (CI always does: `KDA_REQUIRE_NVCC=1`).
 fn compiled() -> bool {
-    match KERNEL_IMAGES_MISSING {
+    match KERNEL_IMAGES.missing {
         Some(why) => {
             assert!(std::env::var("KDA_REQUIRE_NVCC").as_deref() != Ok("1"), "nvcc is required: {why}");
             eprintln!("no kernels were compiled ({why}): nothing to compare");
