@@ -10,12 +10,12 @@ use kda_runtime::KernelTable;
 pub struct Glm5NextKda;
 
 mod compiled {
-    include!(concat!(env!("OUT_DIR"), "/kda_kernels.rs"));
+    kda_runtime::include_kernels!();
 }
 
+pub use compiled::KERNEL_IMAGES;
 /// The manifest's `[defines]`, the constants the kernels are compiled with.
 pub use compiled::defines;
-pub use compiled::{KERNEL_IMAGES, KERNEL_IMAGES_MISSING};
 
 /// The manifest the tables were derived from, as compiled into this crate.
 pub const MANIFEST: &str = include_str!("../kernels.toml");

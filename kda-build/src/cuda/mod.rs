@@ -214,7 +214,7 @@ impl KernelBuild {
             output.warnings.extend(nvcc.version_warning());
             output.images = self.compile_all(nvcc, &manifest, &modules, &mut output.warnings)?;
         }
-        let generated = generate::rust_source(&manifest, &output.images, nvcc.is_none());
+        let generated = generate::rust_source(&manifest, &self.manifest_name, &output.images, nvcc.is_none());
         output.generated = self.out_dir.join("kda_kernels.rs");
         write(&output.generated, &generated)?;
         if self.cargo_directives {
