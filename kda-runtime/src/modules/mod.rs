@@ -95,12 +95,7 @@ pub enum LoadError {
 
 /// Two images of one module of one namespace given to one cache: which of its kernels a lookup
 /// would find would be a guess.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "image sets {} and {} (in the order given) both carry module `{module}` of `{namespace}`: \
-     pass each crate's `KERNEL_IMAGES` once",
-    sets.0, sets.1
-)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DuplicateModule {
     /// The namespace.
     pub namespace: &'static str,
@@ -110,6 +105,26 @@ pub struct DuplicateModule {
     /// carried it again (the same where one set carries it twice).
     pub sets: (usize, usize),
 }
+
+impl std::fmt::Display for DuplicateModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { namespace, module, sets: (first, again) } = self;
+        if first == again {
+            write!(
+                f,
+                "image set {first} (in the order given) carries module `{module}` of `{namespace}` twice"
+            )
+        } else {
+            write!(
+                f,
+                "image sets {first} and {again} (in the order given) both carry module `{module}` of \
+                 `{namespace}`: pass each crate's `KERNEL_IMAGES` once"
+            )
+        }
+    }
+}
+
+impl std::error::Error for DuplicateModule {}
 
 /// A function the cache issued a handle index for, and the entry it was found for: launches are
 /// checked against that entry's signature.

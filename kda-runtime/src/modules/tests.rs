@@ -224,6 +224,10 @@ fn one_module_in_two_distinct_sets_is_an_error_naming_both() {
     };
     let error = ModuleCache::new(Recording::default(), &[&TWICE]).err().unwrap();
     assert_eq!(error.sets, (0, 0));
+    assert_eq!(
+        error.to_string(),
+        "image set 0 (in the order given) carries module `gemm` of `twice@0.1.0:kernels.toml` twice"
+    );
 }
 
 #[test]
