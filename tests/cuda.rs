@@ -8,7 +8,7 @@ use kda_runtime::cuda::CudaBackend;
 
 #[test]
 fn the_backend_is_an_err_exactly_where_the_driver_has_no_device() {
-    match (CudaBackend::device_count(), CudaBackend::new(0, KERNEL_IMAGES.images)) {
+    match (CudaBackend::device_count(), CudaBackend::new(0, &[&KERNEL_IMAGES])) {
         (
             Err(BackendError::Unavailable { reason, .. }),
             Err(BackendError::Unavailable { reason: again, .. }),
@@ -29,7 +29,7 @@ fn the_backend_is_an_err_exactly_where_the_driver_has_no_device() {
 
 #[test]
 fn a_device_that_does_not_exist_is_an_err() {
-    assert!(matches!(CudaBackend::new(4096, KERNEL_IMAGES.images), Err(BackendError::Unavailable { .. })));
+    assert!(matches!(CudaBackend::new(4096, &[&KERNEL_IMAGES]), Err(BackendError::Unavailable { .. })));
 }
 
 /// Where `bytes` contains `needle`.
@@ -47,9 +47,7 @@ fn the_embedded_images_cover_every_entry_of_the_table() {
     }
     for entry in &Glm5NextKdaKernels::ENTRIES {
         let image = KERNEL_IMAGES
-            .images
-            .iter()
-            .find(|image| image.module == entry.module)
+            .image(entry.module)
             .unwrap_or_else(|| panic!("no image of module `{}`", entry.module));
         // Every fatbin starts with the fatbin magic 0xBA55ED50 (little-endian).
         assert_eq!(image.fatbin[..4], [0x50, 0xED, 0x55, 0xBA], "{}", entry.module);

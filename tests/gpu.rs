@@ -29,7 +29,7 @@ fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
     if let Some(why) = KERNEL_IMAGES.missing {
         panic!("no CUDA kernel images in this test binary: {why}");
     }
-    let gpu = CudaBackend::new(0, KERNEL_IMAGES.images).unwrap_or_else(|error| panic!("no GPU: {error}"));
+    let gpu = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap_or_else(|error| panic!("no GPU: {error}"));
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     // Every module is built for the target, so the optional entries must resolve too.
     assert!(

@@ -3,7 +3,7 @@
 //! build leaves beside the images. What the driver reports for a loaded function is this layout:
 //! each parameter at its offset in the parameter buffer, with its size.
 
-use kda::kernels::Glm5NextKdaKernels;
+use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES};
 use kda_build::cuda::ptx_params;
 use kda_runtime::signature::{KernelParam, ParamSlot, ScalarKind, Signature, compare_layout};
 

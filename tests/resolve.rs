@@ -2,7 +2,7 @@
 //! what must never be swallowed.
 
 use kda::kernels::glm5next_kda;
-use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
+use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, KERNEL_IMAGES};
 use kda_runtime::testing::FakeBackend;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
@@ -27,6 +27,22 @@ fn entries_carry_the_manifest_lines_in_order() {
     }
     let lines: Vec<u32> = Glm5NextKdaKernels::ENTRIES.iter().map(|e| e.line).collect();
     assert!(lines.is_sorted());
+}
+
+#[test]
+fn the_entries_resolve_in_the_namespace_of_the_images_built_from_their_manifest() {
+    let namespace = Glm5NextKdaKernels::NAMESPACE;
+    assert_eq!(namespace, concat!("kda@", env!("CARGO_PKG_VERSION"), ":kernels.toml"));
+    assert!(Glm5NextKdaKernels::ENTRIES.iter().all(|entry| entry.namespace == namespace));
+    assert_eq!(KERNEL_IMAGES.namespace, namespace);
+    // Another crate's table of the same modules is not carried by a target carrying this one.
+    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let theirs = KernelEntry { namespace: "theirs@1.0.0:kernels.toml", ..*glm5next_kda::gemm::ENTRY };
+    let error = gpu.lookup(&theirs).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "module `gemm` of `theirs@1.0.0:kernels.toml` is not built for this target"
+    );
 }
 
 #[test]
@@ -68,13 +84,16 @@ fn three_missing_required_entries_are_named_in_one_error() {
     // Nothing stops early: every entry was looked up.
     assert_eq!(gpu.lookups().len(), 16);
     let message = error.to_string();
+    let namespace = Glm5NextKdaKernels::NAMESPACE;
     assert_eq!(
         message,
-        "kernel table `glm5next_kda` cannot be resolved on fake backend (test double): \
-         3 required entry points missing\n  \
-         - field `gemm`: gemm::dense_gemm_bf16 (required, kernels.toml:13): module `gemm` is not built for this target\n  \
-         - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:45): module `kda_chunk` has no entry point `kda_chunk_scan`\n  \
-         - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:67): module `kda_layer_ops` has no entry point `kda_fill_f32`"
+        format!(
+            "kernel table `glm5next_kda` cannot be resolved on fake backend (test double): \
+             3 required entry points missing\n  \
+             - field `gemm`: gemm::dense_gemm_bf16 (required, kernels.toml:13): module `gemm` of `{namespace}` is not built for this target\n  \
+             - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:45): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
+             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:67): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
+        )
     );
 }
 

@@ -147,7 +147,7 @@ fn bench(
 /// The CUDA backend on device 0 with the kernel images built into this binary, or why not.
 #[cfg(feature = "cuda")]
 fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
-    let gpu = kda_runtime::cuda::CudaBackend::new(0, kda::kernels::KERNEL_IMAGES.images)?;
+    let gpu = kda_runtime::cuda::CudaBackend::new(0, &[&kda::kernels::KERNEL_IMAGES])?;
     if let Some(why) = kda::kernels::KERNEL_IMAGES.missing {
         bail!("this binary carries no CUDA kernel images: {why}");
     }

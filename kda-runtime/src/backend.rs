@@ -130,12 +130,14 @@ pub trait GpuBackend: Send + Sync {
     /// What this backend is, for reports and error messages ("CUDA device 0 (NVIDIA H200, sm_90)").
     fn describe(&self) -> String;
 
-    /// Whether this target carries `module` at all (built for it, registered on it).
+    /// Whether this target carries a module named `module` at all (built for it, registered on
+    /// it), in any namespace.
     fn has_module(&self, module: &str) -> bool;
 
-    /// Looks `entry` up. "Not found" (module not carried, entry not in it) is told apart from a
-    /// failure (a module that fails to load, a driver error, a kernel whose parameters disagree
-    /// with the entry's signature): see [`LookupError`]. The handle remembers the entry, so its
+    /// Looks `entry` up, by its namespace, module and entry point. "Not found" (module not
+    /// carried, entry not in it) is told apart from a failure (a module that fails to load or has
+    /// no code for this device, a driver error, a kernel whose parameters disagree with the
+    /// entry's signature): see [`LookupError`]. The handle remembers the entry, so its
     /// launches are checked against the entry's signature.
     fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError>;
 

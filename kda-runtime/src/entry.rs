@@ -7,6 +7,11 @@ use crate::Signature;
 /// order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelEntry {
+    /// The namespace of its manifest, `<crate>@<version>:<manifest path>`: the kernel is looked
+    /// up by `(namespace, module, entry)`, so two crates' `gemm` modules never collide. The
+    /// images a crate's build compiles carry the same namespace
+    /// ([`ImageSet::namespace`](crate::ImageSet::namespace)).
+    pub namespace: &'static str,
     /// The manifest table it belongs to.
     pub table: &'static str,
     /// The field of the generated handles struct.
@@ -25,10 +30,19 @@ pub struct KernelEntry {
 }
 
 impl KernelEntry {
-    /// An entry of no table without a signature, for carrying a kernel by name (test fakes,
-    /// ad-hoc lookups).
+    /// An entry of no table and no namespace (`""`), without a signature, for carrying a kernel
+    /// by name (test fakes, ad-hoc lookups).
     pub const fn named(module: &'static str, entry: &'static str) -> Self {
-        Self { table: "", field: entry, module, entry, required: true, line: 0, signature: None }
+        Self {
+            namespace: "",
+            table: "",
+            field: entry,
+            module,
+            entry,
+            required: true,
+            line: 0,
+            signature: None,
+        }
     }
 
     /// `table.field`, the name launch errors use.

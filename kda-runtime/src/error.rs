@@ -119,6 +119,9 @@ pub enum BackendError {
         /// Why.
         reason: String,
     },
+    /// Two image sets given to one backend carry the same module of one namespace.
+    #[error(transparent)]
+    DuplicateModule(#[from] crate::modules::DuplicateModule),
     /// A driver or runtime call failed.
     #[error("{operation} failed: {source}")]
     Driver {

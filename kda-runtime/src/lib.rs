@@ -1,6 +1,11 @@
 //! The runtime side of kda: kernel handles, the [`KernelTable`] trait that `#[derive(KernelTable)]`
 //! implements, the [`GpuBackend`] trait every backend implements, and the errors of resolving a
-//! table on a backend.
+//! table on a backend; the kernel images a crate's build embeds ([`ImageSet`], included with
+//! [`include_kernels!`]) and the [module cache](modules) that backends load them through.
+//!
+//! Every kernel is looked up by `(namespace, module, entry)`, the namespace naming the crate and
+//! manifest it comes from ([`KernelEntry::namespace`]), so one backend carries several crates'
+//! kernels without two `gemm` modules colliding.
 //!
 //! A model crate depends on this crate alone: the derive is re-exported here, and the code it
 //! generates names only `::kda_runtime` paths.
@@ -28,6 +33,7 @@ mod handle;
 pub mod host;
 mod image;
 mod lookup;
+pub mod modules;
 mod registry;
 mod resolve;
 pub mod signature;

@@ -1,5 +1,5 @@
-//! The kernels a host-side backend carries, by `(module, entry)`, and the handles it issues for
-//! them: shared by the CPU backend and the test fake.
+//! The kernels a host-side backend carries, by `(namespace, module, entry)`, and the handles it
+//! issues for them: shared by the CPU backend and the test fake.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -41,8 +41,8 @@ impl<K> Registered<K> {
 #[derive(Debug)]
 pub(crate) struct KernelRegistry<K> {
     backend: BackendId,
-    /// module → entry → index into `kernels`.
-    modules: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
+    /// (namespace, module) → entry → index into `kernels`.
+    modules: BTreeMap<(&'static str, &'static str), BTreeMap<&'static str, u32>>,
     /// index → the kernel; `None` once removed, so a handle issued before the removal is refused
     /// instead of still launching it.
     kernels: Vec<Option<Registered<K>>>,
@@ -54,10 +54,12 @@ impl<K> KernelRegistry<K> {
         Self { backend, modules: BTreeMap::new(), kernels: Vec::new() }
     }
 
-    /// Carries `entry` with `kernel`, replacing what was registered under its `module::entry`.
+    /// Carries `entry` with `kernel`, replacing what was registered under its namespace,
+    /// module and entry point.
     pub fn insert(&mut self, entry: KernelEntry, kernel: K) {
         let next = u32::try_from(self.kernels.len()).unwrap_or(u32::MAX);
-        let index = *self.modules.entry(entry.module).or_default().entry(entry.entry).or_insert(next);
+        let module = self.modules.entry((entry.namespace, entry.module)).or_default();
+        let index = *module.entry(entry.entry).or_insert(next);
         let registered = Some(Registered { entry, kernel, equal_seen: AtomicPtr::default() });
         match self.kernels.get_mut(index as usize) {
             Some(slot) => *slot = registered,
@@ -65,21 +67,23 @@ impl<K> KernelRegistry<K> {
         }
     }
 
-    /// No longer carries `module::entry`; a module left with no entry is no longer carried.
+    /// No longer carries `module::entry`, in any namespace; a module left with no entry is no
+    /// longer carried.
     pub fn remove(&mut self, module: &str, entry: &str) {
-        if let Some(entries) = self.modules.get_mut(module) {
-            if let Some(index) = entries.remove(entry) {
-                self.kernels[index as usize] = None;
+        let kernels = &mut self.kernels;
+        self.modules.retain(|&(_, name), entries| {
+            if name == module
+                && let Some(index) = entries.remove(entry)
+            {
+                kernels[index as usize] = None;
             }
-            if entries.is_empty() {
-                self.modules.remove(module);
-            }
-        }
+            !entries.is_empty()
+        });
     }
 
-    /// Whether any entry of `module` is carried.
+    /// Whether any entry of a module named `module` is carried, in any namespace.
     pub fn has_module(&self, module: &str) -> bool {
-        self.modules.contains_key(module)
+        self.modules.keys().any(|&(_, name)| name == module)
     }
 
     /// The handle of `entry`, or which of module and entry is not carried, or that the kernel was
@@ -87,12 +91,9 @@ impl<K> KernelRegistry<K> {
     pub fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
         let entries = self
             .modules
-            .get(entry.module)
-            .ok_or_else(|| LookupError::ModuleNotCarried { module: entry.module.to_owned() })?;
-        let index = *entries.get(entry.entry).ok_or_else(|| LookupError::EntryNotInModule {
-            module: entry.module.to_owned(),
-            entry: entry.entry.to_owned(),
-        })?;
+            .get(&(entry.namespace, entry.module))
+            .ok_or_else(|| LookupError::module_not_carried(entry))?;
+        let index = *entries.get(entry.entry).ok_or_else(|| LookupError::entry_not_in_module(entry))?;
         if let Some(registered) = self.kernels.get(index as usize).and_then(Option::as_ref)
             && !registered.takes(entry.signature)
         {
@@ -121,11 +122,15 @@ impl<K> KernelRegistry<K> {
             .ok_or_else(|| BackendError::UnknownHandle { backend: backend.to_owned(), index: handle.index() })
     }
 
-    /// Every carried `module::entry`, by module then entry.
+    /// Every carried `module::entry`, followed by its namespace where it has one, by namespace,
+    /// module and entry.
     pub fn names(&self) -> impl Iterator<Item = String> + '_ {
-        self.modules
-            .iter()
-            .flat_map(|(module, entries)| entries.keys().map(move |entry| format!("{module}::{entry}")))
+        self.modules.iter().flat_map(|((namespace, module), entries)| {
+            entries.keys().map(move |entry| match *namespace {
+                "" => format!("{module}::{entry}"),
+                namespace => format!("{module}::{entry} ({namespace})"),
+            })
+        })
     }
 }
 

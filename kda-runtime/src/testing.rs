@@ -58,6 +58,12 @@ struct Record {
 /// every backend) and recorded. Memory is real host memory, so copies
 /// round-trip.
 ///
+/// Kernels are carried by `(namespace, module, entry)`, as on every backend: a table's entries
+/// ([`FakeBackend::with_table`], [`FakeBackend::with_entry`]) in their manifest's namespace, a
+/// kernel named by [`FakeBackend::with_kernel`] in the empty namespace of
+/// [`KernelEntry::named`]. Emulating a target that lacks a kernel ([`FakeBackend::without`],
+/// [`FakeBackend::failing_module`]) goes by name, in every namespace.
+///
 /// ```
 /// use kda_runtime::testing::FakeBackend;
 /// use kda_runtime::{GpuBackend, KernelEntry, LookupError};
@@ -73,7 +79,7 @@ struct Record {
 pub struct FakeBackend {
     memory: HostMemory,
     kernels: KernelRegistry<()>,
-    /// module → the message its lookups fail with.
+    /// module → the message its lookups fail with, in every namespace.
     failing: HashMap<String, String>,
     record: Mutex<Record>,
 }
@@ -96,12 +102,13 @@ impl FakeBackend {
         }
     }
 
-    /// Also carries `module::entry`, without a signature (only unchecked launches run it).
+    /// Also carries `module::entry` in the empty namespace (the lookups of
+    /// [`KernelEntry::named`] find it), without a signature (only unchecked launches run it).
     pub fn with_kernel(self, module: &'static str, entry: &'static str) -> Self {
         self.with_entry(&KernelEntry::named(module, entry))
     }
 
-    /// Also carries `entry`, launched against its signature.
+    /// Also carries `entry`, in its namespace, launched against its signature.
     pub fn with_entry(mut self, entry: &KernelEntry) -> Self {
         self.kernels.insert(*entry, ());
         self
@@ -112,13 +119,15 @@ impl FakeBackend {
         T::ENTRIES.iter().fold(self, |gpu, entry| gpu.with_entry(entry))
     }
 
-    /// No longer carries `module::entry`; a module left with no entry is no longer carried.
+    /// No longer carries `module::entry`, in any namespace; a module left with no entry is no
+    /// longer carried.
     pub fn without(mut self, module: &str, entry: &str) -> Self {
         self.kernels.remove(module, entry);
         self
     }
 
-    /// Lookups in `module` fail with `message`, as a module that does not load would.
+    /// Lookups in `module`, in any namespace, fail with `message`, as a module that does not
+    /// load would.
     pub fn failing_module(mut self, module: &str, message: &str) -> Self {
         self.failing.insert(module.to_owned(), message.to_owned());
         self
@@ -205,14 +214,11 @@ impl GpuBackend for FakeBackend {
         let (module, name) = (entry.module, entry.entry);
         self.record().lookups.push((module.to_owned(), name.to_owned()));
         if let Some(message) = self.failing.get(module) {
-            return Err(LookupError::Failed {
-                module: module.to_owned(),
-                entry: name.to_owned(),
-                source: Box::new(BackendError::Driver {
-                    operation: format!("loading module `{module}`"),
-                    source: message.clone().into(),
-                }),
-            });
+            let source = BackendError::Driver {
+                operation: format!("loading module `{module}`"),
+                source: message.clone().into(),
+            };
+            return Err(LookupError::failed(entry, source));
         }
         self.kernels.lookup(entry)
     }

@@ -9,6 +9,7 @@ use super::attr::{self, snake_case};
 use super::locate::{ManifestFile, locate};
 use super::tokens::{braced, bracketed, comma_separated, concat};
 use super::{DeriveSite, contract, counts, fallback, launcher};
+use crate::manifest::namespace::{manifest_key, namespace_expr};
 use crate::manifest::{Manifest, Table};
 
 /// The default manifest, relative to the crate root.
@@ -137,13 +138,18 @@ fn generate(
             let signature = contract::signature(entry)?;
             Ok(quote! {
                 ::kda_runtime::KernelEntry {
-                    table: #table_name, field: #field, module: #module, entry: #name,
+                    namespace: Self::NAMESPACE, table: #table_name, field: #field, module: #module, entry: #name,
                     required: #required, line: #line, signature: #signature,
                 }
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
     let entries = bracketed(comma_separated(entries));
+    // The build step names the namespace of the images it compiles from this manifest with the
+    // same expression, so the table resolves exactly those.
+    let namespace: TokenStream = namespace_expr(&manifest_key(manifest))
+        .parse()
+        .map_err(|error| format!("the namespace of `{manifest}` is not an expression: {error}"))?;
     let prelude = contract::prelude();
     let args_module = format_ident!("{}", snake_case(&marker.to_string()));
     let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, kernels, table, manifest);
@@ -159,6 +165,9 @@ fn generate(
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
     let impl_body = braced(concat([
         quote! {
+            /// The namespace the entries are looked up in, `<crate>@<version>:<manifest>`: that of
+            /// the `KERNEL_IMAGES` the crate's build compiles from the same manifest.
+            pub const NAMESPACE: &'static str = #namespace;
             /// Entry points in the table.
             pub const ENTRY_POINTS: usize = #entry_points;
             /// Entry points every target must carry.

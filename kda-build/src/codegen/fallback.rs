@@ -15,6 +15,7 @@ pub(super) fn expand(input: &DeriveInput, kernels: &Ident) -> TokenStream {
         #vis struct #kernels {}
 
         impl #kernels {
+            pub const NAMESPACE: &'static str = "";
             pub const ENTRY_POINTS: usize = 0;
             pub const REQUIRED_ENTRY_POINTS: usize = 0;
             pub const OPTIONAL_ENTRY_POINTS: usize = 0;

@@ -29,15 +29,18 @@ pub(super) fn locate(relative: &str, site: &DeriveSite) -> Result<ManifestFile, 
             .collect()
     };
     let Some(path) = candidates.iter().find(|path| path.is_file()) else {
-        let tried: Vec<String> = candidates.iter().map(|path| path.display().to_string()).collect();
+        // The crate root is named, not printed: it is the same for every manifest of the crate
+        // and, in a build of a copied crate, a path under the target directory.
+        let mut tried: Vec<String> = Vec::new();
+        if site.crate_root.is_some() && !Path::new(relative).is_absolute() {
+            tried.push("at the crate root".to_owned());
+        }
+        let rest = candidates.iter().skip(tried.len());
+        tried.extend(rest.map(|path| path.display().to_string()));
         return Err(format!(
-            "cannot find the kernel manifest `{relative}` (looked for {}); \
+            "cannot find the kernel manifest `{relative}` (looked for it {}); \
              `manifest` is relative to the crate root",
-            if tried.is_empty() {
-                "it nowhere: no crate root is known".to_owned()
-            } else {
-                tried.join(" and ")
-            }
+            if tried.is_empty() { "nowhere: no crate root is known".to_owned() } else { tried.join(" and at ") }
         ));
     };
     let text = std::fs::read_to_string(path)

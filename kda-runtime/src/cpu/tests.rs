@@ -144,14 +144,48 @@ fn lookup_tells_a_missing_module_from_a_missing_entry() {
     assert!(gpu.lookup(&AXPY).is_ok());
     assert!(matches!(
         gpu.lookup(&KernelEntry::named("norm", "axpy")),
-        Err(LookupError::ModuleNotCarried { module }) if module == "norm"
+        Err(LookupError::ModuleNotCarried { module, .. }) if module == "norm"
     ));
     let gemm = KernelEntry::named("blas", "gemm");
     assert!(matches!(
         gpu.lookup(&gemm),
-        Err(LookupError::EntryNotInModule { module, entry }) if module == "blas" && entry == "gemm"
+        Err(LookupError::EntryNotInModule { module, entry, .. }) if module == "blas" && entry == "gemm"
     ));
     assert_eq!(try_kernel(&gpu, &gemm).unwrap(), None);
+}
+
+#[test]
+fn kernels_of_two_crates_with_one_name_are_carried_apart_by_namespace() {
+    // Two crates' `blas::scale`: one scales by the factor, the other by twice the factor.
+    const OURS: KernelEntry = KernelEntry { namespace: "ours@1.0.0:kernels.toml", ..SCALE };
+    const THEIRS: KernelEntry = KernelEntry { namespace: "theirs@2.1.0:kernels.toml", ..SCALE };
+    let gpu = CpuBackend::new().with_kernel(&OURS, scale).with_kernel(&THEIRS, |mut args| {
+        let (y, factor) = (args.mut_f32(0)?, args.f32(1)?);
+        y.iter_mut().for_each(|y| *y *= 2.0 * factor);
+        Ok(())
+    });
+    let (ours, theirs) = (gpu.lookup(&OURS).unwrap(), gpu.lookup(&THEIRS).unwrap());
+    assert_ne!(ours, theirs);
+    let mut y = gpu.upload(&[1.0f32, 2.0]).unwrap();
+    for kernel in [ours, theirs] {
+        // SAFETY: the CPU backend checks every argument as it binds it.
+        unsafe { gpu.launch_unchecked(kernel, geometry(), &mut [(&mut y).into(), 3.0f32.into()]) }.unwrap();
+    }
+    assert_eq!(gpu.download::<f32>(&y).unwrap(), [18.0, 36.0]);
+    // Neither is the kernel of the empty namespace, and the error says which one was asked for.
+    let error = gpu.lookup(&SCALE).unwrap_err();
+    assert_eq!(error.to_string(), "module `blas` is not built for this target");
+    let elsewhere = KernelEntry { namespace: "other@0.1.0:kernels.toml", ..SCALE };
+    let error = gpu.lookup(&elsewhere).unwrap_err();
+    assert_eq!(error.to_string(), "module `blas` of `other@0.1.0:kernels.toml` is not built for this target");
+    let absent = KernelEntry { entry: "axpy", ..OURS };
+    let error = gpu.lookup(&absent).unwrap_err();
+    assert_eq!(error.to_string(), "module `blas` of `ours@1.0.0:kernels.toml` has no entry point `axpy`");
+    assert!(format!("{gpu:?}").contains("blas::scale (theirs@2.1.0:kernels.toml)"), "{gpu:?}");
+    // Emulating a target without the kernel goes by name, in every namespace.
+    let gpu = gpu.without("blas", "scale");
+    assert!(!gpu.has_module("blas"));
+    assert!(gpu.lookup(&OURS).is_err() && gpu.lookup(&THEIRS).is_err());
 }
 
 #[test]

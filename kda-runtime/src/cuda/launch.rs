@@ -4,7 +4,7 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 
 use super::CudaBackend;
-use super::modules::Resolved;
+use super::CudaKernel;
 use crate::{BackendError, KernelArg, LaunchGeometry};
 
 /// Dynamic shared memory a kernel gets without opting in.
@@ -30,7 +30,7 @@ enum Prepared<'a> {
 /// kernel touches through it, and written buffers come as mutable views.
 pub(super) unsafe fn launch(
     gpu: &CudaBackend,
-    kernel: &Resolved,
+    kernel: &CudaKernel,
     geometry: LaunchGeometry,
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {

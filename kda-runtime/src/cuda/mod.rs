@@ -1,5 +1,7 @@
-//! The CUDA backend (feature `cuda`): device memory, kernel images embedded by the build, loaded
-//! once per module on first lookup, and launches through `cudarc`.
+//! The CUDA backend (feature `cuda`): device memory, the kernel images of one or more crates'
+//! builds, each module loaded once on its first lookup (through the [module cache](crate::modules),
+//! after checking that the image carries code for the device and driver), and launches through
+//! `cudarc`.
 //!
 //! It never panics on a machine without a GPU: [`CudaBackend::new`] checks that libcuda can be
 //! loaded before any other driver call and returns [`BackendError::Unavailable`] otherwise.
@@ -10,21 +12,24 @@ mod modules;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError};
 
+use crate::modules::{ModuleCache, Resolved};
 use crate::{
-    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry,
-    KernelHandle, KernelImage, LaunchGeometry, LookupError, signature,
+    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, ImageSet, KernelArg,
+    KernelEntry, KernelHandle, LaunchGeometry, LookupError, signature,
 };
-use modules::{ModuleCache, Resolved};
+use modules::CudaLoader;
 
 /// A CUDA device, its stream, and the kernel images it can load.
 pub struct CudaBackend {
     id: BackendId,
     stream: Arc<CudaStream>,
-    description: String,
-    modules: ModuleCache,
+    modules: ModuleCache<CudaLoader>,
 }
+
+/// A function ready to launch, with the entry whose signature its layout was checked against.
+type CudaKernel = Resolved<Arc<CudaFunction>>;
 
 /// Device memory behind a [`DeviceBuffer`]: bytes, freed when dropped.
 struct CudaStorage {
@@ -34,10 +39,12 @@ struct CudaStorage {
 impl BufferStorage for CudaStorage {}
 
 impl CudaBackend {
-    /// Device `ordinal`, carrying the modules of `images` (a module without an image is "not
-    /// built for this target"). An `Err`, never a panic, where there is no driver, no such device,
-    /// or the device cannot be used.
-    pub fn new(ordinal: usize, images: &'static [KernelImage]) -> Result<Self, BackendError> {
+    /// Device `ordinal`, carrying the modules of `sets`, each crate's in its namespace (a module
+    /// without an image is "not built for this target"). An `Err`, never a panic, where there is
+    /// no driver, no such device, or the device cannot be used; and where two distinct sets carry
+    /// one module of one namespace ([`BackendError::DuplicateModule`]; the same set given twice is
+    /// carried once).
+    pub fn new(ordinal: usize, sets: &[&'static ImageSet]) -> Result<Self, BackendError> {
         // SAFETY: only tries to open the driver library; no driver function is called.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(unavailable(
@@ -45,16 +52,11 @@ impl CudaBackend {
             ));
         }
         // A broken driver library (a stub without some symbol) makes cudarc panic: keep that an Err.
-        let context = std::panic::catch_unwind(|| open_device(ordinal)).map_err(|_| {
+        let loader = std::panic::catch_unwind(|| open_device(ordinal)).map_err(|_| {
             unavailable("the CUDA driver library is incomplete (a symbol is missing)".to_owned())
         })??;
-        let (context, description) = context;
-        Ok(Self {
-            id: BackendId::fresh(),
-            stream: context.default_stream(),
-            description,
-            modules: ModuleCache::new(context, images),
-        })
+        let stream = loader.context.default_stream();
+        Ok(Self { id: BackendId::fresh(), stream, modules: ModuleCache::new(loader, sets)? })
     }
 
     /// The number of CUDA devices, or why there are none.
@@ -73,10 +75,25 @@ impl CudaBackend {
             .map_err(|error| unavailable(format!("cuInit failed: {error:?}")))
     }
 
-    /// Whether this binary carries a compiled image of `module` (lookups in a carried module can
-    /// still fail, when the image does not load on this device).
-    pub fn carries(&self, module: &str) -> bool {
-        self.modules.carries(module)
+    /// Whether the backend carries a compiled image of `module` in `namespace` (lookups in a
+    /// carried module can still fail, when the image does not load on this device).
+    pub fn carries(&self, namespace: &str, module: &str) -> bool {
+        self.modules.carries(namespace, module)
+    }
+
+    /// The device's compute capability, `(9, 0)` for sm_90.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.modules.loader().capability
+    }
+
+    /// The CUDA version the driver supports, `(13, 0)` for CUDA 13.0 (`cuDriverGetVersion`): the
+    /// newest toolkit whose PTX it can compile.
+    pub fn driver_version(&self) -> (u32, u32) {
+        self.modules.loader().driver
+    }
+
+    fn description(&self) -> &str {
+        &self.modules.loader().description
     }
 
     fn storage<'b>(&self, buffer: &'b DeviceBuffer) -> Result<&'b CudaStorage, BackendError> {
@@ -95,23 +112,23 @@ impl CudaBackend {
     }
 
     /// The function behind `kernel`, if this backend issued it.
-    fn resolved(&self, kernel: KernelHandle) -> Result<Resolved, BackendError> {
+    fn resolved(&self, kernel: KernelHandle) -> Result<CudaKernel, BackendError> {
         if kernel.backend() != self.id {
             return Err(self.foreign(&kernel.to_string()));
         }
         self.modules.function(kernel.index()).ok_or_else(|| BackendError::UnknownHandle {
-            backend: self.description.clone(),
+            backend: self.description().to_owned(),
             index: kernel.index(),
         })
     }
 
     fn foreign(&self, what: &str) -> BackendError {
-        BackendError::ForeignResource { what: what.to_owned(), backend: self.description.clone() }
+        BackendError::ForeignResource { what: what.to_owned(), backend: self.description().to_owned() }
     }
 
     fn driver(&self, operation: &str, error: DriverError) -> BackendError {
         BackendError::Driver {
-            operation: format!("{operation} on {}", self.description),
+            operation: format!("{operation} on {}", self.description()),
             source: Box::new(error),
         }
     }
@@ -121,8 +138,8 @@ fn unavailable(reason: String) -> BackendError {
     BackendError::Unavailable { backend: "CUDA".to_owned(), reason }
 }
 
-/// The context of device `ordinal` and its description.
-fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, String), BackendError> {
+/// The loader of device `ordinal`: its context, capability, driver version and description.
+fn open_device(ordinal: usize) -> Result<CudaLoader, BackendError> {
     let count =
         CudaContext::device_count().map_err(|error| unavailable(format!("cuInit failed: {error:?}")))?;
     if count <= 0 {
@@ -134,24 +151,43 @@ fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, String), BackendErro
     let context =
         CudaContext::new(ordinal).map_err(|error| unavailable(format!("device {ordinal}: {error:?}")))?;
     let name = context.name().unwrap_or_else(|_| "unknown device".to_owned());
-    let description = match context.compute_capability() {
-        Ok((major, minor)) => format!("CUDA device {ordinal} ({name}, sm_{major}{minor})"),
-        Err(_) => format!("CUDA device {ordinal} ({name})"),
-    };
-    Ok((context, description))
+    let capability = context
+        .compute_capability()
+        .ok()
+        .and_then(|(major, minor)| Some((u32::try_from(major).ok()?, u32::try_from(minor).ok()?)))
+        .ok_or_else(|| unavailable(format!("device {ordinal} ({name}) reports no compute capability")))?;
+    let (major, minor) = capability;
+    let description = format!("CUDA device {ordinal} ({name}, sm_{major}{minor})");
+    Ok(CudaLoader { context, capability, driver: driver_version()?, description })
+}
+
+/// The CUDA version the driver supports, as (major, minor).
+fn driver_version() -> Result<(u32, u32), BackendError> {
+    let mut version = 0;
+    // SAFETY: `cuDriverGetVersion` writes one `int` through its pointer, which points to a local;
+    // it needs no context and no prior `cuInit`. Called inside `new`'s `catch_unwind`, so a driver
+    // library without the symbol is an `Err`, not a panic.
+    let status = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    match (status, u32::try_from(version)) {
+        // `1000 * major + 10 * minor`: 13000 is CUDA 13.0.
+        (cudarc::driver::sys::cudaError_enum::CUDA_SUCCESS, Ok(version)) => {
+            Ok((version / 1000, version % 1000 / 10))
+        }
+        (status, _) => Err(unavailable(format!("cuDriverGetVersion failed: {status:?} (version {version})"))),
+    }
 }
 
 impl GpuBackend for CudaBackend {
     fn describe(&self) -> String {
-        self.description.clone()
+        self.description().to_owned()
     }
 
     fn has_module(&self, module: &str) -> bool {
-        self.modules.carries(module)
+        self.modules.has_module(module)
     }
 
     fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.modules.lookup(entry, &self.description).map(|index| KernelHandle::new(self.id, index))
+        self.modules.lookup(entry).map(|index| KernelHandle::new(self.id, index))
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
@@ -217,9 +253,9 @@ impl GpuBackend for CudaBackend {
         // - `signature::check` just proved the argument count, each argument's kind, element type
         //   and access, every view at least as long as its extent at these scalar values, and
         //   every requirement of the entry (block shape, supported sizes) at this geometry;
-        // - the kernel takes exactly the signature's C types: `ModuleCache::lookup` compared the
-        //   loaded function's parameter layout (`cuFuncGetParamInfo`) with the signature when it
-        //   issued this handle, and the build step (`kda_build::cuda`) checked the exact C types
+        // - the kernel takes exactly the signature's C types: `CudaLoader::function` compared the
+        //   loaded function's parameter layout (`cuFuncGetParamInfo`) with the signature when the
+        //   cache issued this handle, and the build step (`kda_build::cuda`) checked the exact C types
         //   of the compiled source against the manifest with nvcc;
         // - the extents are what the kernel touches: that is the manifest's contract for the
         //   kernel, the one fact the kernel's author states and the reference kernels are tested

@@ -1,7 +1,7 @@
 //! Adding one line to `kernels.toml` (tests/compiletest.rs writes that copy) adds the field, the
 //! count and the lookup, with no other edit.
 use kda_runtime::testing::FakeBackend;
-use kda_runtime::{KernelHandle, KernelTable};
+use kda_runtime::{KernelEntry, KernelHandle, KernelTable};
 
 #[derive(KernelTable)]
 #[kernel_table(manifest = "../../../kernels.toml")]
@@ -22,8 +22,12 @@ fn main() {
     let last = gpu.lookups().pop().unwrap();
     assert_eq!(last, ("kda_extra".to_owned(), "kda_extra_kernel".to_owned()));
 
-    // A target built from the old manifest lacks it, and resolve says so.
-    let old_target = FakeBackend::new().with_table::<Glm5NextKda>();
+    // A target built from the old manifest lacks it, and resolve says so. (Here the old manifest
+    // is another file, so another namespace: its entries are carried in the grown one's, as a
+    // build of the old version of the same manifest would carry them.)
+    let old_target = Glm5NextKdaKernels::ENTRIES.iter().fold(FakeBackend::new(), |gpu, entry| {
+        gpu.with_entry(&KernelEntry { namespace: GrownKernels::NAMESPACE, ..*entry })
+    });
     let error = GrownKernels::resolve(&old_target).unwrap_err();
     assert_eq!(error.missing().map(|e| e.field).collect::<Vec<_>>(), ["extra_kernel"]);
 }

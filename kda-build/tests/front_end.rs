@@ -1,0 +1,118 @@
+//! What a user of a real crate sees when its manifest or kernels are wrong: a crate built by
+//! cargo (the derive, `build.rs` with the build step, `include_kernels!`), each mistake reported
+//! once, as a compiler error located in the manifest, never as a failed build script.
+//!
+//! The crate is written under cargo's test scratch folder and built offline against this
+//! workspace's lock file, in a target directory kept between runs, so only the first run builds
+//! its dependencies.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/front_end");
+
+/// Writes the test crate for `case` with `manifest` as its `kernels.toml`, builds it, and
+/// returns whether the build succeeded and cargo's stderr. Cases named `nvcc-*` check what only
+/// compiled kernels show: their build requires nvcc, so a missing one fails loudly.
+fn build_crate(case: &str, manifest: &str) -> (bool, String) {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("front-end");
+    let root = scratch.join(case);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    copy_dir(&Path::new(FIXTURE).join("kernels"), &root.join("kernels"));
+    std::fs::copy(Path::new(FIXTURE).join("build.rs"), root.join("build.rs")).unwrap();
+    std::fs::copy(Path::new(FIXTURE).join("lib.rs"), root.join("src/lib.rs")).unwrap();
+    std::fs::write(root.join("kernels.toml"), manifest).unwrap();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    std::fs::copy(workspace.join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
+    let path = |package: &str| workspace.join(package).display().to_string();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"front-end-{case}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+             [dependencies]\nkda-runtime = {{ path = {:?} }}\n\n\
+             [build-dependencies]\nkda-build = {{ path = {:?} }}\n\n[workspace]\n",
+            path("kda-runtime"),
+            path("kda-build"),
+        ),
+    )
+    .unwrap();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "--offline", "--color=never", "--manifest-path"]).arg(root.join("Cargo.toml"));
+    cargo.env("CARGO_TARGET_DIR", scratch.join("target"));
+    if case.starts_with("nvcc-") {
+        cargo.env("KDA_REQUIRE_NVCC", "1");
+    }
+    let output = cargo.output().unwrap();
+    (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for file in std::fs::read_dir(from).unwrap() {
+        let file: PathBuf = file.unwrap().path();
+        std::fs::copy(&file, to.join(file.file_name().unwrap())).unwrap();
+    }
+}
+
+/// Asserts the build failed with exactly the compiler errors `located` (each the start of one
+/// error's message, in order), and not through its build script.
+fn assert_located_errors(case: &str, manifest: &str, located: &[&str]) {
+    let (success, stderr) = build_crate(case, manifest);
+    assert!(!success, "the build should fail:\n{stderr}");
+    assert!(!stderr.contains("failed to run custom build command"), "{stderr}");
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("error: "))
+        // cargo's summary of the failed crate
+        .filter(|message| !message.starts_with("could not compile"))
+        .collect();
+    assert_eq!(errors.len(), located.len(), "{stderr}");
+    for (error, expected) in errors.iter().zip(located) {
+        assert!(error.starts_with(expected), "expected `{expected}...`:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_misspelt_manifest_key_is_one_located_compiler_error() {
+    assert_located_errors(
+        "misspelt",
+        "[front_end]\nscale = { module = \"frontend\", entyr = \"frontend_scale\" }\n",
+        &[
+            "kernels.toml:2:9: entry `scale`: missing field `entry`",
+            "kernels.toml:2:32: entry `scale`: unknown field `entyr`",
+        ],
+    );
+}
+
+#[test]
+fn a_good_crate_builds() {
+    let manifest = "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\", \
+                    params = \"f32 x[n], f32 factor, u32 n\" }\n";
+    let (success, stderr) = build_crate("good", manifest);
+    assert!(success, "{stderr}");
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn an_entry_the_kernels_lack_is_one_located_compiler_error() {
+    assert_located_errors(
+        "nvcc-missing-entry",
+        "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\" }\n\
+         gone = { module = \"frontend\", entry = \"frontend_gone\" }\n",
+        &["kernels.toml:3:1: `frontend::frontend_gone` is not in "],
+    );
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn params_the_kernel_contradicts_are_one_located_compiler_error() {
+    assert_located_errors(
+        "nvcc-wrong-params",
+        "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\", \
+         params = \"f32 x[n], f32 factor, i32 n\" }\n",
+        &[
+            "kernels.toml:2:1: frontend::frontend_scale parameter 2 `n`: the manifest declares `i32`, the kernel declares `u32`",
+        ],
+    );
+}
