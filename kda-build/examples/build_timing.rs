@@ -47,7 +47,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let one_module = run(&format!("after editing {module}"), Some(module))?;
     let shared = run(&format!("after editing {header}"), Some(header))?;
     println!();
-    for (label, took) in [("nothing changed", unchanged), (module.as_str(), one_module), (header.as_str(), shared)] {
+    for (label, took) in
+        [("nothing changed", unchanged), (module.as_str(), one_module), (header.as_str(), shared)]
+    {
         println!("{label:<28} {:>7.1} % of the full build", 100.0 * took.as_secs_f64() / full.as_secs_f64());
     }
     std::fs::remove_dir_all(&scratch)?;

@@ -40,7 +40,11 @@ pub(super) fn locate(relative: &str, site: &DeriveSite) -> Result<ManifestFile, 
         return Err(format!(
             "cannot find the kernel manifest `{relative}` (looked for it {}); \
              `manifest` is relative to the crate root",
-            if tried.is_empty() { "nowhere: no crate root is known".to_owned() } else { tried.join(" and at ") }
+            if tried.is_empty() {
+                "nowhere: no crate root is known".to_owned()
+            } else {
+                tried.join(" and at ")
+            }
         ));
     };
     let text = std::fs::read_to_string(path)

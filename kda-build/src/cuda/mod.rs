@@ -195,19 +195,19 @@ impl KernelBuild {
 
     /// The manifest (relative paths are the crate root's, in a build script).
     pub fn manifest(mut self, path: impl AsRef<Path>) -> Self {
-        self.manifest = self.from_root(path.as_ref());
+        self.manifest = self.rooted(path.as_ref());
         self
     }
 
     /// Where the modules' sources are (`<module>.cu`); also the first include directory.
     pub fn kernels_dir(mut self, path: impl AsRef<Path>) -> Self {
-        self.kernels_dir = self.from_root(path.as_ref());
+        self.kernels_dir = self.rooted(path.as_ref());
         self
     }
 
     /// Another include directory (`-I`), searched after the kernels directory.
     pub fn include_dir(mut self, path: impl AsRef<Path>) -> Self {
-        let path = self.from_root(path.as_ref());
+        let path = self.rooted(path.as_ref());
         self.include_dirs.push(path);
         self
     }
@@ -449,7 +449,7 @@ impl KernelBuild {
     }
 
     /// `path` against the crate root, when it is relative and there is one.
-    fn from_root(&self, path: &Path) -> PathBuf {
+    fn rooted(&self, path: &Path) -> PathBuf {
         match &self.crate_root {
             Some(root) if path.is_relative() => root.join(path),
             _ => path.to_owned(),
