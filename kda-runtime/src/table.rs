@@ -10,7 +10,7 @@ use crate::{GpuBackend, KernelEntry, ResolveError};
 pub trait KernelTable {
     /// The generated struct of resolved handles.
     type Kernels;
-    /// The manifest table, e.g. `"glm5next_kda"`.
+    /// The manifest table, e.g. `"my_model"`.
     const NAME: &'static str;
     /// Every entry of the table, in manifest order.
     const ENTRIES: &'static [KernelEntry];

@@ -73,7 +73,7 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &syn::Path) -> syn::Result<(
     Ok(())
 }
 
-/// The default table of a marker type: its snake_case name (`Glm5NextKda` → `glm5next_kda`).
+/// The default table of a marker type: its snake_case name (`Qwen3NextAttn` → `qwen3next_attn`).
 pub(super) fn snake_case(name: &str) -> String {
     let mut snake = String::with_capacity(name.len() + 4);
     let mut previous_lowercase = false;
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn snake_case_breaks_before_capitals_after_lowercase_letters() {
-        assert_eq!(snake_case("Glm5NextKda"), "glm5next_kda");
+        assert_eq!(snake_case("Qwen3NextAttn"), "qwen3next_attn");
         assert_eq!(snake_case("KimiLinear48B"), "kimi_linear48b");
         assert_eq!(snake_case("Gemm"), "gemm");
         assert_eq!(snake_case("already_snake"), "already_snake");

@@ -3,7 +3,7 @@
 //! them into the checked launch.
 //!
 //! ```text
-//! kernels.launch_gemm(gpu, geometry, glm5next_kda::gemm { a: x.view(), b: w.view(), c: y.view_mut(), m, n, k })?;
+//! kernels.launch_gemm(gpu, geometry, my_model::gemm { a: x.view(), b: w.view(), c: y.view_mut(), m, n, k })?;
 //! ```
 //!
 //! A wrong count of arguments, a scalar for a buffer or a shared borrow where the kernel writes is

@@ -8,13 +8,13 @@
 //!
 //! ```text
 //! #[derive(KernelTable)]
-//! #[kernel_table(manifest = "kernels.toml", table = "glm5next_kda", name = "Glm5NextKdaKernels")]
-//! pub struct Glm5NextKda;
+//! #[kernel_table(manifest = "kernels.toml", table = "my_model", name = "MyModelKernels")]
+//! pub struct MyModel;
 //! ```
 //!
 //! Every key is optional: `manifest` defaults to `kernels.toml`, found relative to the crate root
 //! or else to the deriving file's folder; `table` to the snake_case of the type's name (a word
-//! break before each capital that follows a lowercase letter: `Glm5NextKda` → `glm5next_kda`);
+//! break before each capital that follows a lowercase letter: `MyModel` → `my_model`);
 //! `name` to the type's name + `Kernels`.
 
 mod attr;

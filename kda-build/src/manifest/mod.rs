@@ -2,7 +2,7 @@
 //! keys one entry point.
 //!
 //! ```toml
-//! [glm5next_kda]
+//! [my_model]
 //! gemm        = { module = "gemm", entry = "dense_gemm_bf16" }
 //! gemv_batchm = { module = "dense_gemv_bf16_batchm", entry = "dense_gemv_bf16_batchm",
 //!                 optional = true, doc = "The batched GEMV." }
@@ -55,7 +55,7 @@ pub struct Define {
 /// One kernel table: a top-level `[name]` table of the manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table {
-    /// The table's name, e.g. `glm5next_kda`.
+    /// The table's name, e.g. `my_model`.
     pub name: String,
     /// Where the table's name is written.
     pub location: Location,
