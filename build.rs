@@ -1,17 +1,22 @@
 //! Compiles `kernels/*.cu` with nvcc, checks every entry of `kernels.toml` against the compiled
 //! kernels, and generates the Rust that embeds the images and the manifest's `[defines]`
 //! (`kda_build::cuda`; `src/kernels.rs` includes it). Without nvcc it warns and embeds no image;
-//! `KDA_REQUIRE_NVCC=1` makes that an error.
+//! `KDA_REQUIRE_NVCC=1` makes that an error. With the feature `emulation`, every entry is also
+//! built as C++ for the emulator (`EMULATED_KERNELS`).
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), kda_build::cuda::BuildError> {
-    kda_build::cuda::KernelBuild::from_env()?
+    let build = kda_build::cuda::KernelBuild::from_env()?
         // The bit-identical kernel pairs of the ABI must round every product and sum on its own.
         .nvcc_flags(["--fmad=false"])
-        .nvcc_candidate(installed_nvcc())
-        .run()
-        .map(drop)
+        .nvcc_candidate(installed_nvcc());
+    // Feature `emulation`: the same kernels as C++ libraries for the emulation backend.
+    let build = match std::env::var_os("CARGO_FEATURE_EMULATION") {
+        Some(_) => build.emulation(kda_build::cuda::emulation::Emulation::default()),
+        None => build,
+    };
+    build.run().map(drop)
 }
 
 /// Where `scripts/install-cuda.sh` puts the pinned toolkit (`KDA_CUDA_PREFIX` overrides).

@@ -50,6 +50,14 @@ __device__ __forceinline__ float block_sum(float x, float* scratch) {
 }
 
 // Asynchronous 16-byte global -> shared copy (sm_80+), bypassing L1: for streamed weights.
+#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+// Built as C++ by the emulator (kda-build/emu), where inline PTX does not compile: the same
+// semantics, the copy landing at the wait that covers its group.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) { kda_emu::cp_async(smem, gmem, 16); }
+__device__ __forceinline__ void cp_async_commit() { kda_emu::cp_async_commit(); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { kda_emu::cp_async_wait(N); }
+#else
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
     const u32 dst = static_cast<u32>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
@@ -57,6 +65,7 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+#endif
 
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;

@@ -13,6 +13,9 @@ mod compiled {
     kda_runtime::include_kernels!();
 }
 
+/// The same kernels built for the emulator (feature `emulation`), for an emulation backend.
+#[cfg(feature = "emulation")]
+pub use compiled::EMULATED_KERNELS;
 /// The CUDA images of this crate's kernels, for a CUDA backend to carry.
 pub use compiled::KERNEL_IMAGES;
 /// The manifest's `[defines]`, the constants the kernels are compiled with.

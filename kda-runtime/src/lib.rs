@@ -27,6 +27,8 @@ mod buffer;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "emulation")]
+pub mod emu;
 mod entry;
 mod error;
 mod handle;
@@ -45,7 +47,10 @@ pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use handle::{BackendId, KernelHandle};
-pub use image::{CudaArch, ImageCoverage, ImageSet, Incompatibility, KernelImage, PtxImage};
+pub use image::{
+    CudaArch, EmulatedLibrary, EmulatedModule, EmulatedSet, ImageCoverage, ImageSet, Incompatibility,
+    KernelImage, PtxImage,
+};
 pub use lookup::{LookupError, try_kernel};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use signature::Signature;

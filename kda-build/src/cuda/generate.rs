@@ -1,11 +1,13 @@
 //! The Rust the build writes to `OUT_DIR` (`kda_kernels.rs` unless renamed), which the crate
 //! includes with `kda_runtime::include_kernels!()`: the `[defines]` as constants, the kernel
-//! images as an `ImageSet` of embedded bytes with what each carries, and a `compile_error!` for
+//! images as an `ImageSet` of embedded bytes with what each carries, the emulated libraries as an
+//! `EmulatedSet` when the build emulates, and a `compile_error!` for
 //! every problem only the build could find, so the user sees it as a compiler error.
 
 use std::fmt::Write;
 
 use super::BuiltImage;
+use super::emulation::EmulatedLibrary;
 use crate::Define;
 use crate::manifest::namespace::namespace_expr;
 
@@ -15,6 +17,8 @@ pub(super) struct Generated<'a> {
     pub manifest_key: &'a str,
     pub defines: &'a [Define],
     pub images: &'a [BuiltImage],
+    /// The emulated libraries, when the build emulates.
+    pub emulated: Option<&'a [EmulatedLibrary]>,
     /// Why `images` is empty, when the build embedded none on purpose (no nvcc).
     pub missing: Option<&'a str>,
     /// Located messages, one `compile_error!` each.
@@ -59,7 +63,42 @@ impl Generated<'_> {
             None => "::core::option::Option::None".to_owned(),
         };
         let _ = writeln!(out, "    missing: {missing},\n}};");
+        if let Some(libraries) = self.emulated {
+            self.emulated_set(&mut out, libraries);
+        }
         out
+    }
+
+    fn emulated_set(&self, out: &mut String, libraries: &[EmulatedLibrary]) {
+        out.push_str("\n/// The kernels built for the emulator: per module, one shared library per entry.\n");
+        out.push_str(
+            "pub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ::kda_runtime::EmulatedSet {\n",
+        );
+        let _ = writeln!(out, "    namespace: {},\n    modules: &[", namespace_expr(self.manifest_key));
+        // Libraries come in manifest order; a module's entries may be listed apart.
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_module: std::collections::HashMap<&str, Vec<&EmulatedLibrary>> = Default::default();
+        for library in libraries {
+            let group = by_module.entry(&library.module).or_insert_with(|| {
+                order.push(&library.module);
+                Vec::new()
+            });
+            group.push(library);
+        }
+        for module in order {
+            let _ =
+                writeln!(out, "        ::kda_runtime::EmulatedModule {{ module: {module:?}, libraries: &[");
+            for library in &by_module[module] {
+                let _ = writeln!(
+                    out,
+                    "            ::kda_runtime::EmulatedLibrary {{ entry: {:?}, path: {:?} }},",
+                    library.entry,
+                    library.path.display().to_string()
+                );
+            }
+            out.push_str("        ] },\n");
+        }
+        out.push_str("    ],\n};\n");
     }
 
     fn coverage(&self, image: &BuiltImage) -> String {
@@ -102,6 +141,7 @@ mod tests {
             manifest_key: "kernels.toml",
             defines: &defines,
             images: &images,
+            emulated: None,
             missing: None,
             problems: &problems,
             toolkit: (13, 0),

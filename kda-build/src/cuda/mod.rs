@@ -26,6 +26,7 @@
 //! `KDA_REQUIRE_NVCC`, and `NVCC`, `CUDA_HOME`, `CUDA_PATH` to find nvcc ([`Nvcc::find`]).
 
 mod cache;
+pub mod emulation;
 mod generate;
 mod jobs;
 mod module;
@@ -106,6 +107,10 @@ pub struct BuildOutput {
     pub manifest_error: Option<ManifestError>,
     /// The modules nvcc compiled in this run (the others came from the cache).
     pub recompiled: Vec<String>,
+    /// One library per entry when the build also emulates ([`KernelBuild::emulation`]).
+    pub emulated: Vec<emulation::EmulatedLibrary>,
+    /// The `module::entry` libraries compiled again in this run.
+    pub emulated_recompiled: Vec<String>,
     /// Things worth a `cargo:warning`.
     pub warnings: Vec<String>,
     /// The generated Rust source.
@@ -128,6 +133,7 @@ pub struct KernelBuild {
     nvcc: NvccSource,
     nvcc_candidates: Vec<PathBuf>,
     jobs: usize,
+    emulation: Option<emulation::Emulation>,
     cargo_directives: bool,
 }
 
@@ -170,6 +176,7 @@ impl KernelBuild {
             nvcc: NvccSource::Search,
             nvcc_candidates: Vec::new(),
             jobs: std::thread::available_parallelism().map_or(1, usize::from),
+            emulation: None,
             cargo_directives: false,
         }
     }
@@ -256,6 +263,15 @@ impl KernelBuild {
         self
     }
 
+    /// Also builds every entry for the emulator (see [`emulation`]): one shared library per
+    /// entry in `OUT_DIR/emu` (`emu-<sanitizer>` with a sanitizer), listed in the generated
+    /// file as `EMULATED_KERNELS`. Independent of nvcc; a unit the C++ compiler rejects is a
+    /// located compiler error like nvcc's.
+    pub fn emulation(mut self, emulation: emulation::Emulation) -> Self {
+        self.emulation = Some(emulation);
+        self
+    }
+
     /// The generated file's name in `OUT_DIR` (default `kda_kernels.rs`), for a crate with
     /// several manifests: `include_kernels!("name.rs")` includes it.
     pub fn out_file(mut self, name: impl Into<String>) -> Self {
@@ -285,6 +301,9 @@ impl KernelBuild {
         };
         // Checked with or without nvcc: a module with no source is never built anywhere.
         let modules = self.modules(&manifest, &name, &mut output.problems);
+        if let Some(emulation) = &self.emulation {
+            self.emulate(emulation, &manifest, &name, &modules, &mut output)?;
+        }
         let found = match &self.nvcc {
             NvccSource::Search => Nvcc::find(&self.nvcc_candidates),
             NvccSource::Given(nvcc) => Ok(nvcc.clone()),
@@ -372,6 +391,34 @@ impl KernelBuild {
         Ok(())
     }
 
+    /// Builds the emulated library of every entry whose module has a source.
+    fn emulate(
+        &self,
+        emulation: &emulation::Emulation,
+        manifest: &Manifest,
+        name: &str,
+        modules: &[(String, PathBuf)],
+        output: &mut BuildOutput,
+    ) -> Result<(), BuildError> {
+        let dir = match emulation.sanitizer {
+            None => "emu".to_owned(),
+            Some(sanitizer) => format!("emu-{}", sanitizer.name()),
+        };
+        let compiler = emulation::EmulatedCompiler {
+            manifest,
+            manifest_name: name,
+            out_dir: self.out_dir.join(dir),
+            include_dirs: std::iter::once(&self.kernels_dir).chain(&self.include_dirs).cloned().collect(),
+            emulation,
+            jobs: self.jobs,
+        };
+        let emulated = compiler.build(modules)?;
+        output.emulated = emulated.libraries;
+        output.emulated_recompiled = emulated.recompiled;
+        output.problems.extend(emulated.problems);
+        Ok(())
+    }
+
     /// nvcc's flags for every module: the defaults, the include directories, the user's flags,
     /// the manifest's `[defines]` and the targets' `-gencode`s.
     fn nvcc_args(&self, manifest: &Manifest, plan: &Plan) -> Vec<String> {
@@ -427,6 +474,7 @@ impl KernelBuild {
             manifest_key: name,
             defines,
             images: &output.images,
+            emulated: self.emulation.as_ref().map(|_| output.emulated.as_slice()),
             missing,
             problems: &problems,
             toolkit,

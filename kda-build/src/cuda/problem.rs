@@ -30,6 +30,16 @@ pub enum Problem {
         /// nvcc's messages.
         diagnostics: String,
     },
+    /// The emulator's C++ compiler rejected an entry's unit (or the shim itself).
+    #[error("{listed_at}: the emulated build (C++) failed on {}:\n{diagnostics}", path.display())]
+    Emulation {
+        /// `kernels.toml:LINE:COL` of the entry.
+        listed_at: String,
+        /// The source the messages point into.
+        path: PathBuf,
+        /// The compiler's messages.
+        diagnostics: String,
+    },
     /// An entry the compiled module does not export under its exact name.
     #[error("{0}")]
     Entry(EntryProblem),

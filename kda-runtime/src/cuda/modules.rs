@@ -10,7 +10,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::modules::{LoadError, ModuleLoader};
 use crate::signature::{ParamSlot, compare_layout};
-use crate::{BackendError, KernelEntry, KernelImage, LookupError};
+use crate::{BackendError, ImageSet, KernelEntry, KernelImage, LookupError};
 
 /// Loads images into one device's context.
 pub(super) struct CudaLoader {
@@ -24,6 +24,7 @@ pub(super) struct CudaLoader {
 }
 
 impl ModuleLoader for CudaLoader {
+    type Set = ImageSet;
     type Module = Arc<CudaModule>;
     type Function = Arc<CudaFunction>;
 

@@ -6,8 +6,10 @@
 //! crates' `gemm` modules never collide.
 
 mod coverage;
+mod emulated;
 
 pub use coverage::{CudaArch, ImageCoverage, Incompatibility, PtxImage};
+pub use emulated::{EmulatedLibrary, EmulatedModule, EmulatedSet};
 
 /// One crate's kernel images, as its build embedded them: the generated `KERNEL_IMAGES`.
 #[derive(Clone, Copy, Debug)]

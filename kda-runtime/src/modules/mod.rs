@@ -4,7 +4,8 @@
 //!
 //! A backend brings a [`ModuleLoader`], which turns one image into a module and finds an entry's
 //! function in it; the cache does the rest, the same for every such backend: the CUDA backend is
-//! a `cudarc` loader over it, and a backend that emulates the images on the host can reuse it.
+//! a `cudarc` loader of [`ImageSet`]s over it, the emulation backend a `dlopen` loader of
+//! [`EmulatedSet`](crate::EmulatedSet)s (any [`ModuleSet`]).
 //!
 //! ```
 //! use kda_runtime::modules::{LoadError, ModuleCache, ModuleLoader};
@@ -14,6 +15,7 @@
 //! struct Names;
 //!
 //! impl ModuleLoader for Names {
+//!     type Set = ImageSet;
 //!     type Module = &'static str;
 //!     type Function = &'static str;
 //!
@@ -51,10 +53,63 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::{OnceLock, PoisonError, RwLock};
 
-use crate::{BackendError, ImageSet, Incompatibility, KernelEntry, KernelImage, LookupError, Signature};
+use crate::{
+    BackendError, EmulatedModule, EmulatedSet, ImageSet, Incompatibility, KernelEntry, KernelImage,
+    LookupError, Signature,
+};
+
+/// One crate's loadable modules, by namespace: what a [`ModuleCache`] is built from.
+pub trait ModuleSet: Sync + 'static {
+    /// One module's loadable form.
+    type Image: Sync + 'static;
+
+    /// `<crate>@<version>:<manifest path>`, the namespace the set's tables resolve in.
+    fn namespace(&self) -> &'static str;
+    /// Its images, one per module.
+    fn images(&self) -> &'static [Self::Image];
+    /// The module an image holds.
+    fn module(image: &Self::Image) -> &'static str;
+}
+
+impl ModuleSet for ImageSet {
+    type Image = KernelImage;
+
+    fn namespace(&self) -> &'static str {
+        self.namespace
+    }
+
+    fn images(&self) -> &'static [KernelImage] {
+        self.images
+    }
+
+    fn module(image: &KernelImage) -> &'static str {
+        image.module
+    }
+}
+
+impl ModuleSet for EmulatedSet {
+    type Image = EmulatedModule;
+
+    fn namespace(&self) -> &'static str {
+        self.namespace
+    }
+
+    fn images(&self) -> &'static [EmulatedModule] {
+        self.modules
+    }
+
+    fn module(image: &EmulatedModule) -> &'static str {
+        image.module
+    }
+}
+
+/// The image type a loader loads.
+pub type Image<L> = <<L as ModuleLoader>::Set as ModuleSet>::Image;
 
 /// How a backend turns kernel images into modules and finds functions in them.
 pub trait ModuleLoader: Send + Sync {
+    /// The sets of images this loader loads from.
+    type Set: ModuleSet;
     /// A loaded module.
     type Module: Send + Sync;
     /// A function of a loaded module, ready to launch; cloned out of the cache for each launch.
@@ -67,7 +122,7 @@ pub trait ModuleLoader: Send + Sync {
     /// Loads `image`, or says why it does not load here: its code does not run on this device
     /// ([`LoadError::Incompatible`], checked before anything is loaded), or the driver failed.
     /// The cache calls it at most once per image and keeps the outcome, failures included.
-    fn load(&self, image: &'static KernelImage) -> Result<Self::Module, LoadError>;
+    fn load(&self, image: &'static Image<Self>) -> Result<Self::Module, LoadError>;
 
     /// The function of `entry` in `module`, checked against the entry's signature where the
     /// module can tell its parameters: [`LookupError::EntryNotInModule`] where the module has no
@@ -141,15 +196,15 @@ pub struct Resolved<F> {
 pub struct ModuleCache<L: ModuleLoader> {
     loader: L,
     /// One slot per image, by `(namespace, module)`.
-    modules: HashMap<(&'static str, &'static str), Slot<L::Module>>,
+    modules: HashMap<(&'static str, &'static str), Slot<Image<L>, L::Module>>,
     functions: RwLock<Functions<L::Function>>,
 }
 
 /// An image and, once its first lookup loaded it, the outcome. `OnceLock` lets one thread load
 /// it while the others asking wait for that outcome: a module is never loaded twice, even under
 /// contention.
-struct Slot<M> {
-    image: &'static KernelImage,
+struct Slot<I: 'static, M> {
+    image: &'static I,
     loaded: OnceLock<Result<M, LoadError>>,
 }
 
@@ -165,7 +220,7 @@ struct Functions<F> {
 impl<L: ModuleLoader> ModuleCache<L> {
     /// A cache of the images of `sets`, loading through `loader`. The same set given twice is
     /// carried once; two images of one `(namespace, module)` are an error naming both sets.
-    pub fn new(loader: L, sets: &[&'static ImageSet]) -> Result<Self, DuplicateModule> {
+    pub fn new(loader: L, sets: &[&'static L::Set]) -> Result<Self, DuplicateModule> {
         let mut modules = HashMap::new();
         // The position of the set each (namespace, module) came from, to name both of a duplicate.
         let mut origin = HashMap::new();
@@ -173,8 +228,8 @@ impl<L: ModuleLoader> ModuleCache<L> {
             if sets[..position].iter().any(|earlier| std::ptr::eq(*earlier, *set)) {
                 continue;
             }
-            for image in set.images {
-                let key = (set.namespace, image.module);
+            for image in set.images() {
+                let key = (set.namespace(), L::Set::module(image));
                 match origin.entry(key) {
                     Entry::Occupied(first) => {
                         let (namespace, module) = key;

@@ -48,6 +48,7 @@ impl Recording {
 }
 
 impl ModuleLoader for Recording {
+    type Set = ImageSet;
     type Module = &'static str;
     type Function = (&'static str, &'static str);
 

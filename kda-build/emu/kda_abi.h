@@ -1,0 +1,30 @@
+// The C ABI of an emulated module (a shared library built by kda-build's emulation step), which
+// kda-runtime's emulation backend and the sanitizer driver load. Version 1.
+#pragma once
+
+#include <stddef.h>
+
+#define KDA_EMU_ABI_VERSION 1u
+#define KDA_EMU_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// KDA_EMU_ABI_VERSION of the runtime compiled into the module.
+KDA_EMU_API unsigned kda_emu_abi_version(void);
+// The index of the entry with this extern "C" name, or -1.
+KDA_EMU_API int kda_emu_find(const char* name);
+// The entry's parameter types in order, comma-separated ("const bf16*,bf16*,u32"), or NULL.
+KDA_EMU_API const char* kda_emu_params(int entry);
+// The module's static __shared__ bytes (all its kernels together).
+KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void);
+// Runs every block of the grid; 0, or 1 with a NUL-terminated message naming the kernel.
+// `args[i]` points to the value of parameter i (a device pointer for a buffer).
+KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
+                               const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
+                               char* message, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,490 @@
+// The host side of kda's CUDA emulator, compiled into every emulated module: the entry registry,
+// the block scheduler, barriers, warp exchanges and cp.async, and the C ABI the Rust backend and
+// the sanitizer driver call (kda_emu_abi.h).
+//
+// A launch runs its blocks one at a time in an order shuffled by its seed, each block on one OS
+// thread per CUDA thread. Every wait (barrier, exchange) goes through one monitor per block that
+// knows which threads run, wait or have returned, so a barrier some thread never reaches, an
+// exchange with lanes missing or a deadlock ends the launch with a message instead of a hang:
+// the monitor sets the failure and every waiting thread unwinds out of the kernel (Abort).
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kda_abi.h"
+#include "kda_emu.h"
+
+thread_local uint3 threadIdx;
+thread_local uint3 blockIdx;
+dim3 blockDim;
+dim3 gridDim;
+
+// The module's __shared__ variables, between the linker's bounds of their section (weak: a module
+// without shared memory has no section).
+extern "C" {
+extern char __start_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
+}
+
+namespace kda_emu {
+namespace {
+
+constexpr unsigned kMaxEntries = 256;
+constexpr unsigned kMaxThreads = 1024;
+constexpr unsigned kMaxStaticShared = 48 * 1024;
+
+struct RegisteredEntry {
+    const char* name;
+    Invoker invoke;
+    unsigned arity;
+    std::string params;
+};
+
+// Function-local statics: registrars run at load time, in any order across translation units.
+std::vector<RegisteredEntry>& registry() {
+    static std::vector<RegisteredEntry> entries;
+    return entries;
+}
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+    char buffer[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(buffer, sizeof buffer, fmt, args);
+    va_end(args);
+    return buffer;
+}
+
+// Thrown out of a wait when the launch has failed: unwinds the kernel back to its thread.
+struct Abort {};
+
+struct PendingCopy {
+    void* dst;
+    unsigned char bytes[16];
+    unsigned size;
+};
+
+// One CUDA thread's identity and its asynchronous copies.
+struct ThreadState {
+    unsigned linear = 0, warp = 0, lane = 0;
+    std::vector<PendingCopy> uncommitted;
+    std::vector<std::vector<PendingCopy>> groups;  // committed, oldest first
+};
+thread_local ThreadState* self = nullptr;
+
+struct Warp {
+    unsigned lanes = 0;    // the lanes this warp has (a block's last warp may be partial)
+    unsigned arrived = 0;  // lanes waiting in the current exchange
+    unsigned exited = 0;
+    unsigned mask = 0;
+    const char* op = nullptr;
+    uint64_t generation = 0;
+    uint64_t values[32] = {};
+    int sources[32] = {};
+    uint64_t results[32] = {};
+    std::condition_variable done;
+};
+
+// The waits of one block.
+class Monitor {
+   public:
+    void reset(unsigned threads) {
+        threads_ = threads;
+        exited_ = at_barrier_ = 0;
+        failed_ = false;
+        failure_.clear();
+        warps_ = std::vector<Warp>((threads + 31) / 32);
+        for (unsigned w = 0; w < warps_.size(); ++w) {
+            const unsigned count = std::min(32u, threads - 32 * w);
+            warps_[w].lanes = count == 32 ? 0xffffffffu : (1u << count) - 1;
+        }
+    }
+
+    void barrier() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (failed_) throw Abort{};
+        if (exited_ > 0)
+            fail(lock, format("__syncthreads reached after %u of the block's %u threads returned: a barrier "
+                              "every thread of the block must reach",
+                              exited_, threads_));
+        if (++at_barrier_ == threads_) {
+            at_barrier_ = 0;
+            ++barrier_generation_;
+            barrier_done_.notify_all();
+            return;
+        }
+        const uint64_t generation = barrier_generation_;
+        check_deadlock(lock);
+        barrier_done_.wait(lock, [&] { return failed_ || barrier_generation_ != generation; });
+        if (barrier_generation_ == generation) throw Abort{};
+    }
+
+    uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (failed_) throw Abort{};
+        Warp& warp = warps_[self->warp];
+        const unsigned lane = self->lane, bit = 1u << lane;
+        if (!(mask & bit)) fail(lock, format("%s with mask 0x%08x, which leaves out the calling lane %u", op, mask, lane));
+        if (mask & ~warp.lanes)
+            fail(lock, format("%s with mask 0x%08x names lanes warp %u does not have (lanes 0x%08x)", op, mask,
+                              self->warp, warp.lanes));
+        if (warp.arrived == 0) {
+            warp.mask = mask;
+            warp.op = op;
+        } else if (warp.mask != mask || strcmp(warp.op, op) != 0) {
+            fail(lock, format("lanes of warp %u disagree: %s with mask 0x%08x here, %s with mask 0x%08x waiting",
+                              self->warp, op, mask, warp.op, warp.mask));
+        }
+        if (source >= 0 && (source > 31 || !(mask & (1u << source))))
+            fail(lock, format("%s reads lane %d, outside the mask 0x%08x", op, source, mask));
+        if (warp.exited & mask)
+            fail(lock, format("%s with mask 0x%08x, but lanes 0x%08x of warp %u have returned", op, mask,
+                              warp.exited & mask, self->warp));
+        warp.values[lane] = value;
+        warp.sources[lane] = source;
+        warp.arrived |= bit;
+        if (warp.arrived == mask) {
+            for (unsigned i = 0; i < 32; ++i)
+                if (mask & (1u << i))
+                    warp.results[i] = warp.sources[i] < 0 ? warp.values[i] : warp.values[warp.sources[i]];
+            warp.arrived = 0;
+            ++warp.generation;
+            warp.done.notify_all();
+            return warp.results[lane];
+        }
+        const uint64_t generation = warp.generation;
+        check_deadlock(lock);
+        warp.done.wait(lock, [&] { return failed_ || warp.generation != generation; });
+        if (warp.generation == generation) throw Abort{};
+        return warp.results[lane];
+    }
+
+    // The calling thread has returned from the kernel (or unwound out of it).
+    void thread_exited() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++exited_;
+        Warp& warp = warps_[self->warp];
+        warp.exited |= 1u << self->lane;
+        if (!failed_) {
+            if (at_barrier_ > 0) {
+                record(format("returned while %u threads of the block wait at __syncthreads: a barrier every "
+                              "thread of the block must reach",
+                              at_barrier_));
+            } else if (warp.arrived != 0 && (warp.mask & (1u << self->lane))) {
+                record(format("returned while lanes 0x%08x of warp %u wait for it in %s (mask 0x%08x)", warp.arrived,
+                              self->warp, warp.op, warp.mask));
+            } else if (exited_ < threads_ && waiting() + exited_ == threads_) {
+                record(deadlock());
+            }
+        }
+        if (exited_ == threads_) all_exited_.notify_all();
+    }
+
+    // Called by a thread that did not raise the failure itself but saw something fail.
+    void fail_here(std::string message) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        fail(lock, std::move(message));
+    }
+
+    // Waits for every thread of the block; the failure, if any.
+    std::string wait_block() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        all_exited_.wait(lock, [&] { return exited_ == threads_; });
+        return failure_;
+    }
+
+    // Records a failure without a thread's context (the coordinator's).
+    void record_plain(std::string message) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        failed_ = true;
+        failure_ = std::move(message);
+    }
+
+   private:
+    unsigned waiting() const {
+        unsigned count = at_barrier_;
+        for (const Warp& warp : warps_) count += __builtin_popcount(warp.arrived);
+        return count;
+    }
+
+    std::string deadlock() const {
+        std::string message = format("deadlock: %u threads wait at __syncthreads", at_barrier_);
+        for (unsigned w = 0; w < warps_.size(); ++w)
+            if (warps_[w].arrived)
+                message += format("; lanes 0x%08x of warp %u wait in %s for lanes 0x%08x", warps_[w].arrived, w,
+                                  warps_[w].op, warps_[w].mask & ~warps_[w].arrived);
+        return message;
+    }
+
+    // The caller is about to wait: if every thread that has not returned waits too, none can go on.
+    void check_deadlock(std::unique_lock<std::mutex>& lock) {
+        if (waiting() + exited_ == threads_) fail(lock, deadlock());
+    }
+
+    void record(std::string message) {
+        if (failed_) return;
+        failed_ = true;
+        failure_ = format("block (%u, %u, %u), thread (%u, %u, %u): ", blockIdx.x, blockIdx.y, blockIdx.z,
+                          threadIdx.x, threadIdx.y, threadIdx.z) +
+                   message;
+        barrier_done_.notify_all();
+        for (Warp& warp : warps_) warp.done.notify_all();
+    }
+
+    [[noreturn]] void fail(std::unique_lock<std::mutex>&, std::string message) {
+        record(std::move(message));
+        throw Abort{};
+    }
+
+    std::mutex mutex_;
+    std::condition_variable barrier_done_, all_exited_;
+    unsigned threads_ = 0, exited_ = 0, at_barrier_ = 0;
+    uint64_t barrier_generation_ = 0;
+    std::vector<Warp> warps_;
+    bool failed_ = false;
+    std::string failure_;
+};
+
+Monitor monitor;
+// One launch at a time per module: the blocks share the module's static __shared__ storage.
+std::mutex launch_mutex;
+
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// The linear block indices of the grid, shuffled (Fisher-Yates) by `seed`.
+std::vector<uint64_t> block_order(uint64_t blocks, uint64_t seed) {
+    std::vector<uint64_t> order(blocks);
+    for (uint64_t i = 0; i < blocks; ++i) order[i] = i;
+    uint64_t state = seed;
+    for (uint64_t i = blocks; i > 1; --i) std::swap(order[i - 1], order[splitmix64(state) % i]);
+    return order;
+}
+
+size_t static_shared_bytes() {
+    return __start_kda_emu_shared ? static_cast<size_t>(__stop_kda_emu_shared - __start_kda_emu_shared) : 0;
+}
+
+// Why the geometry cannot launch on the device the emulator stands for (sm_90), or "".
+std::string geometry_problem(const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared) {
+    const uint64_t threads = static_cast<uint64_t>(block[0]) * block[1] * block[2];
+    if (block[0] == 0 || block[1] == 0 || block[2] == 0 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+        return format("a grid (%u, %u, %u) of blocks (%u, %u, %u) has an empty dimension", grid[0], grid[1], grid[2],
+                      block[0], block[1], block[2]);
+    if (threads > kMaxThreads || block[0] > 1024 || block[1] > 1024 || block[2] > 64)
+        return format("a block (%u, %u, %u) of %llu threads: the device allows at most 1024 threads per block "
+                      "(x, y up to 1024, z up to 64)",
+                      block[0], block[1], block[2], static_cast<unsigned long long>(threads));
+    if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535)
+        return format("a grid (%u, %u, %u): the device allows x up to 2^31 - 1, y and z up to 65535", grid[0],
+                      grid[1], grid[2]);
+    if (dynamic_shared > 0)
+        return format("%u bytes of dynamic shared memory: the emulator runs only static __shared__ storage",
+                      dynamic_shared);
+    if (static_shared_bytes() > kMaxStaticShared)
+        return format("%zu bytes of static shared memory in this module: over the device's %u per block",
+                      static_shared_bytes(), kMaxStaticShared);
+    return "";
+}
+
+// Runs every block of the launch on `threads` workers; the failure, if any.
+std::string run_blocks(const RegisteredEntry& entry, void* const* args, const unsigned grid[3], uint64_t seed) {
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const std::vector<uint64_t> order = block_order(static_cast<uint64_t>(grid[0]) * grid[1] * grid[2], seed);
+    std::mutex start_mutex;
+    std::condition_variable started;
+    uint64_t current = 0;  // 1 + the position in `order` of the block that may start
+    bool stop = false;
+
+    auto worker = [&](unsigned linear) {
+        ThreadState state;
+        state.linear = linear;
+        state.warp = linear / 32;
+        state.lane = linear % 32;
+        self = &state;
+        threadIdx = {linear % blockDim.x, (linear / blockDim.x) % blockDim.y, linear / (blockDim.x * blockDim.y)};
+        for (uint64_t position = 0; position < order.size(); ++position) {
+            {
+                std::unique_lock<std::mutex> lock(start_mutex);
+                started.wait(lock, [&] { return stop || current == position + 1; });
+                if (stop) return;
+            }
+            const uint64_t b = order[position];
+            blockIdx = {static_cast<unsigned>(b % grid[0]), static_cast<unsigned>((b / grid[0]) % grid[1]),
+                        static_cast<unsigned>(b / (static_cast<uint64_t>(grid[0]) * grid[1]))};
+            state.uncommitted.clear();
+            state.groups.clear();
+            try {
+                entry.invoke(args);
+            } catch (const Abort&) {
+            } catch (const std::exception& error) {
+                try {
+                    monitor.fail_here(format("the kernel threw: %s", error.what()));
+                } catch (const Abort&) {
+                }
+            }
+            monitor.thread_exited();
+        }
+    };
+
+    std::vector<std::thread> workers;
+    workers.reserve(threads);
+    std::string failure;
+    try {
+        for (unsigned t = 0; t < threads; ++t) workers.emplace_back(worker, t);
+    } catch (const std::system_error& error) {
+        failure = format("the emulator could not start %u threads: %s", threads, error.what());
+    }
+    for (uint64_t position = 0; failure.empty() && position < order.size(); ++position) {
+        if (static_shared_bytes() > 0) memset(__start_kda_emu_shared, 0xff, static_shared_bytes());
+        monitor.reset(threads);
+        {
+            std::lock_guard<std::mutex> lock(start_mutex);
+            current = position + 1;
+        }
+        started.notify_all();
+        failure = monitor.wait_block();
+        if (!failure.empty())
+            failure += format(" (block %llu of %zu in the order of seed 0x%016llx)",
+                              static_cast<unsigned long long>(position + 1), order.size(),
+                              static_cast<unsigned long long>(seed));
+    }
+    {
+        std::lock_guard<std::mutex> lock(start_mutex);
+        stop = true;
+    }
+    started.notify_all();
+    for (std::thread& worker_thread : workers) worker_thread.join();
+    return failure;
+}
+
+void copy_message(const std::string& message, char* out, size_t capacity) {
+    if (capacity == 0) return;
+    const size_t n = std::min(message.size(), capacity - 1);
+    memcpy(out, message.data(), n);
+    out[n] = '\0';
+}
+
+}  // namespace
+
+Registrar::Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types) {
+    std::string params;
+    for (unsigned i = 0; i < arity; ++i) params += (i ? "," : "") + std::string(param_types[i]);
+    if (registry().size() < kMaxEntries) registry().push_back({name, invoke, arity, params});
+}
+
+void syncthreads() { monitor.barrier(); }
+
+uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
+    return monitor.exchange(op, mask, value, source);
+}
+
+unsigned lane() { return self->lane; }
+
+void cp_async(void* dst, const void* src, unsigned bytes) {
+    const uintptr_t misaligned = (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % bytes;
+    if (bytes > sizeof(PendingCopy::bytes) || misaligned != 0)
+        monitor.fail_here(format("cp.async of %u bytes from %p to %p: both must be aligned to the size", bytes, src, dst));
+    PendingCopy copy;
+    copy.dst = dst;
+    copy.size = bytes;
+    memcpy(copy.bytes, src, bytes);
+    // Until its wait, the destination reads as NaN bytes: a read before the wait is visible.
+    memset(dst, 0xff, bytes);
+    self->uncommitted.push_back(copy);
+}
+
+void cp_async_commit() {
+    self->groups.push_back(std::move(self->uncommitted));
+    self->uncommitted.clear();
+}
+
+void cp_async_wait(int newest_pending) {
+    std::vector<std::vector<PendingCopy>>& groups = self->groups;
+    const size_t keep = static_cast<size_t>(newest_pending < 0 ? 0 : newest_pending);
+    if (groups.size() <= keep) return;
+    const size_t land = groups.size() - keep;
+    for (size_t g = 0; g < land; ++g)
+        for (const PendingCopy& copy : groups[g]) memcpy(copy.dst, copy.bytes, copy.size);
+    groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(land));
+}
+
+}  // namespace kda_emu
+
+using kda_emu::registry;
+
+namespace kda_emu {
+namespace {
+int launch_checked(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3],
+                   unsigned dynamic_shared, unsigned long long seed, char* message, size_t capacity);
+}  // namespace
+}  // namespace kda_emu
+
+extern "C" {
+
+KDA_EMU_API unsigned kda_emu_abi_version(void) { return KDA_EMU_ABI_VERSION; }
+
+KDA_EMU_API int kda_emu_find(const char* name) {
+    for (size_t i = 0; i < registry().size(); ++i)
+        if (strcmp(registry()[i].name, name) == 0) return static_cast<int>(i);
+    return -1;
+}
+
+KDA_EMU_API const char* kda_emu_params(int entry) {
+    if (entry < 0 || static_cast<size_t>(entry) >= registry().size()) return nullptr;
+    return registry()[static_cast<size_t>(entry)].params.c_str();
+}
+
+KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void) { return kda_emu::static_shared_bytes(); }
+
+KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
+                               const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
+                               char* message, size_t capacity) {
+    using namespace kda_emu;
+    try {
+        return launch_checked(entry, args, arg_count, grid, block, dynamic_shared, seed, message, capacity);
+    } catch (const std::exception& error) {
+        copy_message(format("the emulator failed: %s", error.what()), message, capacity);
+        return 1;
+    }
+}
+
+}  // extern "C"
+
+namespace kda_emu {
+namespace {
+int launch_checked(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3],
+                   unsigned dynamic_shared, unsigned long long seed, char* message, size_t capacity) {
+    if (entry < 0 || static_cast<size_t>(entry) >= registry().size()) {
+        copy_message(format("no entry %d in this module", entry), message, capacity);
+        return 1;
+    }
+    const RegisteredEntry& registered = registry()[static_cast<size_t>(entry)];
+    std::string failure;
+    if (arg_count != registered.arity) {
+        failure = format("%u arguments for %u parameters", arg_count, registered.arity);
+    } else {
+        failure = geometry_problem(grid, block, dynamic_shared);
+    }
+    if (failure.empty()) {
+        std::lock_guard<std::mutex> lock(launch_mutex);
+        blockDim = {block[0], block[1], block[2]};
+        gridDim = {grid[0], grid[1], grid[2]};
+        failure = run_blocks(registered, args, grid, seed);
+    }
+    if (failure.empty()) return 0;
+    copy_message(std::string(registered.name) + ": " + failure, message, capacity);
+    return 1;
+}
+}  // namespace
+}  // namespace kda_emu

@@ -1,0 +1,137 @@
+//! The raw layer: one emulated library (a shared object the emulated build made) and the C ABI
+//! its runtime exports (`kda-build/emu/kda_abi.h`), each call wrapped in a safe function.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulonglong, c_void};
+
+/// `KDA_EMU_ABI_VERSION` of the runtime this code speaks to.
+const ABI_VERSION: c_uint = 1;
+
+/// The longest launch message kept.
+const MESSAGE_CAPACITY: usize = 4096;
+
+type AbiVersion = unsafe extern "C" fn() -> c_uint;
+type Find = unsafe extern "C" fn(*const c_char) -> c_int;
+type Params = unsafe extern "C" fn(c_int) -> *const c_char;
+type StaticShared = unsafe extern "C" fn() -> c_ulonglong;
+type Launch = unsafe extern "C" fn(
+    c_int,
+    *const *mut c_void,
+    c_uint,
+    *const c_uint,
+    *const c_uint,
+    c_uint,
+    c_ulonglong,
+    *mut c_char,
+    usize,
+) -> c_int;
+
+/// An open emulated library and its entry points.
+pub(super) struct Library {
+    launch: Launch,
+    find: Find,
+    params: Params,
+    static_shared: StaticShared,
+    /// Kept open as long as the function pointers above are used.
+    _library: libloading::Library,
+}
+
+/// One kernel of a library: its index in the library's registry.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct EntryIndex(c_int);
+
+impl Library {
+    /// Opens the library at `path` and checks its ABI version.
+    pub fn open(path: &str) -> Result<Self, String> {
+        // SAFETY: loading runs the library's initialisers: the emulator's runtime and the
+        // registrars of its one entry (kda_emu_runtime.cpp, the generated unit), which only fill
+        // the library's own registry. The path is one the emulated build wrote (`EmulatedSet`).
+        let library = unsafe { libloading::Library::new(path) }.map_err(|error| error.to_string())?;
+        // SAFETY: each symbol is looked up with the type `kda_abi.h` declares for it, and the
+        // pointers are used only while `library` (moved into the result) stays open.
+        unsafe {
+            let version: AbiVersion = *library.get(b"kda_emu_abi_version\0").map_err(|e| e.to_string())?;
+            let found = version();
+            if found != ABI_VERSION {
+                return Err(format!("emulator ABI version {found}, expected {ABI_VERSION}: rebuild it"));
+            }
+            Ok(Self {
+                launch: *library.get(b"kda_emu_launch\0").map_err(|e| e.to_string())?,
+                find: *library.get(b"kda_emu_find\0").map_err(|e| e.to_string())?,
+                params: *library.get(b"kda_emu_params\0").map_err(|e| e.to_string())?,
+                static_shared: *library.get(b"kda_emu_static_shared_bytes\0").map_err(|e| e.to_string())?,
+                _library: library,
+            })
+        }
+    }
+
+    /// The registered kernel called `name`, if the library has it.
+    pub fn find(&self, name: &str) -> Option<EntryIndex> {
+        let name = CString::new(name).ok()?;
+        // SAFETY: `name` is a NUL-terminated string that outlives the call; the runtime only
+        // compares it with its registered names.
+        let index = unsafe { (self.find)(name.as_ptr()) };
+        (index >= 0).then_some(EntryIndex(index))
+    }
+
+    /// The kernel's parameter types as the C++ compiler saw them: `["const bf16*", "u32"]`.
+    pub fn params(&self, entry: EntryIndex) -> Vec<String> {
+        // SAFETY: `entry` came from `find` on this library; the runtime returns a pointer to a
+        // NUL-terminated string it owns for the library's lifetime (or NULL).
+        let text = unsafe { (self.params)(entry.0) };
+        if text.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: non-null, NUL-terminated, alive while the library is open (see above).
+        let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+        text.split(',').filter(|part| !part.is_empty()).map(str::to_owned).collect()
+    }
+
+    /// The static `__shared__` bytes of the library's kernel.
+    pub fn static_shared_bytes(&self) -> u64 {
+        // SAFETY: takes no argument and reads the linker's section bounds.
+        unsafe { (self.static_shared)() }
+    }
+
+    /// Runs every block of a launch; the runtime's message when it fails.
+    ///
+    /// # Safety
+    ///
+    /// `args[i]` points to a live value of the C type of the kernel's parameter `i` (for a
+    /// buffer, a pointer to memory holding every element the kernel touches at these arguments
+    /// and geometry, writable where the kernel writes, not aliased by anything Rust reads or
+    /// writes during the call), for as long as the call runs.
+    pub unsafe fn launch(
+        &self,
+        entry: EntryIndex,
+        args: &[*mut c_void],
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared: u32,
+        seed: u64,
+    ) -> Result<(), String> {
+        let mut message = vec![0 as c_char; MESSAGE_CAPACITY];
+        let count = c_uint::try_from(args.len()).map_err(|_| format!("{} arguments", args.len()))?;
+        // SAFETY: the caller guarantees the arguments; `grid` and `block` are three values each
+        // as the ABI reads them; `message` has the capacity passed. The runtime catches every C++
+        // exception, so none unwinds into Rust.
+        let status = unsafe {
+            (self.launch)(
+                entry.0,
+                args.as_ptr(),
+                count,
+                grid.as_ptr(),
+                block.as_ptr(),
+                dynamic_shared,
+                seed,
+                message.as_mut_ptr(),
+                message.len(),
+            )
+        };
+        if status == 0 {
+            return Ok(());
+        }
+        // SAFETY: the runtime NUL-terminates what it writes within the capacity; the buffer
+        // was zeroed, so it is terminated even if the runtime wrote nothing.
+        Err(unsafe { CStr::from_ptr(message.as_ptr()) }.to_string_lossy().into_owned())
+    }
+}

@@ -1,0 +1,77 @@
+//! The CUDA kernels themselves against the CPU reference, without a GPU: every kernel of
+//! `[glm5next_kda]` built from `kernels/*.cu` as C++ for the emulator (feature `emulation`) and
+//! run on host threads through kda-runtime's emulation backend, on its launch case
+//! (`kda::cases`) within the tolerances of `docs/kernels.md`; the ABI's bit-identical pairs; and
+//! the whole block, prefill then decode. The same checks as the GPU suite (tests/gpu.rs), at
+//! shapes small enough for host threads and chosen to reach every barrier path: head dims 32, 64
+//! and 128, chunks of 32 and 64, token counts on both sides of a chunk boundary.
+//!
+//! A failing launch names its block-order seed; `KDA_EMU_SEED=<seed>` replays it.
+#![cfg(feature = "emulation")]
+
+mod support;
+
+use kda::geometry::{GateLaw, KdaGeometry};
+use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
+use kda_runtime::GpuBackend;
+use kda_runtime::emu::EmuBackend;
+use support::{
+    assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
+    d128, tiny,
+};
+
+/// The emulation backend with the resolved table; every entry, optional ones included, must be
+/// there, since every module is built.
+fn emulated() -> (EmuBackend, Glm5NextKdaKernels) {
+    let gpu = EmuBackend::new(&[&EMULATED_KERNELS]).unwrap_or_else(|error| panic!("{error}"));
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+    assert!(
+        kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some(),
+        "an optional entry is missing"
+    );
+    println!("on {}", gpu.describe());
+    (gpu, kernels)
+}
+
+#[test]
+fn every_kernel_matches_the_reference_at_head_dim_32() {
+    let (gpu, kernels) = emulated();
+    let softplus = KdaGeometry { gate_law: GateLaw::Softplus, ..tiny() };
+    // Chunks of 32: one token, C - 1, C, C + 1 and 2C + 1 tokens.
+    assert_parity(
+        &gpu,
+        &kernels,
+        &[("tiny", tiny(), &[1, 31, 32, 33, 65]), ("tiny-softplus", softplus, &[5])],
+    );
+}
+
+#[test]
+fn every_kernel_matches_the_reference_at_head_dims_64_and_128() {
+    let (gpu, kernels) = emulated();
+    // Chunks of 64: t ≡ 1 (mod 64) reaches the single-row tail of the chunk kernels.
+    assert_parity(&gpu, &kernels, &[("d64", d64(), &[1, 65]), ("d128", d128(), &[5, 100])]);
+}
+
+#[test]
+fn gemv_batchm_rows_are_bit_identical_to_gemv() {
+    let (gpu, kernels) = emulated();
+    for m in [2, 5, 16] {
+        assert_batchm_rows_are_gemv(&gpu, &kernels, "tiny", tiny(), m);
+    }
+}
+
+#[test]
+fn recurrent_smem_is_bit_identical_to_recurrent() {
+    let (gpu, kernels) = emulated();
+    for (name, geometry) in [("tiny", tiny()), ("d64", d64())] {
+        assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
+    }
+}
+
+#[test]
+fn the_block_agrees_with_the_reference() {
+    let (gpu, _) = emulated();
+    // A chunked prefill of 40 tokens, a second of 5 on the carried state (5 rows: the batched
+    // GEMV), then 3 decode steps.
+    assert_block_agrees(&gpu, &[("tiny", tiny()), ("d64", d64())], &[40, 5], 48);
+}

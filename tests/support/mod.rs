@@ -1,0 +1,243 @@
+//! What the device test suites share: the CUDA one (tests/gpu.rs) and the emulated one
+//! (tests/emulated.rs) run the same launch cases and block runs against the CPU reference, each
+//! on its own backend, with the tolerances of `docs/kernels.md`.
+#![allow(dead_code)] // each suite uses its own part
+
+use kda::block::Glm5NextKdaBlock;
+use kda::cases::{Check, HostData, HostOutput, KernelCase};
+use kda::geometry::KdaGeometry;
+use kda::kernels::Glm5NextKdaKernels;
+use kda::weights::{HostWeights, synthetic_hidden};
+use kda_runtime::cpu::CpuBackend;
+use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
+
+/// The seed of every case's inputs.
+pub const SEED: u64 = 2024;
+
+/// The ABI's bound for the whole block against the f32 reference.
+pub const BLOCK_BOUND: f64 = 2e-3;
+
+pub fn reference() -> (CpuBackend, Glm5NextKdaKernels) {
+    let gpu = kda::reference::backend();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
+    (gpu, kernels)
+}
+
+pub fn tiny() -> KdaGeometry {
+    KdaGeometry::tiny()
+}
+
+/// Head dim 64, chunks of 64.
+pub fn d64() -> KdaGeometry {
+    KdaGeometry { hidden: 96, heads: 2, head_dim: 64, chunk: 64, ..tiny() }
+}
+
+/// Head dim 128, chunks of 64 (GLM-5.3-Flash's heads), two of them.
+pub fn d128() -> KdaGeometry {
+    KdaGeometry { hidden: 256, heads: 2, head_dim: 128, chunk: 64, ..tiny() }
+}
+
+/// Runs every launch case at `geometry` for each of `tokens` on `gpu` and on the reference,
+/// prints each written buffer's figures, and returns a line per buffer outside its tolerance
+/// (a launch that fails counts as one).
+pub fn parity(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    name: &str,
+    geometry: KdaGeometry,
+    tokens: &[u32],
+) -> (usize, Vec<String>) {
+    let (cpu, cpu_kernels) = reference();
+    let (mut compared, mut failures) = (0, Vec::new());
+    for &t in tokens {
+        let cases = KernelCase::all(&geometry, t, SEED).unwrap_or_else(|error| panic!("{name}: {error}"));
+        for case in cases {
+            let what = format!("{name:<13} t = {t:<4} {:<15}", case.field());
+            let want =
+                case.run(&cpu, &cpu_kernels).unwrap_or_else(|error| panic!("{what} on the CPU: {error}"));
+            let got = match case.run(gpu, kernels) {
+                Ok(got) => got,
+                Err(error) => {
+                    println!("{what} FAILED to run: {error}");
+                    failures.push(format!("{what}: {error}"));
+                    continue;
+                }
+            };
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (got, want) in got.iter().zip(&want) {
+                compared += 1;
+                let what = format!("{what} {:<6}", got.name);
+                match got.compare(want) {
+                    Ok(measured) => println!("{what} ok    [{}] {measured}", got.check),
+                    Err(mismatch) => {
+                        println!("{what} FAIL  [{}] {mismatch}", got.check);
+                        failures.push(format!("{what} [{}]: {mismatch}", got.check));
+                    }
+                }
+            }
+        }
+    }
+    (compared, failures)
+}
+
+/// Every case of every run on `gpu` within its tolerance of the reference.
+pub fn assert_parity(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    runs: &[(&str, KdaGeometry, &[u32])],
+) {
+    let (mut compared, mut failures) = (0, Vec::new());
+    for &(name, geometry, tokens) in runs {
+        println!("{name}: {geometry}");
+        let (count, failed) = parity(gpu, kernels, name, geometry, tokens);
+        compared += count;
+        failures.extend(failed);
+    }
+    assert!(compared > 0, "nothing compared");
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} outputs outside their tolerance:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The bits of `output`, after checking it is something: finite and not all zero.
+pub fn checked_bits(what: &str, output: &HostOutput) -> Vec<u32> {
+    assert!(output.data.is_finite() && !output.data.is_all_zero(), "{what}: not finite, or all zero");
+    output.data.bits()
+}
+
+pub fn differing(a: &[u32], b: &[u32]) -> usize {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).filter(|(a, b)| a != b).count()
+}
+
+/// Each row of a batched GEMV of `m` rows on `gpu` equals the GEMV of that row, bit for bit.
+pub fn assert_batchm_rows_are_gemv(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    name: &str,
+    geometry: KdaGeometry,
+    m: u32,
+) {
+    let batchm = KernelCase::new("gemv_batchm", &geometry, m, SEED).unwrap();
+    let what = format!("{name} m = {m}");
+    let batched = checked_bits(&what, &batchm.run(gpu, kernels).unwrap()[0]);
+    let n = batched.len() / m as usize;
+    let mut wrong = 0;
+    for i in 0..m {
+        let row = batchm.gemv_row(i).unwrap();
+        let what = format!("{what}, gemv of row {i}");
+        let single = checked_bits(&what, &row.run(gpu, kernels).unwrap()[0]);
+        let i = i as usize;
+        wrong += differing(&single, &batched[i * n..(i + 1) * n]);
+    }
+    println!("{what}: batchm vs gemv per row, {wrong} of {} values differ", batched.len());
+    assert_eq!(wrong, 0, "{what}: batched GEMV rows are not bit-identical to the GEMV");
+}
+
+/// Four decode steps of `recurrent` and `recurrent_smem` on the same inputs, the state carried
+/// in place, agree bit for bit after each.
+pub fn assert_recurrent_pair_identical(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    name: &str,
+    geometry: KdaGeometry,
+) {
+    let plain = KernelCase::new("recurrent", &geometry, 1, SEED).unwrap();
+    let smem = KernelCase::new("recurrent_smem", &geometry, 1, SEED).unwrap();
+    assert_eq!(plain.args(), smem.args(), "the two cases must launch on the same inputs");
+    let (mut plain_args, mut smem_args) = (plain.prepare(gpu).unwrap(), smem.prepare(gpu).unwrap());
+    for step in 1..=4 {
+        plain.launch(gpu, kernels, &mut plain_args).unwrap();
+        smem.launch(gpu, kernels, &mut smem_args).unwrap();
+        let plain_out = plain.outputs(gpu, &plain_args).unwrap();
+        let smem_out = smem.outputs(gpu, &smem_args).unwrap();
+        for (a, b) in plain_out.iter().zip(&smem_out) {
+            let what = format!("{name} step {step} `{}`", a.name);
+            let wrong = differing(&checked_bits(&what, a), &checked_bits(&what, b));
+            println!("{what}: recurrent_smem vs recurrent, {wrong} of {} values differ", a.data.len());
+            assert_eq!(wrong, 0, "{what}: recurrent_smem is not bit-identical to recurrent");
+        }
+    }
+}
+
+/// What a run of the block leaves: its outputs and the state after them.
+pub struct BlockRun {
+    pub outputs: Vec<bf16>,
+    pub conv: Vec<f32>,
+    pub recurrent: Vec<f32>,
+}
+
+/// `hidden` through the block on `gpu`: a chunked prefill of each of `prompts` tokens in turn on
+/// the carried state, then one decode step per remaining token.
+pub fn run_block(
+    gpu: &dyn GpuBackend,
+    geometry: KdaGeometry,
+    weights: &HostWeights,
+    hidden: &[bf16],
+    prompts: &[usize],
+) -> BlockRun {
+    let block = Glm5NextKdaBlock::new(gpu, geometry, weights).unwrap_or_else(|error| panic!("{error}"));
+    let mut state = block.new_state().unwrap();
+    let width = geometry.hidden as usize;
+    let mut outputs = Vec::with_capacity(hidden.len());
+    let mut rest = hidden;
+    for &tokens in prompts {
+        let (prompt, after) = rest.split_at(tokens * width);
+        let out = block.prefill(&mut state, &gpu.upload(prompt).unwrap()).unwrap();
+        outputs.extend(gpu.download::<bf16>(&out).unwrap());
+        rest = after;
+    }
+    for token in rest.chunks_exact(width) {
+        let out = block.decode_step(&mut state, &gpu.upload(token).unwrap()).unwrap();
+        outputs.extend(gpu.download::<bf16>(&out).unwrap());
+    }
+    BlockRun {
+        outputs,
+        conv: gpu.download(state.conv()).unwrap(),
+        recurrent: gpu.download(state.recurrent()).unwrap(),
+    }
+}
+
+/// The block on `gpu` and on the reference, at each geometry, over `tokens` tokens of which the
+/// first go through the `prompts` prefills: outputs and final states within the ABI's bound.
+pub fn assert_block_agrees(
+    gpu: &dyn GpuBackend,
+    runs: &[(&str, KdaGeometry)],
+    prompts: &[usize],
+    tokens: usize,
+) {
+    let cpu = kda::reference::backend();
+    let mut failures = Vec::new();
+    for &(name, geometry) in runs {
+        let weights = HostWeights::synthetic(&geometry, SEED);
+        let hidden = synthetic_hidden(&geometry, tokens, SEED + 1);
+        let got = run_block(gpu, geometry, &weights, &hidden, prompts);
+        let want = run_block(&cpu, geometry, &weights, &hidden, prompts);
+        let pairs = [
+            ("outputs", HostData::Bf16(got.outputs), HostData::Bf16(want.outputs)),
+            ("conv state", HostData::F32(got.conv), HostData::F32(want.conv)),
+            ("recurrent state", HostData::F32(got.recurrent), HostData::F32(want.recurrent)),
+        ];
+        let decoded = tokens - prompts.iter().sum::<usize>();
+        for (what, got, want) in pairs {
+            let what = format!("{name}: block, prefill {prompts:?} + {decoded} decode, {what}");
+            let check = Check::RelativeRms(BLOCK_BOUND);
+            match check.compare(&got, &want, want.len()) {
+                Ok(measured) => println!("{what}: ok [{check}] {measured}"),
+                Err(mismatch) => {
+                    println!("{what}: FAIL [{check}] {mismatch}");
+                    failures.push(format!("{what}: {mismatch}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the block on {} disagrees with the reference:\n{}",
+        gpu.describe(),
+        failures.join("\n")
+    );
+}
