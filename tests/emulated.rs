@@ -14,7 +14,7 @@ mod support;
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
 use kda_runtime::GpuBackend;
-use kda_runtime::emu::EmuBackend;
+use kda_runtime::emu::{DriverBackend, EmuBackend};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
     d128, tiny,
@@ -74,4 +74,14 @@ fn the_block_agrees_with_the_reference() {
     // A chunked prefill of 40 tokens, a second of 5 on the carried state (5 rows: the batched
     // GEMV), then 3 decode steps.
     assert_block_agrees(&gpu, &[("tiny", tiny()), ("d64", d64())], &[40, 5], 48);
+}
+
+#[test]
+fn the_driver_runs_every_kernel_in_a_process_of_its_own_with_the_same_results() {
+    // The sanitizer runs go through the driver; here it is the plain build's, so this checks the
+    // request and response path itself: every argument there and every written buffer back.
+    let driver = EMULATED_KERNELS.driver.expect("the emulated build makes a driver");
+    let gpu = DriverBackend::new(driver, &[&EMULATED_KERNELS], 7).unwrap();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+    assert_parity(&gpu, &kernels, &[("tiny", tiny(), &[33])]);
 }

@@ -1,9 +1,11 @@
 //! What the `kda` command runs, apart from its argument parsing: the main job, the resolution
-//! report, the manifest listing and the kernel benchmark. A library so that tests reach them.
+//! report, the manifest listing, the kernel benchmark and the emulated suite. A library so that tests reach them.
 
 #![forbid(unsafe_code)]
 
 pub mod bench;
+#[cfg(feature = "emulation")]
+pub mod emulate;
 pub mod job;
 pub mod listing;
 pub mod report;

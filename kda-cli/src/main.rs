@@ -64,6 +64,30 @@ enum Command {
         #[arg(long, default_value_t = BenchOptions::ITERATIONS, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
     },
+    /// Builds the CUDA kernels for the emulator (with a sanitizer, if asked) and checks every
+    /// kernel and the block against the CPU reference over a set of shapes; fails on any
+    /// difference outside the tolerances, any launch error and any sanitizer report.
+    #[cfg(feature = "emulation")]
+    Emulate {
+        /// A sanitizer to compile in: `address` (AddressSanitizer + UBSan) or `thread`.
+        #[arg(long, value_parser = parse_sanitizer)]
+        sanitizer: Option<kda_build::cuda::emulation::Sanitizer>,
+        /// `ci`: every barrier path at a few shapes; `edge`: the whole grid of edge shapes.
+        #[arg(long, default_value = "ci", value_parser = parse_shapes)]
+        shapes: kda_cli::emulate::Shapes,
+        /// The kernels directory to build (default: this repository's `kernels/`).
+        #[arg(long)]
+        kernels: Option<PathBuf>,
+        /// Where the emulated build goes (default: `target/kda-emulate`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Stop at the first failure.
+        #[arg(long)]
+        fail_fast: bool,
+        /// Print a line per compared buffer.
+        #[arg(long)]
+        verbose: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,8 +104,77 @@ fn main() -> anyhow::Result<()> {
         Some(Command::Bench { backend, preset, tokens, iterations }) => {
             bench(backend.unwrap_or(cli.backend), preset, tokens, iterations, cli.seed)
         }
+        #[cfg(feature = "emulation")]
+        Some(Command::Emulate { sanitizer, shapes, kernels, out, fail_fast, verbose }) => {
+            emulate(sanitizer, shapes, kernels, out, fail_fast, verbose, cli.seed)
+        }
         None => run(&cli),
     }
+}
+
+/// This repository's root, where `kernels.toml` and `kernels/` are.
+#[cfg(feature = "emulation")]
+fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[cfg(feature = "emulation")]
+fn parse_sanitizer(name: &str) -> Result<kda_build::cuda::emulation::Sanitizer, String> {
+    kda_build::cuda::emulation::Sanitizer::from_name(name)
+        .ok_or_else(|| format!("`{name}`: expected `address` or `thread`"))
+}
+
+#[cfg(feature = "emulation")]
+fn parse_shapes(name: &str) -> Result<kda_cli::emulate::Shapes, String> {
+    match name {
+        "ci" => Ok(kda_cli::emulate::Shapes::Ci),
+        "edge" => Ok(kda_cli::emulate::Shapes::Edge),
+        other => Err(format!("`{other}`: expected `ci` or `edge`")),
+    }
+}
+
+/// `kda emulate`: the emulated suite, its failures listed, an `Err` if there are any.
+#[cfg(feature = "emulation")]
+fn emulate(
+    sanitizer: Option<kda_build::cuda::emulation::Sanitizer>,
+    shapes: kda_cli::emulate::Shapes,
+    kernels: Option<PathBuf>,
+    out: Option<PathBuf>,
+    fail_fast: bool,
+    verbose: bool,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repository().join("target"), PathBuf::from);
+    let options = kda_cli::emulate::EmulateOptions {
+        manifest: repository().join("kernels.toml"),
+        kernels: kernels.unwrap_or_else(|| repository().join("kernels")),
+        out_dir: out.unwrap_or_else(|| target.join("kda-emulate")),
+        sanitizer,
+        shapes,
+        seed,
+        fail_fast,
+    };
+    let report = kda_cli::emulate::run(&options, &mut |line| {
+        if verbose || line.starts_with("on ") {
+            println!("{line}");
+        }
+    })?;
+    for failure in &report.failures {
+        println!("{failure}");
+    }
+    let variant = sanitizer.map_or("plain", kda_build::cuda::emulation::Sanitizer::name);
+    println!(
+        "emulated ({variant}, {shapes:?} shapes): {} buffers compared, {} failures; build {:.1} s, run {:.1} s",
+        report.compared,
+        report.failures.len(),
+        report.build.as_secs_f64(),
+        report.run.as_secs_f64()
+    );
+    if !report.failures.is_empty() {
+        bail!("{} of the emulated checks failed", report.failures.len());
+    }
+    Ok(())
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {

@@ -246,6 +246,17 @@ impl Check {
     }
 }
 
+/// One written buffer of a case on a backend, compared with the reference's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The ABI's name of the buffer.
+    pub output: &'static str,
+    /// How it had to agree.
+    pub check: Check,
+    /// What was measured, or how it failed.
+    pub result: Result<Measurement, Mismatch>,
+}
+
 /// The contents of a buffer a kernel wrote, downloaded after a launch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostOutput {

@@ -29,10 +29,33 @@ pub(super) fn dense_args(
     n: u32,
     k: u32,
 ) -> Vec<CaseArg> {
+    dense_args_at(names, x, w, m, n, k, 0)
+}
+
+/// [`dense_args`] with the operands `offset` elements into their buffers (poison before them):
+/// `offset % 8 != 0` leaves them unaligned for 16-byte loads, as a slice of a packed buffer is.
+pub(super) fn dense_args_at(
+    names: [&'static str; 3],
+    x: Vec<bf16>,
+    w: Vec<bf16>,
+    m: Option<u32>,
+    n: u32,
+    k: u32,
+    offset: usize,
+) -> Vec<CaseArg> {
     let [x_name, w_name, y_name] = names;
     let rows = m.unwrap_or(1);
     let y = write(DType::Bf16, y_name, rows * n, Check::Dense);
-    let mut args = vec![read(x_name, x), read(w_name, w), y];
+    let operand = |name, data: Vec<bf16>| {
+        if offset == 0 {
+            return read(name, data);
+        }
+        let mut padded = vec![bf16::from_f32(POISON); offset];
+        let range = offset..offset + data.len();
+        padded.extend(data);
+        CaseArg::Slice { name, data: HostData::Bf16(padded), range }
+    };
+    let mut args = vec![operand(x_name, x), operand(w_name, w), y];
     args.extend(m.map(|m| CaseArg::u32("m", m)));
     args.extend([CaseArg::u32("n", n), CaseArg::u32("k", k)]);
     args

@@ -43,7 +43,7 @@ use crate::kernels::Glm5NextKdaKernels;
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::launch;
 
-pub use check::{Check, HostOutput, Measurement, Mismatch};
+pub use check::{Check, Comparison, HostOutput, Measurement, Mismatch};
 use data::*;
 pub use data::{Access, BufferArg, CaseArg, HostData, POISON};
 use inputs::*;
@@ -63,6 +63,9 @@ pub enum CaseError {
     /// A table entry without a case: every entry of `[glm5next_kda]` needs one here.
     #[error("no launch case for entry `{0}`: add one to src/cases/mod.rs")]
     NoCase(String),
+    /// A dense case of a shape the kernels do not take.
+    #[error("{0}")]
+    Dense(String),
     /// The reference run that makes the chunk scan's inputs failed.
     #[error("the reference run behind the chunk scan's inputs failed: {0}")]
     Reference(String),
@@ -319,6 +322,102 @@ impl KernelCase {
             other => return Err(CaseError::NoCase(other.to_owned())),
         };
         Ok(KernelCase { entry, handle, launch, args, tokens: t })
+    }
+
+    /// A case of a dense product at any shape: `gemm` (`m ≥ 1`), `gemv` (`m = 1`) or
+    /// `gemv_batchm` (`2 ≤ m ≤ 16`) of `x [m, k]` by `w [n, k]`, the operands `offset` elements into
+    /// their buffers (`offset % 8 != 0`: unaligned for the kernels' 16-byte loads). For the edge
+    /// shapes the model's geometries do not reach: n and k off the tiles, k % 8 != 0, odd m.
+    pub fn dense(
+        field: &str,
+        m: u32,
+        n: u32,
+        k: u32,
+        offset: u32,
+        seed: u64,
+    ) -> Result<KernelCase, CaseError> {
+        let entry = *Glm5NextKdaKernels::ENTRIES
+            .iter()
+            .find(|entry| entry.field == field)
+            .ok_or_else(|| CaseError::NoCase(field.to_owned()))?;
+        let bad = |why: &str| CaseError::Dense(format!("{field} with m = {m}, n = {n}, k = {k}: {why}"));
+        let elements = |rows: u32| rows.checked_mul(k).ok_or_else(|| bad("the operands overflow 32 bits"));
+        let (x_len, w_len) = (elements(m)?, elements(n)?);
+        m.checked_mul(n).ok_or_else(|| bad("the output overflows 32 bits"))?;
+        let mut rng = stream(seed, field);
+        let (x, w) = (activations(&mut rng, x_len), linear(&mut rng, n, k));
+        debug_assert_eq!(w.len(), w_len as usize);
+        let offset = offset as usize;
+        let (handle, launch, names, m_arg): (Handle, _, _, _) = match field {
+            "gemm" if m >= 1 => (|k| Some(k.gemm), launch::gemm(m, n), GEMM, Some(m)),
+            "gemv" if m == 1 => (|k| Some(k.gemv), launch::gemv(1, n), GEMV, None),
+            "gemv_batchm" if (2..=DENSE_GEMV_BATCHM_MAX_M).contains(&m) => {
+                (|k| k.gemv_batchm, launch::gemv(m, n), GEMV, Some(m))
+            }
+            "gemm" | "gemv" | "gemv_batchm" => {
+                return Err(bad("no such case (gemv: m = 1; gemv_batchm: 2..=16)"));
+            }
+            other => return Err(CaseError::NoCase(other.to_owned())),
+        };
+        let args = dense_args_at(names, x, w, m_arg, n, k, offset);
+        Ok(KernelCase { entry, handle, launch, args, tokens: m })
+    }
+
+    /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (64 for
+    /// the GEMM, 32 columns and 256-element K tiles for the GEMVs), k % 8 != 0 (no 16-byte loads),
+    /// two K tiles with k % 8 == 0 (the GEMVs' asynchronous copies), operands one element off
+    /// alignment, and m at each dispatch class. `thorough`: every m of 1..=17 and 65 (the GEMM),
+    /// 1 (the GEMV) and 2..=16 (the batched GEMV), each at every (n, k, offset) of the grid.
+    pub fn dense_edges(seed: u64, thorough: bool) -> Result<Vec<KernelCase>, CaseError> {
+        let field = |m: u32| match m {
+            1 => "gemv",
+            2..=DENSE_GEMV_BATCHM_MAX_M => "gemv_batchm",
+            _ => "gemm",
+        };
+        let mut cases = Vec::new();
+        if thorough {
+            for m in (1..=17).chain([65]) {
+                for (n, k) in [(33, 100), (65, 264), (40, 263)] {
+                    for offset in [0, 1] {
+                        cases.push(Self::dense("gemm", m, n, k, offset, seed)?);
+                        if m <= DENSE_GEMV_BATCHM_MAX_M {
+                            cases.push(Self::dense(field(m), m, n, k, offset, seed)?);
+                        }
+                    }
+                }
+            }
+        } else {
+            for (m, n, k, offset) in [
+                (1, 65, 264, 0),
+                (1, 40, 263, 0),
+                (1, 33, 264, 1),
+                (2, 65, 264, 0),
+                (7, 40, 100, 1),
+                (16, 33, 264, 0),
+            ] {
+                cases.push(Self::dense(field(m), m, n, k, offset, seed)?);
+            }
+            for (m, n, k, offset) in [(17, 65, 100, 0), (65, 40, 72, 1), (1, 33, 264, 0)] {
+                cases.push(Self::dense("gemm", m, n, k, offset, seed)?);
+            }
+        }
+        Ok(cases)
+    }
+
+    /// Runs the case on `gpu` and on `reference` (the CPU reference backend, say) and compares
+    /// every written buffer: one comparison per buffer, in parameter order.
+    pub fn compare(
+        &self,
+        gpu: (&dyn GpuBackend, &Glm5NextKdaKernels),
+        reference: (&dyn GpuBackend, &Glm5NextKdaKernels),
+    ) -> Result<Vec<Comparison>, BackendError> {
+        let want = self.run(reference.0, reference.1)?;
+        let got = self.run(gpu.0, gpu.1)?;
+        Ok(got
+            .into_iter()
+            .zip(&want)
+            .map(|(got, want)| Comparison { output: got.name, check: got.check, result: got.compare(want) })
+            .collect())
     }
 
     /// The table field this case launches.

@@ -47,37 +47,46 @@ pub fn parity(
     geometry: KdaGeometry,
     tokens: &[u32],
 ) -> (usize, Vec<String>) {
-    let (cpu, cpu_kernels) = reference();
     let (mut compared, mut failures) = (0, Vec::new());
     for &t in tokens {
         let cases = KernelCase::all(&geometry, t, SEED).unwrap_or_else(|error| panic!("{name}: {error}"));
         for case in cases {
             let what = format!("{name:<13} t = {t:<4} {:<15}", case.field());
-            let want =
-                case.run(&cpu, &cpu_kernels).unwrap_or_else(|error| panic!("{what} on the CPU: {error}"));
-            let got = match case.run(gpu, kernels) {
-                Ok(got) => got,
-                Err(error) => {
-                    println!("{what} FAILED to run: {error}");
-                    failures.push(format!("{what}: {error}"));
-                    continue;
-                }
-            };
-            assert_eq!(got.len(), want.len(), "{what}");
-            for (got, want) in got.iter().zip(&want) {
-                compared += 1;
-                let what = format!("{what} {:<6}", got.name);
-                match got.compare(want) {
-                    Ok(measured) => println!("{what} ok    [{}] {measured}", got.check),
-                    Err(mismatch) => {
-                        println!("{what} FAIL  [{}] {mismatch}", got.check);
-                        failures.push(format!("{what} [{}]: {mismatch}", got.check));
-                    }
-                }
-            }
+            let (count, failed) = compare_case(gpu, kernels, &what, &case);
+            compared += count;
+            failures.extend(failed);
         }
     }
     (compared, failures)
+}
+
+/// One case on `gpu` against the reference: the buffers compared, and a line per failure.
+pub fn compare_case(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    what: &str,
+    case: &KernelCase,
+) -> (usize, Vec<String>) {
+    let (cpu, cpu_kernels) = reference();
+    let comparisons = match case.compare((gpu, kernels), (&cpu, &cpu_kernels)) {
+        Ok(comparisons) => comparisons,
+        Err(error) => {
+            println!("{what} FAILED to run: {error}");
+            return (0, vec![format!("{what}: {error}")]);
+        }
+    };
+    let mut failures = Vec::new();
+    for comparison in &comparisons {
+        let what = format!("{what} {:<6}", comparison.output);
+        match &comparison.result {
+            Ok(measured) => println!("{what} ok    [{}] {measured}", comparison.check),
+            Err(mismatch) => {
+                println!("{what} FAIL  [{}] {mismatch}", comparison.check);
+                failures.push(format!("{what} [{}]: {mismatch}", comparison.check));
+            }
+        }
+    }
+    (comparisons.len(), failures)
 }
 
 /// Every case of every run on `gpu` within its tolerance of the reference.

@@ -17,8 +17,8 @@ pub(super) struct Generated<'a> {
     pub manifest_key: &'a str,
     pub defines: &'a [Define],
     pub images: &'a [BuiltImage],
-    /// The emulated libraries, when the build emulates.
-    pub emulated: Option<&'a [EmulatedLibrary]>,
+    /// The emulated libraries and the driver, when the build emulates.
+    pub emulated: Option<(&'a [EmulatedLibrary], Option<&'a std::path::Path>)>,
     /// Why `images` is empty, when the build embedded none on purpose (no nvcc).
     pub missing: Option<&'a str>,
     /// Located messages, one `compile_error!` each.
@@ -63,13 +63,18 @@ impl Generated<'_> {
             None => "::core::option::Option::None".to_owned(),
         };
         let _ = writeln!(out, "    missing: {missing},\n}};");
-        if let Some(libraries) = self.emulated {
-            self.emulated_set(&mut out, libraries);
+        if let Some((libraries, driver)) = self.emulated {
+            self.emulated_set(&mut out, libraries, driver);
         }
         out
     }
 
-    fn emulated_set(&self, out: &mut String, libraries: &[EmulatedLibrary]) {
+    fn emulated_set(
+        &self,
+        out: &mut String,
+        libraries: &[EmulatedLibrary],
+        driver: Option<&std::path::Path>,
+    ) {
         out.push_str("\n/// The kernels built for the emulator: per module, one shared library per entry.\n");
         out.push_str(
             "pub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ::kda_runtime::EmulatedSet {\n",
@@ -98,7 +103,11 @@ impl Generated<'_> {
             }
             out.push_str("        ] },\n");
         }
-        out.push_str("    ],\n};\n");
+        let driver = match driver {
+            Some(path) => format!("::core::option::Option::Some({:?})", path.display().to_string()),
+            None => "::core::option::Option::None".to_owned(),
+        };
+        let _ = writeln!(out, "    ],\n    driver: {driver},\n}};");
     }
 
     fn coverage(&self, image: &BuiltImage) -> String {

@@ -109,6 +109,8 @@ pub struct BuildOutput {
     pub recompiled: Vec<String>,
     /// One library per entry when the build also emulates ([`KernelBuild::emulation`]).
     pub emulated: Vec<emulation::EmulatedLibrary>,
+    /// The emulator's driver executable, built with the libraries' flags.
+    pub emulation_driver: Option<PathBuf>,
     /// The `module::entry` libraries compiled again in this run.
     pub emulated_recompiled: Vec<String>,
     /// Things worth a `cargo:warning`.
@@ -414,6 +416,7 @@ impl KernelBuild {
         };
         let emulated = compiler.build(modules)?;
         output.emulated = emulated.libraries;
+        output.emulation_driver = emulated.driver;
         output.emulated_recompiled = emulated.recompiled;
         output.problems.extend(emulated.problems);
         Ok(())
@@ -474,7 +477,10 @@ impl KernelBuild {
             manifest_key: name,
             defines,
             images: &output.images,
-            emulated: self.emulation.as_ref().map(|_| output.emulated.as_slice()),
+            emulated: self
+                .emulation
+                .as_ref()
+                .map(|_| (output.emulated.as_slice(), output.emulation_driver.as_deref())),
             missing,
             problems: &problems,
             toolkit,

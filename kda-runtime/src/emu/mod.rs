@@ -17,8 +17,11 @@
 //! GPU memory model beyond barriers, dynamic shared memory (a launch that asks for it is an
 //! `Err`), and any intrinsic the shim does not declare (the module does not build).
 
+mod driver;
 mod library;
 mod loader;
+
+pub use driver::DriverBackend;
 
 use std::ffi::c_void;
 use std::fmt;
@@ -166,31 +169,44 @@ impl EmuBackend {
     /// One argument as the kernel receives it: its C type and its value's bits (a view's element
     /// pointer, or the scalar).
     fn bind(&self, arg: &mut KernelArg<'_>) -> Result<(String, u64), BackendError> {
-        Ok(match arg {
+        let given = c_type_of(arg);
+        let bits = match arg {
             KernelArg::Read(view) => {
                 let range = view.checked_range()?;
-                let storage = self.memory.storage(view.buffer())?;
-                let bytes = storage.bytes();
-                let pointer = element_pointer(bytes.as_ptr(), bytes.len(), view.dtype(), range.start)?;
-                (format!("const {}*", view.dtype()), pointer)
+                let bytes = self.memory.storage(view.buffer())?.bytes();
+                element_pointer(bytes.as_ptr(), bytes.len(), view.dtype(), range.start)?
             }
             KernelArg::Write(view) => {
                 let (range, dtype) = (view.checked_range()?, view.dtype());
                 let storage: &mut HostStorage = self.memory.storage_mut(view.buffer_mut())?;
                 let bytes = storage.bytes_mut();
-                let pointer = element_pointer(bytes.as_mut_ptr(), bytes.len(), dtype, range.start)?;
-                (format!("{dtype}*"), pointer)
+                element_pointer(bytes.as_mut_ptr(), bytes.len(), dtype, range.start)?
             }
-            KernelArg::U32(value) => ("u32".to_owned(), u64::from(*value)),
-            KernelArg::I32(value) => ("i32".to_owned(), u64::from(value.cast_unsigned())),
-            KernelArg::U64(value) => ("u64".to_owned(), *value),
-            KernelArg::F32(value) => ("f32".to_owned(), u64::from(value.to_bits())),
-        })
+            scalar => scalar_bits(scalar).unwrap_or_default(),
+        };
+        Ok((given, bits))
     }
 }
 
-// Arguments travel as 64-bit values whose first bytes are the C value (see `run`).
-const _: () = assert!(cfg!(target_endian = "little") && size_of::<usize>() == 8);
+/// The C type an argument fills, as the emulator's runtime spells parameter types.
+fn c_type_of(arg: &KernelArg<'_>) -> String {
+    match arg {
+        KernelArg::Read(view) => format!("const {}*", view.dtype()),
+        KernelArg::Write(view) => format!("{}*", view.dtype()),
+        scalar => scalar.scalar_kind().map_or("?", |kind| kind.name()).to_owned(),
+    }
+}
+
+/// A scalar's bits, widened to 64 (little-endian: the value's own bytes come first).
+fn scalar_bits(arg: &KernelArg<'_>) -> Option<u64> {
+    Some(match arg {
+        KernelArg::U32(value) => u64::from(*value),
+        KernelArg::I32(value) => u64::from(value.cast_unsigned()),
+        KernelArg::U64(value) => *value,
+        KernelArg::F32(value) => u64::from(value.to_bits()),
+        KernelArg::Read(_) | KernelArg::Write(_) => return None,
+    })
+}
 
 /// The address of element `start` of a buffer of `len` bytes at `base`, which must be aligned
 /// as a GPU allocation would be for the vector paths (an empty buffer has no address to align).

@@ -10,6 +10,9 @@ pub struct EmulatedSet {
     pub namespace: &'static str,
     /// One per module, in manifest order.
     pub modules: &'static [EmulatedModule],
+    /// The driver built with the same flags, which runs one launch per process
+    /// ([`DriverBackend`](crate::emu::DriverBackend)); `None` if it did not build.
+    pub driver: Option<&'static str>,
 }
 
 /// One module's emulated kernels.

@@ -49,6 +49,8 @@ pub struct EmulatedLibrary {
 #[derive(Debug, Default)]
 pub(super) struct Emulated {
     pub libraries: Vec<EmulatedLibrary>,
+    /// The driver executable, built with the same flags (see `kda_emu_driver.cpp`).
+    pub driver: Option<PathBuf>,
     pub problems: Vec<Problem>,
     /// `module::entry` of each library compiled in this run (the others came from the cache).
     pub recompiled: Vec<String>,
@@ -123,6 +125,17 @@ impl EmulatedCompiler<'_> {
             });
             return Ok(emulated);
         }
+        emulated.driver = match self.build_driver(&compiler, &flags, &shim_dir)? {
+            Ok(driver) => Some(driver),
+            Err(diagnostics) => {
+                emulated.problems.push(Problem::Emulation {
+                    listed_at: self.manifest_name.to_owned(),
+                    path: shim_dir.join("kda_emu_driver.cpp"),
+                    diagnostics,
+                });
+                None
+            }
+        };
         let units = self.units(modules);
         let results = jobs::run_bounded(self.jobs, &units, |unit| {
             self.build_unit(&compiler, &flags, &script, &runtime, unit)
@@ -148,6 +161,30 @@ impl EmulatedCompiler<'_> {
             }
         }
         Ok(emulated)
+    }
+
+    /// Compiles and links the driver, which runs one launch of a library per process.
+    fn build_driver(
+        &self,
+        compiler: &cc::Tool,
+        flags: &[String],
+        shim_dir: &Path,
+    ) -> Result<Result<PathBuf, String>, BuildError> {
+        let object = self.out_dir.join("kda_emu_driver.o");
+        let driver = self.out_dir.join("kda_emu_driver");
+        if let Err(diagnostics) =
+            self.compile_cached(compiler, flags, &shim_dir.join("kda_emu_driver.cpp"), &object)?
+        {
+            return Ok(Err(diagnostics));
+        }
+        let mut link = Command::new(compiler.path());
+        link.arg("-pthread")
+            .args(Sanitizer::compile_flags(self.emulation.sanitizer))
+            .arg("-o")
+            .arg(&driver)
+            .arg(&object)
+            .arg("-ldl");
+        Ok(run(link, &driver)?.map(|()| driver))
     }
 
     /// Every `(module, entry)` of the manifest once, in manifest order, with its module's source.

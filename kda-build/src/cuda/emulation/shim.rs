@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 
 use crate::cuda::{BuildError, write};
 
-/// The shim's files: the device API, `<cuda_bf16.h>`, the runtime and its C ABI.
-pub const FILES: [(&str, &str); 4] = [
+/// The shim's files: the device API, `<cuda_bf16.h>`, the runtime, its C ABI and the driver.
+pub const FILES: [(&str, &str); 5] = [
     ("kda_emu.h", include_str!("../../../emu/kda_emu.h")),
     ("cuda_bf16.h", include_str!("../../../emu/cuda_bf16.h")),
     ("kda_abi.h", include_str!("../../../emu/kda_abi.h")),
     ("kda_emu_runtime.cpp", include_str!("../../../emu/kda_emu_runtime.cpp")),
+    ("kda_emu_driver.cpp", include_str!("../../../emu/kda_emu_driver.cpp")),
 ];
 
 /// Writes the shim into `out_dir/shim`; that directory.

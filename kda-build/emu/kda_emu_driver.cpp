@@ -1,0 +1,176 @@
+// The sanitizer driver: runs one launch of an emulated kernel in a process of its own, so the
+// kernel and the emulator can be compiled with a sanitizer (AddressSanitizer + UBSan, or
+// ThreadSanitizer), which needs its runtime in the executable. kda-runtime's `DriverBackend`
+// writes the request, runs `kda_emu_driver REQUEST RESPONSE`, and reads the response.
+//
+// Every buffer is allocated at exactly the bytes the request gives, so a read or write past it is
+// a sanitizer report; a kernel gets `allocation + offset`, as a view of a device buffer would be.
+//
+// Request, little-endian (str = u32 length + bytes):
+//   "KDAEMU1\n", str library, str entry, str parameter types ("const bf16*,u32"),
+//   u32 grid[3], u32 block[3], u32 dynamic shared bytes, u64 seed, u32 argument count, then per
+//   argument a u8 kind (0 scalar: u64 bits; 1 read-only buffer, 2 written buffer: u64 offset,
+//   u64 length, the bytes).
+// Response: "KDAEMU1\n", u8 status (0 launched, 1 refused or failed), str message, u32 count,
+//   then each written buffer as u64 length + bytes, in argument order.
+// The exit status is 0 unless the driver itself fails (2) or a sanitizer reports (its own).
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kda_abi.h"
+
+namespace {
+
+const char kMagic[8] = {'K', 'D', 'A', 'E', 'M', 'U', '1', '\n'};
+
+[[noreturn]] void die(const std::string& message) {
+    std::fprintf(stderr, "kda_emu_driver: %s\n", message.c_str());
+    std::exit(2);
+}
+
+class Reader {
+   public:
+    explicit Reader(const char* path) : file_(std::fopen(path, "rb")) {
+        if (!file_) die(std::string("cannot open the request ") + path);
+    }
+    ~Reader() { std::fclose(file_); }
+    void bytes(void* out, size_t n) {
+        if (n && std::fread(out, 1, n, file_) != n) die("the request is truncated");
+    }
+    template <class T>
+    T value() {
+        T v;
+        bytes(&v, sizeof v);
+        return v;
+    }
+    std::string str() {
+        std::string s(value<uint32_t>(), '\0');
+        bytes(s.data(), s.size());
+        return s;
+    }
+
+   private:
+    std::FILE* file_;
+};
+
+class Writer {
+   public:
+    explicit Writer(const char* path) : file_(std::fopen(path, "wb")) {
+        if (!file_) die(std::string("cannot create the response ") + path);
+    }
+    ~Writer() {
+        if (std::fclose(file_) != 0) die("cannot write the response");
+    }
+    void bytes(const void* data, size_t n) {
+        if (n && std::fwrite(data, 1, n, file_) != n) die("cannot write the response");
+    }
+    template <class T>
+    void value(T v) {
+        bytes(&v, sizeof v);
+    }
+    void str(const std::string& s) {
+        value(static_cast<uint32_t>(s.size()));
+        bytes(s.data(), s.size());
+    }
+
+   private:
+    std::FILE* file_;
+};
+
+struct Argument {
+    uint8_t kind = 0;
+    uint64_t scalar = 0;
+    uint64_t offset = 0, length = 0;
+    std::unique_ptr<unsigned char, decltype(&std::free)> allocation{nullptr, &std::free};
+    void* pointer = nullptr;  // what the kernel receives: `allocation + offset`
+};
+
+void respond(const char* path, uint8_t status, const std::string& message, const std::vector<Argument>& args) {
+    Writer out(path);
+    out.bytes(kMagic, sizeof kMagic);
+    out.value(status);
+    out.str(message);
+    uint32_t written = 0;
+    for (const Argument& arg : args) written += arg.kind == 2;
+    out.value(written);
+    for (const Argument& arg : args) {
+        if (arg.kind != 2) continue;
+        out.value(arg.length);
+        out.bytes(arg.allocation.get(), arg.length);
+    }
+}
+
+template <class F>
+F symbol(void* library, const char* name) {
+    void* found = dlsym(library, name);
+    if (!found) die(std::string("the library lacks ") + name);
+    return reinterpret_cast<F>(found);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) die("usage: kda_emu_driver REQUEST RESPONSE");
+    Reader in(argv[1]);
+    char magic[sizeof kMagic];
+    in.bytes(magic, sizeof magic);
+    if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) die("not a kda emulator request");
+    const std::string library_path = in.str(), entry = in.str(), params = in.str();
+    unsigned grid[3], block[3];
+    for (unsigned& g : grid) g = in.value<uint32_t>();
+    for (unsigned& b : block) b = in.value<uint32_t>();
+    const unsigned dynamic_shared = in.value<uint32_t>();
+    const uint64_t seed = in.value<uint64_t>();
+    std::vector<Argument> args(in.value<uint32_t>());
+    for (Argument& arg : args) {
+        arg.kind = in.value<uint8_t>();
+        if (arg.kind == 0) {
+            arg.scalar = in.value<uint64_t>();
+            arg.pointer = &arg.scalar;
+            continue;
+        }
+        if (arg.kind > 2) die("unknown argument kind");
+        arg.offset = in.value<uint64_t>();
+        arg.length = in.value<uint64_t>();
+        if (arg.offset > arg.length) die("a view starts past its buffer");
+        // Exactly the buffer's bytes (one for an empty buffer, which nothing may touch).
+        arg.allocation.reset(static_cast<unsigned char*>(std::malloc(arg.length ? arg.length : 1)));
+        if (!arg.allocation) die("out of memory");
+        in.bytes(arg.allocation.get(), arg.length);
+        arg.scalar = reinterpret_cast<uintptr_t>(arg.allocation.get() + arg.offset);
+        arg.pointer = &arg.scalar;
+    }
+
+    void* library = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) die(std::string("cannot open ") + library_path + ": " + dlerror());
+    auto version = symbol<unsigned (*)()>(library, "kda_emu_abi_version");
+    if (version() != KDA_EMU_ABI_VERSION) die("the library was built for another emulator ABI");
+    auto find = symbol<int (*)(const char*)>(library, "kda_emu_find");
+    auto kernel_params = symbol<const char* (*)(int)>(library, "kda_emu_params");
+    auto launch = symbol<decltype(&kda_emu_launch)>(library, "kda_emu_launch");
+
+    const int index = find(entry.c_str());
+    if (index < 0) {
+        respond(argv[2], 1, "the library has no entry `" + entry + "`", args);
+        return 0;
+    }
+    const char* found = kernel_params(index);
+    if (!found || params != found) {
+        respond(argv[2], 1, "the kernel takes `" + std::string(found ? found : "?") + "`, the launch passes `" + params + "`", args);
+        return 0;
+    }
+    std::vector<void*> pointers;
+    for (Argument& arg : args) pointers.push_back(arg.pointer);
+    char message[4096] = {0};
+    const int status = launch(index, pointers.data(), static_cast<unsigned>(pointers.size()), grid, block,
+                              dynamic_shared, seed, message, sizeof message);
+    respond(argv[2], status == 0 ? 0 : 1, message, args);
+    return 0;
+}

@@ -1,0 +1,258 @@
+//! `kda emulate`: the CUDA kernels of a kernels directory built for the emulator, plain or with a
+//! sanitizer compiled in, and checked against the CPU reference over a set of shapes: every
+//! kernel's launch case at each geometry and token count, the dense products at their edge
+//! shapes, and the whole block. Plain builds run in this process (`EmuBackend`); sanitized ones
+//! one launch per process through the sanitized driver (`DriverBackend`), since a sanitizer's
+//! runtime must be in the executable.
+//!
+//! It builds from any kernels directory against this crate's manifest, so a copy of `kernels/`
+//! with a change in it (the mutation script's) is checked without rebuilding anything else.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use kda::cases::{Check, HostData, KernelCase};
+use kda::geometry::KdaGeometry;
+use kda::kernels::Glm5NextKdaKernels;
+use kda::weights::{HostWeights, synthetic_hidden};
+use kda_build::cuda::KernelBuild;
+use kda_build::cuda::emulation::{Emulation, Sanitizer};
+use kda_runtime::emu::{DriverBackend, EmuBackend};
+use kda_runtime::{EmulatedLibrary, EmulatedModule, EmulatedSet, GpuBackend, GpuBackendExt, bf16};
+
+/// Which shapes a run covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shapes {
+    /// Enough to reach every barrier path of every kernel, for CI: head dims 32, 64 and 128,
+    /// chunks of 32 and 64, token counts across a chunk boundary, the dense edge shapes.
+    Ci,
+    /// The whole grid: head dims {32, 64, 128} × chunks {32, 64} × t ∈ {1, 5, C − 1, C, C + 1,
+    /// 2C + 1, 100}, and the dense products at every m of 1..=17 and 65, n and k off the tiles,
+    /// aligned and not.
+    Edge,
+}
+
+/// What `kda emulate` runs.
+#[derive(Clone, Debug)]
+pub struct EmulateOptions {
+    /// The manifest (this crate's).
+    pub manifest: PathBuf,
+    /// The kernels directory to build.
+    pub kernels: PathBuf,
+    /// Where the emulated build goes.
+    pub out_dir: PathBuf,
+    /// The sanitizer to compile in, if any.
+    pub sanitizer: Option<Sanitizer>,
+    /// The shapes.
+    pub shapes: Shapes,
+    /// Seed of the inputs and of the block orders.
+    pub seed: u64,
+    /// Stop at the first failure (for the mutation script).
+    pub fail_fast: bool,
+}
+
+/// What a run found.
+#[derive(Debug, Default)]
+pub struct EmulateReport {
+    /// Buffers compared with the reference.
+    pub compared: usize,
+    /// One line per buffer outside its tolerance, or launch that failed.
+    pub failures: Vec<String>,
+    /// The emulated build.
+    pub build: Duration,
+    /// The runs.
+    pub run: Duration,
+}
+
+/// The bound of the whole block against the reference (docs/kernels.md).
+const BLOCK_BOUND: f64 = 2e-3;
+
+/// Builds the kernels and runs every shape; `log` gets a line per compared buffer.
+pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Result<EmulateReport> {
+    let started = Instant::now();
+    let variant = options.sanitizer.map_or("plain", Sanitizer::name);
+    let built = KernelBuild::new(&options.manifest, &options.kernels, options.out_dir.join(variant))
+        .without_nvcc()
+        .emulation(Emulation { sanitizer: options.sanitizer })
+        .run()?;
+    if !built.problems.is_empty() {
+        let problems: Vec<String> = built.problems.iter().map(ToString::to_string).collect();
+        bail!("the emulated build failed:\n{}", problems.join("\n"));
+    }
+    let set = leak_set(&built.emulated, built.emulation_driver.as_deref());
+    let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
+    let gpu: Box<dyn GpuBackend> = match options.sanitizer {
+        None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
+        Some(_) => {
+            let driver = set.driver.context("the emulated build made no driver")?;
+            Box::new(DriverBackend::new(driver, &[set], options.seed)?)
+        }
+    };
+    log(&format!("on {}", gpu.describe()));
+    let kernels = Glm5NextKdaKernels::resolve(gpu.as_ref())?;
+    let reference = kda::reference::backend();
+    let reference_kernels = Glm5NextKdaKernels::resolve(&reference)?;
+    let running = Instant::now();
+    let mut check = |what: String, case: &KernelCase, report: &mut EmulateReport| match case
+        .compare((gpu.as_ref(), &kernels), (&reference, &reference_kernels))
+    {
+        Ok(comparisons) => {
+            for comparison in comparisons {
+                report.compared += 1;
+                let line = format!("{what} {:<6} [{}]", comparison.output, comparison.check);
+                match comparison.result {
+                    Ok(measured) => log(&format!("{line} ok {measured}")),
+                    Err(mismatch) => report.failures.push(format!("{line} FAIL {mismatch}")),
+                }
+            }
+        }
+        Err(error) => report.failures.push(format!("{what} FAILED to run: {error}")),
+    };
+    for (name, geometry, tokens) in geometries(options.shapes)? {
+        for t in tokens {
+            for case in KernelCase::all(&geometry, t, options.seed)? {
+                check(format!("{name:<10} t = {t:<4} {:<15}", case.field()), &case, &mut report);
+                if options.fail_fast && !report.failures.is_empty() {
+                    return Ok(finish(report, running));
+                }
+            }
+        }
+    }
+    for case in KernelCase::dense_edges(options.seed, options.shapes == Shapes::Edge)? {
+        let what = format!("dense      m = {:<4} {:<15}", case.tokens(), case.field());
+        check(what, &case, &mut report);
+        if options.fail_fast && !report.failures.is_empty() {
+            return Ok(finish(report, running));
+        }
+    }
+    for (name, geometry) in [("tiny", KdaGeometry::tiny()), ("d64", head_dim_64())] {
+        block(gpu.as_ref(), name, geometry, options.seed, &mut report, log);
+    }
+    Ok(finish(report, running))
+}
+
+fn finish(mut report: EmulateReport, running: Instant) -> EmulateReport {
+    report.run = running.elapsed();
+    report
+}
+
+/// The geometries of a run and the token counts at each.
+fn geometries(shapes: Shapes) -> anyhow::Result<Vec<(String, KdaGeometry, Vec<u32>)>> {
+    let mut runs = Vec::new();
+    for head_dim in [32, 64, 128] {
+        for chunk in [32, 64] {
+            let geometry =
+                KdaGeometry { hidden: 2 * head_dim, heads: 2, head_dim, chunk, ..KdaGeometry::tiny() };
+            geometry.validate().with_context(|| format!("head dim {head_dim}, chunk {chunk}"))?;
+            let tokens = match shapes {
+                // t ≡ 1 (mod C) reaches the chunk kernels' one-row tail; C − 1 a partial chunk.
+                Shapes::Ci if (head_dim, chunk) == (32, 32) => vec![1, 33],
+                Shapes::Ci if (head_dim, chunk) == (64, 64) => vec![65],
+                Shapes::Ci if (head_dim, chunk) == (128, 64) => vec![63],
+                Shapes::Ci => continue,
+                Shapes::Edge => vec![1, 5, chunk - 1, chunk, chunk + 1, 2 * chunk + 1, 100],
+            };
+            runs.push((format!("d{head_dim} c{chunk}"), geometry, tokens));
+        }
+    }
+    Ok(runs)
+}
+
+fn head_dim_64() -> KdaGeometry {
+    KdaGeometry { hidden: 96, heads: 2, head_dim: 64, chunk: 64, ..KdaGeometry::tiny() }
+}
+
+/// The block on `gpu` and on the reference: a prefill of 40 tokens, one of 5 on the carried
+/// state, 3 decode steps; outputs and final states within the block's bound.
+fn block(
+    gpu: &dyn GpuBackend,
+    name: &str,
+    geometry: KdaGeometry,
+    seed: u64,
+    report: &mut EmulateReport,
+    log: &mut dyn FnMut(&str),
+) {
+    let reference = kda::reference::backend();
+    let weights = HostWeights::synthetic(&geometry, seed);
+    let hidden = synthetic_hidden(&geometry, 48, seed + 1);
+    let (got, want) = match (
+        run_block(gpu, geometry, &weights, &hidden),
+        run_block(&reference, geometry, &weights, &hidden),
+    ) {
+        (Ok(got), Ok(want)) => (got, want),
+        (Err(error), _) | (_, Err(error)) => {
+            report.failures.push(format!("block {name} FAILED to run: {error}"));
+            return;
+        }
+    };
+    for (what, got, want) in got.into_iter().zip(want).map(|((what, got), (_, want))| (what, got, want)) {
+        report.compared += 1;
+        let check = Check::RelativeRms(BLOCK_BOUND);
+        let mut line = String::new();
+        let _ = write!(line, "block {name:<5} prefill 40 + 5, 3 decode {what:<16} [{check}]");
+        match check.compare(&got, &want, want.len()) {
+            Ok(measured) => log(&format!("{line} ok {measured}")),
+            Err(mismatch) => report.failures.push(format!("{line} FAIL {mismatch}")),
+        }
+    }
+}
+
+/// The block's outputs and its final conv and recurrent states.
+fn run_block(
+    gpu: &dyn GpuBackend,
+    geometry: KdaGeometry,
+    weights: &HostWeights,
+    hidden: &[bf16],
+) -> anyhow::Result<Vec<(&'static str, HostData)>> {
+    let block = kda::block::Glm5NextKdaBlock::new(gpu, geometry, weights)?;
+    let mut state = block.new_state()?;
+    let width = geometry.hidden as usize;
+    let mut outputs = Vec::new();
+    let (first, rest) = hidden.split_at(40 * width);
+    let (second, tokens) = rest.split_at(5 * width);
+    for prompt in [first, second] {
+        outputs.extend(gpu.download::<bf16>(&block.prefill(&mut state, &gpu.upload(prompt)?)?)?);
+    }
+    for token in tokens.chunks_exact(width) {
+        outputs.extend(gpu.download::<bf16>(&block.decode_step(&mut state, &gpu.upload(token)?)?)?);
+    }
+    Ok(vec![
+        ("outputs", HostData::Bf16(outputs)),
+        ("conv state", HostData::F32(gpu.download(state.conv())?)),
+        ("recurrent state", HostData::F32(gpu.download(state.recurrent())?)),
+    ])
+}
+
+/// The emulated set of a build made at run time, in the namespace of this crate's table (its
+/// libraries live as long as the process).
+fn leak_set(
+    libraries: &[kda_build::cuda::emulation::EmulatedLibrary],
+    driver: Option<&std::path::Path>,
+) -> &'static EmulatedSet {
+    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    let mut modules: Vec<(&'static str, Vec<EmulatedLibrary>)> = Vec::new();
+    for library in libraries {
+        let entry = EmulatedLibrary {
+            entry: leak(library.entry.clone()),
+            path: leak(library.path.display().to_string()),
+        };
+        match modules.iter_mut().find(|(module, _)| *module == library.module) {
+            Some((_, group)) => group.push(entry),
+            None => modules.push((leak(library.module.clone()), vec![entry])),
+        }
+    }
+    let modules: Vec<EmulatedModule> = modules
+        .into_iter()
+        .map(|(module, libraries)| EmulatedModule {
+            module,
+            libraries: Box::leak(libraries.into_boxed_slice()),
+        })
+        .collect();
+    Box::leak(Box::new(EmulatedSet {
+        namespace: Glm5NextKdaKernels::NAMESPACE,
+        modules: Box::leak(modules.into_boxed_slice()),
+        driver: driver.map(|path| leak(path.display().to_string())),
+    }))
+}

@@ -1,0 +1,291 @@
+//! The driver backend: each launch in a process of its own, run by the emulator's driver
+//! (`kda_emu_driver`, built by the emulated build with the libraries' flags). With a sanitizer
+//! compiled into the driver and the libraries (AddressSanitizer + UBSan, ThreadSanitizer), which
+//! a Rust test binary cannot load, every launch of the kernels runs sanitized; every buffer in the
+//! driver is allocated at exactly its size, so a read or write past a view's buffer is a report.
+//!
+//! Memory is host memory in this process; a launch sends its arguments' buffers whole (with the
+//! view's offset) and gets the written ones back. A sanitizer report, or a driver that fails, is
+//! a launch `Err` carrying the report.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{c_type_of, scalar_bits};
+use crate::host::{HostMemory, HostStorage};
+use crate::modules::{LoadError, ModuleCache, ModuleLoader, Resolved};
+use crate::{
+    BackendError, BackendId, DType, DeviceBuffer, EmulatedModule, EmulatedSet, GpuBackend, KernelArg,
+    KernelEntry, KernelHandle, LaunchGeometry, LookupError, signature,
+};
+
+/// The request's and the response's first bytes (`kda_emu_driver.cpp`).
+const MAGIC: &[u8; 8] = b"KDAEMU1\n";
+
+/// Runs emulated kernels through the driver, one process per launch.
+pub struct DriverBackend {
+    id: BackendId,
+    memory: HostMemory,
+    driver: PathBuf,
+    modules: ModuleCache<DriverLoader>,
+    seed: u64,
+    launches: AtomicU64,
+}
+
+/// Finds an entry's library; the driver opens it.
+struct DriverLoader;
+
+impl ModuleLoader for DriverLoader {
+    type Set = EmulatedSet;
+    type Module = &'static EmulatedModule;
+    type Function = &'static str;
+
+    fn device(&self) -> &str {
+        "the CUDA emulator's driver"
+    }
+
+    fn load(&self, module: &'static EmulatedModule) -> Result<&'static EmulatedModule, LoadError> {
+        Ok(module)
+    }
+
+    fn function(
+        &self,
+        module: &&'static EmulatedModule,
+        entry: &KernelEntry,
+    ) -> Result<&'static str, LookupError> {
+        module
+            .libraries
+            .iter()
+            .find(|library| library.entry == entry.entry)
+            .map(|library| library.path)
+            .ok_or_else(|| LookupError::entry_not_in_module(entry))
+    }
+}
+
+impl DriverBackend {
+    /// A backend running `driver` for the kernels of `sets` (all built with the driver's flags);
+    /// block orders from `seed` as on [`EmuBackend`](super::EmuBackend).
+    pub fn new(
+        driver: impl Into<PathBuf>,
+        sets: &[&'static EmulatedSet],
+        seed: u64,
+    ) -> Result<Self, BackendError> {
+        let id = BackendId::fresh();
+        Ok(Self {
+            id,
+            memory: HostMemory::new(id),
+            driver: driver.into(),
+            modules: ModuleCache::new(DriverLoader, sets)?,
+            seed,
+            launches: AtomicU64::new(0),
+        })
+    }
+
+    fn resolved(&self, kernel: KernelHandle) -> Result<Resolved<&'static str>, BackendError> {
+        if kernel.backend() != self.id {
+            return Err(BackendError::ForeignResource { what: kernel.to_string(), backend: self.describe() });
+        }
+        self.modules
+            .function(kernel.index())
+            .ok_or_else(|| BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() })
+    }
+
+    /// The request of one launch: the library, the entry, the arguments' C types, the geometry,
+    /// the seed, then each argument.
+    fn request(
+        &self,
+        kernel: &Resolved<&'static str>,
+        geometry: LaunchGeometry,
+        args: &[KernelArg<'_>],
+    ) -> Result<Vec<u8>, BackendError> {
+        let mut out = MAGIC.to_vec();
+        let types: Vec<String> = args.iter().map(c_type_of).collect();
+        for text in [kernel.function, kernel.entry.entry, &types.join(",")] {
+            put_str(&mut out, text);
+        }
+        let LaunchGeometry { grid, block, shared_mem_bytes } = geometry;
+        for value in [grid.0, grid.1, grid.2, block.0, block.1, block.2, shared_mem_bytes] {
+            out.extend(value.to_le_bytes());
+        }
+        let seed = self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed));
+        out.extend(seed.to_le_bytes());
+        out.extend(u32::try_from(args.len()).unwrap_or(u32::MAX).to_le_bytes());
+        for arg in args {
+            match arg {
+                KernelArg::Read(view) => {
+                    self.put_view(&mut out, 1, view.buffer(), view.checked_range()?.start, view.dtype())?;
+                }
+                KernelArg::Write(view) => {
+                    self.put_view(&mut out, 2, view.buffer(), view.checked_range()?.start, view.dtype())?;
+                }
+                scalar => {
+                    out.push(0);
+                    out.extend(scalar_bits(scalar).unwrap_or_default().to_le_bytes());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A buffer argument: its kind, the view's byte offset, and the whole buffer.
+    fn put_view(
+        &self,
+        out: &mut Vec<u8>,
+        kind: u8,
+        buffer: &DeviceBuffer,
+        start: usize,
+        dtype: DType,
+    ) -> Result<(), BackendError> {
+        let bytes = self.memory.storage(buffer)?.bytes();
+        out.push(kind);
+        out.extend(((start * dtype.size()) as u64).to_le_bytes());
+        out.extend((bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        kernel: &Resolved<&'static str>,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        let failed = |reason: String| BackendError::Launch {
+            module: kernel.entry.module.to_owned(),
+            entry: kernel.entry.entry.to_owned(),
+            reason,
+        };
+        let request = self.request(kernel, geometry, args)?;
+        // Unique in this process across backends and threads.
+        static REQUESTS: AtomicU64 = AtomicU64::new(0);
+        let number = REQUESTS.fetch_add(1, Ordering::Relaxed);
+        let stem = std::env::temp_dir().join(format!("kda-emu-{}-{number}", std::process::id()));
+        let (request_path, response_path) = (stem.with_extension("request"), stem.with_extension("response"));
+        let io = |operation: &str, error: std::io::Error| failed(format!("{operation}: {error}"));
+        std::fs::write(&request_path, &request).map_err(|e| io("writing the driver's request", e))?;
+        let output = Command::new(&self.driver)
+            .arg(&request_path)
+            .arg(&response_path)
+            // Leaks are not what this run looks for; stop at the first report of anything else.
+            .env(
+                "ASAN_OPTIONS",
+                std::env::var("ASAN_OPTIONS").unwrap_or_else(|_| "detect_leaks=0".to_owned()),
+            )
+            .env(
+                "TSAN_OPTIONS",
+                std::env::var("TSAN_OPTIONS").unwrap_or_else(|_| "halt_on_error=1".to_owned()),
+            )
+            .output();
+        let _ = std::fs::remove_file(&request_path);
+        let output = output.map_err(|e| io(&format!("running {}", self.driver.display()), e))?;
+        let response = std::fs::read(&response_path);
+        let _ = std::fs::remove_file(&response_path);
+        if !output.status.success() {
+            let report = String::from_utf8_lossy(&output.stderr);
+            return Err(failed(format!("the driver exited with {}:\n{}", output.status, report.trim_end())));
+        }
+        let response = response.map_err(|e| io("reading the driver's response", e))?;
+        let written = parse_response(&response)
+            .map_err(|why| failed(format!("a malformed response: {why}")))?
+            .map_err(failed)?;
+        self.write_back(args, written).map_err(failed)
+    }
+
+    /// Copies the driver's written buffers into the launch's mutable views' buffers.
+    fn write_back(&self, args: &mut [KernelArg<'_>], written: Vec<&[u8]>) -> Result<(), String> {
+        let mut written = written.into_iter();
+        for arg in args.iter_mut() {
+            if let KernelArg::Write(view) = arg {
+                let bytes = written.next().ok_or("fewer written buffers than mutable views")?;
+                let storage: &mut HostStorage =
+                    self.memory.storage_mut(view.buffer_mut()).map_err(|error| error.to_string())?;
+                let target = storage.bytes_mut();
+                if target.len() != bytes.len() {
+                    return Err(format!("{} bytes back for a buffer of {}", bytes.len(), target.len()));
+                }
+                target.copy_from_slice(bytes);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, text: &str) {
+    out.extend(u32::try_from(text.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// The written buffers of a response, or the launch's failure.
+fn parse_response(bytes: &[u8]) -> Result<Result<Vec<&[u8]>, String>, &'static str> {
+    let mut rest = bytes.strip_prefix(MAGIC.as_slice()).ok_or("no magic")?;
+    let mut take = |n: usize| -> Result<&[u8], &'static str> {
+        if rest.len() < n {
+            return Err("truncated");
+        }
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        Ok(head)
+    };
+    let status = take(1)?[0];
+    let length = u32::from_le_bytes(take(4)?.try_into().map_err(|_| "truncated")?) as usize;
+    let message = String::from_utf8_lossy(take(length)?).into_owned();
+    if status != 0 {
+        return Ok(Err(message));
+    }
+    let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| "truncated")?);
+    let mut written = Vec::new();
+    for _ in 0..count {
+        let length = u64::from_le_bytes(take(8)?.try_into().map_err(|_| "truncated")?);
+        written.push(take(usize::try_from(length).map_err(|_| "too long")?)?);
+    }
+    Ok(Ok(written))
+}
+
+impl GpuBackend for DriverBackend {
+    fn describe(&self) -> String {
+        format!("the CUDA emulator's driver {}, block-order seed {:#x}", self.driver.display(), self.seed)
+    }
+
+    fn has_module(&self, module: &str) -> bool {
+        self.modules.has_module(module)
+    }
+
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.modules.lookup(entry).map(|index| KernelHandle::new(self.id, index))
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.memory.alloc(dtype, len)
+    }
+
+    crate::host::host_copy_methods!(memory);
+
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        let resolved = self.resolved(kernel)?;
+        signature::check(&resolved.entry, &geometry, args)?;
+        self.run(&resolved, geometry, args)
+    }
+
+    /// As [`GpuBackend::launch`] without the signature check: the kernel runs in another
+    /// process, which its mistakes cannot corrupt, and the driver compares the arguments' C types
+    /// with the kernel's.
+    unsafe fn launch_unchecked(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        let resolved = self.resolved(kernel)?;
+        self.run(&resolved, geometry, args)
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
