@@ -4,7 +4,9 @@
 #
 # Usage:
 #   scripts/gpu-check.sh --build   Here (Rust, nvcc): builds the test binaries and the `kda` binary
-#                                  with `--release --features cuda` and KDA_REQUIRE_NVCC=1, and copies
+#                                  with `--release --no-default-features --features cuda` (no
+#                                  emulation: its libraries stay in this checkout's target/) and
+#                                  KDA_REQUIRE_NVCC=1, and copies
 #                                  them into gpu-check/bin/ (ignored by git; carry `gpu-check` to the
 #                                  GPU machine). nvcc: $NVCC, else `nvcc` on PATH, else the project's
 #                                  pinned one (scripts/install-cuda.sh).
@@ -51,8 +53,8 @@ build() {
 
     JSON="$(mktemp)"
     trap 'rm -f "$JSON"' EXIT
-    cargo test --release --workspace --features cuda --no-run --message-format=json >"$JSON"
-    cargo build --release --features cuda --bin kda
+    cargo test --release --workspace --no-default-features --features cuda --no-run --message-format=json >"$JSON"
+    cargo build --release --no-default-features --features cuda --bin kda
 
     rm -rf "$BIN"
     mkdir -p "$BIN/tests"

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use kda::geometry::KdaGeometry;
 use kda::kernels::{MANIFEST, MANIFEST_NAME};
 use kda_build::Manifest;
+#[cfg(feature = "emulation")]
+use kda_build::cuda::emulation::Sanitizer;
 use kda_cli::bench::BenchOptions;
 use kda_cli::job::{JobOptions, JobReport};
 use kda_runtime::GpuBackend;
@@ -22,7 +24,7 @@ use kda_runtime::GpuBackend;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Where to run: the best available, the CPU reference, or CUDA.
+    /// Where to run: the best available, the CPU reference, CUDA, or the emulated CUDA kernels.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
     /// Layer geometry: tiny, mid or glm5-flash.
@@ -70,8 +72,11 @@ enum Command {
     #[cfg(feature = "emulation")]
     Emulate {
         /// A sanitizer to compile in: `address` (AddressSanitizer + UBSan) or `thread`.
-        #[arg(long, value_parser = parse_sanitizer)]
-        sanitizer: Option<kda_build::cuda::emulation::Sanitizer>,
+        #[arg(long, value_parser = parse_sanitizer, conflicts_with = "all")]
+        sanitizer: Option<Sanitizer>,
+        /// Everything, one variant after another: plain, `address`, `thread`.
+        #[arg(long)]
+        all: bool,
         /// `ci`: every barrier path at a few shapes; `edge`: the whole grid of edge shapes.
         #[arg(long, default_value = "ci", value_parser = parse_shapes)]
         shapes: kda_cli::emulate::Shapes,
@@ -95,6 +100,8 @@ enum BackendChoice {
     Auto,
     Cpu,
     Cuda,
+    /// The CUDA kernels on the emulator (host threads; slow: for small presets).
+    Emu,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -105,8 +112,26 @@ fn main() -> anyhow::Result<()> {
             bench(backend.unwrap_or(cli.backend), preset, tokens, iterations, cli.seed)
         }
         #[cfg(feature = "emulation")]
-        Some(Command::Emulate { sanitizer, shapes, kernels, out, fail_fast, verbose }) => {
-            emulate(sanitizer, shapes, kernels, out, fail_fast, verbose, cli.seed)
+        Some(Command::Emulate { sanitizer, all, shapes, kernels, out, fail_fast, verbose }) => {
+            let variants = match (all, sanitizer) {
+                (true, _) => vec![None, Some(Sanitizer::Address), Some(Sanitizer::Thread)],
+                (false, sanitizer) => vec![sanitizer],
+            };
+            let options = EmulateRun { shapes, kernels, out, fail_fast, verbose, seed: cli.seed };
+            let failed: Vec<&str> = variants
+                .into_iter()
+                .filter_map(|sanitizer| match emulate(sanitizer, &options) {
+                    Ok(()) => None,
+                    Err(error) => {
+                        println!("{error:#}");
+                        Some(sanitizer.map_or("plain", Sanitizer::name))
+                    }
+                })
+                .collect();
+            if !failed.is_empty() {
+                bail!("the emulated suite failed: {}", failed.join(", "));
+            }
+            Ok(())
         }
         None => run(&cli),
     }
@@ -119,8 +144,8 @@ fn repository() -> PathBuf {
 }
 
 #[cfg(feature = "emulation")]
-fn parse_sanitizer(name: &str) -> Result<kda_build::cuda::emulation::Sanitizer, String> {
-    kda_build::cuda::emulation::Sanitizer::from_name(name)
+fn parse_sanitizer(name: &str) -> Result<Sanitizer, String> {
+    Sanitizer::from_name(name)
         .ok_or_else(|| format!("`{name}`: expected `address` or `thread`"))
 }
 
@@ -133,23 +158,28 @@ fn parse_shapes(name: &str) -> Result<kda_cli::emulate::Shapes, String> {
     }
 }
 
-/// `kda emulate`: the emulated suite, its failures listed, an `Err` if there are any.
+/// What every variant of one `kda emulate` shares.
 #[cfg(feature = "emulation")]
-fn emulate(
-    sanitizer: Option<kda_build::cuda::emulation::Sanitizer>,
+struct EmulateRun {
     shapes: kda_cli::emulate::Shapes,
     kernels: Option<PathBuf>,
     out: Option<PathBuf>,
     fail_fast: bool,
     verbose: bool,
     seed: u64,
-) -> anyhow::Result<()> {
+}
+
+/// One variant of `kda emulate`: the emulated suite, its failures listed, an `Err` if there are
+/// any.
+#[cfg(feature = "emulation")]
+fn emulate(sanitizer: Option<Sanitizer>, run: &EmulateRun) -> anyhow::Result<()> {
+    let EmulateRun { shapes, fail_fast, verbose, seed, .. } = *run;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repository().join("target"), PathBuf::from);
     let options = kda_cli::emulate::EmulateOptions {
         manifest: repository().join("kernels.toml"),
-        kernels: kernels.unwrap_or_else(|| repository().join("kernels")),
-        out_dir: out.unwrap_or_else(|| target.join("kda-emulate")),
+        kernels: run.kernels.clone().unwrap_or_else(|| repository().join("kernels")),
+        out_dir: run.out.clone().unwrap_or_else(|| target.join("kda-emulate")),
         sanitizer,
         shapes,
         seed,
@@ -163,7 +193,7 @@ fn emulate(
     for failure in &report.failures {
         println!("{failure}");
     }
-    let variant = sanitizer.map_or("plain", kda_build::cuda::emulation::Sanitizer::name);
+    let variant = sanitizer.map_or("plain", Sanitizer::name);
     println!(
         "emulated ({variant}, {shapes:?} shapes): {} buffers compared, {} failures; build {:.1} s, run {:.1} s",
         report.compared,
@@ -195,6 +225,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
 /// The CPU reference backend, or CUDA where this binary can drive it; and which of the two
 /// ([`BackendChoice::Cpu`] or [`BackendChoice::Cuda`]) it is.
 fn select_backend(choice: BackendChoice) -> anyhow::Result<(Box<dyn GpuBackend>, BackendChoice)> {
+    if let BackendChoice::Emu = choice {
+        let gpu = emulated_backend()?;
+        println!("backend: {}", gpu.describe());
+        return Ok((gpu, BackendChoice::Emu));
+    }
     match (choice, cuda_backend()) {
         (BackendChoice::Cuda, Err(why)) => bail!("--backend cuda: {why}"),
         (BackendChoice::Cuda | BackendChoice::Auto, Ok(gpu)) => {
@@ -202,7 +237,7 @@ fn select_backend(choice: BackendChoice) -> anyhow::Result<(Box<dyn GpuBackend>,
             return Ok((gpu, BackendChoice::Cuda));
         }
         (BackendChoice::Auto, Err(why)) => println!("backend: CPU reference (CUDA not used: {why})"),
-        (BackendChoice::Cpu, _) => println!("backend: CPU reference (--backend cpu)"),
+        (BackendChoice::Cpu | BackendChoice::Emu, _) => println!("backend: CPU reference (--backend cpu)"),
     }
     Ok((Box::new(kda::reference::backend()), BackendChoice::Cpu))
 }
@@ -245,6 +280,17 @@ fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
         bail!("this binary carries no CUDA kernel images: {why}");
     }
     Ok(Box::new(gpu))
+}
+
+/// The emulation backend with the emulated kernels built into this binary.
+#[cfg(feature = "emulation")]
+fn emulated_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
+    Ok(Box::new(kda_runtime::emu::EmuBackend::new(&[&kda::kernels::EMULATED_KERNELS])?))
+}
+
+#[cfg(not(feature = "emulation"))]
+fn emulated_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
+    bail!("this binary was built without the `emulation` feature")
 }
 
 #[cfg(not(feature = "cuda"))]
