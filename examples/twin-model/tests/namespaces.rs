@@ -57,6 +57,7 @@ struct Recording {
 }
 
 impl ModuleLoader for Recording {
+    type Set = ImageSet;
     type Module = &'static KernelImage;
     type Function = (&'static KernelImage, &'static str);
 

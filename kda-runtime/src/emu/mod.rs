@@ -211,7 +211,7 @@ fn scalar_bits(arg: &KernelArg<'_>) -> Option<u64> {
 /// The address of element `start` of a buffer of `len` bytes at `base`, which must be aligned
 /// as a GPU allocation would be for the vector paths (an empty buffer has no address to align).
 fn element_pointer(base: *const u8, len: usize, dtype: DType, start: usize) -> Result<u64, BackendError> {
-    if len > 0 && base.addr() % BUFFER_ALIGNMENT != 0 {
+    if len > 0 && !base.addr().is_multiple_of(BUFFER_ALIGNMENT) {
         return Err(BackendError::Unavailable {
             backend: DEVICE.to_owned(),
             reason: format!("a host buffer at {base:p} is not {BUFFER_ALIGNMENT}-byte aligned"),

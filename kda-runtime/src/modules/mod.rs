@@ -196,13 +196,16 @@ pub struct Resolved<F> {
 pub struct ModuleCache<L: ModuleLoader> {
     loader: L,
     /// One slot per image, by `(namespace, module)`.
-    modules: HashMap<(&'static str, &'static str), Slot<Image<L>, L::Module>>,
+    modules: HashMap<ModuleKey, Slot<Image<L>, L::Module>>,
     functions: RwLock<Functions<L::Function>>,
 }
 
 /// An image and, once its first lookup loaded it, the outcome. `OnceLock` lets one thread load
 /// it while the others asking wait for that outcome: a module is never loaded twice, even under
 /// contention.
+/// `(namespace, module)`.
+type ModuleKey = (&'static str, &'static str);
+
 struct Slot<I: 'static, M> {
     image: &'static I,
     loaded: OnceLock<Result<M, LoadError>>,
