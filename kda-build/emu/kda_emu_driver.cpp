@@ -3,14 +3,16 @@
 // ThreadSanitizer), which needs its runtime in the executable. kda-runtime's `DriverBackend`
 // writes the request, runs `kda_emu_driver REQUEST RESPONSE`, and reads the response.
 //
-// Every buffer is allocated at exactly the bytes the request gives, so a read or write past it is
-// a sanitizer report; a kernel gets `allocation + offset`, as a view of a device buffer would be.
+// Every buffer is allocated at exactly the bytes the request gives (a view's elements up to its
+// extent), starting at the view's misalignment modulo 16 so a kernel's vector path is taken as it
+// would be for the view; the bytes before it are poisoned under AddressSanitizer. A read or write
+// past the extent is a sanitizer report.
 //
 // Request, little-endian (str = u32 length + bytes):
 //   "KDAEMU1\n", str library, str entry, str parameter types ("const bf16*,u32"),
 //   u32 grid[3], u32 block[3], u32 dynamic shared bytes, u64 seed, u32 argument count, then per
-//   argument a u8 kind (0 scalar: u64 bits; 1 read-only buffer, 2 written buffer: u64 offset,
-//   u64 length, the bytes).
+//   argument a u8 kind (0 scalar: u64 bits; 1 read-only buffer, 2 written buffer: u64
+//   misalignment (< 16), u64 length, the bytes).
 // Response: "KDAEMU1\n", u8 status (0 launched, 1 refused or failed), str message, u32 count,
 //   then each written buffer as u64 length + bytes, in argument order.
 // The exit status is 0 unless the driver itself fails (2) or a sanitizer reports (its own).
@@ -25,6 +27,13 @@
 #include <vector>
 
 #include "kda_abi.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define KDA_POISON(address, size) ASAN_POISON_MEMORY_REGION(address, size)
+#else
+#define KDA_POISON(address, size) ((void)(address), (void)(size))
+#endif
 
 namespace {
 
@@ -103,7 +112,7 @@ void respond(const char* path, uint8_t status, const std::string& message, const
     for (const Argument& arg : args) {
         if (arg.kind != 2) continue;
         out.value(arg.length);
-        out.bytes(arg.allocation.get(), arg.length);
+        out.bytes(arg.allocation.get() + arg.offset, arg.length);
     }
 }
 
@@ -139,11 +148,13 @@ int main(int argc, char** argv) {
         if (arg.kind > 2) die("unknown argument kind");
         arg.offset = in.value<uint64_t>();
         arg.length = in.value<uint64_t>();
-        if (arg.offset > arg.length) die("a view starts past its buffer");
-        // Exactly the buffer's bytes (one for an empty buffer, which nothing may touch).
-        arg.allocation.reset(static_cast<unsigned char*>(std::malloc(arg.length ? arg.length : 1)));
-        if (!arg.allocation) die("out of memory");
-        in.bytes(arg.allocation.get(), arg.length);
+        if (arg.offset >= 16) die("a misalignment of 16 bytes or more");
+        // Aligned to 16 and exactly this long: the data starts `offset` bytes in and ends it.
+        void* allocation = nullptr;
+        if (posix_memalign(&allocation, 16, arg.offset + arg.length + (arg.length == 0)) != 0) die("out of memory");
+        arg.allocation.reset(static_cast<unsigned char*>(allocation));
+        in.bytes(arg.allocation.get() + arg.offset, arg.length);
+        KDA_POISON(arg.allocation.get(), arg.offset);
         arg.scalar = reinterpret_cast<uintptr_t>(arg.allocation.get() + arg.offset);
         arg.pointer = &arg.scalar;
     }

@@ -302,6 +302,24 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
     }
 }
 
+/// The extent of every buffer argument of a launch that [`check`] accepted, in elements (`None`
+/// for a scalar): how much of each view the kernel may touch.
+pub fn extents(
+    entry: &KernelEntry,
+    geometry: &LaunchGeometry,
+    args: &[KernelArg<'_>],
+) -> Result<Vec<Option<u64>>, BackendError> {
+    check(entry, geometry, args)?;
+    let params = entry.signature.map_or(&[][..], |signature| signature.params);
+    Ok(params
+        .iter()
+        .map(|param| match param.kind {
+            ParamKind::Buffer { extent, .. } => evaluate(extent.program, args, geometry).ok(),
+            ParamKind::Scalar(_) => None,
+        })
+        .collect())
+}
+
 /// Checks a launch of `entry` with `geometry` and `args` against the entry's signature: the
 /// argument count, every argument's kind, element type, access and extent, and every
 /// requirement. This is what makes a safe launch safe; backends run it before anything reaches

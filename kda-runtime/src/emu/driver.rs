@@ -4,10 +4,13 @@
 //! a Rust test binary cannot load, every launch of the kernels runs sanitized; every buffer in the
 //! driver is allocated at exactly its size, so a read or write past a view's buffer is a report.
 //!
-//! Memory is host memory in this process; a launch sends its arguments' buffers whole (with the
-//! view's offset) and gets the written ones back. A sanitizer report, or a driver that fails, is
-//! a launch `Err` carrying the report.
+//! Memory is host memory in this process. A launch sends each view's elements up to its extent
+//! (as the signature evaluates it at this launch; the whole view without a signature), which the
+//! driver allocates exactly, at the view's alignment modulo 16, so a vector path is taken or
+//! not as for the view here; it gets the written ones back. A sanitizer report, or a driver that
+//! fails, is a launch `Err` carrying the report.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -98,6 +101,7 @@ impl DriverBackend {
         kernel: &Resolved<&'static str>,
         geometry: LaunchGeometry,
         args: &[KernelArg<'_>],
+        windows: &[Option<Range<usize>>],
     ) -> Result<Vec<u8>, BackendError> {
         let mut out = MAGIC.to_vec();
         let types: Vec<String> = args.iter().map(c_type_of).collect();
@@ -111,15 +115,15 @@ impl DriverBackend {
         let seed = self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed));
         out.extend(seed.to_le_bytes());
         out.extend(u32::try_from(args.len()).unwrap_or(u32::MAX).to_le_bytes());
-        for arg in args {
-            match arg {
-                KernelArg::Read(view) => {
-                    self.put_view(&mut out, 1, view.buffer(), view.checked_range()?.start, view.dtype())?;
+        for (arg, window) in args.iter().zip(windows) {
+            match (arg, window) {
+                (KernelArg::Read(view), Some(window)) => {
+                    self.put_view(&mut out, 1, view.buffer(), window, view.dtype())?
                 }
-                KernelArg::Write(view) => {
-                    self.put_view(&mut out, 2, view.buffer(), view.checked_range()?.start, view.dtype())?;
+                (KernelArg::Write(view), Some(window)) => {
+                    self.put_view(&mut out, 2, view.buffer(), window, view.dtype())?
                 }
-                scalar => {
+                (scalar, _) => {
                     out.push(0);
                     out.extend(scalar_bits(scalar).unwrap_or_default().to_le_bytes());
                 }
@@ -128,35 +132,41 @@ impl DriverBackend {
         Ok(out)
     }
 
-    /// A buffer argument: its kind, the view's byte offset, and the whole buffer.
+    /// A buffer argument: its kind, its misalignment modulo 16, and the elements of `window`.
     fn put_view(
         &self,
         out: &mut Vec<u8>,
         kind: u8,
         buffer: &DeviceBuffer,
-        start: usize,
+        window: &Range<usize>,
         dtype: DType,
     ) -> Result<(), BackendError> {
         let bytes = self.memory.storage(buffer)?.bytes();
+        let size = dtype.size();
+        let part = &bytes[window.start * size..window.end * size];
         out.push(kind);
-        out.extend(((start * dtype.size()) as u64).to_le_bytes());
-        out.extend((bytes.len() as u64).to_le_bytes());
-        out.extend_from_slice(bytes);
+        out.extend(((bytes.as_ptr().addr() + window.start * size) as u64 % 16).to_le_bytes());
+        out.extend((part.len() as u64).to_le_bytes());
+        out.extend_from_slice(part);
         Ok(())
     }
 
+    /// Runs one launch in the driver. `extents` (from the signature) bound each view's window;
+    /// without them a view goes whole.
     fn run(
         &self,
         kernel: &Resolved<&'static str>,
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
+        extents: Option<Vec<Option<u64>>>,
     ) -> Result<(), BackendError> {
         let failed = |reason: String| BackendError::Launch {
             module: kernel.entry.module.to_owned(),
             entry: kernel.entry.entry.to_owned(),
             reason,
         };
-        let request = self.request(kernel, geometry, args)?;
+        let windows = windows(args, extents.as_deref())?;
+        let request = self.request(kernel, geometry, args, &windows)?;
         // Unique in this process across backends and threads.
         static REQUESTS: AtomicU64 = AtomicU64::new(0);
         let number = REQUESTS.fetch_add(1, Ordering::Relaxed);
@@ -189,26 +199,56 @@ impl DriverBackend {
         let written = parse_response(&response)
             .map_err(|why| failed(format!("a malformed response: {why}")))?
             .map_err(failed)?;
-        self.write_back(args, written).map_err(failed)
+        self.write_back(args, &windows, written).map_err(failed)
     }
 
-    /// Copies the driver's written buffers into the launch's mutable views' buffers.
-    fn write_back(&self, args: &mut [KernelArg<'_>], written: Vec<&[u8]>) -> Result<(), String> {
+    /// Copies the driver's written windows into the launch's mutable views' buffers.
+    fn write_back(
+        &self,
+        args: &mut [KernelArg<'_>],
+        windows: &[Option<Range<usize>>],
+        written: Vec<&[u8]>,
+    ) -> Result<(), String> {
         let mut written = written.into_iter();
-        for arg in args.iter_mut() {
-            if let KernelArg::Write(view) = arg {
+        for (arg, window) in args.iter_mut().zip(windows) {
+            if let (KernelArg::Write(view), Some(window)) = (arg, window) {
                 let bytes = written.next().ok_or("fewer written buffers than mutable views")?;
+                let size = view.dtype().size();
                 let storage: &mut HostStorage =
                     self.memory.storage_mut(view.buffer_mut()).map_err(|error| error.to_string())?;
-                let target = storage.bytes_mut();
+                let target = &mut storage.bytes_mut()[window.start * size..window.end * size];
                 if target.len() != bytes.len() {
-                    return Err(format!("{} bytes back for a buffer of {}", bytes.len(), target.len()));
+                    return Err(format!("{} bytes back for a window of {}", bytes.len(), target.len()));
                 }
                 target.copy_from_slice(bytes);
             }
         }
         Ok(())
     }
+}
+
+/// The elements of each view's buffer a launch sends: from the view's start, its extent where
+/// there is one, else the whole view.
+fn windows(
+    args: &[KernelArg<'_>],
+    extents: Option<&[Option<u64>]>,
+) -> Result<Vec<Option<Range<usize>>>, BackendError> {
+    args.iter()
+        .enumerate()
+        .map(|(index, arg)| {
+            let range = match arg {
+                KernelArg::Read(view) => view.checked_range()?,
+                KernelArg::Write(view) => view.checked_range()?,
+                _ => return Ok(None),
+            };
+            let extent = extents.and_then(|extents| extents.get(index).copied().flatten());
+            // `check` proved every extent at most the view's length.
+            let len = extent.map_or(range.len(), |extent| {
+                usize::try_from(extent).map_or(range.len(), |extent| extent.min(range.len()))
+            });
+            Ok(Some(range.start..range.start + len))
+        })
+        .collect()
 }
 
 fn put_str(out: &mut Vec<u8>, text: &str) {
@@ -268,8 +308,8 @@ impl GpuBackend for DriverBackend {
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
-        signature::check(&resolved.entry, &geometry, args)?;
-        self.run(&resolved, geometry, args)
+        let extents = signature::extents(&resolved.entry, &geometry, args)?;
+        self.run(&resolved, geometry, args, Some(extents))
     }
 
     /// As [`GpuBackend::launch`] without the signature check: the kernel runs in another
@@ -282,7 +322,7 @@ impl GpuBackend for DriverBackend {
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
-        self.run(&resolved, geometry, args)
+        self.run(&resolved, geometry, args, None)
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {
