@@ -145,8 +145,7 @@ fn repository() -> PathBuf {
 
 #[cfg(feature = "emulation")]
 fn parse_sanitizer(name: &str) -> Result<Sanitizer, String> {
-    Sanitizer::from_name(name)
-        .ok_or_else(|| format!("`{name}`: expected `address` or `thread`"))
+    Sanitizer::from_name(name).ok_or_else(|| format!("`{name}`: expected `address` or `thread`"))
 }
 
 #[cfg(feature = "emulation")]
