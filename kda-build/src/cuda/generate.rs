@@ -174,5 +174,39 @@ mod tests {
         );
         assert!(source.contains("\":\", \"kernels.toml\")"), "{source}");
         assert!(source.contains("missing: ::core::option::Option::None,"), "{source}");
+        assert!(!source.contains("EMULATED_KERNELS"), "no emulated set unless the build emulates: {source}");
+    }
+
+    #[test]
+    fn emulated_libraries_are_grouped_by_module_in_manifest_order() {
+        let library = |module: &str, entry: &str| EmulatedLibrary {
+            module: module.to_owned(),
+            entry: entry.to_owned(),
+            path: PathBuf::from(format!("/out/emu/lib{module}.{entry}.so")),
+        };
+        // The two `conv` entries are listed apart; the set keeps the module's first place.
+        let libraries = [library("conv", "decode"), library("gemm", "gemm"), library("conv", "prefill")];
+        let generated = Generated {
+            manifest_key: "kernels.toml",
+            defines: &[],
+            images: &[],
+            emulated: Some((&libraries, Some(std::path::Path::new("/out/emu/kda_emu_driver")))),
+            missing: None,
+            problems: &[],
+            toolkit: (0, 0),
+        };
+        let source = generated.source();
+        let conv = source.find("module: \"conv\"").expect(&source);
+        let gemm = source.find("module: \"gemm\"").expect(&source);
+        assert!(conv < gemm, "{source}");
+        assert_eq!(source.matches("module: \"conv\"").count(), 1, "{source}");
+        let decode = source.find("entry: \"decode\"").expect(&source);
+        let prefill = source.find("entry: \"prefill\"").expect(&source);
+        assert!(conv < decode && decode < prefill && prefill < gemm, "{source}");
+        assert!(source.contains("path: \"/out/emu/libconv.prefill.so\""), "{source}");
+        assert!(
+            source.contains("driver: ::core::option::Option::Some(\"/out/emu/kda_emu_driver\")"),
+            "{source}"
+        );
     }
 }

@@ -46,3 +46,19 @@ impl Sanitizer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_sanitizer_is_found_by_its_name_and_compiles_in_its_runtime() {
+        for sanitizer in Sanitizer::ALL {
+            assert_eq!(Sanitizer::from_name(sanitizer.name()), Some(sanitizer));
+        }
+        assert_eq!(Sanitizer::from_name("memory"), None);
+        assert!(Sanitizer::compile_flags(Some(Sanitizer::Address)).contains(&"-fsanitize=address,undefined"));
+        assert!(Sanitizer::compile_flags(Some(Sanitizer::Thread)).contains(&"-fsanitize=thread"));
+        assert!(!Sanitizer::compile_flags(None).iter().any(|flag| flag.starts_with("-fsanitize")));
+    }
+}
