@@ -1,6 +1,6 @@
 //! The CUDA build step on fixture kernels: the entry and signature checks with the real nvcc
 //! (which CI installs with scripts/install-cuda.sh; `cargo test -p kda-build --test cuda_build --
-//! --ignored`), and the checks that need no nvcc.
+//! --ignored`), and the checks that need no nvcc: the emulated build among them.
 
 use std::path::{Path, PathBuf};
 
@@ -306,4 +306,34 @@ fn every_mismatch_of_every_module_is_reported_at_once_in_manifest_order() {
              the kernel declares `bf16*`",
         ]
     );
+}
+
+#[test]
+fn the_emulated_build_recompiles_only_the_entries_whose_inputs_changed() {
+    use kda_build::cuda::emulation::Emulation;
+    let kernels = copy_of_kernels("emulated-cache");
+    let build = build_in("two_modules.toml", &kernels, "emulated-cache")
+        .without_nvcc()
+        .emulation(Emulation::default());
+    let recompiled = || {
+        let output = build.run().unwrap();
+        assert!(output.problems.is_empty(), "{:?}", output.problems);
+        let entries: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+        assert_eq!(entries, ["fixture_add", "sig_widen"]);
+        assert!(output.emulated.iter().all(|library| library.path.is_file()));
+        assert!(output.emulation_driver.as_ref().is_some_and(|driver| driver.is_file()));
+        output.emulated_recompiled
+    };
+    assert_eq!(
+        recompiled(),
+        ["fixture::fixture_add", "signature::sig_widen"],
+        "a fresh build compiles everything"
+    );
+    assert!(recompiled().is_empty(), "nothing changed");
+    let source = std::fs::read_to_string(kernels.join("signature.cu")).unwrap();
+    std::fs::write(kernels.join("signature.cu"), format!("{source}\n// edited\n")).unwrap();
+    assert_eq!(recompiled(), ["signature::sig_widen"]);
+    let header = std::fs::read_to_string(kernels.join("fixture_index.cuh")).unwrap();
+    std::fs::write(kernels.join("fixture_index.cuh"), format!("{header}// edited\n")).unwrap();
+    assert_eq!(recompiled(), ["fixture::fixture_add"]);
 }
