@@ -174,19 +174,15 @@ impl DriverBackend {
         let (request_path, response_path) = (stem.with_extension("request"), stem.with_extension("response"));
         let io = |operation: &str, error: std::io::Error| failed(format!("{operation}: {error}"));
         std::fs::write(&request_path, &request).map_err(|e| io("writing the driver's request", e))?;
-        let output = Command::new(&self.driver)
-            .arg(&request_path)
-            .arg(&response_path)
-            // Leaks are not what this run looks for; stop at the first report of anything else.
-            .env(
-                "ASAN_OPTIONS",
-                std::env::var("ASAN_OPTIONS").unwrap_or_else(|_| "detect_leaks=0".to_owned()),
-            )
-            .env(
-                "TSAN_OPTIONS",
-                std::env::var("TSAN_OPTIONS").unwrap_or_else(|_| "halt_on_error=1".to_owned()),
-            )
-            .output();
+        let output = self.run_driver(&request_path, &response_path, false);
+        // ThreadSanitizer cannot map its shadow memory under some kernels' address-space
+        // randomisation; the same run without it is still a sanitized run.
+        let output = match output {
+            Ok(output) if String::from_utf8_lossy(&output.stderr).contains("unexpected memory mapping") => {
+                self.run_driver(&request_path, &response_path, true)
+            }
+            other => other,
+        };
         let _ = std::fs::remove_file(&request_path);
         let output = output.map_err(|e| io(&format!("running {}", self.driver.display()), e))?;
         let response = std::fs::read(&response_path);
@@ -200,6 +196,35 @@ impl DriverBackend {
             .map_err(|why| failed(format!("a malformed response: {why}")))?
             .map_err(failed)?;
         self.write_back(args, &windows, written).map_err(failed)
+    }
+
+    /// Runs the driver on a request; `without_aslr` through `setarch -R`.
+    fn run_driver(
+        &self,
+        request: &std::path::Path,
+        response: &std::path::Path,
+        without_aslr: bool,
+    ) -> std::io::Result<std::process::Output> {
+        let mut command = if without_aslr {
+            let mut command = Command::new("setarch");
+            command.arg(std::env::consts::ARCH).arg("-R").arg(&self.driver);
+            command
+        } else {
+            Command::new(&self.driver)
+        };
+        command
+            .arg(request)
+            .arg(response)
+            // Leaks are not what this run looks for; stop at the first report of anything else.
+            .env(
+                "ASAN_OPTIONS",
+                std::env::var("ASAN_OPTIONS").unwrap_or_else(|_| "detect_leaks=0".to_owned()),
+            )
+            .env(
+                "TSAN_OPTIONS",
+                std::env::var("TSAN_OPTIONS").unwrap_or_else(|_| "halt_on_error=1".to_owned()),
+            )
+            .output()
     }
 
     /// Copies the driver's written windows into the launch's mutable views' buffers.
