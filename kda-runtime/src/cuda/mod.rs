@@ -113,13 +113,7 @@ impl CudaBackend {
 
     /// The function behind `kernel`, if this backend issued it.
     fn resolved(&self, kernel: KernelHandle) -> Result<CudaKernel, BackendError> {
-        if kernel.backend() != self.id {
-            return Err(self.foreign(&kernel.to_string()));
-        }
-        self.modules.function(kernel.index()).ok_or_else(|| BackendError::UnknownHandle {
-            backend: self.description().to_owned(),
-            index: kernel.index(),
-        })
+        self.modules.resolved(self.id, self.description(), kernel)
     }
 
     fn foreign(&self, what: &str) -> BackendError {

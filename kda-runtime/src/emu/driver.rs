@@ -86,12 +86,7 @@ impl DriverBackend {
     }
 
     fn resolved(&self, kernel: KernelHandle) -> Result<Resolved<&'static str>, BackendError> {
-        if kernel.backend() != self.id {
-            return Err(BackendError::ForeignResource { what: kernel.to_string(), backend: self.describe() });
-        }
-        self.modules
-            .function(kernel.index())
-            .ok_or_else(|| BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() })
+        self.modules.resolved(self.id, &self.describe(), kernel)
     }
 
     /// The request of one launch: the library, the entry, the arguments' C types, the geometry,

@@ -91,12 +91,7 @@ impl EmuBackend {
     }
 
     fn resolved(&self, kernel: KernelHandle) -> Result<Resolved<EmuFunction>, BackendError> {
-        if kernel.backend() != self.id {
-            return Err(BackendError::ForeignResource { what: kernel.to_string(), backend: self.describe() });
-        }
-        self.modules
-            .function(kernel.index())
-            .ok_or_else(|| BackendError::UnknownHandle { backend: self.describe(), index: kernel.index() })
+        self.modules.resolved(self.id, &self.describe(), kernel)
     }
 
     /// Checks that `args` fill the kernel's C parameters kind for kind (what the library

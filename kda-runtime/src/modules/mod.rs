@@ -54,8 +54,8 @@ use std::collections::hash_map::Entry;
 use std::sync::{OnceLock, PoisonError, RwLock};
 
 use crate::{
-    BackendError, EmulatedModule, EmulatedSet, ImageSet, Incompatibility, KernelEntry, KernelImage,
-    LookupError, Signature,
+    BackendError, BackendId, EmulatedModule, EmulatedSet, ImageSet, Incompatibility, KernelEntry,
+    KernelHandle, KernelImage, LookupError, Signature,
 };
 
 /// One crate's loadable modules, by namespace: what a [`ModuleCache`] is built from.
@@ -324,6 +324,27 @@ impl<L: ModuleLoader> ModuleCache<L> {
     /// The function behind handle index `index`, and the entry it was found for.
     pub fn function(&self, index: u32) -> Option<Resolved<L::Function>> {
         self.functions.read().unwrap_or_else(PoisonError::into_inner).table.get(index as usize).cloned()
+    }
+
+    /// The function behind `kernel`, a handle that backend `backend` (described as `describe`
+    /// in errors) issued from this cache: another backend's handle, or an index this cache never
+    /// issued, is an `Err`.
+    pub fn resolved(
+        &self,
+        backend: BackendId,
+        describe: &str,
+        kernel: KernelHandle,
+    ) -> Result<Resolved<L::Function>, BackendError> {
+        if kernel.backend() != backend {
+            return Err(BackendError::ForeignResource {
+                what: kernel.to_string(),
+                backend: describe.to_owned(),
+            });
+        }
+        self.function(kernel.index()).ok_or_else(|| BackendError::UnknownHandle {
+            backend: describe.to_owned(),
+            index: kernel.index(),
+        })
     }
 }
 
