@@ -31,7 +31,9 @@
 // Static storage of the one block that runs at a time. The build collects every static of the
 // entry's unit (compiled with -fdata-sections) into the section `kda_emu_shared`, which the
 // runtime fills with NaN bytes before each block and measures against the device's limit.
-#define __shared__ static
+// `used`: the runtime writes it behind the compiler's back, so an array no thread writes must not
+// be folded to its zero initializer (or dropped), which would hide the NaN of an unwritten read.
+#define __shared__ static __attribute__((used))
 
 struct uint3 {
     unsigned int x, y, z;
@@ -163,14 +165,16 @@ namespace kda_emu {
 using Invoker = void (*)(void* const* args);
 
 // The C spelling of a parameter type, as the manifest's `params` spell it ("const bf16*", "u32").
+// Constant: the names below are then read-only data, not static storage of the unit that the
+// build would count (and the runtime fill) as __shared__ memory.
 template <class T>
 struct TypeName {
-    static const char* get() { return "unsupported"; }
+    static constexpr const char* get() { return "unsupported"; }
 };
-#define KDA_EMU_TYPE_NAME(type, name)                  \
-    template <>                                        \
-    struct TypeName<type> {                            \
-        static const char* get() { return name; }      \
+#define KDA_EMU_TYPE_NAME(type, name)                          \
+    template <>                                                \
+    struct TypeName<type> {                                    \
+        static constexpr const char* get() { return name; }    \
     };
 KDA_EMU_TYPE_NAME(const __nv_bfloat16*, "const bf16*")
 KDA_EMU_TYPE_NAME(__nv_bfloat16*, "bf16*")
@@ -199,7 +203,7 @@ struct Entry<void (*)(P...)> {
     }
     static constexpr unsigned arity = sizeof...(P);
     static const char* const* param_types() {
-        static const char* const names[sizeof...(P) + 1] = {TypeName<P>::get()..., nullptr};
+        static constexpr const char* names[sizeof...(P) + 1] = {TypeName<P>::get()..., nullptr};
         return names;
     }
 };

@@ -392,8 +392,10 @@ uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
 unsigned lane() { return self->lane; }
 
 void cp_async(void* dst, const void* src, unsigned bytes) {
+    if (bytes != 4 && bytes != 8 && bytes != 16)
+        monitor.fail_here(format("cp.async of %u bytes from %p to %p: it copies 4, 8 or 16", bytes, src, dst));
     const uintptr_t misaligned = (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % bytes;
-    if (bytes > sizeof(PendingCopy::bytes) || misaligned != 0)
+    if (misaligned != 0)
         monitor.fail_here(format("cp.async of %u bytes from %p to %p: both must be aligned to the size", bytes, src, dst));
     PendingCopy copy;
     copy.dst = dst;

@@ -71,7 +71,9 @@ const BASE_FLAGS: [&str; 9] = [
 
 /// Where the static storage of an entry's unit goes: its `__shared__` variables, function-local
 /// (`_ZZ`) and namespace-scope (`_ZL`) statics. The runtime's own statics are in another object.
-const LINKER_SCRIPT: &str = "SECTIONS\n{\n  kda_emu_shared : { *.entry.o(.bss._ZZ* .data._ZZ* .bss._ZL* .data._ZL*) }\n}\nINSERT AFTER .bss;\n";
+/// The bounds are defined here: ld provides `__start_`/`__stop_` symbols only for input sections
+/// named as C identifiers, which `.bss._ZZ…` are not.
+const LINKER_SCRIPT: &str = "SECTIONS\n{\n  kda_emu_shared : {\n    HIDDEN(__start_kda_emu_shared = .);\n    *.entry.o(.bss._ZZ* .data._ZZ* .bss._ZL* .data._ZL*)\n    HIDDEN(__stop_kda_emu_shared = .);\n  }\n}\nINSERT AFTER .bss;\n";
 
 /// The compiles of one emulated build.
 pub(super) struct EmulatedCompiler<'a> {
@@ -240,6 +242,7 @@ impl EmulatedCompiler<'_> {
         let mut command = described(compiler, flags);
         command.push(unit_text(unit));
         command.push(runtime.display().to_string());
+        command.push(LINKER_SCRIPT.to_owned());
         let fingerprint = Fingerprint::of_command(&command.iter().map(String::as_str).collect::<Vec<_>>());
         let runtime_fingerprint = fingerprint.with_files(&[runtime.to_owned()]);
         if let Some(command) = runtime_fingerprint

@@ -1,0 +1,735 @@
+//! The CUDA emulator itself (`kda-build/emu`, `kda_runtime::emu`), on fixture kernels built for
+//! this test from `tests/emulator/` as C++, not on the model's kernels (tests/emulated.rs runs
+//! those). What a kernel does right gives the GPU's answer: a barrier and a shuffle warp sum on
+//! 2D and 3D blocks of several blocks, cp.async data after its wait. What a kernel does wrong is
+//! a launch `Err` naming the kernel, the block, the thread and the block-order seed, never a hang
+//! or a silent wrong answer: a barrier some threads skip, a shuffle with lanes missing or lanes
+//! the warp lacks, a deadlock, a misaligned cp.async, a geometry or a shared memory size the
+//! device refuses. Shared memory and pending cp.async destinations read as NaN; block order is a
+//! seeded permutation; lookups check the kernel's C parameter types; a fixture that does not
+//! compile is a problem located in its manifest.
+#![cfg(feature = "emulation")]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kda_build::cuda::emulation::{EmulatedLibrary as BuiltLibrary, Emulation};
+use kda_build::cuda::{BuildOutput, KernelBuild, Problem};
+use kda_runtime::emu::EmuBackend;
+use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
+use kda_runtime::{
+    DType, EmulatedLibrary, EmulatedModule, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry,
+    LaunchGeometry, LookupError,
+};
+
+// ---- The fixtures: built once, as the set an `EmuBackend` carries. ----
+
+/// The namespace the fixture set and its entries share.
+const NAMESPACE: &str = "fixtures@0:kernels.toml";
+
+/// How long a launch may take before the test calls it a hang (each takes well under a second).
+const HANG: Duration = Duration::from_secs(120);
+
+fn fixture_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(name)
+}
+
+/// Builds the manifest of `dir` as C++ for the emulator only, into the test's temporary directory.
+fn build(dir: &Path, out: &str) -> BuildOutput {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(out);
+    KernelBuild::new(dir.join("kernels.toml"), dir, out_dir)
+        .without_nvcc()
+        .emulation(Emulation::default())
+        .run()
+        .unwrap_or_else(|error| panic!("the emulated build of {} failed: {error}", dir.display()))
+}
+
+/// The fixtures of `tests/emulator/kernels.toml`, built once for every test.
+fn fixtures() -> &'static EmulatedSet {
+    static SET: OnceLock<&'static EmulatedSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        let output = build(&fixture_dir("emulator"), "emulator-fixtures");
+        let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+        assert!(problems.is_empty(), "the fixtures do not build:\n{}", problems.join("\n"));
+        assert!(output.manifest_error.is_none(), "{:?}", output.manifest_error);
+        emulated_set(NAMESPACE, &output.emulated)
+    })
+}
+
+/// The runtime's view of what the build made: one module per source, one library per entry.
+fn emulated_set(namespace: &'static str, built: &[BuiltLibrary]) -> &'static EmulatedSet {
+    let mut modules: Vec<(String, Vec<EmulatedLibrary>)> = Vec::new();
+    for library in built {
+        let path = library.path.to_str().expect("a UTF-8 library path").to_owned();
+        let library_entry = EmulatedLibrary { entry: library.entry.clone().leak(), path: path.leak() };
+        match modules.iter_mut().find(|(module, _)| *module == library.module) {
+            Some((_, libraries)) => libraries.push(library_entry),
+            None => modules.push((library.module.clone(), vec![library_entry])),
+        }
+    }
+    let modules: Vec<EmulatedModule> = modules
+        .into_iter()
+        .map(|(module, libraries)| EmulatedModule {
+            module: module.leak(),
+            libraries: Box::leak(libraries.into_boxed_slice()),
+        })
+        .collect();
+    Box::leak(Box::new(EmulatedSet {
+        namespace,
+        modules: Box::leak(modules.into_boxed_slice()),
+        driver: None,
+    }))
+}
+
+/// A backend carrying the fixtures, whose first launch has block-order seed `seed`.
+fn backend(seed: u64) -> EmuBackend {
+    EmuBackend::new(&[fixtures()]).unwrap_or_else(|error| panic!("{error}")).with_seed(seed)
+}
+
+/// Runs `work` on its own thread and fails the test if it has not finished within [`HANG`]: a
+/// misuse the emulator does not catch hangs the launch, and must not hang the suite with it.
+fn without_hanging<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let _ = send.send(work());
+    });
+    match receive.recv_timeout(HANG) {
+        Ok(value) => value,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            // The work panicked: rethrow its panic here.
+            std::panic::resume_unwind(worker.join().expect_err("no value and no panic"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("the launch still runs after {HANG:?}: it hangs"),
+    }
+}
+
+/// Launches `entry` checked against its signature; the launch error as its message.
+fn launch(
+    gpu: &EmuBackend,
+    entry: &KernelEntry,
+    geometry: LaunchGeometry,
+    args: &mut [KernelArg<'_>],
+) -> Result<(), String> {
+    let kernel = gpu.lookup(entry).unwrap_or_else(|error| panic!("{error}"));
+    gpu.launch(kernel, geometry, args).map_err(|error| error.to_string())
+}
+
+fn geometry(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
+    LaunchGeometry { grid, block, shared_mem_bytes: 0 }
+}
+
+/// The thread a launch message names, `block (x, y, z), thread (x, y, z): `.
+fn thread_named(message: &str) -> [u32; 3] {
+    let at = message.find("thread (").unwrap_or_else(|| panic!("no thread named in: {message}"));
+    let rest = &message[at + "thread (".len()..];
+    let inside = &rest[..rest.find(')').expect("a closing parenthesis")];
+    let numbers: Vec<u32> = inside.split(", ").map(|n| n.parse().expect("a thread index")).collect();
+    numbers.try_into().expect("three thread indices")
+}
+
+/// The entry `name` of module `module` in the fixtures' namespace.
+const fn entry(module: &'static str, name: &'static str, signature: &'static Signature) -> KernelEntry {
+    KernelEntry {
+        namespace: NAMESPACE,
+        table: "fixtures",
+        field: name,
+        module,
+        entry: name,
+        required: true,
+        line: 0,
+        signature: Some(signature),
+    }
+}
+
+const fn read(name: &'static str, dtype: DType, text: &'static str, program: &'static [Op]) -> KernelParam {
+    KernelParam::buffer(name, dtype, Access::Read, text, program)
+}
+
+const fn write(name: &'static str, dtype: DType, text: &'static str, program: &'static [Op]) -> KernelParam {
+    KernelParam::buffer(name, dtype, Access::Write, text, program)
+}
+
+const U32: ScalarKind = ScalarKind::U32;
+
+/// `const f32 x[n], f32 sums[blocks], u32 ids[n*6], u32 dims[6], u32 n, u32 blocks`.
+const BLOCK_SUMS: KernelEntry = entry(
+    "warp_sum",
+    "block_sums",
+    &Signature {
+        params: &[
+            read("x", DType::F32, "n", &[Op::Scalar(4)]),
+            write("sums", DType::F32, "blocks", &[Op::Scalar(5)]),
+            write("ids", DType::U32, "n*6", &[Op::Scalar(4), Op::Literal(6), Op::Mul]),
+            write("dims", DType::U32, "6", &[Op::Literal(6)]),
+            KernelParam::scalar("n", U32),
+            KernelParam::scalar("blocks", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `u32 log[blocks+1], u32 blocks`.
+const RECORD_ORDER: KernelEntry = entry(
+    "order",
+    "record_order",
+    &Signature {
+        params: &[
+            write("log", DType::U32, "blocks+1", &[Op::Scalar(1), Op::Literal(1), Op::Add]),
+            KernelParam::scalar("blocks", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `record_order` as a stale manifest might declare it: `blocks` a u64.
+const RECORD_ORDER_U64: KernelEntry = entry(
+    "order",
+    "record_order",
+    &Signature {
+        params: &[
+            write("log", DType::U32, "blocks+1", &[Op::Scalar(1), Op::Literal(1), Op::Add]),
+            KernelParam::scalar("blocks", ScalarKind::U64),
+        ],
+        requires: &[],
+    },
+);
+
+/// One output buffer of `len` elements: `u32 out[LEN]` or `f32 out[LEN]`.
+macro_rules! one_output {
+    ($module:literal, $name:literal, $dtype:expr, $len:literal) => {
+        entry(
+            $module,
+            $name,
+            &Signature {
+                params: &[write("out", $dtype, stringify!($len), &[Op::Literal($len)])],
+                requires: &[],
+            },
+        )
+    };
+}
+
+const BARRIER_SKIPPED: KernelEntry = one_output!("misuse", "barrier_skipped", DType::U32, 32);
+const SHUFFLE_LANES_GONE: KernelEntry = one_output!("misuse", "shuffle_lanes_gone", DType::F32, 32);
+const SHUFFLE_PAST_WARP: KernelEntry = one_output!("misuse", "shuffle_past_warp", DType::F32, 48);
+const SHUFFLE_DEADLOCK: KernelEntry = one_output!("misuse", "shuffle_deadlock", DType::F32, 64);
+
+/// `u32 out[n], u32 n`.
+const SHARED_UNWRITTEN: KernelEntry = entry(
+    "shared",
+    "shared_unwritten",
+    &Signature {
+        params: &[write("out", DType::U32, "n", &[Op::Scalar(1)]), KernelParam::scalar("n", U32)],
+        requires: &[],
+    },
+);
+
+/// `u32 out[64], u32 order[3]`.
+const SHARED_PER_BLOCK: KernelEntry = entry(
+    "shared",
+    "shared_per_block",
+    &Signature {
+        params: &[
+            write("out", DType::U32, "64", &[Op::Literal(64)]),
+            write("order", DType::U32, "3", &[Op::Literal(3)]),
+        ],
+        requires: &[],
+    },
+);
+
+/// `f32 out[n], u32 n`, for the two shared memory sizes.
+macro_rules! out_n {
+    ($name:literal) => {
+        entry(
+            "shared",
+            $name,
+            &Signature {
+                params: &[write("out", DType::F32, "n", &[Op::Scalar(1)]), KernelParam::scalar("n", U32)],
+                requires: &[],
+            },
+        )
+    };
+}
+
+const SMALL_SHARED: KernelEntry = out_n!("small_shared");
+const BIG_SHARED: KernelEntry = out_n!("big_shared");
+
+/// `const f32 src[4*n], u32 before[4*n], u32 after[4*n], u32 n`.
+const CP_ASYNC_WINDOW: KernelEntry = entry(
+    "cp_async",
+    "cp_async_window",
+    &Signature {
+        params: &[
+            read("src", DType::F32, "4*n", &[Op::Literal(4), Op::Scalar(3), Op::Mul]),
+            write("before", DType::U32, "4*n", &[Op::Literal(4), Op::Scalar(3), Op::Mul]),
+            write("after", DType::U32, "4*n", &[Op::Literal(4), Op::Scalar(3), Op::Mul]),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 src[4*n+4], u32 out[4*n], u32 n`.
+const CP_ASYNC_MISALIGNED: KernelEntry = entry(
+    "cp_async",
+    "cp_async_misaligned",
+    &Signature {
+        params: &[
+            read(
+                "src",
+                DType::F32,
+                "4*n+4",
+                &[Op::Literal(4), Op::Scalar(2), Op::Mul, Op::Literal(4), Op::Add],
+            ),
+            write("out", DType::U32, "4*n", &[Op::Literal(4), Op::Scalar(2), Op::Mul]),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 src[4], u32 out[4]`.
+const CP_ASYNC_EMPTY: KernelEntry = entry(
+    "cp_async",
+    "cp_async_empty",
+    &Signature {
+        params: &[
+            read("src", DType::F32, "4", &[Op::Literal(4)]),
+            write("out", DType::U32, "4", &[Op::Literal(4)]),
+        ],
+        requires: &[],
+    },
+);
+
+const NAN_BITS: u32 = 0xffff_ffff;
+
+// ---- What a correct kernel computes. ----
+
+/// Runs `block_sums` at one shape and checks every block's sum and every thread's indices
+/// against what the shape means, computed here.
+fn check_block_sums(grid: (u32, u32, u32), block: (u32, u32, u32)) {
+    let gpu = backend(7);
+    let threads = block.0 * block.1 * block.2;
+    let blocks = grid.0 * grid.1 * grid.2;
+    let n = threads * blocks;
+    let x: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0 + (i / 64) as f32).collect();
+    let (mut sums, mut ids, mut dims) = (
+        gpu.upload(&vec![f32::NAN; blocks as usize]).unwrap(),
+        gpu.zeros::<u32>(6 * n as usize).unwrap(),
+        gpu.zeros::<u32>(6).unwrap(),
+    );
+    let x_buffer = gpu.upload(&x).unwrap();
+    launch(
+        &gpu,
+        &BLOCK_SUMS,
+        geometry(grid, block),
+        &mut [
+            (&x_buffer).into(),
+            (&mut sums).into(),
+            (&mut ids).into(),
+            (&mut dims).into(),
+            n.into(),
+            blocks.into(),
+        ],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+
+    // Integers well inside f32's exact range: every summation order gives the same sum.
+    let expected: Vec<f32> = x
+        .chunks(threads as usize)
+        .map(|slice| slice.iter().map(|&v| f64::from(v)).sum::<f64>() as f32)
+        .collect();
+    assert_eq!(gpu.download::<f32>(&sums).unwrap(), expected, "block sums at grid {grid:?}, block {block:?}");
+    assert_eq!(gpu.download::<u32>(&dims).unwrap(), [block.0, block.1, block.2, grid.0, grid.1, grid.2]);
+    let ids = gpu.download::<u32>(&ids).unwrap();
+    let mut i = 0;
+    for bz in 0..grid.2 {
+        for by in 0..grid.1 {
+            for bx in 0..grid.0 {
+                for tz in 0..block.2 {
+                    for ty in 0..block.1 {
+                        for tx in 0..block.0 {
+                            assert_eq!(
+                                ids[6 * i..6 * i + 6],
+                                [tx, ty, tz, bx, by, bz],
+                                "the indices of element {i} at grid {grid:?}, block {block:?}"
+                            );
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_barrier_and_a_shuffle_warp_sum_give_every_block_its_sum_on_3d_blocks_and_grids() {
+    // Two warps a block, each spanning several rows and planes of the block.
+    check_block_sums((3, 2, 2), (8, 4, 2));
+}
+
+#[test]
+fn a_barrier_and_a_shuffle_warp_sum_give_every_block_its_sum_on_2d_blocks_and_grids() {
+    check_block_sums((2, 3, 1), (16, 4, 1));
+    check_block_sums((1, 2, 3), (4, 8, 1));
+}
+
+// ---- Block order. ----
+
+/// The order `record_order` saw the 16 blocks of one launch run in.
+fn block_order(gpu: &EmuBackend) -> Vec<u32> {
+    const BLOCKS: u32 = 16;
+    let mut log = gpu.zeros::<u32>(BLOCKS as usize + 1).unwrap();
+    launch(gpu, &RECORD_ORDER, geometry((BLOCKS, 1, 1), (32, 1, 1)), &mut [(&mut log).into(), BLOCKS.into()])
+        .unwrap_or_else(|error| panic!("{error}"));
+    let log = gpu.download::<u32>(&log).unwrap();
+    assert_eq!(log[0], BLOCKS, "every block ran once");
+    let order = log[1..].to_vec();
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..BLOCKS).collect::<Vec<_>>(), "the order {order:?} is a permutation of the blocks");
+    order
+}
+
+#[test]
+fn blocks_run_in_an_order_the_seed_shuffles_and_replays() {
+    let first = block_order(&backend(1));
+    let second = block_order(&backend(2));
+    assert_ne!(first, second, "seeds 1 and 2 give one order");
+    assert_ne!(first, (0..16).collect::<Vec<_>>(), "seed 1 leaves the blocks in grid order");
+    assert_eq!(block_order(&backend(1)), first, "seed 1 gives another order the second time");
+    // A launch's seed is the backend's plus the launch's number: the second launch of a backend
+    // seeded 1 replays the first of one seeded 2.
+    let gpu = backend(1);
+    assert_eq!(block_order(&gpu), first);
+    assert_eq!(block_order(&gpu), second);
+}
+
+// ---- Barriers and shuffles used wrongly. ----
+
+#[test]
+fn a_barrier_some_threads_skip_is_an_err_naming_the_kernel_the_thread_and_the_seed() {
+    let (first, second, out) = without_hanging(|| {
+        let gpu = backend(0x5eed);
+        let mut out = gpu.zeros::<u32>(32).unwrap();
+        let first = launch(&gpu, &BARRIER_SKIPPED, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into()]);
+        let second =
+            launch(&gpu, &BARRIER_SKIPPED, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into()]);
+        let out = gpu.download::<u32>(&out).unwrap();
+        (
+            first.expect_err("a barrier threads 8.. skip launched"),
+            second.expect_err("the second launch ran"),
+            out,
+        )
+    });
+    // The threads that waited at the barrier never went past it.
+    assert_eq!(out, [0; 32], "a thread passed the broken barrier");
+    for message in [&first, &second] {
+        assert!(message.contains("`misuse::barrier_skipped`"), "{message}");
+        assert!(message.contains("barrier_skipped: block (0, 0, 0), thread ("), "{message}");
+        assert!(message.contains("__syncthreads"), "{message}");
+        assert!(message.contains("a barrier every thread of the block must reach"), "{message}");
+        // Whichever came first, the thread named is the one that did it: a returning thread
+        // (8..) while others wait, or a waiting one (..8) after some returned.
+        let [x, y, z] = thread_named(message);
+        assert_eq!((y, z), (0, 0), "{message}");
+        if message.contains("returned while") {
+            assert!(x >= 8, "thread {x} returned, but only threads 8.. do: {message}");
+        } else {
+            assert!(message.contains("__syncthreads reached after"), "{message}");
+            assert!(x < 8, "thread {x} reached the barrier, but only threads ..8 do: {message}");
+        }
+    }
+    // Each launch names its own seed, from which it can be replayed.
+    assert!(first.contains("(block 1 of 1 in the order of seed 0x0000000000005eed)"), "{first}");
+    assert!(second.contains("(block 1 of 1 in the order of seed 0x0000000000005eee)"), "{second}");
+}
+
+#[test]
+fn a_failing_block_is_named_among_several_and_stops_the_launch() {
+    let message = without_hanging(|| {
+        let gpu = backend(3);
+        let mut out = gpu.zeros::<u32>(32).unwrap();
+        launch(&gpu, &BARRIER_SKIPPED, geometry((2, 2, 2), (32, 1, 1)), &mut [(&mut out).into()])
+            .expect_err("a barrier threads 8.. skip launched")
+    });
+    // Every block fails the same way: the first to run ends the launch.
+    assert!(message.contains("(block 1 of 8 in the order of seed 0x0000000000000003)"), "{message}");
+    assert!(message.contains("barrier_skipped: block ("), "{message}");
+}
+
+#[test]
+fn a_shuffle_whose_mask_names_lanes_that_returned_is_an_err_naming_the_shuffle() {
+    let message = without_hanging(|| {
+        let gpu = backend(11);
+        let mut out = gpu.zeros::<f32>(32).unwrap();
+        launch(&gpu, &SHUFFLE_LANES_GONE, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into()])
+            .expect_err("a shuffle with lanes 16.. gone launched")
+    });
+    assert!(message.contains("`misuse::shuffle_lanes_gone`"), "{message}");
+    assert!(message.contains("__shfl_xor_sync"), "{message}");
+    assert!(message.contains("mask 0xffffffff"), "{message}");
+    assert!(message.contains("seed 0x000000000000000b"), "{message}");
+    // Either a lane reached the shuffle after lanes of its mask returned, or a lane of the mask
+    // returned while others waited for it.
+    let [x, _, _] = thread_named(&message);
+    if message.contains("have returned") {
+        assert!(x < 16, "{message}");
+    } else {
+        assert!(message.contains("returned while lanes"), "{message}");
+        assert!(x >= 16, "{message}");
+    }
+}
+
+#[test]
+fn a_full_mask_shuffle_in_a_partial_warp_is_an_err_naming_the_missing_lanes() {
+    let message = without_hanging(|| {
+        let gpu = backend(12);
+        let mut out = gpu.zeros::<f32>(48).unwrap();
+        launch(&gpu, &SHUFFLE_PAST_WARP, geometry((1, 1, 1), (48, 1, 1)), &mut [(&mut out).into()])
+            .expect_err("a 48-thread block's second warp shuffled with a full mask")
+    });
+    assert!(message.contains("`misuse::shuffle_past_warp`"), "{message}");
+    assert!(
+        message.contains(
+            "__shfl_xor_sync with mask 0xffffffff names lanes warp 1 does not have (lanes 0x0000ffff)"
+        ),
+        "{message}"
+    );
+    let [x, _, _] = thread_named(&message);
+    assert!((32..48).contains(&x), "thread {x} is not of the second warp: {message}");
+}
+
+#[test]
+fn a_shuffle_waiting_for_lanes_at_a_barrier_is_a_deadlock_err() {
+    let message = without_hanging(|| {
+        let gpu = backend(13);
+        let mut out = gpu.zeros::<f32>(64).unwrap();
+        launch(&gpu, &SHUFFLE_DEADLOCK, geometry((1, 1, 1), (64, 1, 1)), &mut [(&mut out).into()])
+            .expect_err("a deadlocked block launched")
+    });
+    assert!(message.contains("`misuse::shuffle_deadlock`"), "{message}");
+    // Found when the last thread starts to wait: all 64 wait, none has returned.
+    assert!(
+        message.contains(
+            "deadlock: 48 threads wait at __syncthreads; lanes 0x0000ffff of warp 0 wait in __shfl_xor_sync \
+             for lanes 0xffff0000"
+        ),
+        "{message}"
+    );
+}
+
+// ---- Shared memory. ----
+
+#[test]
+fn shared_memory_no_thread_wrote_reads_as_nan() {
+    let gpu = backend(21);
+    let mut out = gpu.zeros::<u32>(64).unwrap();
+    launch(&gpu, &SHARED_UNWRITTEN, geometry((1, 1, 1), (64, 1, 1)), &mut [(&mut out).into(), 64u32.into()])
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<u32>(&out).unwrap(), vec![NAN_BITS; 64]);
+}
+
+#[test]
+fn shared_memory_is_nan_again_for_every_block_whatever_the_order() {
+    let gpu = backend(0);
+    let mut orders = Vec::new();
+    for _ in 0..16 {
+        let mut out = gpu.zeros::<u32>(64).unwrap();
+        let mut order = gpu.zeros::<u32>(3).unwrap();
+        launch(
+            &gpu,
+            &SHARED_PER_BLOCK,
+            geometry((2, 1, 1), (32, 1, 1)),
+            &mut [(&mut out).into(), (&mut order).into()],
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        let out = gpu.download::<u32>(&out).unwrap();
+        let order = gpu.download::<u32>(&order).unwrap();
+        // Block 0 reads what it wrote, reversed.
+        let written: Vec<u32> = (0..32).rev().map(|t| (1.0f32 + t as f32).to_bits()).collect();
+        assert_eq!(out[..32], written, "block 0 in the order {order:?}");
+        // Block 1 reads NaN, even right after block 0 wrote the same storage.
+        assert_eq!(out[32..], [NAN_BITS; 32], "block 1 in the order {order:?}");
+        orders.push([order[1], order[2]]);
+    }
+    assert!(orders.contains(&[0, 1]) && orders.contains(&[1, 0]), "16 seeds gave only the orders {orders:?}");
+}
+
+#[test]
+fn static_shared_memory_over_48_kib_is_an_err_and_each_entry_reports_its_own() {
+    let gpu = backend(22);
+    let big = gpu.static_shared_bytes(&BIG_SHARED).unwrap_or_else(|error| panic!("{error}"));
+    let small = gpu.static_shared_bytes(&SMALL_SHARED).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(big, 49 * 1024, "big_shared's bytes");
+    // The same module, another entry: only its own 64 floats (each library links one kernel).
+    assert_eq!(small, 256, "small_shared's bytes");
+
+    let mut out = gpu.upload(&[-1.0f32; 256]).unwrap();
+    let message =
+        launch(&gpu, &BIG_SHARED, geometry((1, 1, 1), (256, 1, 1)), &mut [(&mut out).into(), 256u32.into()])
+            .expect_err("49 KiB of static shared memory launched");
+    assert!(message.contains("`shared::big_shared`"), "{message}");
+    assert!(message.contains(&format!("{big} bytes of static shared memory")), "{message}");
+    assert!(message.contains("49152"), "{message}");
+    assert_eq!(gpu.download::<f32>(&out).unwrap(), [-1.0; 256], "the kernel ran");
+
+    let mut out = gpu.upload(&[-1.0f32; 64]).unwrap();
+    launch(&gpu, &SMALL_SHARED, geometry((1, 1, 1), (64, 1, 1)), &mut [(&mut out).into(), 64u32.into()])
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&out).unwrap(), (0..64).rev().map(|t| t as f32).collect::<Vec<_>>());
+}
+
+// ---- cp.async. ----
+
+#[test]
+fn a_cp_async_destination_reads_nan_before_its_wait_and_the_data_after() {
+    let gpu = backend(31);
+    let src: Vec<f32> = (0..128).map(|i| i as f32 + 0.5).collect();
+    let src_buffer = gpu.upload(&src).unwrap();
+    let (mut before, mut after) = (gpu.zeros::<u32>(128).unwrap(), gpu.zeros::<u32>(128).unwrap());
+    launch(
+        &gpu,
+        &CP_ASYNC_WINDOW,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [(&src_buffer).into(), (&mut before).into(), (&mut after).into(), 32u32.into()],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<u32>(&before).unwrap(), vec![NAN_BITS; 128]);
+    assert_eq!(gpu.download::<u32>(&after).unwrap(), src.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_misaligned_cp_async_is_an_err() {
+    let message = without_hanging(|| {
+        let gpu = backend(32);
+        let src = gpu.upload(&[1.0f32; 132]).unwrap();
+        let mut out = gpu.zeros::<u32>(128).unwrap();
+        launch(
+            &gpu,
+            &CP_ASYNC_MISALIGNED,
+            geometry((1, 1, 1), (32, 1, 1)),
+            &mut [(&src).into(), (&mut out).into(), 32u32.into()],
+        )
+        .expect_err("a 16-byte cp.async from a 4-byte-aligned source launched")
+    });
+    assert!(message.contains("`cp_async::cp_async_misaligned`"), "{message}");
+    assert!(message.contains("cp.async of 16 bytes"), "{message}");
+    assert!(message.contains("must be aligned to the size"), "{message}");
+    assert!(message.contains("block (0, 0, 0), thread ("), "{message}");
+}
+
+#[test]
+fn a_cp_async_of_no_bytes_is_an_err_not_a_crash() {
+    let message = without_hanging(|| {
+        let gpu = backend(33);
+        let src = gpu.upload(&[1.0f32; 4]).unwrap();
+        let mut out = gpu.zeros::<u32>(4).unwrap();
+        launch(&gpu, &CP_ASYNC_EMPTY, geometry((1, 1, 1), (1, 1, 1)), &mut [(&src).into(), (&mut out).into()])
+            .expect_err("a cp.async of 0 bytes launched")
+    });
+    assert!(message.contains("`cp_async::cp_async_empty`"), "{message}");
+    assert!(message.contains("cp.async of 0 bytes"), "{message}");
+    assert!(message.contains("it copies 4, 8 or 16"), "{message}");
+}
+
+// ---- Launch geometry. ----
+
+#[test]
+fn a_geometry_the_device_refuses_is_an_err_before_any_thread_runs() {
+    let gpu = backend(41);
+    let refused: [(LaunchGeometry, &str); 6] = [
+        (geometry((1, 1, 1), (1025, 1, 1)), "a block (1025, 1, 1) of 1025 threads"),
+        (geometry((1, 1, 1), (1, 1, 65)), "a block (1, 1, 65) of 65 threads"),
+        (geometry((1, 1, 1), (32, 33, 1)), "of 1056 threads"),
+        (geometry((0, 1, 1), (64, 1, 1)), "a grid (0, 1, 1) of blocks (64, 1, 1) has an empty dimension"),
+        (geometry((1, 65536, 1), (64, 1, 1)), "a grid (1, 65536, 1)"),
+        (
+            LaunchGeometry { shared_mem_bytes: 16, ..geometry((1, 1, 1), (64, 1, 1)) },
+            "16 bytes of dynamic shared memory",
+        ),
+    ];
+    for (geometry, expected) in refused {
+        let mut out = gpu.upload(&[-1.0f32; 64]).unwrap();
+        let message = launch(&gpu, &SMALL_SHARED, geometry, &mut [(&mut out).into(), 64u32.into()])
+            .expect_err(&format!("{geometry:?} launched"));
+        assert!(message.contains("`shared::small_shared`"), "{message}");
+        assert!(message.contains(expected), "{geometry:?}: {message}");
+        assert_eq!(gpu.download::<f32>(&out).unwrap(), [-1.0; 64], "{geometry:?} ran the kernel");
+    }
+    // The same kernel at a geometry the device takes: the largest block.
+    let mut out = gpu.upload(&[-1.0f32; 64]).unwrap();
+    launch(&gpu, &SMALL_SHARED, geometry((1, 1, 1), (16, 1, 64)), &mut [(&mut out).into(), 64u32.into()])
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&out).unwrap(), (0..64).rev().map(|t| t as f32).collect::<Vec<_>>());
+}
+
+// ---- Lookup. ----
+
+#[test]
+fn an_entry_whose_signature_disagrees_with_the_kernels_c_types_is_a_signature_mismatch() {
+    let gpu = backend(51);
+    match gpu.lookup(&RECORD_ORDER_U64) {
+        Err(LookupError::SignatureMismatch { entry, reason }) => {
+            assert_eq!((entry.module, entry.entry), ("order", "record_order"));
+            assert_eq!(reason, "parameter `blocks` is `u32` in the kernel, `u64` in the signature");
+        }
+        Err(other) => panic!("not a signature mismatch: {other}"),
+        Ok(_) => panic!("a u64 `blocks` was looked up against a u32 kernel"),
+    }
+    // Not "absent": the kernel is there, wrongly described.
+    assert!(!gpu.lookup(&RECORD_ORDER_U64).unwrap_err().is_not_found());
+    // The right signature finds it.
+    assert!(gpu.lookup(&RECORD_ORDER).is_ok());
+}
+
+#[test]
+fn an_entry_the_fixture_set_does_not_have_is_not_found() {
+    let gpu = backend(52);
+    let absent = [
+        KernelEntry { entry: "no_such_kernel", field: "no_such_kernel", ..RECORD_ORDER },
+        KernelEntry { module: "no_such_module", ..RECORD_ORDER },
+        KernelEntry { namespace: "another@0:kernels.toml", ..RECORD_ORDER },
+    ];
+    for entry in absent {
+        let error = gpu
+            .lookup(&entry)
+            .expect_err(&format!("{}::{} in {} was found", entry.module, entry.entry, entry.namespace));
+        assert!(error.is_not_found(), "{}::{}: {error}", entry.module, entry.entry);
+    }
+    assert!(matches!(gpu.lookup(&absent[0]), Err(LookupError::EntryNotInModule { .. })));
+    assert!(matches!(gpu.lookup(&absent[1]), Err(LookupError::ModuleNotCarried { .. })));
+}
+
+// ---- The build. ----
+
+#[test]
+fn a_fixture_that_does_not_compile_is_a_problem_located_in_its_manifest() {
+    let dir = fixture_dir("emulator/broken");
+    let output = build(&dir, "emulator-broken");
+    let manifest = std::fs::read_to_string(dir.join("kernels.toml")).unwrap();
+    let line =
+        manifest.lines().position(|line| line.starts_with("uses_atomics")).expect("the entry's line") + 1;
+    let listed = format!("kernels.toml:{line}:1");
+    match output.problems.as_slice() {
+        [problem @ Problem::Emulation { listed_at, path, diagnostics }] => {
+            assert_eq!(*listed_at, listed);
+            assert!(path.ends_with("atomics.cu"), "{}", path.display());
+            // The compiler's own error, about what the shim does not declare.
+            assert!(diagnostics.contains("atomicAdd") && diagnostics.contains("error"), "{diagnostics}");
+            let message = problem.to_string();
+            assert!(
+                message.starts_with(&format!("{listed}: the emulated build (C++) failed on ")),
+                "{message}"
+            );
+            assert!(message.contains("atomicAdd"), "{message}");
+        }
+        problems => panic!("not one emulation problem: {problems:#?}"),
+    }
+    // The entry beside it still builds.
+    let built: Vec<(&str, &str)> =
+        output.emulated.iter().map(|library| (library.module.as_str(), library.entry.as_str())).collect();
+    assert_eq!(built, [("fine", "fine_copy")]);
+}
