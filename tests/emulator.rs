@@ -20,8 +20,7 @@ use kda_build::cuda::{BuildOutput, KernelBuild, Problem};
 use kda_runtime::emu::EmuBackend;
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
-    DType, EmulatedLibrary, EmulatedModule, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry,
-    LaunchGeometry, LookupError,
+    DType, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry, LaunchGeometry, LookupError,
 };
 
 // ---- The fixtures: built once, as the set an `EmuBackend` carries. ----
@@ -60,27 +59,10 @@ fn fixtures() -> &'static EmulatedSet {
 
 /// The runtime's view of what the build made: one module per source, one library per entry.
 fn emulated_set(namespace: &'static str, built: &[BuiltLibrary]) -> &'static EmulatedSet {
-    let mut modules: Vec<(String, Vec<EmulatedLibrary>)> = Vec::new();
-    for library in built {
-        let path = library.path.to_str().expect("a UTF-8 library path").to_owned();
-        let library_entry = EmulatedLibrary { entry: library.entry.clone().leak(), path: path.leak() };
-        match modules.iter_mut().find(|(module, _)| *module == library.module) {
-            Some((_, libraries)) => libraries.push(library_entry),
-            None => modules.push((library.module.clone(), vec![library_entry])),
-        }
-    }
-    let modules: Vec<EmulatedModule> = modules
-        .into_iter()
-        .map(|(module, libraries)| EmulatedModule {
-            module: module.leak(),
-            libraries: Box::leak(libraries.into_boxed_slice()),
-        })
-        .collect();
-    Box::leak(Box::new(EmulatedSet {
-        namespace,
-        modules: Box::leak(modules.into_boxed_slice()),
-        driver: None,
-    }))
+    let paths: Vec<&str> =
+        built.iter().map(|library| library.path.to_str().expect("a UTF-8 library path")).collect();
+    let libraries = built.iter().zip(paths).map(|(library, path)| (&*library.module, &*library.entry, path));
+    EmulatedSet::leak(namespace, libraries, None)
 }
 
 /// A backend carrying the fixtures, whose first launch has block-order seed `seed`.

@@ -20,7 +20,7 @@ use kda::weights::{HostWeights, synthetic_hidden};
 use kda_build::cuda::KernelBuild;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
-use kda_runtime::{EmulatedLibrary, EmulatedModule, EmulatedSet, GpuBackend, GpuBackendExt, bf16};
+use kda_runtime::{EmulatedSet, GpuBackend, GpuBackendExt, bf16};
 
 /// Which shapes a run covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +81,12 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         let problems: Vec<String> = built.problems.iter().map(ToString::to_string).collect();
         bail!("the emulated build failed:\n{}", problems.join("\n"));
     }
-    let set = leak_set(&built.emulated, built.emulation_driver.as_deref());
+    let paths: Vec<String> =
+        built.emulated.iter().map(|library| library.path.display().to_string()).collect();
+    let libraries =
+        built.emulated.iter().zip(&paths).map(|(library, path)| (&*library.module, &*library.entry, &**path));
+    let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
+    let set = EmulatedSet::leak(Glm5NextKdaKernels::NAMESPACE, libraries, driver.as_deref());
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
     let gpu: Box<dyn GpuBackend> = match options.sanitizer {
         None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
@@ -223,36 +228,4 @@ fn run_block(
         ("conv state", HostData::F32(gpu.download(state.conv())?)),
         ("recurrent state", HostData::F32(gpu.download(state.recurrent())?)),
     ])
-}
-
-/// The emulated set of a build made at run time, in the namespace of this crate's table (its
-/// libraries live as long as the process).
-fn leak_set(
-    libraries: &[kda_build::cuda::emulation::EmulatedLibrary],
-    driver: Option<&std::path::Path>,
-) -> &'static EmulatedSet {
-    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-    let mut modules: Vec<(&'static str, Vec<EmulatedLibrary>)> = Vec::new();
-    for library in libraries {
-        let entry = EmulatedLibrary {
-            entry: leak(library.entry.clone()),
-            path: leak(library.path.display().to_string()),
-        };
-        match modules.iter_mut().find(|(module, _)| *module == library.module) {
-            Some((_, group)) => group.push(entry),
-            None => modules.push((leak(library.module.clone()), vec![entry])),
-        }
-    }
-    let modules: Vec<EmulatedModule> = modules
-        .into_iter()
-        .map(|(module, libraries)| EmulatedModule {
-            module,
-            libraries: Box::leak(libraries.into_boxed_slice()),
-        })
-        .collect();
-    Box::leak(Box::new(EmulatedSet {
-        namespace: Glm5NextKdaKernels::NAMESPACE,
-        modules: Box::leak(modules.into_boxed_slice()),
-        driver: driver.map(|path| leak(path.display().to_string())),
-    }))
 }

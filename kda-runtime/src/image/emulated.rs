@@ -15,6 +15,39 @@ pub struct EmulatedSet {
     pub driver: Option<&'static str>,
 }
 
+impl EmulatedSet {
+    /// A set made at run time (a tool that builds kernels itself): `libraries` as `(module,
+    /// entry, path)` in manifest order, grouped by module. Its strings are leaked, as a build's
+    /// `EMULATED_KERNELS` are static: make one per build, not per launch.
+    pub fn leak<'a>(
+        namespace: &'static str,
+        libraries: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+        driver: Option<&str>,
+    ) -> &'static EmulatedSet {
+        let leak = |text: &str| -> &'static str { Box::leak(text.to_owned().into_boxed_str()) };
+        let mut modules: Vec<(&'static str, Vec<EmulatedLibrary>)> = Vec::new();
+        for (module, entry, path) in libraries {
+            let library = EmulatedLibrary { entry: leak(entry), path: leak(path) };
+            match modules.iter_mut().find(|(name, _)| *name == module) {
+                Some((_, group)) => group.push(library),
+                None => modules.push((leak(module), vec![library])),
+            }
+        }
+        let modules: Vec<EmulatedModule> = modules
+            .into_iter()
+            .map(|(module, libraries)| EmulatedModule {
+                module,
+                libraries: Box::leak(libraries.into_boxed_slice()),
+            })
+            .collect();
+        Box::leak(Box::new(EmulatedSet {
+            namespace,
+            modules: Box::leak(modules.into_boxed_slice()),
+            driver: driver.map(leak),
+        }))
+    }
+}
+
 /// One module's emulated kernels.
 #[derive(Clone, Copy, Debug)]
 pub struct EmulatedModule {
@@ -31,4 +64,30 @@ pub struct EmulatedLibrary {
     pub entry: &'static str,
     /// The shared library's absolute path.
     pub path: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_made_at_run_time_groups_libraries_by_module_in_order() {
+        let set = EmulatedSet::leak(
+            "ours@0.1.0:kernels.toml",
+            [
+                ("conv", "decode", "/emu/a.so"),
+                ("gemm", "gemm", "/emu/b.so"),
+                ("conv", "prefill", "/emu/c.so"),
+            ],
+            Some("/emu/driver"),
+        );
+        let modules: Vec<(&str, Vec<&str>)> = set
+            .modules
+            .iter()
+            .map(|module| (module.module, module.libraries.iter().map(|library| library.entry).collect()))
+            .collect();
+        assert_eq!(modules, [("conv", vec!["decode", "prefill"]), ("gemm", vec!["gemm"])]);
+        assert_eq!(set.modules[0].libraries[1].path, "/emu/c.so");
+        assert_eq!(set.driver, Some("/emu/driver"));
+    }
 }
