@@ -229,3 +229,38 @@ fn run_block(
         ("recurrent state", HostData::F32(gpu.download(state.recurrent())?)),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ci_shapes_reach_each_barrier_path_and_the_edge_shapes_are_the_whole_grid() {
+        let ci = geometries(Shapes::Ci).unwrap();
+        let has = |head_dim: u32, chunk: u32, t: u32| {
+            ci.iter().any(|(_, g, tokens)| g.head_dim == head_dim && g.chunk == chunk && tokens.contains(&t))
+        };
+        // Every head dim; both chunks with a partial chunk; t ≡ 1 (mod C) at both chunk sizes.
+        assert!(has(32, 32, 33) && has(64, 64, 65) && has(128, 64, 63) && has(32, 32, 1), "{ci:?}");
+        let edge = geometries(Shapes::Edge).unwrap();
+        assert_eq!(edge.len(), 6);
+        for (_, geometry, tokens) in &edge {
+            let c = geometry.chunk;
+            assert_eq!(tokens, &[1, 5, c - 1, c, c + 1, 2 * c + 1, 100]);
+        }
+    }
+
+    #[test]
+    fn the_dense_edge_cases_cover_every_dispatch_class_unaligned_and_off_the_tiles() {
+        let quick = KernelCase::dense_edges(1, false).unwrap();
+        let thorough = KernelCase::dense_edges(1, true).unwrap();
+        for cases in [&quick, &thorough] {
+            for field in ["gemm", "gemv", "gemv_batchm"] {
+                assert!(cases.iter().any(|case| case.field() == field), "no {field} case");
+            }
+        }
+        let gemm_rows: Vec<u32> =
+            thorough.iter().filter(|case| case.field() == "gemm").map(KernelCase::tokens).collect();
+        assert!((1..=17).chain([65]).all(|m| gemm_rows.contains(&m)), "{gemm_rows:?}");
+    }
+}
