@@ -27,6 +27,7 @@
 #   kda-build--manifest    reads kernels.toml through its compile-time source path
 #   kda-build--front_end   runs cargo and nvcc on a crate it writes
 #   kda-cli--fuzz_list     runs the kda binary through its compile-time path
+#   kda-cli--list_pipe     the same
 #   kda-macros--lib        a proc-macro crate's tests link the toolchain's libstd-*.so
 # `--build` fails if any copied binary still holds this checkout's absolute path (on the GPU
 # machine the repo is a copy at another path, so such a binary would read files that are not
@@ -35,7 +36,7 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="gpu-check/bin"
-EXCLUDED=(kda--compiletest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-macros--lib)
+EXCLUDED=(kda--compiletest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-macros--lib)
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'

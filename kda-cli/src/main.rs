@@ -338,6 +338,10 @@ fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
         None => (MANIFEST_NAME.to_owned(), MANIFEST.to_owned()),
     };
     let manifest = Manifest::parse(&file, &text)?;
-    print!("{}", kda_cli::listing::render(&file, &manifest));
-    Ok(())
+    let listing = kda_cli::listing::render(&file, &manifest);
+    // A reader that stops early (`kda list | head`) is not an error; `print!` would panic.
+    match std::io::stdout().lock().write_all(listing.as_bytes()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => Ok(written?),
+    }
 }
