@@ -32,6 +32,30 @@ fn a_device_that_does_not_exist_is_an_err() {
     assert!(matches!(CudaBackend::new(4096, &[&KERNEL_IMAGES]), Err(BackendError::Unavailable { .. })));
 }
 
+#[test]
+fn two_sets_carrying_one_module_are_refused_as_such_with_or_without_a_gpu() {
+    // Another set of this crate's namespace with its first module: which `gemm` a lookup would
+    // find would be a guess. Checked before the device is opened, so a machine without a GPU
+    // reports this mistake, not its missing driver.
+    static AGAIN: kda_runtime::ImageSet = kda_runtime::ImageSet {
+        namespace: KERNEL_IMAGES.namespace,
+        images: &[kda_runtime::KernelImage {
+            module: "gemm",
+            fatbin: &[],
+            coverage: kda_runtime::ImageCoverage { sass: &[], ptx: None },
+        }],
+        missing: None,
+    };
+    match CudaBackend::new(0, &[&KERNEL_IMAGES, &AGAIN]) {
+        Err(BackendError::DuplicateModule(duplicate)) if !KERNEL_IMAGES.images.is_empty() => {
+            assert_eq!((duplicate.module, duplicate.sets), ("gemm", (0, 1)));
+        }
+        // Built without nvcc: this crate's set is empty, so only `AGAIN` carries `gemm`.
+        Err(BackendError::Unavailable { .. }) | Ok(_) if KERNEL_IMAGES.images.is_empty() => {}
+        other => panic!("expected a duplicate module, got {:?}", other.map(|_| "a backend")),
+    }
+}
+
 /// Where `bytes` contains `needle`.
 fn contains(bytes: &[u8], needle: &[u8]) -> bool {
     bytes.windows(needle.len()).any(|window| window == needle)

@@ -45,6 +45,8 @@ impl CudaBackend {
     /// one module of one namespace ([`BackendError::DuplicateModule`]; the same set given twice is
     /// carried once).
     pub fn new(ordinal: usize, sets: &[&'static ImageSet]) -> Result<Self, BackendError> {
+        // First: a duplicate is the caller's mistake on any machine, GPU or not.
+        crate::modules::check_sets(sets)?;
         // SAFETY: only tries to open the driver library; no driver function is called.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(unavailable(

@@ -103,6 +103,39 @@ impl ModuleSet for EmulatedSet {
     }
 }
 
+/// Whether `sets` can be carried together: no `(namespace, module)` in two distinct sets (or
+/// twice in one). A backend checks this before it opens a device, so the mistake is reported as
+/// itself wherever it runs.
+pub fn check_sets<S: ModuleSet>(sets: &[&'static S]) -> Result<(), DuplicateModule> {
+    images_by_module(sets).map(drop)
+}
+
+/// Every image of `sets` by `(namespace, module)`; a set given twice counts once.
+fn images_by_module<S: ModuleSet>(
+    sets: &[&'static S],
+) -> Result<Vec<(ModuleKey, &'static S::Image)>, DuplicateModule> {
+    // The position of the set each (namespace, module) came from, to name both of a duplicate.
+    let mut origin = HashMap::new();
+    let mut images = Vec::new();
+    for (position, set) in sets.iter().enumerate() {
+        if sets[..position].iter().any(|earlier| std::ptr::eq(*earlier, *set)) {
+            continue;
+        }
+        for image in set.images() {
+            let key = (set.namespace(), S::module(image));
+            match origin.entry(key) {
+                Entry::Occupied(first) => {
+                    let (namespace, module) = key;
+                    return Err(DuplicateModule { namespace, module, sets: (*first.get(), position) });
+                }
+                Entry::Vacant(vacant) => vacant.insert(position),
+            };
+            images.push((key, image));
+        }
+    }
+    Ok(images)
+}
+
 /// The image type a loader loads.
 pub type Image<L> = <<L as ModuleLoader>::Set as ModuleSet>::Image;
 
@@ -224,25 +257,10 @@ impl<L: ModuleLoader> ModuleCache<L> {
     /// A cache of the images of `sets`, loading through `loader`. The same set given twice is
     /// carried once; two images of one `(namespace, module)` are an error naming both sets.
     pub fn new(loader: L, sets: &[&'static L::Set]) -> Result<Self, DuplicateModule> {
-        let mut modules = HashMap::new();
-        // The position of the set each (namespace, module) came from, to name both of a duplicate.
-        let mut origin = HashMap::new();
-        for (position, set) in sets.iter().enumerate() {
-            if sets[..position].iter().any(|earlier| std::ptr::eq(*earlier, *set)) {
-                continue;
-            }
-            for image in set.images() {
-                let key = (set.namespace(), L::Set::module(image));
-                match origin.entry(key) {
-                    Entry::Occupied(first) => {
-                        let (namespace, module) = key;
-                        return Err(DuplicateModule { namespace, module, sets: (*first.get(), position) });
-                    }
-                    Entry::Vacant(vacant) => vacant.insert(position),
-                };
-                modules.insert(key, Slot { image, loaded: OnceLock::new() });
-            }
-        }
+        let modules = images_by_module(sets)?
+            .into_iter()
+            .map(|(key, image)| (key, Slot { image, loaded: OnceLock::new() }))
+            .collect();
         let functions = Functions { by_key: HashMap::new(), table: Vec::new() };
         Ok(Self { loader, modules, functions: RwLock::new(functions) })
     }
