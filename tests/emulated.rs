@@ -85,3 +85,16 @@ fn the_driver_runs_every_kernel_in_a_process_of_its_own_with_the_same_results() 
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     assert_parity(&gpu, &kernels, &[("tiny", tiny(), &[33])]);
 }
+
+#[test]
+fn the_norms_agree_when_one_block_sums_every_row() {
+    // One block for all rows: the shared partial sums of a row are reused for the next, which
+    // the barrier at the end of the block sum protects.
+    let (gpu, kernels) = emulated();
+    let mut failures = Vec::new();
+    for field in ["l2", "o_norm"] {
+        let case = kda::cases::KernelCase::new(field, &d64(), 5, support::SEED).unwrap().with_blocks(1);
+        failures.extend(support::compare_case(&gpu, &kernels, field, &case).1);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -132,6 +132,11 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
             return Ok(finish(report, running));
         }
     }
+    // The norms with one block for all rows: each block then sums row after row.
+    for field in ["l2", "o_norm"] {
+        let case = KernelCase::new(field, &head_dim_64(), 5, options.seed)?.with_blocks(1);
+        check(format!("one block  t = 5    {field:<15}"), &case, &mut report);
+    }
     for (name, geometry) in [("tiny", KdaGeometry::tiny()), ("d64", head_dim_64())] {
         block(gpu.as_ref(), name, geometry, options.seed, &mut report, log);
     }

@@ -404,6 +404,14 @@ impl KernelCase {
         Ok(cases)
     }
 
+    /// The same case launched on a grid of `blocks` blocks in x (the rest of its geometry kept):
+    /// for the grid-stride kernels, fewer blocks than items makes each block loop, which reaches
+    /// what a block does between two of its items (the norms' shared partial sums reused).
+    pub fn with_blocks(mut self, blocks: u32) -> KernelCase {
+        self.launch.grid.0 = blocks.max(1);
+        self
+    }
+
     /// Runs the case on `gpu` and on `reference` (the CPU reference backend, say) and compares
     /// every written buffer: one comparison per buffer, in parameter order.
     pub fn compare(
