@@ -235,12 +235,13 @@ impl EmulatedCompiler<'_> {
     ) -> Result<Result<(PathBuf, bool), String>, BuildError> {
         let stem = format!("{}.{}", unit.entry.module, unit.entry.entry);
         let source = self.out_dir.join(format!("{stem}.entry.cpp"));
-        write(&source, &unit_text(unit))?;
+        let text = unit_text(unit);
+        write(&source, &text)?;
         let object = self.out_dir.join(format!("{stem}.entry.o"));
         let library = self.out_dir.join(format!("lib{stem}.so"));
         let record_path = self.out_dir.join(format!("{stem}.kda-cache"));
         let mut command = described(compiler, flags);
-        command.push(unit_text(unit));
+        command.push(text);
         command.push(runtime.display().to_string());
         command.push(LINKER_SCRIPT.to_owned());
         let fingerprint = Fingerprint::of_command(&command.iter().map(String::as_str).collect::<Vec<_>>());
