@@ -1,9 +1,10 @@
 // causal_conv1d: the depthwise causal conv (width W ≤ CONV_MAX_WIDTH) with SiLU, carrying a
 // [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest (docs/kernels.md).
 //
-// Geometry (src/launch.rs): both entries run `launch::conv(dim)`: one thread per channel,
-// blockDim.x == CONV_BLOCK, grid ⌈dim / CONV_BLOCK⌉ (the decode entry needs exactly that block,
-// so that its L2 heads never straddle blocks: CONV_BLOCK is a multiple of every head_dim).
+// Geometry (src/launch.rs): `launch::conv(dim, rows)`: one thread per channel, blockDim.x ==
+// CONV_BLOCK, grid (⌈dim / CONV_BLOCK⌉, rows). The decode entry takes one batch row per
+// blockIdx.y and needs exactly that block, so that its L2 heads never straddle blocks (CONV_BLOCK
+// is a multiple of every head_dim); the prefill entry runs one row.
 //
 // Per channel c and token: shift state[c][0..W−1] ← state[c][1..W], state[c][W−1] ← f32(x[c]);
 // a = Σ_{s<W} state[c][s]·f32(w[c][s]) (one accumulator from 0, ascending s: tap 0 multiplies the
@@ -59,20 +60,29 @@ __device__ __forceinline__ void store_channel(float* state, u32 c, u32 width, co
         if (s < width) state[base + s] = win[s];
 }
 
-// Decode, one token: x, out [dim]. Then for c < qk_channels (the q and k heads, head_dim
-// consecutive channels each): y ← y / sqrt(Σ_head y² + eps); out[c] = bf16(y), one rounding.
-// The Σy² order is warp butterflies then the head's warp partials in order (the ABI leaves it
-// free). Requires blockDim.x == CONV_BLOCK, head_dim a multiple of 32 dividing CONV_BLOCK,
-// qk_channels a multiple of head_dim and ≤ dim, 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is
-// written.
-extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ state, const bf16* __restrict__ x,
-                                                       const bf16* __restrict__ weight, bf16* __restrict__ out,
-                                                       u32 dim, u32 width, u32 qk_channels, u32 head_dim,
-                                                       float eps) {
+// Batched decode, one token for each of b sequences: x, out [b, dim]; batch row r updates the
+// window in pool slot batch_slot(slot, r, slots) ([slots, dim, W]; a row without one writes
+// nothing). Then for c < qk_channels (the q and k heads, head_dim consecutive channels each):
+// y ← y / sqrt(Σ_head y² + eps); out[r][c] = bf16(y), one rounding. The Σy² order is warp
+// butterflies then the head's warp partials in order (the ABI leaves it free). Grid
+// (⌈dim / CONV_BLOCK⌉, ≥ b): blockIdx.y is the batch row. Requires blockDim.x == CONV_BLOCK,
+// head_dim a multiple of 32 dividing CONV_BLOCK, qk_channels a multiple of head_dim and ≤ dim,
+// 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is written.
+extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool, const u32* __restrict__ slot,
+                                                       const bf16* __restrict__ x, const bf16* __restrict__ weight,
+                                                       bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 width,
+                                                       u32 qk_channels, u32 head_dim, float eps) {
     __shared__ float partial[CONV_BLOCK / 32];
     if (blockDim.x != CONV_BLOCK || width == 0 || width > CONV_MAX_WIDTH) return;
     if (head_dim == 0 || head_dim % 32 != 0 || CONV_BLOCK % head_dim != 0) return;
     if (qk_channels % head_dim != 0 || qk_channels > dim) return;
+    const u32 row = blockIdx.y;
+    if (row >= b) return;
+    // Block-uniform: every thread of the block returns here or none does.
+    const u32 s = batch_slot(slot, row, slots);
+    if (s == KDA_NO_SLOT) return;
+    float* const state = pool + static_cast<size_t>(s) * dim * width;
+    const size_t row_base = static_cast<size_t>(row) * dim;
 
     const u32 block_start = blockIdx.x * CONV_BLOCK;
     const u32 c = block_start + threadIdx.x;
@@ -81,7 +91,7 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ state
     if (active) {
         float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
         load_channel(state, weight, c, width, win, tap);
-        y = silu(push(win, tap, width, widen(x[c])));
+        y = silu(push(win, tap, width, widen(x[row_base + c])));
         store_channel(state, c, width, win);
     }
     // Block-uniform: does this block hold any q/k channel? (Heads never straddle blocks.)
@@ -99,7 +109,7 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ state
             y = y / sqrtf(total + eps);
         }
     }
-    if (active) out[c] = narrow(y);
+    if (active) out[row_base + c] = narrow(y);
 }
 
 // Prefill, t tokens in order: x, out [t, dim]; out[τ][c] = bf16(silu(a)), no L2. The final state

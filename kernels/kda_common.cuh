@@ -97,3 +97,17 @@ __device__ __forceinline__ QkvPosition qkv_position(size_t i, u32 qkv) {
     const size_t part = rem / qkv;
     return {row, part, rem - part * qkv};
 }
+
+// The pool slot batch row `row` of a decode step addresses: slot[row], or KDA_NO_SLOT when that
+// index is outside the pool of `slots` sequences or repeats an earlier row's. A row without a slot
+// writes nothing at all, so no index value can reach past the pool or make two blocks update one
+// sequence's state. The scan of the earlier rows costs `row` loads of a few hundred bytes that
+// every block of the step shares through L1.
+#define KDA_NO_SLOT 0xffffffffu
+__device__ __forceinline__ u32 batch_slot(const u32* slot, u32 row, u32 slots) {
+    const u32 s = slot[row];
+    if (s >= slots) return KDA_NO_SLOT;
+    for (u32 earlier = 0; earlier < row; ++earlier)
+        if (slot[earlier] == s) return KDA_NO_SLOT;
+    return s;
+}

@@ -1,7 +1,9 @@
-// kda_recurrent: one decode step of the gated delta rule, all heads (docs/kernels.md).
+// kda_recurrent: one decode step of the gated delta rule for each of b sequences, all heads, each
+// sequence's state in its slot of a pool (docs/kernels.md).
 //
-// Geometry (src/launch.rs): both entries run `launch::recurrent(h, d)`: grid (h, d / RECURRENT_VPB),
-// blockDim.x == RECURRENT_VPB; thread v of block (hd, b) owns state column b·VPB + v of head hd.
+// Geometry (src/launch.rs): both entries run `launch::recurrent(h, d, b)`: grid
+// (h, d / RECURRENT_VPB, ≥ b), blockDim.x == RECURRENT_VPB; thread v of block (hd, j, r) owns state
+// column j·VPB + v of head hd of batch row r's sequence.
 // Shared memory is static (the decayed column of the _smem entry included): no dynamic bytes.
 //
 // Per head, α = e^{g} along k, one thread per column v, in the reference order:
@@ -35,13 +37,13 @@ __device__ __forceinline__ bool recurrent_launch_ok(u32 h, u32 d) {
            blockIdx.x < h && (blockIdx.y + 1) * RECURRENT_VPB <= d;
 }
 
-__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const float* gate,
-                                             u32 head, u32 d, float scale) {
-    const size_t row = static_cast<size_t>(head) * d;
+// Stages one head's inputs: q, k and gate point at that head's d values.
+__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const float* gate, u32 d,
+                                             float scale) {
     for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
-        in.decay[i] = expf(gate[row + i]);
-        in.k[i] = widen(k[row + i]);
-        in.q_scaled[i] = widen(q[row + i]) * scale;
+        in.decay[i] = expf(gate[i]);
+        in.k[i] = widen(k[i]);
+        in.q_scaled[i] = widen(q[i]) * scale;
     }
     __syncthreads();
 }
@@ -70,37 +72,72 @@ __device__ __forceinline__ float update_column(const float* src, size_t src_stri
     return o;
 }
 
-// q, k, v [h, d] bf16, gate [h, d] f32 (log-decay), beta [h], state [h, d, d] f32 (K-major:
-// S[hd][k][v] at (hd·d + k)·d + v), out [h, d] f32, scale = 1/sqrt(d). The column stays in global
-// memory: both passes read and write it there (the second read hits L2).
-extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ q, const bf16* __restrict__ k,
-                                                     const bf16* __restrict__ v, const float* __restrict__ gate,
-                                                     const float* __restrict__ beta, float* state,
-                                                     float* __restrict__ out, u32 h, u32 d, float scale) {
+// Where batch row `row` of a step reads and writes: its q, k and v heads in the packed
+// [b, 3·h·d] rows, its gate, beta and output rows, and its state in the pool.
+struct StepRow {
+    const bf16* q;
+    const bf16* k;
+    float v;
+    const float* gate;
+    float beta;
+    float* column;
+    float* out;
+};
+
+// The row of block (head, j, row), or false when the row has no slot (batch_slot): then the whole
+// block returns before any barrier, as the row writes nothing.
+__device__ __forceinline__ bool step_row(StepRow& at, const bf16* qkv, const float* gate, const float* beta,
+                                         float* pool, const u32* slot, float* out, u32 b, u32 slots, u32 h,
+                                         u32 d) {
+    const u32 row = blockIdx.z;
+    if (row >= b) return false;
+    const u32 s = batch_slot(slot, row, slots);
+    if (s == KDA_NO_SLOT) return false;
+    const u32 head = blockIdx.x, col = blockIdx.y * RECURRENT_VPB + threadIdx.x;
+    const size_t hd = static_cast<size_t>(h) * d;
+    const bf16* packed = qkv + static_cast<size_t>(row) * 3 * hd + static_cast<size_t>(head) * d;
+    const size_t at_row = static_cast<size_t>(row) * hd + static_cast<size_t>(head) * d;
+    at.q = packed;
+    at.k = packed + hd;
+    at.v = widen(packed[2 * hd + col]);
+    at.gate = gate + at_row;
+    at.beta = beta[static_cast<size_t>(row) * h + head];
+    at.column = pool + (static_cast<size_t>(s) * h + head) * d * d + col;
+    at.out = out + at_row + col;
+    return true;
+}
+
+// qkv [b, 3·h·d] bf16 (q | k | v per row), gate [b, h, d] f32 (log-decay), beta [b, h],
+// pool [slots, h, d, d] f32 (K-major: S[hd][k][v] at (hd·d + k)·d + v within a slot), slot [b],
+// out [b, h, d] f32, scale = 1/sqrt(d). The column stays in global memory: both passes read and
+// write it there (the second read hits L2).
+extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qkv, const float* __restrict__ gate,
+                                                     const float* __restrict__ beta, float* pool,
+                                                     const u32* __restrict__ slot, float* __restrict__ out, u32 b,
+                                                     u32 slots, u32 h, u32 d, float scale) {
     __shared__ StepInputs in;
     if (!recurrent_launch_ok(h, d)) return;
-    const u32 head = blockIdx.x, col = blockIdx.y * RECURRENT_VPB + threadIdx.x;
-    stage_inputs(in, q, k, gate, head, d, scale);
-    float* column = state + static_cast<size_t>(head) * d * d + col;
-    const size_t at = static_cast<size_t>(head) * d + col;
-    out[at] = update_column(column, d, column, d, column, d, in, d, beta[head], widen(v[at]));
+    StepRow at;
+    if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
+    stage_inputs(in, at.q, at.k, at.gate, d, scale);
+    *at.out = update_column(at.column, d, at.column, d, at.column, d, in, d, at.beta, at.v);
 }
 
 // The same step reading the state once and writing it once: pass 1 reads the column from global
 // memory and keeps the decayed column in shared memory; pass 2 writes the updated column to
 // global memory. Bit-identical to kda_recurrent_decode_bf16.
-extern "C" __global__ void kda_recurrent_decode_bf16_smem(const bf16* __restrict__ q, const bf16* __restrict__ k,
-                                                          const bf16* __restrict__ v, const float* __restrict__ gate,
-                                                          const float* __restrict__ beta, float* state,
-                                                          float* __restrict__ out, u32 h, u32 d, float scale) {
+extern "C" __global__ void kda_recurrent_decode_bf16_smem(const bf16* __restrict__ qkv,
+                                                          const float* __restrict__ gate,
+                                                          const float* __restrict__ beta, float* pool,
+                                                          const u32* __restrict__ slot, float* __restrict__ out,
+                                                          u32 b, u32 slots, u32 h, u32 d, float scale) {
     __shared__ StepInputs in;
     // Column-interleaved ([k][VPB]): thread v's element k at k·VPB + v, conflict-free.
     __shared__ float decayed[KDA_MAX_HEAD_DIM * RECURRENT_VPB];
     if (!recurrent_launch_ok(h, d)) return;
-    const u32 head = blockIdx.x, col = blockIdx.y * RECURRENT_VPB + threadIdx.x;
-    stage_inputs(in, q, k, gate, head, d, scale);
-    float* column = state + static_cast<size_t>(head) * d * d + col;
-    const size_t at = static_cast<size_t>(head) * d + col;
-    out[at] = update_column(column, d, decayed + threadIdx.x, RECURRENT_VPB, column, d, in, d, beta[head],
-                            widen(v[at]));
+    StepRow at;
+    if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
+    stage_inputs(in, at.q, at.k, at.gate, d, scale);
+    *at.out = update_column(at.column, d, decayed + threadIdx.x, RECURRENT_VPB, at.column, d, in, d, at.beta,
+                            at.v);
 }

@@ -53,10 +53,15 @@ pub fn gemv(m: u32, n: u32) -> LaunchGeometry {
     blocks((n.div_ceil(GEMV_COLS_PER_BLOCK), 1, 1), (GEMV_COLS_PER_BLOCK, groups, 1))
 }
 
-/// `causal_conv1d_update_l2norm` and `causal_conv1d_update_prefill` over `dim` channels: one
-/// thread per channel, [`CONV_BLOCK`] per block (the decode kernel requires exactly that block).
-pub fn conv(dim: u32) -> LaunchGeometry {
-    blocks((dim.div_ceil(CONV_BLOCK), 1, 1), (CONV_BLOCK, 1, 1))
+/// The most sequences one batched decode step takes: the decode kernels give each its own grid
+/// row (y for the conv, z for the recurrent step), and CUDA grids hold at most 65,535 in y and z.
+pub const MAX_DECODE_BATCH: u32 = 65_535;
+
+/// `causal_conv1d_update_l2norm` and `causal_conv1d_update_prefill` over `dim` channels of `rows`
+/// sequences: one thread per channel, [`CONV_BLOCK`] per block (the decode kernel requires
+/// exactly that block), one grid row per sequence (the prefill kernel runs one).
+pub fn conv(dim: u32, rows: u32) -> LaunchGeometry {
+    blocks((dim.div_ceil(CONV_BLOCK), rows, 1), (CONV_BLOCK, 1, 1))
 }
 
 /// `l2_norm_bf16` (`rows` = tokens × q/k heads) and `kda_o_norm_gated_bf16` (`rows` = tokens ×
@@ -68,10 +73,10 @@ pub fn norm(rows: u32, head_dim: u32) -> LaunchGeometry {
 }
 
 /// `kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem` (the same geometry, so decode
-/// can launch either): grid `(heads, head_dim / RECURRENT_VPB)`, [`RECURRENT_VPB`] threads, one
-/// per state column.
-pub fn recurrent(heads: u32, head_dim: u32) -> LaunchGeometry {
-    blocks((heads, head_dim.div_ceil(RECURRENT_VPB), 1), (RECURRENT_VPB, 1, 1))
+/// can launch either) on `batch` sequences: grid `(heads, head_dim / RECURRENT_VPB, batch)`,
+/// [`RECURRENT_VPB`] threads, one per state column.
+pub fn recurrent(heads: u32, head_dim: u32, batch: u32) -> LaunchGeometry {
+    blocks((heads, head_dim.div_ceil(RECURRENT_VPB), batch), (RECURRENT_VPB, 1, 1))
 }
 
 /// `kda_chunk_prepare`: one block of [`CHUNK_THREADS`] per (chunk, head).
@@ -95,7 +100,8 @@ mod tests {
             assert_eq!(CONV_BLOCK % head_dim, 0, "head_dim {head_dim}");
             assert!(head_dim <= KDA_MAX_HEAD_DIM);
         }
-        assert_eq!(conv(24576).grid, (96, 1, 1));
+        assert_eq!(conv(24576, 1).grid, (96, 1, 1));
+        assert_eq!(conv(24576, 64).grid, (96, 64, 1));
     }
 
     #[test]
@@ -103,7 +109,8 @@ mod tests {
         for head_dim in crate::geometry::HEAD_DIMS {
             assert_eq!(head_dim % RECURRENT_VPB, 0, "head_dim {head_dim}");
             assert_eq!(head_dim % CHUNK_SCAN_VT, 0, "head_dim {head_dim}");
-            assert_eq!(recurrent(64, head_dim).grid, (64, head_dim / RECURRENT_VPB, 1));
+            assert_eq!(recurrent(64, head_dim, 1).grid, (64, head_dim / RECURRENT_VPB, 1));
+            assert_eq!(recurrent(64, head_dim, 9).grid.2, 9);
             assert_eq!(chunk_scan(64, head_dim).grid, (64, head_dim / CHUNK_SCAN_VT, 1));
         }
         for chunk in crate::geometry::CHUNK_SIZES {
@@ -138,9 +145,9 @@ mod tests {
             gemm(3, 5),
             gemv(1, 5),
             gemv(7, 5),
-            conv(768),
+            conv(768, 3),
             norm(4, 128),
-            recurrent(2, 128),
+            recurrent(2, 128, 5),
             chunk_prepare(3, 2),
             chunk_scan(2, 128),
         ];

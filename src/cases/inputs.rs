@@ -63,8 +63,13 @@ pub(super) fn dense_args_at(
 
 /// A conv state (the last W inputs, bf16 projections widened) and conv taps within ±0.5.
 pub(super) fn conv_inputs(rng: &mut SplitMix64, s: Shape) -> (Vec<f32>, Vec<bf16>) {
+    conv_pool_inputs(rng, s, 1)
+}
+
+/// [`conv_inputs`] for a pool of `slots` sequences: `slots` windows, one set of taps.
+pub(super) fn conv_pool_inputs(rng: &mut SplitMix64, s: Shape, slots: u32) -> (Vec<f32>, Vec<bf16>) {
     let window = s.dim * CONV_WIDTH;
-    let state = activations(rng, window).iter().map(|x| x.to_f32()).collect();
+    let state = activations(rng, slots * window).iter().map(|x| x.to_f32()).collect();
     (state, bf16_vec(&uniform(rng, window, -0.5, 0.5)))
 }
 
@@ -151,26 +156,72 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
     ])
 }
 
-/// One decode step: q, k and v as slices of the packed conv output (q and k L2-normalised per
-/// head, v SiLU outputs), negative log-decays, β in (0, 1), a nonzero state.
-pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape) -> Vec<CaseArg> {
-    let qkv = s.qkv as usize;
-    let mut packed = unit_heads(rng, 2 * s.h, s.d);
-    packed.extend(silu_outputs(rng, s.qkv));
-    let packed = HostData::Bf16(packed);
-    let slice = |name, part: usize| CaseArg::Slice {
-        name,
-        data: packed.clone(),
-        range: part * qkv..(part + 1) * qkv,
-    };
+/// The slots of a batched decode case: `b` rows over a pool of `b + 2` sequences, so that slots
+/// no row names must come back unchanged. The rows name distinct slots in a seeded order; from
+/// `b = 3` on, row 1 repeats row 0's slot and the last row names one past the pool, rows the
+/// kernels must skip without writing anything.
+pub(super) struct DecodeBatch {
+    pub(super) b: u32,
+    pub(super) capacity: u32,
+    pub(super) slot: Vec<u32>,
+}
+
+impl DecodeBatch {
+    pub(super) fn new(rng: &mut SplitMix64, b: u32) -> Self {
+        let capacity = b + 2;
+        let mut order: Vec<u32> = (0..capacity).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let mut slot = order[..b as usize].to_vec();
+        if b >= 3 {
+            slot[1] = slot[0];
+            slot[b as usize - 1] = capacity + 3;
+        }
+        Self { b, capacity, slot }
+    }
+
+    /// The rows that update a slot.
+    pub(super) fn live_rows(&self) -> usize {
+        if self.b >= 3 { self.b as usize - 2 } else { self.b as usize }
+    }
+
+    /// The pool `name` of `slot_len` values per slot: `values` drawn for every slot, checked by
+    /// `check`, of which one launch moves the live rows' slots.
+    pub(super) fn pool(&self, name: &'static str, values: Vec<f32>, check: Check) -> CaseArg {
+        let slot_len = values.len() / self.capacity as usize;
+        let mut pool = update(name, values, check);
+        if let CaseArg::Buffer(buffer) = &mut pool {
+            buffer.moved = self.live_rows() * slot_len;
+        }
+        pool
+    }
+
+    /// `const u32 slot[b]`.
+    pub(super) fn slot_arg(&self) -> CaseArg {
+        read("slot", HostData::U32(self.slot.clone()))
+    }
+}
+
+/// `qkv, gate, beta, pool, slot, out, b, slots, h, d, scale` of a batched recurrent step: unit q
+/// and k heads, v at SiLU scale.
+pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch) -> Vec<CaseArg> {
+    let b = batch.b;
+    let mut qkv = Vec::with_capacity((b * 3 * s.qkv) as usize);
+    for _ in 0..b {
+        qkv.extend(unit_heads(rng, 2 * s.h, s.d));
+        qkv.extend(silu_outputs(rng, s.qkv));
+    }
+    let states = (0..batch.capacity).flat_map(|_| state_values(rng, s)).collect();
     vec![
-        slice("q", 0),
-        slice("k", 1),
-        slice("v", 2),
-        read("gate", log_decays(rng, s.qkv)),
-        read("beta", betas(rng, s.h)),
-        update("state", state_values(rng, s), Check::RelativeRms(1e-5)),
-        write(DType::F32, "out", s.qkv, Check::RelativeRms(1e-5)),
+        read("qkv", qkv),
+        read("gate", log_decays(rng, b * s.qkv)),
+        read("beta", betas(rng, b * s.h)),
+        batch.pool("pool", states, Check::RelativeRms(1e-5)),
+        batch.slot_arg(),
+        write(DType::F32, "out", b * s.qkv, Check::RelativeRms(1e-5)),
+        CaseArg::u32("b", b),
+        CaseArg::u32("slots", batch.capacity),
         CaseArg::u32("h", s.h),
         CaseArg::u32("d", s.d),
         CaseArg::f32("scale", s.geometry.scale()),

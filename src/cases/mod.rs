@@ -82,7 +82,13 @@ struct Shape {
     qkv: u32,
     dim: u32,
     hidden: u32,
+    /// The sequences of a batched decode case: `t`, at most [`MAX_CASE_BATCH`].
+    batch: u32,
 }
+
+/// The largest batch of the decode cases (whatever their token count): the batch the benchmarks
+/// of serving sizes use, and a pool that fits any device at every geometry.
+pub const MAX_CASE_BATCH: u32 = 64;
 
 impl Shape {
     fn new(geometry: &KdaGeometry, t: u32) -> Result<Self, CaseError> {
@@ -103,6 +109,7 @@ impl Shape {
             qkv: geometry.qkv(),
             dim: geometry.conv_dim(),
             hidden: geometry.hidden,
+            batch: t.min(MAX_CASE_BATCH),
         })
     }
 }
@@ -150,8 +157,9 @@ impl Slot {
 
 impl KernelCase {
     /// One case per entry of `[glm5next_kda]`, in manifest order, at `geometry` with `t` tokens
-    /// (prefill kernels take all `t`; decode kernels one token; the batched GEMV `t` rows clamped
-    /// to 2..=16), inputs drawn from `seed`. Fails for an entry without a case.
+    /// (prefill kernels take all `t`; the batched decode kernels one token of each of `t`
+    /// sequences, at most [`MAX_CASE_BATCH`]; the batched GEMV `t` rows clamped to 2..=16), inputs
+    /// drawn from `seed`. Fails for an entry without a case.
     pub fn all(geometry: &KdaGeometry, t: u32, seed: u64) -> Result<Vec<KernelCase>, CaseError> {
         Glm5NextKdaKernels::ENTRIES.iter().map(|entry| Self::new(entry.field, geometry, t, seed)).collect()
     }
@@ -185,19 +193,23 @@ impl KernelCase {
                 (|k| k.gemv_batchm, launch::gemv(m, n), args)
             }
             "conv_decode" => {
-                let (state, weight) = conv_inputs(&mut rng, s);
+                let batch = DecodeBatch::new(&mut rng, s.batch);
+                let (pool, weight) = conv_pool_inputs(&mut rng, s, batch.capacity);
                 let args = vec![
-                    update("state", state, Check::Exact),
-                    read("x", activations(&mut rng, s.dim)),
+                    batch.pool("pool", pool, Check::Exact),
+                    batch.slot_arg(),
+                    read("x", activations(&mut rng, s.batch * s.dim)),
                     read("weight", weight),
-                    write(DType::Bf16, "out", s.dim, Check::Bf16Rounded),
+                    write(DType::Bf16, "out", s.batch * s.dim, Check::Bf16Rounded),
+                    CaseArg::u32("b", s.batch),
+                    CaseArg::u32("slots", batch.capacity),
                     CaseArg::u32("dim", s.dim),
                     CaseArg::u32("width", CONV_WIDTH),
                     CaseArg::u32("qk_channels", 2 * s.qkv),
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
-                (|k| Some(k.conv_decode), launch::conv(s.dim), args)
+                (|k| Some(k.conv_decode), launch::conv(s.dim, s.batch), args)
             }
             "conv_prefill" => {
                 let (state, weight) = conv_inputs(&mut rng, s);
@@ -210,7 +222,7 @@ impl KernelCase {
                     CaseArg::u32("width", CONV_WIDTH),
                     CaseArg::u32("t", s.t),
                 ];
-                (|k| Some(k.conv_prefill), launch::conv(s.dim), args)
+                (|k| Some(k.conv_prefill), launch::conv(s.dim, 1), args)
             }
             "l2" => {
                 let data = silu_outputs(&mut rng, s.t * s.dim);
@@ -253,13 +265,13 @@ impl KernelCase {
                 let args = chunk_scan_args(seed, s)?;
                 (|k| Some(k.chunk_scan), launch::chunk_scan(s.h, s.d), args)
             }
-            "recurrent" => {
-                let args = recurrent_args(&mut stream(seed, "recurrent"), s);
-                (|k| Some(k.recurrent), launch::recurrent(s.h, s.d), args)
-            }
-            "recurrent_smem" => {
-                let args = recurrent_args(&mut stream(seed, "recurrent"), s);
-                (|k| k.recurrent_smem, launch::recurrent(s.h, s.d), args)
+            "recurrent" | "recurrent_smem" => {
+                let mut rng = stream(seed, "recurrent");
+                let batch = DecodeBatch::new(&mut rng, s.batch);
+                let args = recurrent_args(&mut rng, s, &batch);
+                let handle: Handle =
+                    if field == "recurrent" { |k| Some(k.recurrent) } else { |k| k.recurrent_smem };
+                (handle, launch::recurrent(s.h, s.d, s.batch), args)
             }
             "o_norm" => {
                 let rows = s.t * s.h;

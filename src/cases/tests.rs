@@ -156,11 +156,11 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     let recurrent = KernelCase::new("recurrent", &geometry, 1, 9).unwrap();
     let smem = KernelCase::new("recurrent_smem", &geometry, 1, 9).unwrap();
     assert_eq!(recurrent.args(), smem.args());
-    let CaseArg::Slice { data, range, .. } = &recurrent.args()[1] else { panic!("k is a slice") };
-    let k = &data.as_bf16().unwrap()[range.clone()];
-    for head in k.chunks(d) {
+    let qkv = recurrent.buffer("qkv").unwrap().data.as_bf16().unwrap();
+    let qk = 2 * geometry.qkv() as usize;
+    for head in qkv[..qk].chunks(d) {
         let norm = head.iter().map(|x| x.to_f32().powi(2)).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-2, "k: |head| = {norm}");
+        assert!((norm - 1.0).abs() < 1e-2, "q and k: |head| = {norm}");
     }
     // Different seeds draw different inputs; the same seed the same.
     assert_eq!(
@@ -178,8 +178,10 @@ fn bytes_moved_counts_each_input_and_output_once_and_states_twice() {
     let tiny = KdaGeometry::tiny();
     // gemv: x [64], w [64, 64], y [64], bf16.
     assert_eq!(KernelCase::new("gemv", &tiny, 7, 1).unwrap().bytes_moved(), (64 + 64 * 64 + 64) * 2);
-    // recurrent: q, k, v [64] bf16; gate [64], beta [2], state [2, 32, 32] twice, out [64] f32.
-    let recurrent = 3 * 64 * 2 + (64 + 2 + 2 * 2 * 32 * 32 + 64) * 4;
+    // recurrent, a batch of 7 of which 5 rows update a slot (one repeats a slot, one is past the
+    // pool): qkv [7, 192] bf16; gate [7, 64], beta [7, 2], 5 slots of [2, 32, 32] twice,
+    // slot [7] u32, out [7, 64] f32.
+    let recurrent = 7 * 192 * 2 + (7 * 64 + 7 * 2 + 2 * 5 * 2 * 32 * 32 + 7 + 7 * 64) * 4;
     assert_eq!(KernelCase::new("recurrent", &tiny, 7, 1).unwrap().bytes_moved(), recurrent);
     // fill of t = 7 real rows of a padded buffer: 7 · 64 f32 written.
     assert_eq!(KernelCase::new("fill", &tiny, 7, 1).unwrap().bytes_moved(), 7 * 64 * 4);
@@ -322,4 +324,27 @@ fn ulps_are_the_gap_to_the_next_value_up() {
     assert_eq!(ulp(DType::F32, 1.0), f64::from(f32::EPSILON));
     assert_eq!(ulp(DType::Bf16, bf16::MAX.to_f64()), ulp(DType::Bf16, bf16::MAX.to_f64() / 2.0) * 2.0);
     assert!(ulp(DType::F32, 0.0) > 0.0);
+}
+
+#[test]
+fn decode_cases_name_distinct_slots_of_a_larger_pool_and_two_rows_the_kernels_skip() {
+    let tiny = KdaGeometry::tiny();
+    for (t, b) in [(1, 1), (2, 2), (7, 7), (500, MAX_CASE_BATCH)] {
+        let case = KernelCase::new("conv_decode", &tiny, t, 3).unwrap();
+        let slot = case.buffer("slot").unwrap().data.clone();
+        let HostData::U32(slot) = slot else { panic!("slot is u32") };
+        let capacity = case.u32_arg("slots").unwrap();
+        assert_eq!((case.u32_arg("b"), slot.len()), (Some(b), b as usize), "t = {t}");
+        assert_eq!(capacity, b + 2, "two slots no row names");
+        let mut live: Vec<u32> = slot.iter().copied().filter(|&s| s < capacity).collect();
+        if b >= 3 {
+            assert_eq!(slot[1], slot[0], "row 1 repeats row 0's slot");
+            assert_eq!(slot[b as usize - 1], capacity + 3, "the last row names a slot past the pool");
+            live.remove(1);
+        }
+        let count = live.len();
+        live.sort_unstable();
+        live.dedup();
+        assert_eq!(live.len(), count, "the other rows name distinct slots");
+    }
 }

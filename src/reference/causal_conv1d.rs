@@ -6,7 +6,7 @@ use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::{l2_norm, par_rows_mut, require, silu};
+use super::{batch_slots, l2_norm, par_rows_mut, pool_rows, require, silu};
 use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
@@ -14,37 +14,51 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
         .with_kernel(glm5next_kda::conv_prefill::ENTRY, causal_conv1d_update_prefill)
 }
 
-/// `state, x, weight, out, dim, width, qk_channels, head_dim, eps`: one token, then each
-/// `head_dim` group of the first `qk_channels` channels divided by `sqrt(Σ y² + eps)` before the
-/// single bf16 rounding.
+/// `pool, slot, x, weight, out, b, slots, dim, width, qk_channels, head_dim, eps`: one token for
+/// each of `b` rows, row r's window in pool slot `slot[r]` (`[slots, dim, W]`; a row without a
+/// slot, see [`batch_slots`], writes nothing), then each `head_dim` group of the first
+/// `qk_channels` channels divided by `sqrt(Σ y² + eps)` before the single bf16 rounding.
 fn causal_conv1d_update_l2norm(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (qk_channels, head_dim) = (args.u32(6)? as usize, args.u32(7)? as usize);
-    let eps = args.f32(8)?;
-    let conv = ConvLaunch::read(&mut args, 1)?;
-    if head_dim == 0 || !qk_channels.is_multiple_of(head_dim) || qk_channels > conv.dim {
+    let (pool, slot) = (args.mut_f32(0)?, args.const_u32(1)?);
+    let (x, weight, out) = (args.const_bf16(2)?, args.const_bf16(3)?, args.mut_bf16(4)?);
+    let (b, slots) = (args.u32(5)? as usize, args.u32(6)? as usize);
+    let (dim, width) = (args.u32(7)? as usize, args.u32(8)? as usize);
+    let (qk_channels, head_dim) = (args.u32(9)? as usize, args.u32(10)? as usize);
+    let eps = args.f32(11)?;
+    if head_dim == 0 || !qk_channels.is_multiple_of(head_dim) || qk_channels > dim {
         return Err(KernelError::new(format!(
             "qk_channels = {qk_channels} must be a multiple of head_dim = {head_dim} (≥ 1) \
-             and at most dim = {}",
-            conv.dim
+             and at most dim = {dim}"
         )));
     }
-    conv.run(|y| {
-        for head in y[..qk_channels].chunks_mut(head_dim) {
-            let norm = l2_norm(head.iter().copied(), eps);
-            head.iter_mut().for_each(|y| *y /= norm);
-        }
-    });
+    require("pool [slots, dim, width]", pool.len(), &[slots, dim, width])?;
+    require("x [b, dim]", x.len(), &[b, dim])?;
+    require("out [b, dim]", out.len(), &[b, dim])?;
+    let rows = batch_slots(slot, b, slots)?;
+    let states = pool_rows(&mut pool[..slots * dim * width], dim * width, &rows);
+    let launches = states.into_iter().zip(x.chunks(dim.max(1))).zip(out[..b * dim].chunks_mut(dim.max(1)));
+    for ((state, x), out) in launches {
+        let Some(state) = state else { continue };
+        ConvLaunch::new(state, x, weight, out, dim, width, 1)?.run(|y| {
+            for head in y[..qk_channels].chunks_mut(head_dim) {
+                let norm = l2_norm(head.iter().copied(), eps);
+                head.iter_mut().for_each(|y| *y /= norm);
+            }
+        });
+    }
     Ok(())
 }
 
 /// `state, x, weight, out, dim, width, t`: t tokens in order, no norm.
 fn causal_conv1d_update_prefill(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let t = args.u32(6)? as usize;
-    ConvLaunch::read(&mut args, t)?.run(|_| {});
+    let (state, x) = (args.mut_f32(0)?, args.const_bf16(1)?);
+    let (weight, out) = (args.const_bf16(2)?, args.mut_bf16(3)?);
+    let (dim, width, t) = (args.u32(4)? as usize, args.u32(5)? as usize, args.u32(6)? as usize);
+    ConvLaunch::new(state, x, weight, out, dim, width, t)?.run(|_| {});
     Ok(())
 }
 
-/// The launch both entries share: `state [dim, W]`, `x [t, dim]`, `weight [dim, W]`,
+/// What both entries run on one sequence: `state [dim, W]`, `x [t, dim]`, `weight [dim, W]`,
 /// `out [t, dim]`.
 struct ConvLaunch<'a> {
     state: &'a mut [f32],
@@ -57,11 +71,16 @@ struct ConvLaunch<'a> {
 }
 
 impl<'a> ConvLaunch<'a> {
-    /// Reads arguments 0..=5 and checks the buffers hold `t` tokens.
-    fn read(args: &mut CpuArgs<'a>, t: usize) -> Result<Self, KernelError> {
-        let (state, x) = (args.mut_f32(0)?, args.const_bf16(1)?);
-        let (weight, out) = (args.const_bf16(2)?, args.mut_bf16(3)?);
-        let (dim, width) = (args.u32(4)? as usize, args.u32(5)? as usize);
+    /// Checks the buffers hold `t` tokens of `dim` channels.
+    fn new(
+        state: &'a mut [f32],
+        x: &'a [bf16],
+        weight: &'a [bf16],
+        out: &'a mut [bf16],
+        dim: usize,
+        width: usize,
+        t: usize,
+    ) -> Result<Self, KernelError> {
         if width == 0 {
             return Err(KernelError::new("width must be at least 1"));
         }

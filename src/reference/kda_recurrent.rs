@@ -1,12 +1,13 @@
 //! `kda_recurrent::kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem`: one decode
-//! step of the gated delta rule, all heads. Both run every state column through [`update_column`],
+//! step of the gated delta rule for each of a batch of sequences, all heads, each state in its
+//! slot of a pool. Both run every state column through [`update_column`],
 //! which is what makes them bit-identical.
 
 use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::{par_rows_mut, require};
+use super::{batch_slots, pool_rows, require};
 use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
@@ -35,53 +36,65 @@ struct Step {
     beta: f32,
 }
 
-/// `q, k, v [h, d], gate [h, d], beta [h], state [h, d, d], out [h, d], h, d, scale`.
+/// `qkv [b, 3·h·d], gate [b, h, d], beta [b, h], pool [slots, h, d, d], slot [b], out [b, h, d],
+/// b, slots, h, d, scale`: row r's state in pool slot `slot[r]`; a row without a slot (see
+/// [`batch_slots`]) writes nothing.
 fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
-    let (q, k, v) = (args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?);
-    let (gate, beta) = (args.const_f32(3)?, args.const_f32(4)?);
-    let (state, out) = (args.mut_f32(5)?, args.mut_f32(6)?);
-    let (h, d) = (args.u32(7)? as usize, args.u32(8)? as usize);
-    let scale = args.f32(9)?;
-    for (name, len) in [
-        ("q [h, d]", q.len()),
-        ("k [h, d]", k.len()),
-        ("v [h, d]", v.len()),
-        ("gate [h, d]", gate.len()),
-        ("out [h, d]", out.len()),
-    ] {
-        require(name, len, &[h, d])?;
-    }
-    require("beta [h]", beta.len(), &[h])?;
-    require("state [h, d, d]", state.len(), &[h, d, d])?;
-    par_rows_mut(state, h, d * d).zip(par_rows_mut(out, h, d)).enumerate().for_each(
-        |(head, (state, out))| {
-            let row = head * d..(head + 1) * d;
-            let step = Step {
-                decay: gate[row.clone()].iter().map(|g| g.exp()).collect(),
-                k: widen(&k[row.clone()]),
-                q_scaled: q[row.clone()].iter().map(|q| q.to_f32() * scale).collect(),
-                beta: beta[head],
-            };
-            let v = widen(&v[row]);
-            match column {
-                Column::InPlace => {
-                    for (col, out) in out.iter_mut().enumerate() {
-                        *out = update_column(&mut state[col..], d, &step, v[col]);
-                    }
-                }
-                Column::Staged => {
-                    let mut scratch = vec![0.0; d];
-                    for (col, out) in out.iter_mut().enumerate() {
-                        let strided = state[col..].iter().step_by(d);
-                        scratch.iter_mut().zip(strided).for_each(|(s, x)| *s = *x);
-                        *out = update_column(&mut scratch, 1, &step, v[col]);
-                        let strided = state[col..].iter_mut().step_by(d);
-                        strided.zip(&scratch).for_each(|(x, s)| *x = *s);
-                    }
+    let (qkv, gate, beta) = (args.const_bf16(0)?, args.const_f32(1)?, args.const_f32(2)?);
+    let (pool, slot, out) = (args.mut_f32(3)?, args.const_u32(4)?, args.mut_f32(5)?);
+    let (b, slots) = (args.u32(6)? as usize, args.u32(7)? as usize);
+    let (h, d) = (args.u32(8)? as usize, args.u32(9)? as usize);
+    let scale = args.f32(10)?;
+    require("qkv [b, 3, h, d]", qkv.len(), &[b, 3, h, d])?;
+    require("gate [b, h, d]", gate.len(), &[b, h, d])?;
+    require("beta [b, h]", beta.len(), &[b, h])?;
+    require("pool [slots, h, d, d]", pool.len(), &[slots, h, d, d])?;
+    require("out [b, h, d]", out.len(), &[b, h, d])?;
+    let rows = batch_slots(slot, b, slots)?;
+    let (hd, hdd) = (h * d, h * d * d);
+    let states = pool_rows(&mut pool[..slots * hdd], hdd, &rows);
+    // One work item per (row, head): its state, its output and where its inputs are.
+    let items: Vec<_> = states
+        .into_iter()
+        .zip(out[..b * hd].chunks_mut(hd.max(1)))
+        .enumerate()
+        .filter_map(|(row, (state, out))| Some((row, state?, out)))
+        .flat_map(|(row, state, out)| {
+            state
+                .chunks_mut((d * d).max(1))
+                .zip(out.chunks_mut(d.max(1)))
+                .enumerate()
+                .map(move |(head, (state, out))| (row, head, state, out))
+        })
+        .collect();
+    items.into_par_iter().for_each(|(row, head, state, out)| {
+        let packed = &qkv[row * 3 * hd..][..3 * hd];
+        let at = head * d..(head + 1) * d;
+        let step = Step {
+            decay: gate[row * hd..][at.clone()].iter().map(|g| g.exp()).collect(),
+            k: widen(&packed[hd..][at.clone()]),
+            q_scaled: packed[at.clone()].iter().map(|q| q.to_f32() * scale).collect(),
+            beta: beta[row * h + head],
+        };
+        let v = widen(&packed[2 * hd..][at]);
+        match column {
+            Column::InPlace => {
+                for (col, out) in out.iter_mut().enumerate() {
+                    *out = update_column(&mut state[col..], d, &step, v[col]);
                 }
             }
-        },
-    );
+            Column::Staged => {
+                let mut scratch = vec![0.0; d];
+                for (col, out) in out.iter_mut().enumerate() {
+                    let strided = state[col..].iter().step_by(d);
+                    scratch.iter_mut().zip(strided).for_each(|(s, x)| *s = *x);
+                    *out = update_column(&mut scratch, 1, &step, v[col]);
+                    let strided = state[col..].iter_mut().step_by(d);
+                    strided.zip(&scratch).for_each(|(x, s)| *x = *s);
+                }
+            }
+        }
+    });
     Ok(())
 }
 

@@ -103,3 +103,25 @@ fn par_rows_mut<T: Send>(
 ) -> impl IndexedParallelIterator<Item = &mut [T]> {
     data[..rows * width].par_chunks_mut(width.max(1))
 }
+
+/// The pool slot of each of the `b` rows of a batched decode step, as the CUDA kernels'
+/// `batch_slot` finds it: `None` for an index outside the pool of `slots` sequences or one an
+/// earlier row already names (such a row writes nothing).
+fn batch_slots(slot: &[u32], b: usize, slots: usize) -> Result<Vec<Option<usize>>, KernelError> {
+    require("slot [b]", slot.len(), &[b])?;
+    let mut seen = vec![false; slots];
+    Ok(slot[..b]
+        .iter()
+        .map(|&s| {
+            let s = s as usize;
+            (s < slots && !std::mem::replace(&mut seen[s], true)).then_some(s)
+        })
+        .collect())
+}
+
+/// The state of each row's slot in `pool` (`slot_len` elements per slot), as disjoint mutable
+/// slices: `rows` comes from [`batch_slots`], which names each slot at most once.
+fn pool_rows<'a, T>(pool: &'a mut [T], slot_len: usize, rows: &[Option<usize>]) -> Vec<Option<&'a mut [T]>> {
+    let mut slots: Vec<Option<&mut [T]>> = pool.chunks_exact_mut(slot_len.max(1)).map(Some).collect();
+    rows.iter().map(|row| row.and_then(|s| slots[s].take())).collect()
+}

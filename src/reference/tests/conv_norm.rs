@@ -59,19 +59,23 @@ fn try_decode(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 3]) -> Launched<
     let [dim, qk_channels, head_dim] = u32s(sizes);
     let dev = Device::new();
     let (mut state, x, weight) = (dev.up(&inputs.state), dev.up(&inputs.x), dev.up(&inputs.weight));
-    let mut out = dev.up(out);
+    let (mut out, slot) = (dev.up(out), dev.up(&[0u32]));
+    // A batch of one, the state a pool of one slot.
     let args = glm5next_kda::conv_decode {
-        state: state.view_mut(),
+        pool: state.view_mut(),
+        slot: slot.view(),
         x: x.view(),
         weight: weight.view(),
         out: out.view_mut(),
+        b: 1,
+        slots: 1,
         dim,
         width: WIDTH as u32,
         qk_channels,
         head_dim,
         eps: 1e-6,
     };
-    let result = dev.kernels.launch_conv_decode(&dev.gpu, launch::conv(dim), args);
+    let result = dev.kernels.launch_conv_decode(&dev.gpu, launch::conv(dim, 1), args);
     Launched { result, written: (dev.down(&state), dev.down(&out)) }
 }
 
@@ -90,7 +94,7 @@ fn try_prefill(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 2]) -> Launched
         width: WIDTH as u32,
         t,
     };
-    let result = dev.kernels.launch_conv_prefill(&dev.gpu, launch::conv(dim), args);
+    let result = dev.kernels.launch_conv_prefill(&dev.gpu, launch::conv(dim, 1), args);
     Launched { result, written: (dev.down(&state), dev.down(&out)) }
 }
 

@@ -103,22 +103,26 @@ fn try_step(
     let [h, d] = sizes;
     let rows = tau * h * d..(tau + 1) * h * d;
     let dev = Device::new();
-    let [q, k, v] = [&inputs.q, &inputs.k, &inputs.v].map(|x| dev.up(&x[rows.clone()]));
+    let packed: Vec<bf16> =
+        [&inputs.q, &inputs.k, &inputs.v].iter().flat_map(|x| x[rows.clone()].to_vec()).collect();
+    let (qkv, slot) = (dev.up(&packed), dev.up(&[0u32]));
     let (gate, beta) = (dev.up(&inputs.gate[rows]), dev.up(&inputs.beta[tau * h..(tau + 1) * h]));
     let (mut state, mut out) = (dev.up(state), dev.up(&vec![0.0f32; h * d]));
     let [h, d] = u32s(sizes);
-    let geometry = launch::recurrent(h, d);
+    let geometry = launch::recurrent(h, d, 1);
     // The two entries take the same arguments, each in a struct of its own.
     macro_rules! args {
         ($entry:ident) => {
+            // A batch of one, the state a pool of one slot.
             glm5next_kda::$entry {
-                q: q.view(),
-                k: k.view(),
-                v: v.view(),
+                qkv: qkv.view(),
                 gate: gate.view(),
                 beta: beta.view(),
-                state: state.view_mut(),
+                pool: state.view_mut(),
+                slot: slot.view(),
                 out: out.view_mut(),
+                b: 1,
+                slots: 1,
                 h,
                 d,
                 scale,
@@ -208,7 +212,7 @@ fn recurrent_refuses_a_short_state_and_an_unsupported_head_dim() {
         .refused(&(short.to_vec(), vec![0.0; h * d]));
     assert_eq!(
         reason,
-        "`glm5next_kda.recurrent_smem.state`: expected at least 2048 elements (`h*d*d`), found a view of 2047 elements"
+        "`glm5next_kda.recurrent_smem.pool`: expected at least 2048 elements (`slots*h*d*d`), found a view of 2047 elements"
     );
     let (h, d) = (1, 16);
     let inputs = KdaInputs::new(37, 1, h, d);

@@ -7,13 +7,17 @@
 //! launch is checked again against the manifest's params, so no input can make a kernel write
 //! outside its buffers.
 
-use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelHandle, ResolveError};
+mod pool;
+
+use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, ResolveError};
 
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use crate::launch;
 use crate::ops::dense_mm_bf16;
 use crate::weights::{DeviceWeights, HostWeights, WeightsError};
+
+pub use pool::{KdaState, KdaStatePool, SlotError};
 
 /// Why the block could not be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +42,9 @@ pub enum BlockError {
         /// What was passed.
         found: String,
     },
+    /// A slot a step or prefill names cannot be used.
+    #[error(transparent)]
+    Slot(#[from] SlotError),
     /// A state made by another block or for another geometry.
     #[error("this state was made for {found}, not for this block ({expected})")]
     State {
@@ -46,38 +53,6 @@ pub enum BlockError {
         /// The state's.
         found: String,
     },
-}
-
-/// One sequence's state between calls: the conv window and the recurrent state, made by
-/// [`Glm5NextKdaBlock::new_state`] for that block's geometry and backend and checked on every
-/// call, so a state of another shape can never reach a kernel.
-///
-/// It is the state of one sequence; the fields stay private so that a pool of states, addressed
-/// by slot, can take its place behind the same calls.
-#[derive(Debug)]
-pub struct KdaState {
-    geometry: KdaGeometry,
-    /// f32 `[3·qkv, W]`, channel-major, slot `W-1` the newest input.
-    conv: DeviceBuffer,
-    /// f32 `[H, D, D]`, K-major.
-    recurrent: DeviceBuffer,
-}
-
-impl KdaState {
-    /// The conv window: f32 `[3·qkv, W]`, channel-major, slot `W-1` the newest input.
-    pub fn conv(&self) -> &DeviceBuffer {
-        &self.conv
-    }
-
-    /// The recurrent state: f32 `[H, D, D]`, K-major (`S[h][k][v]` at `(h·D + k)·D + v`).
-    pub fn recurrent(&self) -> &DeviceBuffer {
-        &self.recurrent
-    }
-
-    /// The geometry it was made for.
-    pub fn geometry(&self) -> &KdaGeometry {
-        &self.geometry
-    }
 }
 
 /// The inputs of the stateful part, from the projections of the block input.
@@ -142,39 +117,89 @@ impl<'g> Glm5NextKdaBlock<'g> {
         self.kernels.recurrent_smem.unwrap_or(self.kernels.recurrent)
     }
 
-    /// A fresh sequence: zero conv window, zero recurrent state.
-    pub fn new_state(&self) -> Result<KdaState, BlockError> {
-        let g = &self.geometry;
-        Ok(KdaState {
-            geometry: *g,
-            conv: self.gpu.alloc(DType::F32, elements("3·qkv·W", &[g.conv_dim(), CONV_WIDTH])?)?,
-            recurrent: self.gpu.alloc(DType::F32, elements("H·D·D", &[g.heads, g.head_dim, g.head_dim])?)?,
-        })
+    /// A pool of `capacity` free sequence slots, on this block's backend for its geometry.
+    pub fn new_pool(&self, capacity: u32) -> Result<KdaStatePool, BlockError> {
+        KdaStatePool::new(self.gpu, self.geometry, capacity)
     }
 
-    /// One token: `hidden` is `[hidden]` bf16; returns `[hidden]` bf16 and advances `state`.
+    /// A free slot of `pool`, now holding a fresh sequence: zero conv window, zero recurrent
+    /// state, whatever a released sequence left there.
+    pub fn acquire(&self, pool: &mut KdaStatePool) -> Result<u32, BlockError> {
+        self.check_pool(pool)?;
+        let slot = pool.take_free()?;
+        let (conv, recurrent) = pool.slot_mut(slot)?;
+        for view in [conv, recurrent] {
+            let n = size("one slot's state", &[view.len() as u32])?;
+            self.kernels.launch_fill(
+                self.gpu,
+                launch::elementwise(n),
+                args::fill { dst: view, n, value: 0.0 },
+            )?;
+        }
+        Ok(slot)
+    }
+
+    /// A fresh sequence on its own: zero conv window, zero recurrent state.
+    pub fn new_state(&self) -> Result<KdaState, BlockError> {
+        let mut pool = self.new_pool(1)?;
+        pool.take_free()?;
+        Ok(KdaState { pool })
+    }
+
+    /// One token: `hidden` is `[hidden]` bf16; returns `[hidden]` bf16 and advances `state`. The
+    /// batched step with a batch of one.
     pub fn decode_step(
         &self,
         state: &mut KdaState,
         hidden: &DeviceBuffer,
     ) -> Result<DeviceBuffer, BlockError> {
-        self.check_state(state)?;
         let t = self.tokens(hidden)?;
         if t != 1 {
             return Err(BlockError::Input { expected: "one token".to_owned(), found: format!("{t} tokens") });
         }
+        self.decode_batch(&mut state.pool, &[0], hidden)
+    }
+
+    /// One token for each of `slots.len()` sequences of `pool`: `hidden` is `[B, hidden]` bf16,
+    /// row r the token of the sequence in `slots[r]`; returns `[B, hidden]` bf16 and advances those
+    /// sequences. The projections read each weight once for the whole batch. The slots must be
+    /// held and distinct (checked before anything runs); the slots not named are not touched.
+    pub fn decode_batch(
+        &self,
+        pool: &mut KdaStatePool,
+        slots: &[u32],
+        hidden: &DeviceBuffer,
+    ) -> Result<DeviceBuffer, BlockError> {
+        self.check_pool(pool)?;
+        let b = self.tokens(hidden)?;
+        if b as usize != slots.len() || b > launch::MAX_DECODE_BATCH {
+            return Err(BlockError::Input {
+                expected: format!(
+                    "one token for each of the {} slots (at most {})",
+                    slots.len(),
+                    launch::MAX_DECODE_BATCH
+                ),
+                found: format!("{b} tokens"),
+            });
+        }
+        pool.check_step(slots)?;
         let g = self.geometry;
-        let (qkv, dim) = (g.qkv(), g.conv_dim());
-        let front = self.front_end(hidden, 1, 1)?;
-        let mut conv_out = self.gpu.alloc(DType::Bf16, dim as usize)?;
+        let (qkv, dim, capacity) = (g.qkv(), g.conv_dim(), pool.capacity());
+        let slot = self.gpu.upload(slots)?;
+        let front = self.front_end(hidden, b, b)?;
+        let (conv_pool, recurrent_pool) = pool.buffers_mut();
+        let mut conv_out = self.gpu.alloc(DType::Bf16, elements("B·3·qkv", &[b, dim])?)?;
         self.kernels.launch_conv_decode(
             self.gpu,
-            launch::conv(dim),
+            launch::conv(dim, b),
             args::conv_decode {
-                state: state.conv.view_mut(),
+                pool: conv_pool.view_mut(),
+                slot: slot.view(),
                 x: front.qkv.view(),
                 weight: self.weights.conv.view(),
                 out: conv_out.view_mut(),
+                b,
+                slots: capacity,
                 dim,
                 width: CONV_WIDTH,
                 qk_channels: 2 * qkv,
@@ -182,34 +207,46 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 eps: g.l2_eps,
             },
         )?;
-        let mut core = self.gpu.alloc(DType::F32, qkv as usize)?;
-        let (q, k, v) = (0..qkv as usize, qkv as usize..2 * qkv as usize, 2 * qkv as usize..dim as usize);
+        let mut core = self.gpu.alloc(DType::F32, elements("B·qkv", &[b, qkv])?)?;
         let step = args::recurrent {
-            q: conv_out.slice(q),
-            k: conv_out.slice(k),
-            v: conv_out.slice(v),
+            qkv: conv_out.view(),
             gate: front.gate.view(),
             beta: front.beta.view(),
-            state: state.recurrent.view_mut(),
+            pool: recurrent_pool.view_mut(),
+            slot: slot.view(),
             out: core.view_mut(),
+            b,
+            slots: capacity,
             h: g.heads,
             d: g.head_dim,
             scale: g.scale(),
         };
-        let geometry = launch::recurrent(g.heads, g.head_dim);
+        let geometry = launch::recurrent(g.heads, g.head_dim, b);
         // The two kernels are one contract (bit-identical, same params): the shared-memory one
         // where the target has it.
         match self.kernels.recurrent_smem {
             Some(_) => self.kernels.launch_recurrent_smem(self.gpu, geometry, smem_args(step))?,
             None => self.kernels.launch_recurrent(self.gpu, geometry, step)?,
         }
-        self.back_end(&core, &front.out_gate, 1)
+        self.back_end(&core, &front.out_gate, b)
     }
 
-    /// `t ≥ 1` tokens at once through the chunked form: `hidden` is `[t, hidden]` bf16; returns
-    /// `[t, hidden]` bf16 and leaves `state` where `t` decode steps would.
+    /// `t ≥ 1` tokens of one sequence at once through the chunked form: `hidden` is `[t, hidden]`
+    /// bf16; returns `[t, hidden]` bf16 and leaves `state` where `t` decode steps would.
     pub fn prefill(&self, state: &mut KdaState, hidden: &DeviceBuffer) -> Result<DeviceBuffer, BlockError> {
-        self.check_state(state)?;
+        self.prefill_slot(&mut state.pool, 0, hidden)
+    }
+
+    /// [`Self::prefill`] of the sequence in `slot` of `pool`, which must be held; the other slots
+    /// are not touched.
+    pub fn prefill_slot(
+        &self,
+        pool: &mut KdaStatePool,
+        slot: u32,
+        hidden: &DeviceBuffer,
+    ) -> Result<DeviceBuffer, BlockError> {
+        self.check_pool(pool)?;
+        let (conv_state, recurrent_state) = pool.slot_mut(slot)?;
         let t = self.tokens(hidden)?;
         let g = self.geometry;
         let (qkv, dim, t_pad) = (g.qkv(), g.conv_dim(), g.padded(t)?);
@@ -219,9 +256,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut conv_out = self.gpu.alloc(DType::Bf16, tokens_by_dim as usize)?;
         self.kernels.launch_conv_prefill(
             self.gpu,
-            launch::conv(dim),
+            launch::conv(dim, 1),
             args::conv_prefill {
-                state: state.conv.view_mut(),
+                state: conv_state,
                 x: front.qkv.view(),
                 weight: self.weights.conv.view(),
                 out: conv_out.view_mut(),
@@ -291,7 +328,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 gc: gc.view(),
                 u: u.view(),
                 w: w.view(),
-                state: state.recurrent.view_mut(),
+                state: recurrent_state,
                 out: core.view_mut(),
                 t,
                 h: g.heads,
@@ -405,14 +442,14 @@ impl<'g> Glm5NextKdaBlock<'g> {
         Ok(self.geometry.check_tokens(hidden.len() / width)?)
     }
 
-    /// Refuses a state this block did not make: another geometry, or another backend.
-    fn check_state(&self, state: &KdaState) -> Result<(), BlockError> {
-        let same_backend = state.conv.backend() == self.weights.conv.backend();
-        if state.geometry != self.geometry || !same_backend {
+    /// Refuses a pool (or state) this block did not make: another geometry, or another backend.
+    fn check_pool(&self, pool: &KdaStatePool) -> Result<(), BlockError> {
+        let same_backend = pool.conv().backend() == self.weights.conv.backend();
+        if *pool.geometry() != self.geometry || !same_backend {
             let backend = if same_backend { "" } else { " on another backend" };
             return Err(BlockError::State {
                 expected: self.geometry.to_string(),
-                found: format!("{}{backend}", state.geometry),
+                found: format!("{}{backend}", pool.geometry()),
             });
         }
         Ok(())
@@ -421,6 +458,6 @@ impl<'g> Glm5NextKdaBlock<'g> {
 
 /// The arguments of `recurrent` for `recurrent_smem`, which shares its contract.
 fn smem_args(step: args::recurrent<'_>) -> args::recurrent_smem<'_> {
-    let args::recurrent { q, k, v, gate, beta, state, out, h, d, scale } = step;
-    args::recurrent_smem { q, k, v, gate, beta, state, out, h, d, scale }
+    let args::recurrent { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale } = step;
+    args::recurrent_smem { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale }
 }
