@@ -169,9 +169,10 @@ fn time_copy(gpu: &dyn GpuBackend, options: &BenchOptions) -> Result<CopyTiming,
     let len = (options.copy_bytes / DType::F32.size()).max(1);
     let source = gpu.alloc(DType::F32, len)?;
     let mut target = gpu.alloc(DType::F32, len)?;
-    gpu.copy_on_device(&source, &mut target)?;
-    let total =
-        gpu.time(&mut || (0..options.iterations).try_for_each(|_| gpu.copy_on_device(&source, &mut target)))?;
+    gpu.copy_on_device(source.view(), target.view_mut())?;
+    let total = gpu.time(&mut || {
+        (0..options.iterations).try_for_each(|_| gpu.copy_on_device(source.view(), target.view_mut()))
+    })?;
     Ok(CopyTiming { bytes: source.byte_len() as u64, per_copy: total / options.iterations })
 }
 

@@ -151,8 +151,9 @@ pub trait GpuBackend: Send + Sync {
     /// Copies `src` into `dst` (exactly `src.byte_len()` bytes).
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError>;
 
-    /// Copies buffer `src` into buffer `dst` on the device; both must have the same byte size.
-    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError>;
+    /// Copies the elements `src` views into the elements `dst` views, on the device: both views of
+    /// one element type and length, inside their buffers (a whole buffer is `buffer.view()`).
+    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError>;
 
     /// Launches `kernel` with `geometry` and `args`, in the kernel's parameter order, after
     /// checking them against the signature of the entry the handle was looked up for

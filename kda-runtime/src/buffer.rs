@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{BackendError, BackendId};
 
@@ -69,6 +70,7 @@ pub trait BufferStorage: Any + Send + Sync {}
 /// Memory on a backend, `len` elements of `dtype` (whose byte size fits `usize`). Dropping it
 /// frees the memory.
 pub struct DeviceBuffer {
+    id: u64,
     backend: BackendId,
     dtype: DType,
     len: usize,
@@ -85,7 +87,16 @@ impl DeviceBuffer {
         storage: Box<dyn BufferStorage>,
     ) -> Result<Self, BackendError> {
         dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
-        Ok(Self { backend, dtype, len, storage })
+        // 2^64 buffers are out of reach, so ids do not repeat.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        Ok(Self { id, backend, dtype, len, storage })
+    }
+
+    /// A number no other buffer of this process has: what a [recording](crate::replay) names a
+    /// buffer by.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The backend that owns the memory.
@@ -199,6 +210,13 @@ macro_rules! view_accessors {
         /// The range, if it lies inside the buffer.
         pub fn checked_range(&self) -> Result<Range<usize>, BackendError> {
             checked_range(self.buffer, &self.range)
+        }
+
+        /// The viewed bytes of the buffer, if the range lies inside it.
+        pub fn checked_byte_range(&self) -> Result<Range<usize>, BackendError> {
+            // Inside a buffer, whose byte size fits `usize` (`DeviceBuffer::new`).
+            let size = self.buffer.dtype.size();
+            self.checked_range().map(|range| range.start * size..range.end * size)
         }
     };
 }

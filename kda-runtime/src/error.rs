@@ -119,6 +119,11 @@ pub enum BackendError {
         /// Why.
         reason: String,
     },
+    /// A recording or a replay of a launch list was refused: a step that allocates or copies
+    /// while recorded, a view of a buffer the recording is not bound to, a replay bound to
+    /// buffers of other sizes.
+    #[error("launch list: {0}")]
+    Replay(String),
     /// Two image sets given to one backend carry the same module of one namespace.
     #[error(transparent)]
     DuplicateModule(#[from] crate::modules::DuplicateModule),

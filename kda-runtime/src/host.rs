@@ -3,7 +3,9 @@
 
 use half::bf16;
 
-use crate::{BackendError, BackendId, BufferStorage, DType, DeviceBuffer};
+use std::ops::Range;
+
+use crate::{BackendError, BackendId, BufferStorage, DType, DeviceBuffer, View, ViewMut};
 
 /// The elements of a host-memory buffer, typed so kernels read `&[f32]` / `&[bf16]` directly.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,8 +80,8 @@ macro_rules! host_copy_methods {
 
         fn copy_on_device(
             &self,
-            src: &$crate::DeviceBuffer,
-            dst: &mut $crate::DeviceBuffer,
+            src: $crate::View<'_>,
+            dst: $crate::ViewMut<'_>,
         ) -> Result<(), $crate::BackendError> {
             self.$memory.copy_on_device(src, dst)
         }
@@ -134,12 +136,12 @@ impl HostMemory {
         Ok(())
     }
 
-    /// Copies buffer `src` into buffer `dst`, both this backend's and of the same byte size.
-    pub fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        let src = self.storage(src)?.bytes();
-        let dst = self.storage_mut(dst)?.bytes_mut();
-        check_size(dst.len(), src.len())?;
-        dst.copy_from_slice(src);
+    /// Copies view `src` into view `dst`, both of this backend's buffers, of one element type
+    /// and length.
+    pub fn copy_on_device(&self, src: View<'_>, mut dst: ViewMut<'_>) -> Result<(), BackendError> {
+        let (from, to) = check_copy(&src, &dst)?;
+        let src = &self.storage(src.buffer())?.bytes()[from];
+        self.storage_mut(dst.buffer_mut())?.bytes_mut()[to].copy_from_slice(src);
         Ok(())
     }
 
@@ -153,6 +155,17 @@ impl HostMemory {
             backend: format!("backend {:?}", self.backend),
         }
     }
+}
+
+/// The byte ranges of a copy from `src` into `dst`: views inside their buffers, of one element
+/// type and length. Every backend's `copy_on_device` checks these.
+pub fn check_copy(src: &View<'_>, dst: &ViewMut<'_>) -> Result<(Range<usize>, Range<usize>), BackendError> {
+    if src.dtype() != dst.dtype() {
+        return Err(BackendError::DTypeMismatch { expected: dst.dtype(), found: src.dtype() });
+    }
+    let (from, to) = (src.checked_byte_range()?, dst.checked_byte_range()?);
+    check_size(to.len(), from.len())?;
+    Ok((from, to))
 }
 
 fn check_size(expected: usize, found: usize) -> Result<(), BackendError> {
@@ -252,15 +265,25 @@ mod tests {
         let gpu = FakeBackend::new();
         let src = gpu.upload(&[1.0f32, 2.0, 3.0]).unwrap();
         let mut dst = gpu.zeros::<f32>(3).unwrap();
-        gpu.copy_on_device(&src, &mut dst).unwrap();
+        gpu.copy_on_device(src.view(), dst.view_mut()).unwrap();
         assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.0, 2.0, 3.0]);
+        // Part of one buffer into part of another, the rest untouched.
+        gpu.copy_on_device(src.slice(0..2), dst.slice_mut(1..3)).unwrap();
+        assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.0, 1.0, 2.0]);
 
         let mut short = gpu.zeros::<f32>(2).unwrap();
-        let mismatch = gpu.copy_on_device(&src, &mut short);
+        let mismatch = gpu.copy_on_device(src.view(), short.view_mut());
         assert!(matches!(mismatch, Err(BackendError::SizeMismatch { expected: 8, found: 12 })));
+        let outside = gpu.copy_on_device(src.slice(2..4), short.slice_mut(0..2));
+        assert!(matches!(outside, Err(BackendError::SliceOutOfBounds { .. })));
+        let words = gpu.zeros::<u32>(3).unwrap();
+        let wrong_type = gpu.copy_on_device(words.view(), dst.view_mut());
+        assert!(matches!(wrong_type, Err(BackendError::DTypeMismatch { .. })));
+        assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.0, 1.0, 2.0], "a refused copy writes nothing");
         let other = FakeBackend::new();
         let mut foreign = other.zeros::<f32>(3).unwrap();
-        assert!(matches!(gpu.copy_on_device(&src, &mut foreign), Err(BackendError::ForeignResource { .. })));
+        let refused = gpu.copy_on_device(src.view(), foreign.view_mut());
+        assert!(matches!(refused, Err(BackendError::ForeignResource { .. })));
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod image;
 mod lookup;
 pub mod modules;
 mod registry;
+pub mod replay;
 mod resolve;
 pub mod signature;
 mod table;

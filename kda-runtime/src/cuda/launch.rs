@@ -79,16 +79,12 @@ pub(super) unsafe fn launch(
 fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
     Ok(match arg {
         KernelArg::Read(view) => {
-            let range = view.checked_range()?;
-            let size = view.dtype().size();
-            let bytes = &gpu.storage(view.buffer())?.bytes;
-            Prepared::View(bytes.slice(range.start * size..range.end * size))
+            let range = view.checked_byte_range()?;
+            Prepared::View(gpu.storage(view.buffer())?.bytes.slice(range))
         }
         KernelArg::Write(view) => {
-            let range = view.checked_range()?;
-            let size = view.dtype().size();
-            let bytes = &mut gpu.storage_mut(view.buffer_mut())?.bytes;
-            Prepared::ViewMut(bytes.slice_mut(range.start * size..range.end * size))
+            let range = view.checked_byte_range()?;
+            Prepared::ViewMut(gpu.storage_mut(view.buffer_mut())?.bytes.slice_mut(range))
         }
         KernelArg::U32(value) => Prepared::U32(*value),
         KernelArg::I32(value) => Prepared::I32(*value),

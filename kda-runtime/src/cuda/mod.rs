@@ -17,7 +17,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverErr
 use crate::modules::{ModuleCache, Resolved};
 use crate::{
     BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, ImageSet, KernelArg,
-    KernelEntry, KernelHandle, LaunchGeometry, LookupError, signature,
+    KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
 use modules::CudaLoader;
 
@@ -224,16 +224,13 @@ impl GpuBackend for CudaBackend {
         self.synchronize()
     }
 
-    fn copy_on_device(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        let (bytes, expected) = (src.byte_len(), dst.byte_len());
-        if bytes != expected {
-            return Err(BackendError::SizeMismatch { expected, found: bytes });
-        }
-        if bytes == 0 {
+    fn copy_on_device(&self, src: View<'_>, mut dst: ViewMut<'_>) -> Result<(), BackendError> {
+        let (from, to) = crate::host::check_copy(&src, &dst)?;
+        if from.is_empty() {
             return Ok(());
         }
-        let source = self.storage(src)?.bytes.slice(..bytes);
-        let mut target = self.storage_mut(dst)?.bytes.slice_mut(..bytes);
+        let source = self.storage(src.buffer())?.bytes.slice(from);
+        let mut target = self.storage_mut(dst.buffer_mut())?.bytes.slice_mut(to);
         self.stream.memcpy_dtod(&source, &mut target).map_err(|e| self.driver("copying on the device", e))
     }
 

@@ -1,0 +1,392 @@
+//! Launch lists: the fixed launches of a step, recorded once and replayed without the host work
+//! that chose them (dispatch, sizes, buffer planning) and without allocating.
+//!
+//! A recording is bound to two lists of buffers: `shared` ones the step only reads (weights) and
+//! `exclusive` ones it may write (a workspace, a state pool). [`LaunchRecorder`] is a backend
+//! that forwards to the real one, runs the step once and notes each launch with its views named
+//! by their place in those lists; it refuses allocations and copies, so what it records is the
+//! whole step. [`LaunchList::replay`] binds the same places to buffers of the same sizes (the same
+//! buffers, or another pool's) and issues the launches again, each one checked against its
+//! kernel's signature like any other launch.
+
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::{
+    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
+    LookupError, View, ViewMut,
+};
+
+/// Where a recorded view points: a place in the recording's buffer lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// `shared[i]`, read only.
+    Shared(usize),
+    /// `exclusive[i]`.
+    Exclusive(usize),
+}
+
+/// One argument of a recorded launch.
+#[derive(Clone, Debug, PartialEq)]
+enum RecordedArg {
+    /// Elements `range` of the buffer at `place`, written by the kernel where `writable`.
+    View {
+        place: Place,
+        range: Range<usize>,
+        writable: bool,
+    },
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    F32(f32),
+}
+
+/// One launch of a list.
+#[derive(Clone, Debug)]
+struct RecordedLaunch {
+    kernel: KernelHandle,
+    geometry: LaunchGeometry,
+    args: Vec<RecordedArg>,
+}
+
+/// The element type and length of each bound buffer: what a replay must bind again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Shapes {
+    shared: Vec<(DType, usize)>,
+    exclusive: Vec<(DType, usize)>,
+}
+
+impl Shapes {
+    fn of<'a>(
+        shared: impl IntoIterator<Item = &'a DeviceBuffer>,
+        exclusive: impl IntoIterator<Item = &'a DeviceBuffer>,
+    ) -> Self {
+        let shape = |buffer: &DeviceBuffer| (buffer.dtype(), buffer.len());
+        Self {
+            shared: shared.into_iter().map(shape).collect(),
+            exclusive: exclusive.into_iter().map(shape).collect(),
+        }
+    }
+}
+
+/// The launches of one step, replayable on the backend that recorded them.
+#[derive(Clone, Debug)]
+pub struct LaunchList {
+    launches: Vec<RecordedLaunch>,
+    shapes: Shapes,
+}
+
+impl LaunchList {
+    /// The number of launches.
+    pub fn len(&self) -> usize {
+        self.launches.len()
+    }
+
+    /// Whether the list launches nothing.
+    pub fn is_empty(&self) -> bool {
+        self.launches.is_empty()
+    }
+
+    /// Issues the recorded launches on `gpu`, in order, with the recorded geometry and scalars
+    /// and each view on the buffer now in its place: `shared` and `exclusive` must hold buffers
+    /// of the element types and lengths the recording was bound to (an `Err` before anything is
+    /// launched otherwise). Allocates no device memory. Every launch is checked against its
+    /// signature, so a replay is as safe as the launches it repeats.
+    pub fn replay(
+        &self,
+        gpu: &dyn GpuBackend,
+        shared: &[&DeviceBuffer],
+        exclusive: &mut [&mut DeviceBuffer],
+    ) -> Result<(), BackendError> {
+        let bound = Shapes::of(shared.iter().copied(), exclusive.iter().map(|b| &**b));
+        if bound != self.shapes {
+            return Err(BackendError::Replay(format!(
+                "bound to {:?}, the recording to {:?}",
+                bound, self.shapes
+            )));
+        }
+        for launch in &self.launches {
+            let mut args = bind(&launch.args, shared, exclusive)?;
+            gpu.launch(launch.kernel, launch.geometry, &mut args)?;
+        }
+        Ok(())
+    }
+}
+
+/// The arguments of one launch on the buffers now bound. A recorded launch writes each exclusive
+/// buffer through one view at most and never reads one it writes (the borrows of the recorded
+/// launch ruled both out), so each written buffer is lent once, the rest shared.
+fn bind<'a>(
+    recorded: &[RecordedArg],
+    shared: &[&'a DeviceBuffer],
+    exclusive: &'a mut [&mut DeviceBuffer],
+) -> Result<Vec<KernelArg<'a>>, BackendError> {
+    let written = |index: usize| {
+        recorded
+            .iter()
+            .any(|arg| matches!(arg, RecordedArg::View { place: Place::Exclusive(i), writable: true, .. } if *i == index))
+    };
+    let mut lent: Vec<Option<&'a mut DeviceBuffer>> = Vec::with_capacity(exclusive.len());
+    let mut read: Vec<Option<&'a DeviceBuffer>> = Vec::with_capacity(exclusive.len());
+    for (index, buffer) in exclusive.iter_mut().enumerate() {
+        let buffer: &'a mut DeviceBuffer = buffer;
+        if written(index) {
+            lent.push(Some(buffer));
+            read.push(None);
+        } else {
+            lent.push(None);
+            read.push(Some(buffer));
+        }
+    }
+    let misuse =
+        |place: Place| BackendError::Replay(format!("{place:?} is written and read, or written twice"));
+    recorded
+        .iter()
+        .map(|arg| {
+            Ok(match arg {
+                RecordedArg::View { place: Place::Shared(i), range, .. } => {
+                    KernelArg::Read(shared[*i].slice(range.clone()))
+                }
+                RecordedArg::View { place: place @ Place::Exclusive(i), range, writable: true } => {
+                    KernelArg::Write(lent[*i].take().ok_or_else(|| misuse(*place))?.slice_mut(range.clone()))
+                }
+                RecordedArg::View { place: place @ Place::Exclusive(i), range, writable: false } => {
+                    KernelArg::Read(read[*i].ok_or_else(|| misuse(*place))?.slice(range.clone()))
+                }
+                RecordedArg::U32(value) => KernelArg::U32(*value),
+                RecordedArg::I32(value) => KernelArg::I32(*value),
+                RecordedArg::U64(value) => KernelArg::U64(*value),
+                RecordedArg::F32(value) => KernelArg::F32(*value),
+            })
+        })
+        .collect()
+}
+
+/// A backend that runs a step on `gpu` and records its launches into a [`LaunchList`].
+///
+/// Pass it where the step takes its backend; lookups, launches and synchronisation go through to
+/// `gpu`. Allocations and copies are refused: a step that needs them cannot be replayed as a
+/// list (its buffers belong in the bound workspace, its copies outside the recording).
+pub struct LaunchRecorder<'g> {
+    gpu: &'g dyn GpuBackend,
+    shared: Vec<u64>,
+    exclusive: Vec<u64>,
+    shapes: Shapes,
+    launches: Mutex<Vec<RecordedLaunch>>,
+}
+
+impl<'g> LaunchRecorder<'g> {
+    /// A recorder on `gpu` whose views may name the buffers of `shared` (read only) and
+    /// `exclusive`, by their place in these lists.
+    pub fn new(gpu: &'g dyn GpuBackend, shared: &[&DeviceBuffer], exclusive: &[&DeviceBuffer]) -> Self {
+        Self {
+            gpu,
+            shared: shared.iter().map(|b| b.id()).collect(),
+            exclusive: exclusive.iter().map(|b| b.id()).collect(),
+            shapes: Shapes::of(shared.iter().copied(), exclusive.iter().copied()),
+            launches: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The launches recorded so far, as a list.
+    pub fn finish(self) -> LaunchList {
+        let launches = self.launches.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        LaunchList { launches, shapes: self.shapes }
+    }
+
+    fn log(&self) -> MutexGuard<'_, Vec<RecordedLaunch>> {
+        self.launches.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn record(&self, arg: &KernelArg<'_>) -> Result<RecordedArg, BackendError> {
+        let view = |id: u64, range: Range<usize>, writable: bool| {
+            let place = match (
+                self.shared.iter().position(|&s| s == id),
+                self.exclusive.iter().position(|&e| e == id),
+            ) {
+                (_, Some(index)) => Place::Exclusive(index),
+                (Some(_), None) if writable => {
+                    return Err(BackendError::Replay("a launch writes a buffer bound as shared".to_owned()));
+                }
+                (Some(index), None) => Place::Shared(index),
+                (None, None) => {
+                    return Err(BackendError::Replay(
+                        "a launch uses a buffer the recording is not bound to".to_owned(),
+                    ));
+                }
+            };
+            Ok(RecordedArg::View { place, range, writable })
+        };
+        match arg {
+            KernelArg::Read(v) => view(v.buffer().id(), v.range(), false),
+            KernelArg::Write(v) => view(v.buffer().id(), v.range(), true),
+            KernelArg::U32(value) => Ok(RecordedArg::U32(*value)),
+            KernelArg::I32(value) => Ok(RecordedArg::I32(*value)),
+            KernelArg::U64(value) => Ok(RecordedArg::U64(*value)),
+            KernelArg::F32(value) => Ok(RecordedArg::F32(*value)),
+        }
+    }
+
+    fn refuse(&self, what: &str) -> BackendError {
+        BackendError::Replay(format!("{what} while recording: a recorded step must not need it"))
+    }
+}
+
+impl GpuBackend for LaunchRecorder<'_> {
+    fn describe(&self) -> String {
+        format!("{} (recording)", self.gpu.describe())
+    }
+
+    fn has_module(&self, module: &str) -> bool {
+        self.gpu.has_module(module)
+    }
+
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.gpu.lookup(entry)
+    }
+
+    fn alloc(&self, _: DType, _: usize) -> Result<DeviceBuffer, BackendError> {
+        Err(self.refuse("an allocation"))
+    }
+
+    fn copy_to_device(&self, _: &[u8], _: &mut DeviceBuffer) -> Result<(), BackendError> {
+        Err(self.refuse("a copy"))
+    }
+
+    fn copy_to_host(&self, _: &DeviceBuffer, _: &mut [u8]) -> Result<(), BackendError> {
+        Err(self.refuse("a copy"))
+    }
+
+    fn copy_on_device(&self, _: View<'_>, _: ViewMut<'_>) -> Result<(), BackendError> {
+        Err(self.refuse("a copy"))
+    }
+
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        let recorded = args.iter().map(|arg| self.record(arg)).collect::<Result<Vec<_>, _>>()?;
+        self.gpu.launch(kernel, geometry, args)?;
+        self.log().push(RecordedLaunch { kernel, geometry, args: recorded });
+        Ok(())
+    }
+
+    /// Refused: a replay checks every launch against its signature, which this entry lacks.
+    unsafe fn launch_unchecked(
+        &self,
+        _: KernelHandle,
+        _: LaunchGeometry,
+        _: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        Err(self.refuse("an unchecked launch"))
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.gpu.synchronize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuBackend;
+    use crate::testing::fixtures::AXPY;
+    use crate::{GpuBackendExt, LaunchGeometry};
+
+    /// `y[i] += a·x[i]`.
+    fn axpy_backend() -> CpuBackend {
+        CpuBackend::new().with_kernel(&AXPY, |mut args| {
+            let (x, n, a) = (args.const_f32(0)?, args.u32(2)? as usize, args.f32(3)?);
+            let y = args.mut_f32(1)?;
+            y.iter_mut().zip(x).take(n).for_each(|(y, x)| *y += a * x);
+            Ok(())
+        })
+    }
+
+    /// Records `y += 2·x[0..2]` into `y[0..2]`, then `y += x` over all of `y`.
+    fn record_two_axpys(gpu: &CpuBackend, x: &DeviceBuffer, y: &mut DeviceBuffer) -> LaunchList {
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let recorder = LaunchRecorder::new(gpu, &[x], &[y]);
+        let geometry = LaunchGeometry::linear(4, 128);
+        let n = y.len() as u32;
+        recorder
+            .launch(
+                axpy,
+                geometry,
+                &mut [x.slice(0..2).into(), y.slice_mut(0..2).into(), 2u32.into(), 2f32.into()],
+            )
+            .unwrap();
+        recorder
+            .launch(axpy, geometry, &mut [x.view().into(), y.view_mut().into(), n.into(), 1f32.into()])
+            .unwrap();
+        recorder.finish()
+    }
+
+    #[test]
+    fn a_replay_repeats_the_recorded_launches_on_the_buffers_bound_now() {
+        let gpu = axpy_backend();
+        let x = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+        let mut y = gpu.zeros::<f32>(4).unwrap();
+        let list = record_two_axpys(&gpu, &x, &mut y);
+        assert_eq!(list.len(), 2);
+        // The recording ran the step once.
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [3.0, 6.0, 3.0, 4.0]);
+        list.replay(&gpu, &[&x], &mut [&mut y]).unwrap();
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [6.0, 12.0, 6.0, 8.0]);
+        // Other buffers of the same shapes take the recorded places.
+        let other_x = gpu.upload(&[10.0f32, 0.0, 0.0, 1.0]).unwrap();
+        let mut other_y = gpu.zeros::<f32>(4).unwrap();
+        list.replay(&gpu, &[&other_x], &mut [&mut other_y]).unwrap();
+        assert_eq!(gpu.download::<f32>(&other_y).unwrap(), [30.0, 0.0, 0.0, 1.0]);
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [6.0, 12.0, 6.0, 8.0], "the first y untouched");
+    }
+
+    #[test]
+    fn a_replay_bound_to_other_shapes_launches_nothing() {
+        let gpu = axpy_backend();
+        let x = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+        let mut y = gpu.zeros::<f32>(4).unwrap();
+        let list = record_two_axpys(&gpu, &x, &mut y);
+        let before = gpu.download::<f32>(&y).unwrap();
+        let mut short = gpu.zeros::<f32>(2).unwrap();
+        let words = gpu.zeros::<u32>(4).unwrap();
+        let refusals = [
+            list.replay(&gpu, &[&x], &mut [&mut short]),
+            list.replay(&gpu, &[&words], &mut [&mut y]),
+            list.replay(&gpu, &[], &mut [&mut y]),
+            list.replay(&gpu, &[&x, &x], &mut [&mut y]),
+        ];
+        for refused in refusals {
+            assert!(matches!(refused, Err(BackendError::Replay(_))), "{refused:?}");
+        }
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), before);
+        assert_eq!(gpu.download::<f32>(&short).unwrap(), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_recording_refuses_what_a_replay_could_not_repeat() {
+        let gpu = axpy_backend();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let x = gpu.upload(&[1.0f32, 2.0]).unwrap();
+        let mut y = gpu.zeros::<f32>(2).unwrap();
+        let mut unbound = gpu.zeros::<f32>(2).unwrap();
+        let geometry = LaunchGeometry::linear(2, 128);
+        let recorder = LaunchRecorder::new(&gpu, &[&x, &y], &[]);
+        let launch = |x: View<'_>, y: ViewMut<'_>| {
+            recorder.launch(axpy, geometry, &mut [x.into(), y.into(), 2u32.into(), 1f32.into()])
+        };
+        // Writing a shared buffer, and a buffer outside the recording.
+        assert!(matches!(launch(x.view(), y.view_mut()), Err(BackendError::Replay(_))));
+        assert!(matches!(launch(x.view(), unbound.view_mut()), Err(BackendError::Replay(_))));
+        assert!(matches!(recorder.alloc(DType::F32, 4), Err(BackendError::Replay(_))));
+        assert!(matches!(recorder.copy_to_device(&[0; 8], &mut unbound), Err(BackendError::Replay(_))));
+        // SAFETY: refused before anything runs; the CPU backend would check the arguments anyway.
+        let unchecked = unsafe { recorder.launch_unchecked(axpy, geometry, &mut []) };
+        assert!(matches!(unchecked, Err(BackendError::Replay(_))));
+        assert!(recorder.finish().is_empty());
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [0.0, 0.0], "nothing refused ran");
+        assert_eq!(gpu.download::<f32>(&unbound).unwrap(), [0.0, 0.0]);
+    }
+}
