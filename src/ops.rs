@@ -1,6 +1,6 @@
 //! Operations that choose among kernels of the table.
 
-use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelEntry, KernelHandle};
+use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelEntry, KernelHandle, View, ViewMut};
 
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda};
@@ -38,9 +38,9 @@ impl DenseKernel {
     }
 }
 
-/// `y [m, n] = x [m, k] · w [n, k]ᵀ` in bf16 with f32 accumulation, on the kernel the dispatch
-/// rule picks (see [`dense_mm_kernel`]). `x` and `w` must be bf16 and hold at least `m·k` and
-/// `n·k` elements: anything else is an `Err` before `y` is allocated.
+/// `y [m, n] = x [m, k] · w [n, k]ᵀ` in bf16 with f32 accumulation, into a new buffer, on the
+/// kernel the dispatch rule picks (see [`dense_mm_kernel`]). `x` and `w` must be bf16 and hold at
+/// least `m·k` and `n·k` elements: anything else is an `Err` before `y` is allocated.
 pub fn dense_mm_bf16(
     gpu: &dyn GpuBackend,
     kernels: &Glm5NextKdaKernels,
@@ -49,39 +49,59 @@ pub fn dense_mm_bf16(
     (m, n, k): (u32, u32, u32),
 ) -> Result<DeviceBuffer, BackendError> {
     let (_, family) = dense_mm_kernel(kernels, m);
-    let entry = family.entry();
-    let operand = |param: &'static str, buffer: &DeviceBuffer, rows: u32| {
-        let needed = u64::from(rows) * u64::from(k);
-        if buffer.dtype() != DType::Bf16 || (buffer.len() as u64) < needed {
-            return Err(BackendError::Argument {
-                entry: Box::new(*entry),
-                param,
-                expected: format!("at least {rows}·{k} = {needed} bf16 elements"),
-                found: format!("{} {} elements", buffer.len(), buffer.dtype()),
-            });
-        }
-        Ok(())
-    };
-    operand("x", x, m)?;
-    operand("w", w, n)?;
+    check_operand(family, "x", x.view(), m, k)?;
+    check_operand(family, "w", w.view(), n, k)?;
     let len = usize::try_from(u64::from(m) * u64::from(n))
         .map_err(|_| BackendError::TooLarge { dtype: DType::Bf16, len: usize::MAX })?;
     let mut y = gpu.alloc(DType::Bf16, len)?;
-    let (x, w, out) = (x.view(), w.view(), y.view_mut());
+    dense_mm_bf16_into(gpu, kernels, x.view(), w.view(), y.view_mut(), (m, n, k))?;
+    Ok(y)
+}
+
+/// [`dense_mm_bf16`] into `y`, which must hold at least `m·n` bf16 elements (a workspace that
+/// allocates once). Every launch is checked against the kernel's params, so short views are an
+/// `Err` before anything runs.
+pub fn dense_mm_bf16_into(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    x: View<'_>,
+    w: View<'_>,
+    y: ViewMut<'_>,
+    (m, n, k): (u32, u32, u32),
+) -> Result<(), BackendError> {
+    let (_, family) = dense_mm_kernel(kernels, m);
     match family {
         DenseKernel::Gemv => {
-            kernels.launch_gemv(gpu, launch::gemv(m, n), glm5next_kda::gemv { x, w, y: out, n, k })?
+            kernels.launch_gemv(gpu, launch::gemv(m, n), glm5next_kda::gemv { x, w, y, n, k })
         }
         DenseKernel::GemvBatchM => kernels.launch_gemv_batchm(
             gpu,
             launch::gemv(m, n),
-            glm5next_kda::gemv_batchm { x, w, y: out, m, n, k },
-        )?,
-        DenseKernel::Gemm => kernels.launch_gemm(
-            gpu,
-            launch::gemm(m, n),
-            glm5next_kda::gemm { a: x, b: w, c: out, m, n, k },
-        )?,
+            glm5next_kda::gemv_batchm { x, w, y, m, n, k },
+        ),
+        DenseKernel::Gemm => {
+            kernels.launch_gemm(gpu, launch::gemm(m, n), glm5next_kda::gemm { a: x, b: w, c: y, m, n, k })
+        }
     }
-    Ok(y)
+}
+
+/// Refuses an operand of `family` that is not bf16 or holds fewer than `rows·k` elements, naming
+/// the parameter, before the output is allocated.
+fn check_operand(
+    family: DenseKernel,
+    param: &'static str,
+    operand: View<'_>,
+    rows: u32,
+    k: u32,
+) -> Result<(), BackendError> {
+    let needed = u64::from(rows) * u64::from(k);
+    if operand.dtype() != DType::Bf16 || (operand.len() as u64) < needed {
+        return Err(BackendError::Argument {
+            entry: Box::new(*family.entry()),
+            param,
+            expected: format!("at least {rows}·{k} = {needed} bf16 elements"),
+            found: format!("{} {} elements", operand.len(), operand.dtype()),
+        });
+    }
+    Ok(())
 }

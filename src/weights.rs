@@ -71,6 +71,27 @@ pub struct DeviceWeights {
     pub o_proj: DeviceBuffer,
 }
 
+impl DeviceWeights {
+    /// Every weight, in field order: what a recorded step binds as read-only.
+    pub fn buffers(&self) -> [&DeviceBuffer; 13] {
+        [
+            &self.q_proj,
+            &self.k_proj,
+            &self.v_proj,
+            &self.conv,
+            &self.f_a,
+            &self.f_b,
+            &self.dt_bias,
+            &self.a_log,
+            &self.b_proj,
+            &self.g_a,
+            &self.g_b,
+            &self.o_norm,
+            &self.o_proj,
+        ]
+    }
+}
+
 impl HostWeights {
     /// Weights drawn from `seed` at the scales of a trained layer: Linear weights uniform with
     /// variance `1/in` (unit-variance outputs), conv taps within ±0.5, gate biases in `[-4, -1]`

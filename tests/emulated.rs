@@ -15,6 +15,7 @@ use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
 use kda_runtime::GpuBackend;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
+use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
     d128, tiny,
@@ -74,6 +75,20 @@ fn the_block_agrees_with_the_reference() {
     // A chunked prefill of 40 tokens, a second of 5 on the carried state (5 rows: the batched
     // GEMV), then 3 decode steps.
     assert_block_agrees(&gpu, &[("tiny", tiny()), ("d64", d64())], &[40, 5], 48);
+}
+
+#[test]
+fn a_batched_step_agrees_with_the_reference() {
+    let (gpu, _) = emulated();
+    // Seven of nine sequences, in a scrambled slot order: the batched GEMV and the pooled kernels.
+    assert_batch_agrees(&gpu, tiny(), 9, 7);
+}
+
+#[test]
+fn a_replayed_decode_step_is_decode_batch_bit_for_bit() {
+    let (gpu, _) = emulated();
+    // The GEMV, the batched GEMV at 16 rows and the GEMM at 20 rows, padded rows skipped.
+    assert_eq!(assert_replay_is_decode_batch(&gpu, tiny(), 22, 20, &[1, 7, 17]), 3);
 }
 
 #[test]

@@ -15,6 +15,7 @@ use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES};
 use kda_runtime::GpuBackend;
 use kda_runtime::cuda::CudaBackend;
+use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
     d128, tiny,
@@ -90,4 +91,18 @@ fn the_block_agrees_with_the_reference() {
     // A chunked prefill of 100 tokens, a second of 5 on the carried state (5 rows: the batched
     // GEMV), then 8 decode steps.
     assert_block_agrees(&gpu, &[("tiny", tiny()), ("glm5-flash", KdaGeometry::glm5_flash())], &[100, 5], 113);
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_batched_step_agrees_with_the_reference() {
+    let (gpu, _) = cuda();
+    assert_batch_agrees(&gpu, d128(), 80, 64);
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_replayed_decode_step_is_decode_batch_bit_for_bit() {
+    let (gpu, _) = cuda();
+    assert_eq!(assert_replay_is_decode_batch(&gpu, d128(), 80, 64, &[1, 7, 16, 17, 64]), 3);
 }

@@ -8,16 +8,22 @@
 //! outside its buffers.
 
 mod pool;
+mod replay;
+mod workspace;
 
-use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, ResolveError};
+use kda_runtime::{
+    BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, ResolveError, View, ViewMut,
+};
 
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use crate::launch;
-use crate::ops::dense_mm_bf16;
+use crate::ops::dense_mm_bf16_into;
 use crate::weights::{DeviceWeights, HostWeights, WeightsError};
 
 pub use pool::{KdaState, KdaStatePool, SlotError};
+pub use replay::DecodeReplay;
+use workspace::{DecodeScratch, FrontEnd};
 
 /// Why the block could not be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -55,16 +61,15 @@ pub enum BlockError {
     },
 }
 
-/// The inputs of the stateful part, from the projections of the block input.
-struct FrontEnd {
-    /// `[t, 3·qkv]` bf16: q | k | v per token.
-    qkv: DeviceBuffer,
-    /// `[t_pad, H, D]` f32 log-decays, zero past `t`.
-    gate: DeviceBuffer,
-    /// `[t_pad, H]` f32, zero past `t`.
-    beta: DeviceBuffer,
-    /// `[t, qkv]` bf16, the output gate.
-    out_gate: DeviceBuffer,
+/// The buffers of one batched decode step that the caller owns: the input rows, their slots and
+/// the output rows.
+struct DecodeRows<'a> {
+    /// `[B, hidden]` bf16.
+    hidden: View<'a>,
+    /// `[B]` u32: the pool slot of each row.
+    slot: View<'a>,
+    /// `[B, hidden]` bf16.
+    out: ViewMut<'a>,
 }
 
 /// A KDA layer on a backend: its geometry, resolved kernels and weights.
@@ -164,40 +169,77 @@ impl<'g> Glm5NextKdaBlock<'g> {
     /// row r the token of the sequence in `slots[r]`; returns `[B, hidden]` bf16 and advances those
     /// sequences. The projections read each weight once for the whole batch. The slots must be
     /// held and distinct (checked before anything runs); the slots not named are not touched.
+    ///
+    /// Each call allocates its buffers; a [`DecodeReplay`] runs the same launches on buffers it
+    /// keeps.
     pub fn decode_batch(
         &self,
         pool: &mut KdaStatePool,
         slots: &[u32],
         hidden: &DeviceBuffer,
     ) -> Result<DeviceBuffer, BlockError> {
+        let b = self.check_decode(pool, slots, hidden, launch::MAX_DECODE_BATCH)?;
+        let slot = self.gpu.upload(slots)?;
+        let mut scratch = DecodeScratch::new(self.gpu, &self.geometry, b)?;
+        let mut out = self.gpu.alloc(DType::Bf16, hidden.len())?;
+        let rows = DecodeRows { hidden: hidden.view(), slot: slot.view(), out: out.view_mut() };
+        self.decode_into(self.gpu, rows, &mut scratch, pool)?;
+        Ok(out)
+    }
+
+    /// A recorder and replayer of this block's batched decode step for up to `max_batch`
+    /// sequences (at most [`launch::MAX_DECODE_BATCH`]): see [`DecodeReplay`].
+    pub fn decode_replay(&self, max_batch: u32) -> Result<DecodeReplay<'_, 'g>, BlockError> {
+        DecodeReplay::new(self, max_batch)
+    }
+
+    /// Checks one batched step before anything runs: the pool is this block's, `hidden` holds one
+    /// token for each of the slots (at most `max_batch`), and the slots are held and distinct.
+    /// Returns the batch size.
+    fn check_decode(
+        &self,
+        pool: &KdaStatePool,
+        slots: &[u32],
+        hidden: &DeviceBuffer,
+        max_batch: u32,
+    ) -> Result<u32, BlockError> {
         self.check_pool(pool)?;
         let b = self.tokens(hidden)?;
-        if b as usize != slots.len() || b > launch::MAX_DECODE_BATCH {
+        if b as usize != slots.len() || b > max_batch {
             return Err(BlockError::Input {
-                expected: format!(
-                    "one token for each of the {} slots (at most {})",
-                    slots.len(),
-                    launch::MAX_DECODE_BATCH
-                ),
+                expected: format!("one token for each of the {} slots (at most {max_batch})", slots.len()),
                 found: format!("{b} tokens"),
             });
         }
         pool.check_step(slots)?;
+        Ok(b)
+    }
+
+    /// The launches of one batched decode step on `gpu`, over every row of `rows.slot` (a row whose
+    /// slot is outside the pool is skipped by the stateful kernels): what a [`DecodeReplay`]
+    /// records.
+    fn decode_into(
+        &self,
+        gpu: &dyn GpuBackend,
+        rows: DecodeRows<'_>,
+        scratch: &mut DecodeScratch,
+        pool: &mut KdaStatePool,
+    ) -> Result<(), BlockError> {
         let g = self.geometry;
         let (qkv, dim, capacity) = (g.qkv(), g.conv_dim(), pool.capacity());
-        let slot = self.gpu.upload(slots)?;
-        let front = self.front_end(hidden, b, b)?;
+        let b = size("B", &[rows.slot.len() as u32])?;
+        self.front_end(gpu, rows.hidden, b, &mut scratch.front)?;
+        let front = &scratch.front;
         let (conv_pool, recurrent_pool) = pool.buffers_mut();
-        let mut conv_out = self.gpu.alloc(DType::Bf16, elements("B·3·qkv", &[b, dim])?)?;
         self.kernels.launch_conv_decode(
-            self.gpu,
+            gpu,
             launch::conv(dim, b),
             args::conv_decode {
                 pool: conv_pool.view_mut(),
-                slot: slot.view(),
-                x: front.qkv.view(),
+                slot: rows.slot.clone(),
+                x: front.packed.view(),
                 weight: self.weights.conv.view(),
-                out: conv_out.view_mut(),
+                out: scratch.conv_out.view_mut(),
                 b,
                 slots: capacity,
                 dim,
@@ -207,14 +249,13 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 eps: g.l2_eps,
             },
         )?;
-        let mut core = self.gpu.alloc(DType::F32, elements("B·qkv", &[b, qkv])?)?;
         let step = args::recurrent {
-            qkv: conv_out.view(),
+            qkv: scratch.conv_out.view(),
             gate: front.gate.view(),
             beta: front.beta.view(),
             pool: recurrent_pool.view_mut(),
-            slot: slot.view(),
-            out: core.view_mut(),
+            slot: rows.slot,
+            out: scratch.core.view_mut(),
             b,
             slots: capacity,
             h: g.heads,
@@ -225,10 +266,11 @@ impl<'g> Glm5NextKdaBlock<'g> {
         // The two kernels are one contract (bit-identical, same params): the shared-memory one
         // where the target has it.
         match self.kernels.recurrent_smem {
-            Some(_) => self.kernels.launch_recurrent_smem(self.gpu, geometry, smem_args(step))?,
-            None => self.kernels.launch_recurrent(self.gpu, geometry, step)?,
+            Some(_) => self.kernels.launch_recurrent_smem(gpu, geometry, smem_args(step))?,
+            None => self.kernels.launch_recurrent(gpu, geometry, step)?,
         }
-        self.back_end(&core, &front.out_gate, b)
+        let gated = (scratch.core.view(), front.out_gate.view());
+        self.back_end(gpu, gated, b, &mut scratch.normed, rows.out)
     }
 
     /// `t ≥ 1` tokens of one sequence at once through the chunked form: `hidden` is `[t, hidden]`
@@ -248,18 +290,19 @@ impl<'g> Glm5NextKdaBlock<'g> {
         self.check_pool(pool)?;
         let (conv_state, recurrent_state) = pool.slot_mut(slot)?;
         let t = self.tokens(hidden)?;
-        let g = self.geometry;
+        let (gpu, g) = (self.gpu, self.geometry);
         let (qkv, dim, t_pad) = (g.qkv(), g.conv_dim(), g.padded(t)?);
-        let front = self.front_end(hidden, t, t_pad)?;
+        let mut front = FrontEnd::new(gpu, &g, t, t_pad)?;
+        self.front_end(gpu, hidden.view(), t, &mut front)?;
 
         let tokens_by_dim = size("t·3·qkv", &[t, dim])?;
-        let mut conv_out = self.gpu.alloc(DType::Bf16, tokens_by_dim as usize)?;
+        let mut conv_out = gpu.alloc(DType::Bf16, tokens_by_dim as usize)?;
         self.kernels.launch_conv_prefill(
-            self.gpu,
+            gpu,
             launch::conv(dim, 1),
             args::conv_prefill {
                 state: conv_state,
-                x: front.qkv.view(),
+                x: front.packed.view(),
                 weight: self.weights.conv.view(),
                 out: conv_out.view_mut(),
                 dim,
@@ -269,7 +312,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         )?;
         let qk_heads = 2 * g.heads;
         self.kernels.launch_l2(
-            self.gpu,
+            gpu,
             launch::norm(size("t·2·H", &[t, qk_heads])?, g.head_dim),
             args::l2 {
                 data: conv_out.view_mut(),
@@ -281,11 +324,13 @@ impl<'g> Glm5NextKdaBlock<'g> {
             },
         )?;
 
-        let mut q = self.padded_f32(t, t_pad, qkv)?;
-        let mut k = self.padded_f32(t, t_pad, qkv)?;
-        let mut v = self.padded_f32(t, t_pad, qkv)?;
+        // `t_pad` rows, zero past `t` (allocations start zeroed; no kernel writes there): the
+        // chunked form reads whole chunks.
+        let padded = elements("t_pad·qkv", &[t_pad, qkv])?;
+        let padded_f32 = || gpu.alloc(DType::F32, padded);
+        let (mut q, mut k, mut v) = (padded_f32()?, padded_f32()?, padded_f32()?);
         self.kernels.launch_split_widen(
-            self.gpu,
+            gpu,
             launch::elementwise(tokens_by_dim),
             args::split_widen {
                 src: conv_out.view(),
@@ -296,13 +341,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 qkv,
             },
         )?;
-
-        let padded = elements("t_pad·qkv", &[t_pad, qkv])?;
-        let mut gc = self.gpu.alloc(DType::F32, padded)?;
-        let mut u = self.gpu.alloc(DType::F32, padded)?;
-        let mut w = self.gpu.alloc(DType::F32, padded)?;
+        let (mut gc, mut u, mut w) = (padded_f32()?, padded_f32()?, padded_f32()?);
         self.kernels.launch_chunk_prepare(
-            self.gpu,
+            gpu,
             launch::chunk_prepare(t_pad / g.chunk, g.heads),
             args::chunk_prepare {
                 k: k.view(),
@@ -318,9 +359,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 c: g.chunk,
             },
         )?;
-        let mut core = self.gpu.alloc(DType::F32, padded)?;
+        let mut core = padded_f32()?;
         self.kernels.launch_chunk_scan(
-            self.gpu,
+            gpu,
             launch::chunk_scan(g.heads, g.head_dim),
             args::chunk_scan {
                 q: q.view(),
@@ -337,39 +378,52 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 scale: g.scale(),
             },
         )?;
-        self.back_end(&core, &front.out_gate, t)
+        let mut normed = gpu.alloc(DType::Bf16, elements("t·qkv", &[t, qkv])?)?;
+        let mut out = gpu.alloc(DType::Bf16, hidden.len())?;
+        self.back_end(gpu, (core.view(), front.out_gate.view()), t, &mut normed, out.view_mut())?;
+        Ok(out)
     }
 
-    /// The projections of the block input, shared by decode and prefill. Gate and beta get
-    /// `t_pad` rows, zero past `t`, for the chunked form.
-    fn front_end(&self, hidden: &DeviceBuffer, t: u32, t_pad: u32) -> Result<FrontEnd, BlockError> {
+    /// The projections of `t` rows of the block input into `front`, shared by decode and prefill.
+    fn front_end(
+        &self,
+        gpu: &dyn GpuBackend,
+        hidden: View<'_>,
+        t: u32,
+        front: &mut FrontEnd,
+    ) -> Result<(), BlockError> {
         let g = self.geometry;
         let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
         let w = &self.weights;
-        let mm = |x: &DeviceBuffer, weight: &DeviceBuffer, n: u32, k: u32| {
-            dense_mm_bf16(self.gpu, &self.kernels, x, weight, (t, n, k))
+        let mm = |x: View<'_>, weight: &DeviceBuffer, y: ViewMut<'_>, n: u32, k: u32| {
+            dense_mm_bf16_into(gpu, &self.kernels, x, weight.view(), y, (t, n, k))
         };
-        let projections = [&w.q_proj, &w.k_proj, &w.v_proj].map(|weight| mm(hidden, weight, qkv, g.hidden));
-        let [qp, kp, vp] = projections;
-        let (qp, kp, vp) = (qp?, kp?, vp?);
-        let packed_len = size("t·3·qkv", &[t, 3, qkv])?;
-        let mut packed = self.gpu.alloc(DType::Bf16, packed_len as usize)?;
+        mm(hidden.clone(), &w.q_proj, front.q.view_mut(), qkv, g.hidden)?;
+        mm(hidden.clone(), &w.k_proj, front.k.view_mut(), qkv, g.hidden)?;
+        mm(hidden.clone(), &w.v_proj, front.v.view_mut(), qkv, g.hidden)?;
         self.kernels.launch_pack(
-            self.gpu,
-            launch::elementwise(packed_len),
-            args::pack { q: qp.view(), k: kp.view(), v: vp.view(), dst: packed.view_mut(), t, qkv },
+            gpu,
+            launch::elementwise(size("t·3·qkv", &[t, 3, qkv])?),
+            args::pack {
+                q: front.q.view(),
+                k: front.k.view(),
+                v: front.v.view(),
+                dst: front.packed.view_mut(),
+                t,
+                qkv,
+            },
         )?;
 
-        let g_raw = mm(&mm(hidden, &w.f_a, d, g.hidden)?, &w.f_b, qkv, d)?;
-        let mut gate = self.padded_f32(t, t_pad, qkv)?;
+        mm(hidden.clone(), &w.f_a, front.f_a.view_mut(), d, g.hidden)?;
+        mm(front.f_a.view(), &w.f_b, front.g_raw.view_mut(), qkv, d)?;
         self.kernels.launch_gate(
-            self.gpu,
+            gpu,
             launch::elementwise(size("t·qkv", &[t, qkv])?),
             args::gate {
-                g_raw: g_raw.view(),
+                g_raw: front.g_raw.view(),
                 dt_bias: w.dt_bias.view(),
                 a_log: w.a_log.view(),
-                gate: gate.view_mut(),
+                gate: front.gate.view_mut(),
                 t,
                 h: heads,
                 d,
@@ -377,34 +431,36 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 lower_bound: g.gate_law.lower_bound(),
             },
         )?;
-        let b_raw = mm(hidden, &w.b_proj, heads, g.hidden)?;
-        let mut beta = self.padded_f32(t, t_pad, heads)?;
+        mm(hidden.clone(), &w.b_proj, front.b_raw.view_mut(), heads, g.hidden)?;
         let n = size("t·H", &[t, heads])?;
         self.kernels.launch_sigmoid(
-            self.gpu,
+            gpu,
             launch::elementwise(n),
-            args::sigmoid { x: b_raw.view(), y: beta.view_mut(), n },
+            args::sigmoid { x: front.b_raw.view(), y: front.beta.view_mut(), n },
         )?;
-        let out_gate = mm(&mm(hidden, &w.g_a, d, g.hidden)?, &w.g_b, qkv, d)?;
-        Ok(FrontEnd { qkv: packed, gate, beta, out_gate })
+        mm(hidden.clone(), &w.g_a, front.g_a.view_mut(), d, g.hidden)?;
+        mm(front.g_a.view(), &w.g_b, front.out_gate.view_mut(), qkv, d)?;
+        Ok(())
     }
 
-    /// The gated output norm and the output projection of `t` rows of `core`.
+    /// The gated output norm of `t` rows of the core output (`gated`: the core output and the
+    /// output gate) into `normed`, then the output projection into `out`.
     fn back_end(
         &self,
-        core: &DeviceBuffer,
-        out_gate: &DeviceBuffer,
+        gpu: &dyn GpuBackend,
+        (core, out_gate): (View<'_>, View<'_>),
         t: u32,
-    ) -> Result<DeviceBuffer, BlockError> {
+        normed: &mut DeviceBuffer,
+        out: ViewMut<'_>,
+    ) -> Result<(), BlockError> {
         let g = self.geometry;
         let rows = size("t·H", &[t, g.heads])?;
-        let mut normed = self.gpu.alloc(DType::Bf16, elements("t·qkv", &[rows, g.head_dim])?)?;
         self.kernels.launch_o_norm(
-            self.gpu,
+            gpu,
             launch::norm(rows, g.head_dim),
             args::o_norm {
-                x: core.view(),
-                gate: out_gate.view(),
+                x: core,
+                gate: out_gate,
                 weight: self.weights.o_norm.view(),
                 out: normed.view_mut(),
                 rows,
@@ -412,22 +468,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 eps: g.norm_eps,
             },
         )?;
-        Ok(dense_mm_bf16(self.gpu, &self.kernels, &normed, &self.weights.o_proj, (t, g.hidden, g.qkv()))?)
-    }
-
-    /// An f32 buffer of `t_pad` rows of `width` for `t` rows of data. A padded one is zeroed by
-    /// `kda_fill_f32` first, so the chunk padding reads as zero however the buffer was obtained.
-    fn padded_f32(&self, t: u32, t_pad: u32, width: u32) -> Result<DeviceBuffer, BlockError> {
-        let n = size("t_pad·width", &[t_pad, width])?;
-        let mut buffer = self.gpu.alloc(DType::F32, n as usize)?;
-        if t_pad > t {
-            self.kernels.launch_fill(
-                self.gpu,
-                launch::elementwise(n),
-                args::fill { dst: buffer.view_mut(), n, value: 0.0 },
-            )?;
-        }
-        Ok(buffer)
+        let o_proj = self.weights.o_proj.view();
+        Ok(dense_mm_bf16_into(gpu, &self.kernels, normed.view(), o_proj, out, (t, g.hidden, g.qkv()))?)
     }
 
     /// The number of tokens in a block input, at most [`KdaGeometry::max_tokens`].

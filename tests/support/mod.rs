@@ -3,6 +3,8 @@
 //! on its own backend, with the tolerances of `docs/kernels.md`.
 #![allow(dead_code)] // each suite uses its own part
 
+pub mod decode;
+
 use kda::block::Glm5NextKdaBlock;
 use kda::cases::{Check, HostData, HostOutput, KernelCase};
 use kda::geometry::KdaGeometry;

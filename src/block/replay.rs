@@ -1,0 +1,167 @@
+//! The batched decode step recorded once per dispatch class and replayed: a serving loop's step
+//! without the host work of choosing kernels and sizes, and without allocating.
+//!
+//! A step of `B` rows runs on the recording of its class, at the class's row count: 1 (the GEMV),
+//! up to 16 (the batched GEMV) and up to the replay's `max_batch` (the GEMM). The rows past `B` get
+//! slot `u32::MAX`, which the stateful kernels skip, so they touch no sequence; every row's
+//! projections are computed on its own, so a padded row changes no other row's result.
+
+use kda_runtime::replay::{LaunchList, LaunchRecorder};
+use kda_runtime::{DType, DeviceBuffer, GpuBackendExt, View};
+
+use super::workspace::DecodeScratch;
+use super::{BlockError, DecodeRows, Glm5NextKdaBlock, KdaStatePool, elements};
+use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::launch;
+
+/// The slot of a row that carries no sequence: outside every pool, so the kernels skip it.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A block's batched decode step, recorded on first use for each dispatch class of the batch
+/// size and for the pool's capacity, then replayed: [`DecodeReplay::decode`] is
+/// [`Glm5NextKdaBlock::decode_batch`] with the same results (bit for bit), on buffers it keeps.
+///
+/// After a class is recorded, a step copies its input and slots into the class's workspace and
+/// replays the launch list: it allocates no device memory. A pool of another capacity is
+/// recorded again.
+pub struct DecodeReplay<'b, 'g> {
+    block: &'b Glm5NextKdaBlock<'g>,
+    max_batch: u32,
+    /// The recording of each class: 1 row, the batched GEMV's rows, `max_batch` rows.
+    classes: [Option<RecordedStep>; 3],
+    /// The slots of the current step, padded with [`NO_SLOT`]: the host side of the upload.
+    slot_rows: Vec<u32>,
+}
+
+/// One class's recording and the buffers it is bound to.
+struct RecordedStep {
+    workspace: DecodeWorkspace,
+    launches: LaunchList,
+    /// The capacity of the pool it was recorded on: the pool buffers' lengths follow from it.
+    pool_capacity: u32,
+}
+
+/// The buffers of a recorded step of `rows` rows, kept between steps.
+struct DecodeWorkspace {
+    /// `[rows, hidden]` bf16: the step's input, copied in before each replay.
+    hidden: DeviceBuffer,
+    /// `[rows]` u32: the pool slot of each row, [`NO_SLOT`] past the step's batch.
+    slot: DeviceBuffer,
+    scratch: DecodeScratch,
+    /// `[rows, hidden]` bf16: the step's output.
+    out: DeviceBuffer,
+}
+
+/// A recording's bindings: what it reads and what it writes, in a fixed order.
+struct Bindings<'a> {
+    shared: Vec<&'a DeviceBuffer>,
+    exclusive: Vec<&'a mut DeviceBuffer>,
+}
+
+impl DecodeWorkspace {
+    fn new(block: &Glm5NextKdaBlock<'_>, rows: u32) -> Result<Self, BlockError> {
+        let (gpu, g) = (block.gpu, &block.geometry);
+        let width = elements("B·hidden", &[rows, g.hidden])?;
+        Ok(Self {
+            hidden: gpu.alloc(DType::Bf16, width)?,
+            slot: gpu.upload(&vec![NO_SLOT; rows as usize])?,
+            scratch: DecodeScratch::new(gpu, g, rows)?,
+            out: gpu.alloc(DType::Bf16, width)?,
+        })
+    }
+
+    fn rows(&self) -> usize {
+        self.slot.len()
+    }
+
+    /// The weights, the input and the slots (read only within the step); the scratch, the output
+    /// and the pool (written).
+    fn bindings<'a>(&'a mut self, block: &'a Glm5NextKdaBlock<'_>, pool: &'a mut KdaStatePool) -> Bindings<'a> {
+        let mut shared = block.weights.buffers().to_vec();
+        shared.extend([&self.hidden, &self.slot]);
+        let (conv, recurrent) = pool.buffers_mut();
+        let exclusive = self.scratch.buffers_mut().chain([&mut self.out, conv, recurrent]).collect();
+        Bindings { shared, exclusive }
+    }
+}
+
+impl<'b, 'g> DecodeReplay<'b, 'g> {
+    /// A replay of `block`'s decode step for batches of 1 to `max_batch` sequences; nothing is
+    /// recorded or allocated until a class is first used.
+    pub(super) fn new(block: &'b Glm5NextKdaBlock<'g>, max_batch: u32) -> Result<Self, BlockError> {
+        if !(1..=launch::MAX_DECODE_BATCH).contains(&max_batch) {
+            return Err(BlockError::Input {
+                expected: format!("a batch of 1 to {} sequences", launch::MAX_DECODE_BATCH),
+                found: format!("{max_batch}"),
+            });
+        }
+        Ok(Self { block, max_batch, classes: [None, None, None], slot_rows: Vec::new() })
+    }
+
+    /// The most sequences one step takes.
+    pub fn max_batch(&self) -> u32 {
+        self.max_batch
+    }
+
+    /// The row count a step of `b` sequences runs at: the largest batch of its dispatch class.
+    pub fn rows_for(&self, b: u32) -> u32 {
+        self.class_of(b).1
+    }
+
+    /// How many classes have been recorded.
+    pub fn recorded(&self) -> usize {
+        self.classes.iter().flatten().count()
+    }
+
+    /// One token for each of `slots.len()` sequences of `pool`, as
+    /// [`Glm5NextKdaBlock::decode_batch`] (the same checks, before anything runs, and the same
+    /// results); returns the `[B, hidden]` bf16 output, which the next step overwrites.
+    pub fn decode(
+        &mut self,
+        pool: &mut KdaStatePool,
+        slots: &[u32],
+        hidden: &DeviceBuffer,
+    ) -> Result<View<'_>, BlockError> {
+        let block = self.block;
+        let b = block.check_decode(pool, slots, hidden, self.max_batch)?;
+        let (class, rows) = self.class_of(b);
+        let stale = self.classes[class].as_ref().is_none_or(|step| step.pool_capacity != pool.capacity());
+        if stale {
+            self.classes[class] = Some(record(block, rows, pool)?);
+        }
+        let Some(step) = self.classes[class].as_mut() else { unreachable!("recorded above") };
+        self.slot_rows.clear();
+        self.slot_rows.extend(slots);
+        self.slot_rows.resize(step.workspace.rows(), NO_SLOT);
+        let gpu = block.gpu;
+        gpu.write(&self.slot_rows, &mut step.workspace.slot)?;
+        gpu.copy_on_device(hidden.view(), step.workspace.hidden.slice_mut(0..hidden.len()))?;
+        let Bindings { shared, mut exclusive } = step.workspace.bindings(block, pool);
+        step.launches.replay(gpu, &shared, &mut exclusive)?;
+        Ok(step.workspace.out.slice(0..hidden.len()))
+    }
+
+    /// The class of a batch of `b` and its row count.
+    fn class_of(&self, b: u32) -> (usize, u32) {
+        match b {
+            0 | 1 => (0, 1),
+            2..=DENSE_GEMV_BATCHM_MAX_M => (1, DENSE_GEMV_BATCHM_MAX_M.min(self.max_batch)),
+            _ => (2, self.max_batch),
+        }
+    }
+}
+
+/// Runs one step of `rows` rows on `pool` with every slot [`NO_SLOT`] (so no sequence moves) and
+/// records its launches.
+fn record(block: &Glm5NextKdaBlock<'_>, rows: u32, pool: &mut KdaStatePool) -> Result<RecordedStep, BlockError> {
+    let mut workspace = DecodeWorkspace::new(block, rows)?;
+    let recorder = {
+        let Bindings { shared, exclusive } = workspace.bindings(block, pool);
+        let exclusive: Vec<&DeviceBuffer> = exclusive.into_iter().map(|buffer| &*buffer).collect();
+        LaunchRecorder::new(block.gpu, &shared, &exclusive)
+    };
+    let DecodeWorkspace { hidden, slot, scratch, out } = &mut workspace;
+    let rows = DecodeRows { hidden: hidden.view(), slot: slot.view(), out: out.view_mut() };
+    block.decode_into(&recorder, rows, scratch, pool)?;
+    Ok(RecordedStep { launches: recorder.finish(), workspace, pool_capacity: pool.capacity() })
+}

@@ -1,0 +1,89 @@
+//! The buffers one call of the block writes between its input and its output, allocated for a
+//! number of rows: by each prefill for its tokens, and once per recorded decode step for the
+//! rows of its dispatch class, so that a replay allocates nothing.
+
+use kda_runtime::{DType, DeviceBuffer, GpuBackend};
+
+use super::{BlockError, elements};
+use crate::geometry::KdaGeometry;
+
+/// The products of the block input that the stateful part reads, for `t` rows; gate and beta get
+/// `t_pad` rows, zero past `t` (every allocation starts zeroed and no kernel writes past `t`), for
+/// the chunked form.
+pub(super) struct FrontEnd {
+    /// `[t, qkv]` bf16 each: the q, k and v projections.
+    pub(super) q: DeviceBuffer,
+    pub(super) k: DeviceBuffer,
+    pub(super) v: DeviceBuffer,
+    /// `[t, 3·qkv]` bf16: q | k | v per token, the conv's input.
+    pub(super) packed: DeviceBuffer,
+    /// `[t, D]` bf16: the gate's low-rank down projection.
+    pub(super) f_a: DeviceBuffer,
+    /// `[t, qkv]` bf16: the gate's up projection, before the gate law.
+    pub(super) g_raw: DeviceBuffer,
+    /// `[t_pad, H, D]` f32 log-decays.
+    pub(super) gate: DeviceBuffer,
+    /// `[t, H]` bf16: the beta projection, before the sigmoid.
+    pub(super) b_raw: DeviceBuffer,
+    /// `[t_pad, H]` f32.
+    pub(super) beta: DeviceBuffer,
+    /// `[t, D]` bf16: the output gate's down projection.
+    pub(super) g_a: DeviceBuffer,
+    /// `[t, qkv]` bf16: the output gate.
+    pub(super) out_gate: DeviceBuffer,
+}
+
+impl FrontEnd {
+    pub(super) fn new(gpu: &dyn GpuBackend, g: &KdaGeometry, t: u32, t_pad: u32) -> Result<Self, BlockError> {
+        let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
+        let bf16 = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::Bf16, elements(what, &[t, width])?)?);
+        let f32_padded = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
+        Ok(Self {
+            q: bf16("t·qkv", qkv)?,
+            k: bf16("t·qkv", qkv)?,
+            v: bf16("t·qkv", qkv)?,
+            packed: bf16("t·3·qkv", 3 * qkv)?,
+            f_a: bf16("t·D", d)?,
+            g_raw: bf16("t·qkv", qkv)?,
+            gate: f32_padded("t_pad·qkv", qkv)?,
+            b_raw: bf16("t·H", heads)?,
+            beta: f32_padded("t_pad·H", heads)?,
+            g_a: bf16("t·D", d)?,
+            out_gate: bf16("t·qkv", qkv)?,
+        })
+    }
+
+    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 11] {
+        let Self { q, k, v, packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate } = self;
+        [q, k, v, packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate]
+    }
+}
+
+/// Everything a batched decode step of `rows` rows writes besides its output and the pool.
+pub(super) struct DecodeScratch {
+    pub(super) front: FrontEnd,
+    /// `[rows, 3·qkv]` bf16: the conv output, q and k L2-normed.
+    pub(super) conv_out: DeviceBuffer,
+    /// `[rows, qkv]` f32: the recurrent step's output.
+    pub(super) core: DeviceBuffer,
+    /// `[rows·H, D]` bf16: the gated output norm.
+    pub(super) normed: DeviceBuffer,
+}
+
+impl DecodeScratch {
+    pub(super) fn new(gpu: &dyn GpuBackend, g: &KdaGeometry, rows: u32) -> Result<Self, BlockError> {
+        let (qkv, dim) = (g.qkv(), g.conv_dim());
+        Ok(Self {
+            front: FrontEnd::new(gpu, g, rows, rows)?,
+            conv_out: gpu.alloc(DType::Bf16, elements("B·3·qkv", &[rows, dim])?)?,
+            core: gpu.alloc(DType::F32, elements("B·qkv", &[rows, qkv])?)?,
+            normed: gpu.alloc(DType::Bf16, elements("B·qkv", &[rows, qkv])?)?,
+        })
+    }
+
+    /// Every buffer, for a recording's exclusive bindings.
+    pub(super) fn buffers_mut(&mut self) -> impl Iterator<Item = &mut DeviceBuffer> {
+        let Self { front, conv_out, core, normed } = self;
+        front.buffers_mut().into_iter().chain([conv_out, core, normed])
+    }
+}

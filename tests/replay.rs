@@ -1,0 +1,102 @@
+//! The replayed decode step (`DecodeReplay`) on the CPU reference and on the test fake: the same
+//! results as `decode_batch`, bit for bit, in every dispatch class; the same kernels launched;
+//! nothing allocated once a class is recorded; and the same refusals, before anything runs.
+
+mod support;
+
+use kda::block::{BlockError, Glm5NextKdaBlock, SlotError};
+use kda::geometry::KdaGeometry;
+use kda::kernels::Glm5NextKda;
+use kda::weights::{HostWeights, synthetic_hidden};
+use kda_runtime::GpuBackendExt;
+use kda_runtime::testing::FakeBackend;
+use support::decode::{assert_replay_is_decode_batch, pool_bits, prefilled_pool, scrambled_slots};
+
+#[test]
+fn a_replay_is_decode_batch_bit_for_bit_in_every_dispatch_class() {
+    let gpu = kda::reference::backend();
+    // 1: the GEMV; 2, 7, 16: the batched GEMV at 16 rows; 17, 64: the GEMM at 64 rows.
+    let recorded = assert_replay_is_decode_batch(&gpu, KdaGeometry::tiny(), 70, 64, &[1, 2, 7, 16, 17, 64]);
+    assert_eq!(recorded, 3);
+    // A replay whose largest batch is under 16 runs the batched GEMV at that many rows.
+    assert_eq!(assert_replay_is_decode_batch(&gpu, KdaGeometry::tiny(), 9, 5, &[3, 5]), 1);
+}
+
+#[test]
+fn a_replay_launches_what_decode_batch_launches_and_allocates_nothing() {
+    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 3)).unwrap();
+    let mut pool = block.new_pool(40).unwrap();
+    for _ in 0..40 {
+        block.acquire(&mut pool).unwrap();
+    }
+    let mut replay = block.decode_replay(32).unwrap();
+    for b in [1u32, 9, 16, 17, 32] {
+        let slots = scrambled_slots(40, b);
+        let hidden = gpu.upload(&synthetic_hidden(&geometry, b as usize, 5)).unwrap();
+        // At the class's row count, `decode_batch` launches the kernels the recording holds.
+        let rows = replay.rows_for(b);
+        let padded = gpu.upload(&synthetic_hidden(&geometry, rows as usize, 5)).unwrap();
+        let launched = gpu.launches().len();
+        block.decode_batch(&mut pool, &scrambled_slots(40, rows), &padded).unwrap();
+        let direct = gpu.launches()[launched..].to_vec();
+
+        replay.decode(&mut pool, &slots, &hidden).unwrap();
+        let (allocated, launched) = (gpu.allocations(), gpu.launches().len());
+        replay.decode(&mut pool, &slots, &hidden).unwrap();
+        assert_eq!(gpu.allocations(), allocated, "B = {b}: a replay allocated");
+        assert_eq!(gpu.launches()[launched..], direct[..], "B = {b}: other launches than decode_batch's");
+    }
+    assert_eq!(replay.recorded(), 3);
+}
+
+#[test]
+fn a_pool_of_another_capacity_is_recorded_again() {
+    let gpu = kda::reference::backend();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 4)).unwrap();
+    let mut replay = block.decode_replay(8).unwrap();
+    for capacity in [8, 12, 8] {
+        let (mut replayed, mut direct) = (prefilled_pool(&block, &gpu, capacity), prefilled_pool(&block, &gpu, capacity));
+        let slots = scrambled_slots(capacity, 6);
+        let hidden = gpu.upload(&synthetic_hidden(&geometry, 6, u64::from(capacity))).unwrap();
+        let want = gpu.download::<half::bf16>(&block.decode_batch(&mut direct, &slots, &hidden).unwrap()).unwrap();
+        let got = replay.decode(&mut replayed, &slots, &hidden).unwrap();
+        let got = gpu.download::<half::bf16>(got.buffer()).unwrap()[got.range()].to_vec();
+        assert_eq!(got, want, "capacity {capacity}");
+        assert_eq!(pool_bits(&gpu, &replayed), pool_bits(&gpu, &direct), "capacity {capacity}");
+    }
+}
+
+#[test]
+fn a_replay_refuses_what_decode_batch_refuses_before_anything_runs() {
+    let gpu = kda::reference::backend();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 6)).unwrap();
+    assert!(matches!(block.decode_replay(0), Err(BlockError::Input { .. })));
+    let mut replay = block.decode_replay(2).unwrap();
+    let mut pool = prefilled_pool(&block, &gpu, 4);
+    pool.release(3).unwrap();
+    let before = pool_bits(&gpu, &pool);
+    let two = gpu.upload(&synthetic_hidden(&geometry, 2, 9)).unwrap();
+    let three = gpu.upload(&synthetic_hidden(&geometry, 3, 9)).unwrap();
+    let refusals = [
+        (replay.decode(&mut pool, &[0, 4], &two).err(), "out of range"),
+        (replay.decode(&mut pool, &[1, 1], &two).err(), "repeated"),
+        (replay.decode(&mut pool, &[0, 3], &two).err(), "free"),
+        (replay.decode(&mut pool, &[0, 1], &three).err(), "three rows for two slots"),
+        (replay.decode(&mut pool, &[0, 1, 2], &three).err(), "more than max_batch"),
+    ];
+    let slot_error = |error: &Option<BlockError>, expected: SlotError| {
+        matches!(error, Some(BlockError::Slot(found)) if *found == expected)
+    };
+    assert!(slot_error(&refusals[0].0, SlotError::OutOfRange { slot: 4, capacity: 4 }), "{refusals:?}");
+    assert!(slot_error(&refusals[1].0, SlotError::Repeated { slot: 1 }), "{refusals:?}");
+    assert!(slot_error(&refusals[2].0, SlotError::Free { slot: 3 }), "{refusals:?}");
+    for (error, what) in &refusals[3..] {
+        assert!(matches!(error, Some(BlockError::Input { .. })), "{what}: {error:?}");
+    }
+    assert_eq!(pool_bits(&gpu, &pool), before, "a refused step changed the pool");
+    assert_eq!(replay.recorded(), 0, "a refused step recorded something");
+}
