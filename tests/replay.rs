@@ -42,11 +42,13 @@ fn a_replay_launches_what_decode_batch_launches_and_allocates_nothing() {
         block.decode_batch(&mut pool, &scrambled_slots(40, rows), &padded).unwrap();
         let direct = gpu.launches()[launched..].to_vec();
 
-        replay.decode(&mut pool, &slots, &hidden).unwrap();
-        let (allocated, launched) = (gpu.allocations(), gpu.launches().len());
-        replay.decode(&mut pool, &slots, &hidden).unwrap();
-        assert_eq!(gpu.allocations(), allocated, "B = {b}: a replay allocated");
-        assert_eq!(gpu.launches()[launched..], direct[..], "B = {b}: other launches than decode_batch's");
+        replay.prepare(&mut pool, b).unwrap();
+        for _ in 0..2 {
+            let (allocated, launched) = (gpu.allocations(), gpu.launches().len());
+            replay.decode(&mut pool, &slots, &hidden).unwrap();
+            assert_eq!(gpu.allocations(), allocated, "B = {b}: a replay allocated");
+            assert_eq!(gpu.launches()[launched..], direct[..], "B = {b}: other launches than decode_batch's");
+        }
     }
     assert_eq!(replay.recorded(), 3);
 }
@@ -99,4 +101,32 @@ fn a_replay_refuses_what_decode_batch_refuses_before_anything_runs() {
     }
     assert_eq!(pool_bits(&gpu, &pool), before, "a refused step changed the pool");
     assert_eq!(replay.recorded(), 0, "a refused step recorded something");
+}
+
+#[test]
+fn preparing_a_class_moves_no_sequence_and_a_copied_pool_steps_on_its_own() {
+    let gpu = kda::reference::backend();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 7)).unwrap();
+    let mut pool = prefilled_pool(&block, &gpu, 6);
+    let prefilled = pool_bits(&gpu, &pool);
+    let mut replay = block.decode_replay(6).unwrap();
+    for b in [1, 4, 6] {
+        replay.prepare(&mut pool, b).unwrap();
+    }
+    assert_eq!(replay.recorded(), 2, "1, then 4 and 6 in the batched GEMV's class");
+    assert_eq!(pool_bits(&gpu, &pool), prefilled, "recording moved a sequence");
+    assert!(matches!(replay.prepare(&mut pool, 7), Err(BlockError::Input { .. })));
+
+    let mut copy = block.copy_pool(&pool).unwrap();
+    assert_eq!(pool_bits(&gpu, &copy), prefilled);
+    assert_eq!((copy.capacity(), copy.in_use()), (6, 6));
+    let hidden = gpu.upload(&synthetic_hidden(&geometry, 4, 8)).unwrap();
+    let slots = scrambled_slots(6, 4);
+    let out = block.decode_batch(&mut copy, &slots, &hidden).unwrap();
+    assert_eq!(pool_bits(&gpu, &pool), prefilled, "stepping the copy moved the original");
+    let replayed = replay.decode(&mut pool, &slots, &hidden).unwrap();
+    let replayed = gpu.download::<half::bf16>(replayed.buffer()).unwrap()[replayed.range()].to_vec();
+    assert_eq!(replayed, gpu.download::<half::bf16>(&out).unwrap());
+    assert_eq!(pool_bits(&gpu, &pool), pool_bits(&gpu, &copy), "the same step from the same states");
 }

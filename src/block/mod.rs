@@ -144,6 +144,13 @@ impl<'g> Glm5NextKdaBlock<'g> {
         Ok(slot)
     }
 
+    /// A copy of `pool`: the same capacity, the same sequences in the same slots, stepping
+    /// independently from now on (a snapshot of a batch, or two runs from one prefill).
+    pub fn copy_pool(&self, pool: &KdaStatePool) -> Result<KdaStatePool, BlockError> {
+        self.check_pool(pool)?;
+        pool.duplicate(self.gpu)
+    }
+
     /// A fresh sequence on its own: zero conv window, zero recurrent state.
     pub fn new_state(&self) -> Result<KdaState, BlockError> {
         let mut pool = self.new_pool(1)?;

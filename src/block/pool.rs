@@ -72,6 +72,22 @@ impl KdaStatePool {
         })
     }
 
+    /// A pool of the same capacity on the same backend holding the same sequences in the same
+    /// slots: a snapshot that steps independently of this one.
+    pub(super) fn duplicate(&self, gpu: &dyn GpuBackend) -> Result<Self, BlockError> {
+        let copy = |buffer: &DeviceBuffer| -> Result<DeviceBuffer, BlockError> {
+            let mut copy = gpu.alloc(buffer.dtype(), buffer.len())?;
+            gpu.copy_on_device(buffer.view(), copy.view_mut())?;
+            Ok(copy)
+        };
+        Ok(Self {
+            geometry: self.geometry,
+            conv: copy(&self.conv)?,
+            recurrent: copy(&self.recurrent)?,
+            held: self.held.clone(),
+        })
+    }
+
     /// How many sequences the pool holds at most.
     pub fn capacity(&self) -> u32 {
         self.held.len() as u32

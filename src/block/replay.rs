@@ -125,20 +125,32 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
         let block = self.block;
         let b = block.check_decode(pool, slots, hidden, self.max_batch)?;
         let (class, rows) = self.class_of(b);
-        let stale = self.classes[class].as_ref().is_none_or(|step| step.pool_capacity != pool.capacity());
-        if stale {
-            self.classes[class] = Some(record(block, rows, pool)?);
-        }
-        let Some(step) = self.classes[class].as_mut() else { unreachable!("recorded above") };
-        self.slot_rows.clear();
-        self.slot_rows.extend(slots);
-        self.slot_rows.resize(step.workspace.rows(), NO_SLOT);
+        let step = recorded_step(&mut self.classes[class], block, rows, pool)?;
+        let slot_rows = &mut self.slot_rows;
+        slot_rows.clear();
+        slot_rows.extend(slots);
+        slot_rows.resize(step.workspace.rows(), NO_SLOT);
         let gpu = block.gpu;
-        gpu.write(&self.slot_rows, &mut step.workspace.slot)?;
+        gpu.write(slot_rows, &mut step.workspace.slot)?;
         gpu.copy_on_device(hidden.view(), step.workspace.hidden.slice_mut(0..hidden.len()))?;
         let Bindings { shared, mut exclusive } = step.workspace.bindings(block, pool);
         step.launches.replay(gpu, &shared, &mut exclusive)?;
         Ok(step.workspace.out.slice(0..hidden.len()))
+    }
+
+    /// Records the step of `b` sequences on pools of `pool`'s capacity now, if it is not yet
+    /// recorded, so that the first [`Self::decode`] of that class replays too (a serving loop
+    /// records its classes before it takes requests). No sequence of `pool` moves.
+    pub fn prepare(&mut self, pool: &mut KdaStatePool, b: u32) -> Result<(), BlockError> {
+        self.block.check_pool(pool)?;
+        if !(1..=self.max_batch).contains(&b) {
+            return Err(BlockError::Input {
+                expected: format!("a batch of 1 to {} sequences", self.max_batch),
+                found: format!("{b}"),
+            });
+        }
+        let (class, rows) = self.class_of(b);
+        recorded_step(&mut self.classes[class], self.block, rows, pool).map(drop)
     }
 
     /// The class of a batch of `b` and its row count.
@@ -149,6 +161,21 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
             _ => (2, self.max_batch),
         }
     }
+}
+
+/// The recording of a class of `rows` rows in `recorded`, recorded now if there is none for
+/// `pool`'s capacity.
+fn recorded_step<'r>(
+    recorded: &'r mut Option<RecordedStep>,
+    block: &Glm5NextKdaBlock<'_>,
+    rows: u32,
+    pool: &mut KdaStatePool,
+) -> Result<&'r mut RecordedStep, BlockError> {
+    let step = match recorded.take() {
+        Some(step) if step.pool_capacity == pool.capacity() => step,
+        _ => record(block, rows, pool)?,
+    };
+    Ok(recorded.insert(step))
 }
 
 /// Runs one step of `rows` rows on `pool` with every slot [`NO_SLOT`] (so no sequence moves) and
