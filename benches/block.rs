@@ -1,11 +1,13 @@
 //! The KDA block on the CPU reference backend: one decode step, chunked prefill of a prompt, and
 //! the per-token loop over the same prompt, at the `tiny` and `mid` presets (tokens/s through
-//! divan's item counter; the prefill / per-token ratio is the speedup of the chunked form).
+//! divan's item counter; the prefill / per-token ratio is the speedup of the chunked form); and
+//! B sequences decoded at `mid`, B single-sequence steps against one batched step and one replayed
+//! step (the ratio is what batching buys).
 //!
 //! `cargo bench --bench block`
 
 use divan::counter::ItemsCount;
-use kda::block::Glm5NextKdaBlock;
+use kda::block::{Glm5NextKdaBlock, KdaState, KdaStatePool};
 use kda::geometry::KdaGeometry;
 use kda::weights::{HostWeights, synthetic_hidden};
 use kda_runtime::GpuBackendExt;
@@ -13,6 +15,8 @@ use kda_runtime::cpu::CpuBackend;
 
 const PROMPT: usize = 128;
 const PRESETS: [&str; 2] = ["tiny", "mid"];
+/// Sequences per batched step, at `mid`.
+const BATCHES: [usize; 2] = [8, 64];
 
 fn main() {
     divan::main();
@@ -58,4 +62,52 @@ fn per_token_prefill(bencher: divan::Bencher, preset: &str) {
             }
         },
     );
+}
+
+/// A block at `mid`, a pool of `b` fresh sequences and one token for each.
+fn batch_setup(
+    gpu: &CpuBackend,
+    b: usize,
+) -> (Glm5NextKdaBlock<'_>, KdaStatePool, Vec<u32>, Vec<half::bf16>) {
+    let geometry = KdaGeometry::mid();
+    let block = Glm5NextKdaBlock::new(gpu, geometry, &HostWeights::synthetic(&geometry, 1)).unwrap();
+    let mut pool = block.new_pool(b as u32).unwrap();
+    let slots = (0..b).map(|_| block.acquire(&mut pool).unwrap()).collect();
+    (block, pool, slots, synthetic_hidden(&geometry, b, 3))
+}
+
+#[divan::bench(args = BATCHES)]
+fn single_sequence_steps(bencher: divan::Bencher, b: usize) {
+    let gpu = kda::reference::backend();
+    let (block, _, _, hidden) = batch_setup(&gpu, b);
+    let mut states: Vec<KdaState> = (0..b).map(|_| block.new_state().unwrap()).collect();
+    let tokens: Vec<_> =
+        hidden.chunks(block.geometry().hidden as usize).map(|row| gpu.upload(row).unwrap()).collect();
+    bencher.counter(ItemsCount::new(b)).bench_local(|| {
+        for (state, token) in states.iter_mut().zip(&tokens) {
+            block.decode_step(state, token).unwrap();
+        }
+    });
+}
+
+#[divan::bench(args = BATCHES)]
+fn batched_step(bencher: divan::Bencher, b: usize) {
+    let gpu = kda::reference::backend();
+    let (block, mut pool, slots, hidden) = batch_setup(&gpu, b);
+    let hidden = gpu.upload(&hidden).unwrap();
+    bencher
+        .counter(ItemsCount::new(b))
+        .bench_local(|| block.decode_batch(&mut pool, &slots, &hidden).unwrap());
+}
+
+#[divan::bench(args = BATCHES)]
+fn replayed_step(bencher: divan::Bencher, b: usize) {
+    let gpu = kda::reference::backend();
+    let (block, mut pool, slots, hidden) = batch_setup(&gpu, b);
+    let hidden = gpu.upload(&hidden).unwrap();
+    let mut replay = block.decode_replay(b as u32).unwrap();
+    replay.prepare(&mut pool, b as u32).unwrap();
+    bencher.counter(ItemsCount::new(b)).bench_local(|| {
+        replay.decode(&mut pool, &slots, &hidden).unwrap();
+    });
 }

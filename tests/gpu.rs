@@ -1,7 +1,8 @@
 //! The CUDA kernels against the CPU reference, on a GPU: every kernel of `[glm5next_kda]` on its
 //! launch case (`kda::cases`) at small geometries and at GLM-5.3-Flash, within the tolerances of
 //! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
-//! GEMV, the two recurrent kernels); and the whole block, prefill then decode.
+//! GEMV, the two recurrent kernels); the whole block, prefill then decode; and buffers shared by
+//! two streams of the device.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
 //! GPU machine (`--include-ignored`). Without a usable device a test panics with the backend's
@@ -12,9 +13,10 @@
 mod support;
 
 use kda::geometry::{GateLaw, KdaGeometry};
-use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES};
-use kda_runtime::GpuBackend;
+use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
+use kda::launch;
 use kda_runtime::cuda::CudaBackend;
+use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
@@ -105,4 +107,31 @@ fn a_batched_step_agrees_with_the_reference() {
 fn a_replayed_decode_step_is_decode_batch_bit_for_bit() {
     let (gpu, _) = cuda();
     assert_eq!(assert_replay_is_decode_batch(&gpu, d128(), 80, 64, &[1, 7, 16, 17, 64]), 3);
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_buffer_written_on_one_stream_is_read_on_another_in_order() {
+    let (gpu, kernels) = cuda();
+    let (a, b) = (gpu.new_stream().unwrap(), gpu.new_stream().unwrap());
+    let n = 1 << 22;
+    let values =
+        |offset: usize| (0..n).map(|i| bf16::from_f32(((i + offset) % 61) as f32 / 6.0 - 5.0)).collect();
+    let (first, second): (Vec<bf16>, Vec<bf16>) = (values(0), values(7));
+    // Written on stream A, read by a kernel on stream B, then overwritten on A: the kernel must
+    // see the first write whole and none of the second.
+    let mut x = a.upload(&first).unwrap();
+    let mut y = b.zeros::<f32>(n).unwrap();
+    let args = glm5next_kda::sigmoid { x: x.view(), y: y.view_mut(), n: n as u32 };
+    kernels.launch_sigmoid(&*b, launch::elementwise(n as u32), args).unwrap();
+    a.write(&second, &mut x).unwrap();
+    let got = b.download::<f32>(&y).unwrap();
+    let sigmoid = |x: bf16| 1.0 / (1.0 + (-x.to_f64()).exp());
+    let wrong = got
+        .iter()
+        .zip(&first)
+        .filter(|&(&y, &x)| (f64::from(y) - sigmoid(x)).abs() > 1e-6 * sigmoid(x))
+        .count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements are not the sigmoid of the first write");
+    assert_eq!(gpu.download::<bf16>(&x).unwrap(), second, "the second write, on the default stream");
 }

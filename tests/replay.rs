@@ -60,10 +60,12 @@ fn a_pool_of_another_capacity_is_recorded_again() {
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 4)).unwrap();
     let mut replay = block.decode_replay(8).unwrap();
     for capacity in [8, 12, 8] {
-        let (mut replayed, mut direct) = (prefilled_pool(&block, &gpu, capacity), prefilled_pool(&block, &gpu, capacity));
+        let (mut replayed, mut direct) =
+            (prefilled_pool(&block, &gpu, capacity), prefilled_pool(&block, &gpu, capacity));
         let slots = scrambled_slots(capacity, 6);
         let hidden = gpu.upload(&synthetic_hidden(&geometry, 6, u64::from(capacity))).unwrap();
-        let want = gpu.download::<half::bf16>(&block.decode_batch(&mut direct, &slots, &hidden).unwrap()).unwrap();
+        let want =
+            gpu.download::<half::bf16>(&block.decode_batch(&mut direct, &slots, &hidden).unwrap()).unwrap();
         let got = replay.decode(&mut replayed, &slots, &hidden).unwrap();
         let got = gpu.download::<half::bf16>(got.buffer()).unwrap()[got.range()].to_vec();
         assert_eq!(got, want, "capacity {capacity}");
@@ -90,9 +92,7 @@ fn a_replay_refuses_what_decode_batch_refuses_before_anything_runs() {
         (replay.decode(&mut pool, &[0, 1], &three).err(), "three rows for two slots"),
         (replay.decode(&mut pool, &[0, 1, 2], &three).err(), "more than max_batch"),
     ];
-    let slot_error = |error: &Option<BlockError>, expected: SlotError| {
-        matches!(error, Some(BlockError::Slot(found)) if *found == expected)
-    };
+    let slot_error = |error: &Option<BlockError>, expected: SlotError| matches!(error, Some(BlockError::Slot(found)) if *found == expected);
     assert!(slot_error(&refusals[0].0, SlotError::OutOfRange { slot: 4, capacity: 4 }), "{refusals:?}");
     assert!(slot_error(&refusals[1].0, SlotError::Repeated { slot: 1 }), "{refusals:?}");
     assert!(slot_error(&refusals[2].0, SlotError::Free { slot: 3 }), "{refusals:?}");

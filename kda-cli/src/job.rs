@@ -121,13 +121,15 @@ fn decode_step(
     Ok(gpu.download(&out)?)
 }
 
-fn timed<T, E>(work: impl FnOnce() -> Result<T, E>) -> Result<(Duration, T), E> {
+/// `work`'s result and the host time it took.
+pub(crate) fn timed<T, E>(work: impl FnOnce() -> Result<T, E>) -> Result<(Duration, T), E> {
     let start = Instant::now();
     let value = work()?;
     Ok((start.elapsed(), value))
 }
 
-fn rate(tokens: u32, time: Duration) -> f64 {
+/// `tokens` per second of `time`.
+pub(crate) fn rate(tokens: u32, time: Duration) -> f64 {
     f64::from(tokens) / time.as_secs_f64().max(f64::MIN_POSITIVE)
 }
 

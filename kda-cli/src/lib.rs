@@ -1,8 +1,9 @@
-//! What the `kda` command runs, apart from its argument parsing: the main job, the resolution
-//! report, the manifest listing, the kernel benchmark and the emulated suite. A library so that tests reach them.
+//! What the `kda` command runs, apart from its argument parsing: the main job and its batched
+//! part, the resolution report, the manifest listing, the kernel benchmark and the emulated suite. A library so that tests reach them.
 
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod bench;
 #[cfg(feature = "emulation")]
 pub mod emulate;

@@ -12,6 +12,7 @@ use kda::kernels::{MANIFEST, MANIFEST_NAME};
 use kda_build::Manifest;
 #[cfg(feature = "emulation")]
 use kda_build::cuda::emulation::Sanitizer;
+use kda_cli::batch::{BatchOptions, BatchReport};
 use kda_cli::bench::BenchOptions;
 use kda_cli::job::{JobOptions, JobReport};
 use kda_runtime::GpuBackend;
@@ -39,6 +40,11 @@ struct Cli {
     /// Seed of the synthetic weights and inputs.
     #[arg(long, default_value_t = 5)]
     seed: u64,
+    /// Also decode this many sequences together (each prefilled with its own prompt of
+    /// `--prompt` tokens, then `--decode` steps): batched and replayed steps against one
+    /// single-sequence step per sequence, from the same states.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(kda::launch::MAX_DECODE_BATCH)))]
+    batch: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -218,6 +224,15 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let options = JobOptions { geometry, prompt: cli.prompt, decode: cli.decode, seed: cli.seed };
     let report = kda_cli::job::run(gpu.as_ref(), &options, &mut progress)?;
     print_report(&report);
+    if let Some(batch) = cli.batch {
+        println!(
+            "\nbatched decode: {batch} sequences, each a prompt of {} tokens, then {} steps",
+            cli.prompt, cli.decode
+        );
+        let options =
+            BatchOptions { geometry, batch, prompt: cli.prompt, steps: cli.decode.max(1), seed: cli.seed };
+        print_batch_report(batch, &kda_cli::batch::run(gpu.as_ref(), &options)?);
+    }
     Ok(())
 }
 
@@ -344,4 +359,26 @@ fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         written => Ok(written?),
     }
+}
+
+fn print_batch_report(batch: u32, report: &BatchReport) {
+    let single = report.single_tokens_per_s;
+    println!("throughput across the batch:");
+    println!("  {:<26}{single:>10.1} tokens/s", format!("{batch} single-sequence steps"));
+    for (path, tokens_per_s) in [
+        ("one batched step", report.batched_tokens_per_s),
+        ("one replayed step", report.replayed_tokens_per_s),
+    ] {
+        let ratio = tokens_per_s / single.max(f64::MIN_POSITIVE);
+        println!("  {path:<26}{tokens_per_s:>10.1} tokens/s  ({ratio:.2}× the single steps)");
+    }
+    let yes_no = |identical| if identical { "bit-identical" } else { "not bit-identical" };
+    let batched = report.batched;
+    println!(
+        "agreement: batched vs single steps {} (outputs relative RMS {:.2e} over {} values); replayed vs batched {}",
+        yes_no(report.batched_identical),
+        batched.relative_rms,
+        batched.elements,
+        yes_no(report.replayed_identical)
+    );
 }

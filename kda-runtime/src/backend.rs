@@ -125,7 +125,8 @@ scalar_args!(u32 => U32, i32 => I32, u64 => U64, f32 => F32);
 /// A device that carries kernel modules and runs them: CUDA, the CPU reference, or a test fake.
 ///
 /// Object safe, so model code takes `&dyn GpuBackend` and runs unchanged on every backend.
-/// Handles and buffers are valid only on the backend that issued them.
+/// Handles and buffers are valid only on the backend that issued them, and on its
+/// [streams](GpuBackend::new_stream).
 pub trait GpuBackend: Send + Sync {
     /// What this backend is, for reports and error messages ("CUDA device 0 (NVIDIA H200, sm_90)").
     fn describe(&self) -> String;
@@ -201,6 +202,37 @@ pub trait GpuBackend: Send + Sync {
         work()?;
         self.synchronize()?;
         Ok(start.elapsed())
+    }
+
+    /// Another stream of this device: a backend that issues its work in a queue of its own, so
+    /// that it proceeds while this backend's work does (two batches, or a prefill and a decode
+    /// step, at once). Open one per concurrent piece of work, and drive each from its own thread
+    /// if the host side should overlap too.
+    ///
+    /// The stream is the same device: it has this backend's [`BackendId`](crate::BackendId), so
+    /// it takes the handles this backend looked up and the buffers it allocated (and this backend
+    /// takes the stream's), and it shares the loaded modules. Work on different streams is
+    /// ordered only where it uses a common buffer, so that every stream sees what issue order
+    /// promises:
+    /// - a launch or copy that reads or writes a buffer runs after every write to it issued
+    ///   earlier on any stream of the device (a buffer's zero-fill is a write on the stream that
+    ///   allocated it);
+    /// - one that writes a buffer also runs after every read of it issued earlier on another
+    ///   stream;
+    /// - a buffer is freed, when dropped, after every use of it on any stream.
+    ///
+    /// "Earlier" is host order: the call that issued one returned before the other was made.
+    /// [`synchronize`](Self::synchronize) and [`time`](Self::time) cover the work of the backend
+    /// they are called on, that stream's alone. Dropping a stream does not wait for its work,
+    /// which stays ordered before whatever uses its buffers later.
+    ///
+    /// The default opens no queue: the stream issues into this backend's own, in the order of
+    /// the calls, which is the order the rule asks for. That is right, and costs nothing, for
+    /// backends that run every launch and copy to completion before returning (the CPU reference,
+    /// the emulators): there is nothing to overlap. A backend whose work runs asynchronously
+    /// (CUDA) opens a queue of its own and orders buffers between queues itself.
+    fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
+        Ok(Box::new(crate::stream::InOrder(self)))
     }
 }
 

@@ -40,6 +40,7 @@ mod registry;
 pub mod replay;
 mod resolve;
 pub mod signature;
+mod stream;
 mod table;
 pub mod testing;
 

@@ -1,19 +1,25 @@
 //! Test doubles: [`FakeBackend`] carries exactly the kernels a test lists, can make a module fail,
-//! and records every lookup and launch so tests can assert which kernel a dispatch chose.
+//! and records every lookup and launch so tests can assert which kernel a dispatch chose, and,
+//! across its streams, which waits the ordering of buffers between streams requires.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::host::HostMemory;
 use crate::registry::KernelRegistry;
+use crate::signature::{self, Access};
+use crate::stream::StreamOrder;
 use crate::{
-    BackendError, BackendId, DType, GpuBackend, KernelArg, KernelEntry, KernelHandle, KernelTable,
-    LaunchGeometry, LookupError, signature,
+    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle,
+    KernelTable, LaunchGeometry, LookupError, View, ViewMut,
 };
 
 /// A launch as [`FakeBackend`] saw it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FakeLaunch {
+    /// The stream it was issued on: 0 for the fake itself, then 1, 2, ... for its streams in the
+    /// order they were opened ([`GpuBackend::new_stream`]).
+    pub stream: usize,
     /// The launched kernel's module.
     pub module: String,
     /// The launched kernel's entry point.
@@ -46,17 +52,49 @@ pub enum FakeArg {
     F32(f32),
 }
 
+/// A wait between two streams of a [`FakeBackend`] that the ordering of a buffer required before
+/// a launch, copy or allocation on `waiter` used it (see [`GpuBackend::new_stream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FakeWait {
+    /// The stream that waited, numbered as [`FakeLaunch::stream`].
+    pub waiter: usize,
+    /// The stream whose earlier use of the buffer it waited for.
+    pub on: usize,
+    /// The buffer, by [`DeviceBuffer::id`].
+    pub buffer: u64,
+}
+
 #[derive(Default)]
 struct Record {
     lookups: Vec<(String, String)>,
     launches: Vec<FakeLaunch>,
     allocations: usize,
+    /// The streams opened so far.
+    streams: usize,
+    order: StreamOrder,
+    waits: Vec<FakeWait>,
+}
+
+impl Record {
+    /// Notes that `stream` uses each buffer of `uses` as it says, recording first the waits that
+    /// takes.
+    fn order(&mut self, stream: usize, uses: impl IntoIterator<Item = (u64, Access)>) {
+        for (buffer, access) in uses {
+            for on in self.order.access(stream, buffer, access) {
+                self.waits.push(FakeWait { waiter: stream, on, buffer });
+            }
+        }
+    }
 }
 
 /// A backend that carries the kernels it is told to and computes nothing: launches are checked
 /// (handle and buffers must be its own, and safe launches against the entry's signature, as on
 /// every backend) and recorded. Memory is real host memory, so copies
 /// round-trip.
+///
+/// Its [streams](GpuBackend::new_stream) share its kernels, memory and record: each launch is
+/// recorded with the stream it was issued on, and each wait between streams that the ordering of
+/// buffers requires ([`FakeBackend::waits`]) as it would be issued on a device with queues.
 ///
 /// Kernels are carried by `(namespace, module, entry)`, as on every backend: a table's entries
 /// ([`FakeBackend::with_table`], [`FakeBackend::with_entry`]) in their manifest's namespace, a
@@ -138,9 +176,16 @@ impl FakeBackend {
         self.record().lookups.clone()
     }
 
-    /// Every launch so far, in order.
+    /// Every launch so far, on any stream, in order.
     pub fn launches(&self) -> Vec<FakeLaunch> {
         self.record().launches.clone()
+    }
+
+    /// Every wait between streams so far, in order: what a launch, copy or allocation waited for
+    /// before it used a buffer (launches and copies name the buffers they read or write; an
+    /// allocation writes its buffer's zeros).
+    pub fn waits(&self) -> Vec<FakeWait> {
+        self.record().waits.clone()
     }
 
     /// The number of buffers allocated so far.
@@ -178,9 +223,11 @@ impl FakeBackend {
         })
     }
 
-    /// Records a launch, checked against the entry's signature or not.
+    /// Records a launch on `stream`, checked against the entry's signature or not, after the
+    /// waits its buffers take.
     fn record_launch(
         &self,
+        stream: usize,
         kernel: KernelHandle,
         geometry: LaunchGeometry,
         args: &[KernelArg<'_>],
@@ -190,13 +237,56 @@ impl FakeBackend {
         if checked {
             signature::check(&registered.entry, &geometry, args)?;
         }
-        let args = args.iter().map(|arg| self.describe_arg(arg)).collect::<Result<_, _>>()?;
-        self.record().launches.push(FakeLaunch {
+        let described = args.iter().map(|arg| self.describe_arg(arg)).collect::<Result<_, _>>()?;
+        let uses = args.iter().filter_map(|arg| match arg {
+            KernelArg::Read(view) => Some((view.buffer().id(), Access::Read)),
+            KernelArg::Write(view) => Some((view.buffer().id(), Access::Write)),
+            _ => None,
+        });
+        let mut record = self.record();
+        record.order(stream, uses);
+        record.launches.push(FakeLaunch {
+            stream,
             module: registered.entry.module.to_owned(),
             entry: registered.entry.entry.to_owned(),
             geometry,
-            args,
+            args: described,
         });
+        Ok(())
+    }
+
+    /// Allocates on `stream`: the buffer's zero-fill is a write there.
+    fn alloc_on(&self, stream: usize, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.record().allocations += 1;
+        let buffer = self.memory.alloc(dtype, len)?;
+        self.record().order(stream, [(buffer.id(), Access::Write)]);
+        Ok(buffer)
+    }
+
+    /// [`GpuBackend::copy_to_device`] on `stream`: a write of `dst`.
+    fn copy_to_device_on(
+        &self,
+        stream: usize,
+        src: &[u8],
+        dst: &mut DeviceBuffer,
+    ) -> Result<(), BackendError> {
+        self.memory.copy_to_device(src, dst)?;
+        self.record().order(stream, [(dst.id(), Access::Write)]);
+        Ok(())
+    }
+
+    /// [`GpuBackend::copy_to_host`] on `stream`: a read of `src`.
+    fn copy_to_host_on(&self, stream: usize, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.memory.copy_to_host(src, dst)?;
+        self.record().order(stream, [(src.id(), Access::Read)]);
+        Ok(())
+    }
+
+    /// [`GpuBackend::copy_on_device`] on `stream`: a read of `src`'s buffer, a write of `dst`'s.
+    fn copy_on_device_on(&self, stream: usize, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+        let uses = [(src.buffer().id(), Access::Read), (dst.buffer().id(), Access::Write)];
+        self.memory.copy_on_device(src, dst)?;
+        self.record().order(stream, uses);
         Ok(())
     }
 }
@@ -223,12 +313,21 @@ impl GpuBackend for FakeBackend {
         self.kernels.lookup(entry)
     }
 
-    fn alloc(&self, dtype: DType, len: usize) -> Result<crate::DeviceBuffer, BackendError> {
-        self.record().allocations += 1;
-        self.memory.alloc(dtype, len)
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.alloc_on(0, dtype, len)
     }
 
-    crate::host::host_copy_methods!(memory);
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.copy_to_device_on(0, src, dst)
+    }
+
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.copy_to_host_on(0, src, dst)
+    }
+
+    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+        self.copy_on_device_on(0, src, dst)
+    }
 
     fn launch(
         &self,
@@ -236,7 +335,7 @@ impl GpuBackend for FakeBackend {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        self.record_launch(kernel, geometry, args, true)
+        self.record_launch(0, kernel, geometry, args, true)
     }
 
     /// Records the launch without the signature check; nothing runs, so nothing here relies on
@@ -247,11 +346,82 @@ impl GpuBackend for FakeBackend {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        self.record_launch(kernel, geometry, args, false)
+        self.record_launch(0, kernel, geometry, args, false)
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {
         Ok(())
+    }
+
+    /// A stream of the fake, numbered from 1 in the order opened, sharing its kernels, memory and
+    /// record.
+    fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
+        let mut record = self.record();
+        record.streams += 1;
+        Ok(Box::new(FakeStream { fake: self, index: record.streams }))
+    }
+}
+
+/// A stream of a [`FakeBackend`]: the fake, with what it issues recorded on stream `index`.
+struct FakeStream<'a> {
+    fake: &'a FakeBackend,
+    index: usize,
+}
+
+impl GpuBackend for FakeStream<'_> {
+    fn describe(&self) -> String {
+        format!("{}, stream {}", self.fake.describe(), self.index)
+    }
+
+    fn has_module(&self, module: &str) -> bool {
+        self.fake.has_module(module)
+    }
+
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.fake.lookup(entry)
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.fake.alloc_on(self.index, dtype, len)
+    }
+
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.fake.copy_to_device_on(self.index, src, dst)
+    }
+
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.fake.copy_to_host_on(self.index, src, dst)
+    }
+
+    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+        self.fake.copy_on_device_on(self.index, src, dst)
+    }
+
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.fake.record_launch(self.index, kernel, geometry, args, true)
+    }
+
+    /// As on the fake itself: nothing runs.
+    unsafe fn launch_unchecked(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.fake.record_launch(self.index, kernel, geometry, args, false)
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.fake.synchronize()
+    }
+
+    fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
+        self.fake.new_stream()
     }
 }
 
@@ -374,6 +544,7 @@ mod tests {
         .unwrap();
         let buffer = |len, writable| FakeArg::Buffer { dtype: DType::F32, len, writable };
         let expected = FakeLaunch {
+            stream: 0,
             module: "blas".into(),
             entry: "axpy".into(),
             geometry: geometry(),
@@ -418,6 +589,86 @@ mod tests {
         let unchecked = unsafe { gpu.launch_unchecked(axpy, geometry(), &mut [x.slice(2..6).into()]) };
         assert!(matches!(unchecked, Err(BackendError::SliceOutOfBounds { .. })), "{unchecked:?}");
         assert!(gpu.launches().is_empty());
+    }
+
+    /// `y += x` with `axpy` on `gpu`, over four elements.
+    fn add(gpu: &dyn GpuBackend, axpy: KernelHandle, x: &DeviceBuffer, y: &mut DeviceBuffer) {
+        gpu.launch(axpy, geometry(), &mut [x.view().into(), y.view_mut().into(), 4u32.into(), 1f32.into()])
+            .unwrap();
+    }
+
+    /// The stream each launch so far was issued on.
+    fn launch_streams(gpu: &FakeBackend) -> Vec<usize> {
+        gpu.launches().iter().map(|launch| launch.stream).collect()
+    }
+
+    #[test]
+    fn a_buffer_written_on_one_stream_is_waited_for_before_another_reads_it() {
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let (a, b) = (gpu.new_stream().unwrap(), gpu.new_stream().unwrap());
+        assert_eq!(a.lookup(&AXPY).unwrap(), axpy, "one device, one handle");
+        let x = a.upload(&[1.0f32; 4]).unwrap();
+        let mut y = a.zeros::<f32>(4).unwrap();
+        let mut z = b.zeros::<f32>(4).unwrap();
+        add(&*a, axpy, &x, &mut y);
+        assert_eq!(gpu.waits(), []);
+        add(&*b, axpy, &y, &mut z);
+        assert_eq!(gpu.waits(), [FakeWait { waiter: 2, on: 1, buffer: y.id() }]);
+        assert_eq!(launch_streams(&gpu), [1, 2]);
+        // The fake itself is stream 0; a stream opened from a stream is the next one.
+        add(&gpu, axpy, &x, &mut z);
+        let c = b.new_stream().unwrap();
+        add(&*c, axpy, &x, &mut y);
+        assert_eq!(launch_streams(&gpu), [1, 2, 0, 3]);
+    }
+
+    #[test]
+    fn streams_that_only_read_a_shared_buffer_do_not_wait_for_each_other() {
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let weights = gpu.upload(&[0.5f32; 4]).unwrap();
+        let (a, b) = (gpu.new_stream().unwrap(), gpu.new_stream().unwrap());
+        let (mut y_a, mut y_b) = (a.zeros::<f32>(4).unwrap(), b.zeros::<f32>(4).unwrap());
+        for _ in 0..3 {
+            add(&*a, axpy, &weights, &mut y_a);
+            add(&*b, axpy, &weights, &mut y_b);
+        }
+        // Each stream waits once for the upload on stream 0, and never for the other.
+        let upload = |waiter| FakeWait { waiter, on: 0, buffer: weights.id() };
+        assert_eq!(gpu.waits(), [upload(1), upload(2)]);
+        assert_eq!(launch_streams(&gpu), [1, 2, 1, 2, 1, 2]);
+    }
+
+    #[test]
+    fn a_write_after_a_read_on_another_stream_waits_for_it() {
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let (a, b) = (gpu.new_stream().unwrap(), gpu.new_stream().unwrap());
+        let mut x = a.upload(&[1.0f32; 4]).unwrap();
+        let mut y = b.zeros::<f32>(4).unwrap();
+        add(&*b, axpy, &x, &mut y);
+        a.write(&[2.0f32; 4], &mut x).unwrap();
+        let wait = |waiter, on| FakeWait { waiter, on, buffer: x.id() };
+        assert_eq!(gpu.waits(), [wait(2, 1), wait(1, 2)]);
+        // A copy on the device reads and writes as a launch does.
+        a.copy_on_device(y.view(), x.view_mut()).unwrap();
+        assert_eq!(gpu.waits()[2..], [FakeWait { waiter: 1, on: 2, buffer: y.id() }]);
+    }
+
+    #[test]
+    fn launches_on_one_stream_need_no_wait() {
+        let gpu = FakeBackend::new().with_table::<Blas>();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let a = gpu.new_stream().unwrap();
+        let (mut x, mut y) = (a.upload(&[1.0f32; 4]).unwrap(), a.zeros::<f32>(4).unwrap());
+        for _ in 0..2 {
+            add(&*a, axpy, &x, &mut y);
+            add(&*a, axpy, &y, &mut x);
+        }
+        assert_eq!(a.download::<f32>(&x).unwrap(), [1.0; 4], "the fake computes nothing");
+        assert_eq!(gpu.waits(), []);
+        assert_eq!(launch_streams(&gpu), [1; 4]);
     }
 
     #[test]

@@ -76,7 +76,11 @@ impl DecodeWorkspace {
 
     /// The weights, the input and the slots (read only within the step); the scratch, the output
     /// and the pool (written).
-    fn bindings<'a>(&'a mut self, block: &'a Glm5NextKdaBlock<'_>, pool: &'a mut KdaStatePool) -> Bindings<'a> {
+    fn bindings<'a>(
+        &'a mut self,
+        block: &'a Glm5NextKdaBlock<'_>,
+        pool: &'a mut KdaStatePool,
+    ) -> Bindings<'a> {
         let mut shared = block.weights.buffers().to_vec();
         shared.extend([&self.hidden, &self.slot]);
         let (conv, recurrent) = pool.buffers_mut();
@@ -180,7 +184,11 @@ fn recorded_step<'r>(
 
 /// Runs one step of `rows` rows on `pool` with every slot [`NO_SLOT`] (so no sequence moves) and
 /// records its launches.
-fn record(block: &Glm5NextKdaBlock<'_>, rows: u32, pool: &mut KdaStatePool) -> Result<RecordedStep, BlockError> {
+fn record(
+    block: &Glm5NextKdaBlock<'_>,
+    rows: u32,
+    pool: &mut KdaStatePool,
+) -> Result<RecordedStep, BlockError> {
     let mut workspace = DecodeWorkspace::new(block, rows)?;
     let recorder = {
         let Bindings { shared, exclusive } = workspace.bindings(block, pool);

@@ -37,7 +37,8 @@ impl FrontEnd {
     pub(super) fn new(gpu: &dyn GpuBackend, g: &KdaGeometry, t: u32, t_pad: u32) -> Result<Self, BlockError> {
         let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
         let bf16 = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::Bf16, elements(what, &[t, width])?)?);
-        let f32_padded = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
+        let f32_padded =
+            |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
         Ok(Self {
             q: bf16("t·qkv", qkv)?,
             k: bf16("t·qkv", qkv)?,

@@ -5,7 +5,7 @@ use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::{par_rows_mut, require};
+use super::require;
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::kernels::glm5next_kda;
 
@@ -36,31 +36,74 @@ fn dense_gemv_bf16_batchm(args: CpuArgs<'_>) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// `y[j] = bf16(Σ_p x[p]·w[j·k + p])` for every `j < y.len()`, with `k = x.len()`: the one
-/// definition of a GEMV output row, so gemv, batchm and gemm rows agree bit for bit.
-///
-/// Each output keeps one f32 accumulator over ascending `p` (`acc += x·w`: a product and a sum, each rounded), the
-/// order the ABI fixes. Speed comes from running [`COLUMNS`] such chains side by side, which
-/// leaves every output's sequence of operations unchanged.
+/// `y[j] = bf16(Σ_p x[p]·w[j·k + p])` for every `j < y.len()`, with `k = x.len()`.
 fn matvec(x: &[bf16], w: &[bf16], y: &mut [bf16]) {
-    let k = x.len();
-    let x: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
-    y.par_chunks_mut(COLUMNS).enumerate().for_each(|(block, outputs)| {
-        let rows = &w[block * COLUMNS * k..][..outputs.len() * k];
-        let mut acc = [0.0f32; COLUMNS];
-        for (p, &xp) in x.iter().enumerate() {
-            for (acc, row) in acc.iter_mut().zip(rows.chunks_exact(k)) {
-                *acc += xp * row[p].to_f32();
-            }
-        }
-        for (y, acc) in outputs.iter_mut().zip(acc) {
-            *y = bf16::from_f32(acc);
-        }
-    });
+    let n = y.len();
+    matmul(x, &w[..n * x.len()], y, 1, n, x.len());
 }
 
-/// Output columns a GEMV task computes together (independent accumulators the CPU overlaps).
+/// `c[i][j] = bf16(Σ_p a[i·k + p]·b[j·k + p])` for `i < m`, `j < n`: the one definition of a
+/// dense output, so gemv, batchm and gemm rows agree bit for bit.
+///
+/// Each output keeps one f32 accumulator over ascending `p` (`acc += a·b`: a product and a sum,
+/// each rounded), the order the ABI fixes. Speed comes from what leaves every output's sequence of
+/// operations unchanged: a task widens [`COLUMNS`] rows of `b` once, transposed so that the
+/// accumulators of one input row form a vector, and runs every input row against them, [`ROWS`]
+/// rows side by side; so a batch reads and widens each weight once, not once per row.
+fn matmul(a: &[bf16], b: &[bf16], c: &mut [bf16], m: usize, n: usize, k: usize) {
+    if k == 0 {
+        // Empty sums (and no rows to chunk `a` by).
+        c[..m * n].fill(bf16::ZERO);
+        return;
+    }
+    let a: Vec<f32> = a[..m * k].iter().map(|v| v.to_f32()).collect();
+    let blocks: Vec<Vec<f32>> = (0..n.div_ceil(COLUMNS))
+        .into_par_iter()
+        .map(|block| {
+            let columns = COLUMNS.min(n - block * COLUMNS);
+            // `panel[p][col]`: column `col` of the block, padded with zero columns to COLUMNS.
+            let mut panel = vec![[0.0f32; COLUMNS]; k];
+            for (col, row) in b[block * COLUMNS * k..][..columns * k].chunks_exact(k).enumerate() {
+                panel.iter_mut().zip(row).for_each(|(lane, w)| lane[col] = w.to_f32());
+            }
+            let mut out = vec![0.0f32; m * COLUMNS];
+            for (rows, sums) in a.chunks(ROWS * k).zip(out.chunks_mut(ROWS * COLUMNS)) {
+                accumulate(rows, &panel, sums, k);
+            }
+            out
+        })
+        .collect();
+    for (block, sums) in blocks.iter().enumerate() {
+        let first = block * COLUMNS;
+        let columns = COLUMNS.min(n - first);
+        for (row, sums) in c[..m * n].chunks_exact_mut(n).zip(sums.chunks_exact(COLUMNS)) {
+            row[first..first + columns].iter_mut().zip(sums).for_each(|(c, s)| *c = bf16::from_f32(*s));
+        }
+    }
+}
+
+/// The sums of up to [`ROWS`] input rows (`rows`, `k` each) against one widened panel, into
+/// `sums` (`COLUMNS` per row): one accumulator per output, ascending `p`.
+fn accumulate(rows: &[f32], panel: &[[f32; COLUMNS]], sums: &mut [f32], k: usize) {
+    let mut acc = [[0.0f32; COLUMNS]; ROWS];
+    let count = rows.len() / k.max(1);
+    for (p, lane) in panel.iter().enumerate() {
+        for (r, acc) in acc.iter_mut().enumerate().take(count) {
+            let x = rows[r * k + p];
+            acc.iter_mut().zip(lane).for_each(|(acc, w)| *acc += x * w);
+        }
+    }
+    for (sums, acc) in sums.chunks_exact_mut(COLUMNS).zip(acc) {
+        sums.copy_from_slice(&acc);
+    }
+}
+
+/// Output columns a task computes together: one vector of accumulators per input row.
 const COLUMNS: usize = 8;
+
+/// Input rows run side by side against one panel: independent accumulator vectors the CPU
+/// overlaps.
+const ROWS: usize = 4;
 
 /// A checked `a, b, c, m, n, k` launch (the gemm and batchm signature): `c[m, n] = a[m, k]·b[n, k]ᵀ`.
 pub(super) struct RowsLaunch<'a> {
@@ -84,9 +127,9 @@ impl<'a> RowsLaunch<'a> {
         Ok(Self { a, b, c, m, n, k })
     }
 
-    /// Computes every row of `c` as a GEMV of the matching row of `a`, rows in parallel.
+    /// Computes every row of `c` as a GEMV of the matching row of `a` would.
     pub(super) fn run(self) {
         let Self { a, b, c, m, n, k } = self;
-        par_rows_mut(c, m, n).enumerate().for_each(|(i, row)| matvec(&a[i * k..][..k], b, row));
+        matmul(a, &b[..n * k], c, m, n, k);
     }
 }

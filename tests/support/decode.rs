@@ -52,12 +52,15 @@ pub fn assert_replay_is_decode_batch(
     let weights = HostWeights::synthetic(&geometry, SEED);
     let block = Glm5NextKdaBlock::new(gpu, geometry, &weights).unwrap_or_else(|error| panic!("{error}"));
     let mut replay = block.decode_replay(max_batch).unwrap();
-    let (mut replayed, mut direct) = (prefilled_pool(&block, gpu, capacity), prefilled_pool(&block, gpu, capacity));
+    let (mut replayed, mut direct) =
+        (prefilled_pool(&block, gpu, capacity), prefilled_pool(&block, gpu, capacity));
     for &b in batches {
         for step in 0..2u64 {
             let slots = scrambled_slots(capacity, b);
-            let hidden = gpu.upload(&synthetic_hidden(&geometry, b as usize, 700 + step + 10 * u64::from(b))).unwrap();
-            let want = gpu.download::<bf16>(&block.decode_batch(&mut direct, &slots, &hidden).unwrap()).unwrap();
+            let hidden =
+                gpu.upload(&synthetic_hidden(&geometry, b as usize, 700 + step + 10 * u64::from(b))).unwrap();
+            let want =
+                gpu.download::<bf16>(&block.decode_batch(&mut direct, &slots, &hidden).unwrap()).unwrap();
             let got = replay.decode(&mut replayed, &slots, &hidden).unwrap_or_else(|error| panic!("{error}"));
             let host = gpu.download::<bf16>(got.buffer()).unwrap()[got.range()].to_vec();
             let bits = |values: &[bf16]| values.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

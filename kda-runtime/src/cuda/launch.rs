@@ -3,8 +3,8 @@
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 
-use super::CudaBackend;
-use super::CudaKernel;
+use super::reads::Reads;
+use super::{CudaBackend, CudaKernel};
 use crate::{BackendError, KernelArg, LaunchGeometry};
 
 /// Dynamic shared memory a kernel gets without opting in.
@@ -12,7 +12,8 @@ const DEFAULT_SHARED_MEMORY: u32 = 48 * 1024;
 
 /// An argument ready to push: device memory borrowed for the launch, or a scalar.
 enum Prepared<'a> {
-    View(CudaView<'a, u8>),
+    /// Memory the kernel reads, and its buffer's reads, to note the launch in.
+    View(CudaView<'a, u8>, &'a Reads),
     ViewMut(CudaViewMut<'a, u8>),
     U32(u32),
     I32(i32),
@@ -21,7 +22,8 @@ enum Prepared<'a> {
 }
 
 /// Launches `function` with `args` on the backend's stream. Views must be this backend's and lie
-/// inside their buffers (checked here).
+/// inside their buffers (checked here). The launch is ordered with the other streams' uses of
+/// its buffers (see [Streams](super#streams)).
 ///
 /// # Safety
 ///
@@ -55,7 +57,7 @@ pub(super) unsafe fn launch(
     let mut builder = gpu.stream.launch_builder(function);
     for arg in &mut prepared {
         match arg {
-            Prepared::View(view) => builder.arg(&*view),
+            Prepared::View(view, _) => builder.arg(&*view),
             Prepared::ViewMut(view) => builder.arg(view),
             Prepared::U32(value) => builder.arg(&*value),
             Prepared::I32(value) => builder.arg(&*value),
@@ -71,20 +73,30 @@ pub(super) unsafe fn launch(
     // SAFETY: the caller guarantees the arguments are the kernel's parameters, in order, of its C
     // types, and that every view covers what the kernel touches; `prepare` made each view from a
     // buffer of this backend and a range inside it; the `KernelArg` borrows keep the memory
-    // alive, and exclusive where the kernel writes, until the launch has been enqueued, and
-    // cudarc's stream ordering keeps later frees and copies behind it.
-    unsafe { builder.launch(config) }.map(drop).map_err(|error| gpu.driver("launching a kernel", error))
+    // alive, and exclusive where the kernel writes, until the launch has been enqueued. On the
+    // device the launch runs after earlier writes to its buffers on any stream and, where it
+    // writes, after earlier reads of them on other streams; later frees, copies and launches run
+    // after it: cudarc's event tracking, with `Reads` for reads on several streams (the module's
+    // Streams section names the cudarc items).
+    unsafe { builder.launch(config) }.map_err(|error| gpu.driver("launching a kernel", error))?;
+    prepared.iter().try_for_each(|arg| match arg {
+        Prepared::View(_, reads) => gpu.after_read(reads),
+        _ => Ok(()),
+    })
 }
 
 fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
     Ok(match arg {
         KernelArg::Read(view) => {
             let range = view.checked_byte_range()?;
-            Prepared::View(gpu.storage(view.buffer())?.bytes.slice(range))
+            let storage = gpu.storage(view.buffer())?;
+            Prepared::View(storage.bytes.slice(range), &storage.reads)
         }
         KernelArg::Write(view) => {
             let range = view.checked_byte_range()?;
-            Prepared::ViewMut(gpu.storage_mut(view.buffer_mut())?.bytes.slice_mut(range))
+            let storage = gpu.storage_mut(view.buffer_mut())?;
+            gpu.before_write(&storage.reads)?;
+            Prepared::ViewMut(storage.bytes.slice_mut(range))
         }
         KernelArg::U32(value) => Prepared::U32(*value),
         KernelArg::I32(value) => Prepared::I32(*value),

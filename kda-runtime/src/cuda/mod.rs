@@ -5,9 +5,40 @@
 //!
 //! It never panics on a machine without a GPU: [`CudaBackend::new`] checks that libcuda can be
 //! loaded before any other driver call and returns [`BackendError::Unavailable`] otherwise.
+//!
+//! # Streams
+//!
+//! The backend [`CudaBackend::new`] opens issues on the context's default stream;
+//! [`GpuBackend::new_stream`] opens a stream of its own (`CudaContext::new_stream`, a
+//! non-blocking stream: nothing orders it with the default stream implicitly), sharing the
+//! module cache and the backend id. Buffers are ordered between streams by cudarc's event
+//! tracking, which this backend never turns off (`CudaContext::is_event_tracking`, true from
+//! `CudaContext::new`; its context is its own, and nothing calls
+//! `CudaContext::disable_event_tracking`), and which acts while the context has a stream of its
+//! own open (`CudaContext::is_managing_stream_synchronization`):
+//! - `CudaStream::alloc` gives each `CudaSlice` a read and a write `CudaEvent`;
+//! - a kernel argument: `PushKernelArg<&CudaView>` for `LaunchArgs` makes `LaunchArgs::launch`
+//!   wait for the slice's write event and record its read event after the launch;
+//!   `PushKernelArg<&mut CudaViewMut>` makes it wait for both and record the write event;
+//! - copies: `CudaStream::memcpy_htod` takes its destination through
+//!   `DevicePtrMut::device_ptr_mut` (wait for both events, record the write event),
+//!   `CudaStream::memcpy_dtoh` its source through `DevicePtr::device_ptr` (wait for the write
+//!   event, record the read event), `CudaStream::memcpy_dtod` both (one context), and so does
+//!   the zero-fill of `CudaStream::alloc_zeros` (`CudaStream::memset_zeros`);
+//! - the free: `Drop for CudaSlice` makes the allocating stream wait for both events before
+//!   freeing on it;
+//! - the first stream opened (`CudaContext::new_stream`) synchronizes the context, so what was
+//!   issued before events were recorded has finished.
+//!
+//! A slice's one read event holds only its latest read, so reads on several streams are also
+//! kept per stream, and waited for by writes and the free (module `reads`). A stream dropped is joined
+//! into the default stream (`CudaStream::join`): dropping the last open stream ends the tracking
+//! (`Drop for CudaStream`), after which only the default stream issues, and it must come after
+//! the work of the streams it no longer tracks.
 
 mod launch;
 mod modules;
+mod reads;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,23 +51,40 @@ use crate::{
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
 use modules::CudaLoader;
+use reads::{Reads, StreamKey};
 
-/// A CUDA device, its stream, and the kernel images it can load.
+/// A CUDA device, as one of its streams, and the kernel images it can load: the default stream
+/// for the backend [`CudaBackend::new`] opens, a stream of its own for each one that
+/// [`GpuBackend::new_stream`] opens (see [Streams](self#streams)).
 pub struct CudaBackend {
     id: BackendId,
     stream: Arc<CudaStream>,
-    modules: ModuleCache<CudaLoader>,
+    /// The stream, as the reads of buffers name it.
+    key: StreamKey,
+    /// Shared by every stream of the device.
+    modules: Arc<ModuleCache<CudaLoader>>,
 }
 
 /// A function ready to launch, with the entry whose signature its layout was checked against.
 type CudaKernel = Resolved<Arc<CudaFunction>>;
 
-/// Device memory behind a [`DeviceBuffer`]: bytes, freed when dropped.
+/// Device memory behind a [`DeviceBuffer`]: bytes, freed when dropped, and their reads on each
+/// stream.
 struct CudaStorage {
     bytes: CudaSlice<u8>,
+    reads: Reads,
 }
 
 impl BufferStorage for CudaStorage {}
+
+impl Drop for CudaStorage {
+    /// Makes the allocating stream wait for the reads on every stream before `Drop for
+    /// CudaSlice` (which runs after this) frees the memory on it.
+    fn drop(&mut self) {
+        let stream = self.bytes.stream();
+        stream.context().record_err(self.reads.wait(stream, None));
+    }
+}
 
 impl CudaBackend {
     /// Device `ordinal`, carrying the modules of `sets`, each crate's in its namespace (a module
@@ -58,7 +106,8 @@ impl CudaBackend {
             unavailable("the CUDA driver library is incomplete (a symbol is missing)".to_owned())
         })??;
         let stream = loader.context.default_stream();
-        Ok(Self { id: BackendId::fresh(), stream, modules: ModuleCache::new(loader, sets)? })
+        let modules = Arc::new(ModuleCache::new(loader, sets)?);
+        Ok(Self { id: BackendId::fresh(), stream, key: StreamKey::fresh(), modules })
     }
 
     /// The number of CUDA devices, or why there are none.
@@ -111,6 +160,18 @@ impl CudaBackend {
         }
         let foreign = self.foreign("a device buffer");
         buffer.storage_mut().ok_or(foreign)
+    }
+
+    /// Before a write of a buffer on this stream: waits for its reads on the other streams.
+    fn before_write(&self, reads: &Reads) -> Result<(), BackendError> {
+        reads
+            .wait(&self.stream, Some(self.key))
+            .map_err(|e| self.driver("waiting for reads on other streams", e))
+    }
+
+    /// After a read of a buffer was issued on this stream: notes it for later writes and the free.
+    fn after_read(&self, reads: &Reads) -> Result<(), BackendError> {
+        reads.read(self.key, &self.stream).map_err(|e| self.driver("recording a read", e))
     }
 
     /// The function behind `kernel`, if this backend issued it.
@@ -193,7 +254,7 @@ impl GpuBackend for CudaBackend {
             .stream
             .alloc_zeros::<u8>(bytes.max(1))
             .map_err(|e| self.driver("allocating device memory", e))?;
-        DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes }))
+        DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes, reads: Reads::default() }))
     }
 
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
@@ -205,6 +266,7 @@ impl GpuBackend for CudaBackend {
             return Ok(());
         }
         let storage = self.storage_mut(dst)?;
+        self.before_write(&storage.reads)?;
         let mut target = storage.bytes.slice_mut(..expected);
         self.stream.memcpy_htod(src, &mut target).map_err(|e| self.driver("copying to the device", e))
     }
@@ -221,6 +283,7 @@ impl GpuBackend for CudaBackend {
         self.stream
             .memcpy_dtoh(&storage.bytes.slice(..expected), dst)
             .map_err(|e| self.driver("copying to the host", e))?;
+        self.after_read(&storage.reads)?;
         self.synchronize()
     }
 
@@ -229,9 +292,13 @@ impl GpuBackend for CudaBackend {
         if from.is_empty() {
             return Ok(());
         }
-        let source = self.storage(src.buffer())?.bytes.slice(from);
-        let mut target = self.storage_mut(dst.buffer_mut())?.bytes.slice_mut(to);
-        self.stream.memcpy_dtod(&source, &mut target).map_err(|e| self.driver("copying on the device", e))
+        let source = self.storage(src.buffer())?;
+        let target = self.storage_mut(dst.buffer_mut())?;
+        self.before_write(&target.reads)?;
+        self.stream
+            .memcpy_dtod(&source.bytes.slice(from), &mut target.bytes.slice_mut(to))
+            .map_err(|e| self.driver("copying on the device", e))?;
+        self.after_read(&source.reads)
     }
 
     fn launch(
@@ -282,5 +349,31 @@ impl GpuBackend for CudaBackend {
         end.synchronize().map_err(|e| self.driver("waiting for an event", e))?;
         let milliseconds = start.elapsed_ms(&end).map_err(|e| self.driver("reading an event", e))?;
         Ok(Duration::from_secs_f64(f64::from(milliseconds) / 1e3))
+    }
+
+    /// A stream of its own on the device's context (`CudaContext::new_stream`), with this
+    /// backend's id and module cache. Opening the first one waits for the device to finish what
+    /// was issued so far.
+    fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
+        let stream =
+            self.modules.loader().context.new_stream().map_err(|e| self.driver("opening a stream", e))?;
+        Ok(Box::new(Self {
+            id: self.id,
+            stream,
+            key: StreamKey::fresh(),
+            modules: Arc::clone(&self.modules),
+        }))
+    }
+}
+
+impl Drop for CudaBackend {
+    /// A stream of its own is joined into the default stream: whatever is issued there later
+    /// runs after the stream's work, even once no stream is left open to track buffers.
+    fn drop(&mut self) {
+        let context = &self.modules.loader().context;
+        let default = context.default_stream();
+        if self.stream != default {
+            context.record_err(default.join(&self.stream));
+        }
     }
 }

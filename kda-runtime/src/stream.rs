@@ -1,0 +1,127 @@
+//! Streams: further queues on one device, opened with [`GpuBackend::new_stream`], so that two
+//! batches (or a prefill and a decode step) proceed at once. Buffers stay usable on every stream
+//! of their device, ordered by the rule [`GpuBackend::new_stream`] states and [`StreamOrder`]
+//! models.
+//!
+//! [`InOrder`] is the stream a backend gets by default: its own queue again, for backends whose
+//! launches and copies run to completion, in issue order, before the call returns.
+
+mod order;
+
+pub(crate) use order::StreamOrder;
+
+use std::time::Duration;
+
+use crate::{
+    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
+    LookupError, View, ViewMut,
+};
+
+/// The default stream of a backend `B`: every call goes to `B`, so the stream issues into `B`'s
+/// own queue. Issue order is then the order the ordering rule asks for, on any backend; nothing
+/// overlaps, which costs nothing where every launch runs to completion before it returns.
+pub(crate) struct InOrder<'a, B: ?Sized>(pub(crate) &'a B);
+
+impl<B: GpuBackend + ?Sized> GpuBackend for InOrder<'_, B> {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+
+    fn has_module(&self, module: &str) -> bool {
+        self.0.has_module(module)
+    }
+
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.0.lookup(entry)
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.0.alloc(dtype, len)
+    }
+
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.0.copy_to_device(src, dst)
+    }
+
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.0.copy_to_host(src, dst)
+    }
+
+    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+        self.0.copy_on_device(src, dst)
+    }
+
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.0.launch(kernel, geometry, args)
+    }
+
+    unsafe fn launch_unchecked(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        // SAFETY: the caller upholds `launch_unchecked`'s contract for these arguments, and it is
+        // the same contract on `B`, which receives them unchanged.
+        unsafe { self.0.launch_unchecked(kernel, geometry, args) }
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.0.synchronize()
+    }
+
+    fn time(&self, work: &mut dyn FnMut() -> Result<(), BackendError>) -> Result<Duration, BackendError> {
+        self.0.time(work)
+    }
+
+    /// Another stream of `B` (into the same queue, unless `B` opens queues of its own).
+    fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
+        self.0.new_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cpu::CpuBackend;
+    use crate::testing::fixtures::AXPY;
+    use crate::{DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, LaunchGeometry};
+
+    /// `y += 2·x` with `axpy` on `gpu`, over four elements.
+    fn axpy_on(gpu: &dyn GpuBackend, axpy: KernelHandle, x: &DeviceBuffer, y: &mut DeviceBuffer) {
+        let args = &mut [x.view().into(), y.view_mut().into(), 4u32.into(), 2f32.into()];
+        gpu.launch(axpy, LaunchGeometry::linear(4, 128), args).unwrap();
+    }
+
+    #[test]
+    fn a_cpu_stream_takes_the_backends_handles_and_buffers_and_computes_the_same() {
+        let gpu = CpuBackend::new().with_kernel(&AXPY, |mut args| {
+            let (x, n, a) = (args.const_f32(0)?, args.u32(2)? as usize, args.f32(3)?);
+            let y = args.mut_f32(1)?;
+            y.iter_mut().zip(x).take(n).for_each(|(y, x)| *y += a * x);
+            Ok(())
+        });
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let x = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+        let mut on_parent = gpu.upload(&[1.0f32; 4]).unwrap();
+        axpy_on(&gpu, axpy, &x, &mut on_parent);
+
+        let stream = gpu.new_stream().unwrap();
+        assert_eq!(stream.lookup(&AXPY).unwrap(), axpy, "one device, one handle");
+        // The parent's handle and input on the stream, into a buffer the stream allocated.
+        let mut on_stream = stream.upload(&[1.0f32; 4]).unwrap();
+        axpy_on(&*stream, axpy, &x, &mut on_stream);
+        stream.synchronize().unwrap();
+        assert_eq!(stream.download::<f32>(&on_stream).unwrap(), [3.0, 5.0, 7.0, 9.0]);
+        // Each backend reads the other's buffer.
+        assert_eq!(gpu.download::<f32>(&on_stream).unwrap(), gpu.download::<f32>(&on_parent).unwrap());
+        assert_eq!(stream.download::<f32>(&on_parent).unwrap(), [3.0, 5.0, 7.0, 9.0]);
+        // A stream of the stream is the same device again.
+        axpy_on(&*stream.new_stream().unwrap(), axpy, &x, &mut on_parent);
+        assert_eq!(gpu.download::<f32>(&on_parent).unwrap(), [5.0, 9.0, 13.0, 17.0]);
+    }
+}
