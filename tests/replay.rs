@@ -4,7 +4,7 @@
 
 mod support;
 
-use kda::block::{BlockError, Glm5NextKdaBlock, SlotError};
+use kda::block::{BlockError, Glm5NextKdaBlock, KdaStatePool, SlotError};
 use kda::geometry::KdaGeometry;
 use kda::kernels::Glm5NextKda;
 use kda::weights::{HostWeights, synthetic_hidden};
@@ -12,14 +12,23 @@ use kda_runtime::GpuBackendExt;
 use kda_runtime::testing::FakeBackend;
 use support::decode::{assert_replay_is_decode_batch, pool_bits, prefilled_pool, scrambled_slots};
 
+/// A pool of `capacity` slots, all held, all zero.
+fn held_pool(block: &Glm5NextKdaBlock<'_>, capacity: u32) -> KdaStatePool {
+    let mut pool = block.new_pool(capacity).unwrap();
+    for slot in 0..capacity {
+        assert_eq!(block.acquire(&mut pool).unwrap(), slot);
+    }
+    pool
+}
+
 #[test]
 fn a_replay_is_decode_batch_bit_for_bit_in_every_dispatch_class() {
     let gpu = kda::reference::backend();
     // 1: the GEMV; 2, 7, 16: the batched GEMV at 16 rows; 17, 64: the GEMM at 64 rows.
-    let recorded = assert_replay_is_decode_batch(&gpu, KdaGeometry::tiny(), 70, 64, &[1, 2, 7, 16, 17, 64]);
-    assert_eq!(recorded, 3);
+    let counts = assert_replay_is_decode_batch(&gpu, KdaGeometry::tiny(), 70, 64, &[1, 2, 7, 16, 17, 64]);
+    assert_eq!(counts, (3, 0), "three classes recorded, no graphs on the CPU");
     // A replay whose largest batch is under 16 runs the batched GEMV at that many rows.
-    assert_eq!(assert_replay_is_decode_batch(&gpu, KdaGeometry::tiny(), 9, 5, &[3, 5]), 1);
+    assert_eq!(assert_replay_is_decode_batch(&gpu, KdaGeometry::tiny(), 9, 5, &[3, 5]), (1, 0));
 }
 
 #[test]
@@ -27,10 +36,7 @@ fn a_replay_launches_what_decode_batch_launches_and_allocates_nothing() {
     let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
     let geometry = KdaGeometry::tiny();
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 3)).unwrap();
-    let mut pool = block.new_pool(40).unwrap();
-    for _ in 0..40 {
-        block.acquire(&mut pool).unwrap();
-    }
+    let mut pool = held_pool(&block, 40);
     let mut replay = block.decode_replay(32).unwrap();
     for b in [1u32, 9, 16, 17, 32] {
         let slots = scrambled_slots(40, b);
@@ -51,6 +57,38 @@ fn a_replay_launches_what_decode_batch_launches_and_allocates_nothing() {
         }
     }
     assert_eq!(replay.recorded(), 3);
+}
+
+#[test]
+fn where_the_backend_has_graphs_a_step_is_one_graph_launch_captured_per_pool() {
+    let gpu = FakeBackend::new().with_table::<Glm5NextKda>().with_graphs();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 3)).unwrap();
+    let mut pools = [held_pool(&block, 20), held_pool(&block, 20)];
+    let mut replay = block.decode_replay(20).unwrap();
+    let slots = scrambled_slots(20, 18);
+    let hidden = gpu.upload(&synthetic_hidden(&geometry, 18, 5)).unwrap();
+    let launched = gpu.launches().len();
+    block
+        .decode_batch(
+            &mut pools[0],
+            &scrambled_slots(20, 20),
+            &gpu.upload(&synthetic_hidden(&geometry, 20, 5)).unwrap(),
+        )
+        .unwrap();
+    let direct = gpu.launches()[launched..].to_vec();
+    replay.prepare(&mut pools[0], 18).unwrap();
+    let allocated = gpu.allocations();
+    // The first pool twice (captured once), the second (captured again), the first again
+    // (captured again: a graph holds the addresses of one pool).
+    for (step, (which, captures)) in [(0, 1), (0, 1), (1, 2), (0, 3)].into_iter().enumerate() {
+        let launched = gpu.launches().len();
+        replay.decode(&mut pools[which], &slots, &hidden).unwrap();
+        assert_eq!(gpu.graph_launches(), step + 1, "step {step}: not one graph launch");
+        assert_eq!(gpu.captures(), captures, "step {step}");
+        assert_eq!(gpu.launches()[launched..], direct[..], "step {step}: other launches than decode_batch's");
+    }
+    assert_eq!(gpu.allocations(), allocated, "a replay allocated");
 }
 
 #[test]

@@ -234,6 +234,36 @@ pub trait GpuBackend: Send + Sync {
     fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
         Ok(Box::new(crate::stream::InOrder(self)))
     }
+
+    /// Captures the launches `work` issues, on the backend it is handed, into a [`DeviceGraph`]
+    /// that runs them again as one unit, where this backend has graphs; `Ok(None)` without running
+    /// `work` where it has none, which is the default. The launches are checked as always, and a
+    /// capture does not run them: launching the graph does. `work` must issue launches only (no
+    /// allocation, copy or synchronization).
+    ///
+    /// Safe code launches a graph through [`LaunchList::capture`](crate::replay::LaunchList::capture),
+    /// which binds it to the buffers it was captured on.
+    fn capture(
+        &self,
+        work: &mut dyn FnMut(&dyn GpuBackend) -> Result<(), BackendError>,
+    ) -> Result<Option<Box<dyn DeviceGraph>>, BackendError> {
+        let _ = work;
+        Ok(None)
+    }
+}
+
+/// Launches captured by [`GpuBackend::capture`], replayable as one unit (a CUDA graph): the
+/// launch overhead of a whole step paid once. A graph keeps alive the code it runs, not the
+/// buffers it touches.
+pub trait DeviceGraph: Send + Sync {
+    /// Runs the captured launches again, in order, with the arguments they were captured with.
+    ///
+    /// # Safety
+    ///
+    /// Every buffer the captured launches use is still allocated (the graph holds their
+    /// addresses), and every buffer they write has no other view in use until they finish: the
+    /// borrows the captured launches held hold again.
+    unsafe fn launch(&self) -> Result<(), BackendError>;
 }
 
 /// Typed transfers on any backend, built on the byte-level methods of [`GpuBackend`].

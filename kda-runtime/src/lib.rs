@@ -44,7 +44,7 @@ mod stream;
 mod table;
 pub mod testing;
 
-pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
+pub use backend::{DeviceGraph, GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
 pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;

@@ -113,6 +113,65 @@ impl LaunchList {
     }
 }
 
+impl LaunchList {
+    /// The list's launches on these bindings, captured into one device graph where `gpu` has
+    /// graphs ([`GpuBackend::capture`]; `Ok(None)` elsewhere, with nothing launched). The
+    /// bindings are checked as [`LaunchList::replay`] checks them, and every launch against its
+    /// signature as it is captured; capturing runs nothing.
+    pub fn capture(
+        &self,
+        gpu: &dyn GpuBackend,
+        shared: &[&DeviceBuffer],
+        exclusive: &mut [&mut DeviceBuffer],
+    ) -> Result<Option<CapturedList>, BackendError> {
+        let bound = bound_ids(shared, exclusive);
+        let graph = gpu.capture(&mut |capturing| self.replay(capturing, shared, exclusive))?;
+        Ok(graph.map(|graph| CapturedList { graph, bound }))
+    }
+}
+
+/// A [`LaunchList`] captured into a device graph, bound to the buffers it was captured on.
+pub struct CapturedList {
+    graph: Box<dyn crate::DeviceGraph>,
+    /// The ids of the shared, then the exclusive buffers of the capture.
+    bound: Vec<u64>,
+}
+
+impl CapturedList {
+    /// Whether `shared` and `exclusive` are the buffers the graph was captured on, in order.
+    pub fn is_bound_to(&self, shared: &[&DeviceBuffer], exclusive: &[&mut DeviceBuffer]) -> bool {
+        bound_ids(shared, exclusive) == self.bound
+    }
+
+    /// Runs the captured launches again on the buffers they were captured on, which must be
+    /// `shared` and `exclusive` (an `Err` before anything runs otherwise: see
+    /// [`CapturedList::is_bound_to`]).
+    pub fn launch(
+        &self,
+        shared: &[&DeviceBuffer],
+        exclusive: &mut [&mut DeviceBuffer],
+    ) -> Result<(), BackendError> {
+        if !self.is_bound_to(shared, exclusive) {
+            return Err(BackendError::Replay(
+                "a graph bound to other buffers than it was captured on".to_owned(),
+            ));
+        }
+        // SAFETY: `DeviceGraph::launch` needs the captured buffers alive and the written ones
+        // exclusively borrowed. Buffer ids are never reused (`DeviceBuffer::id`), so equal ids are
+        // the captured buffers themselves: `shared` borrows them, so they are allocated, and
+        // `exclusive` borrows the written ones mutably (a capture binds writes to exclusive places
+        // only, `LaunchRecorder::record`), as the capture did. The graph's launches are the list's,
+        // each checked against its signature on these buffers when captured, and a buffer's
+        // length and element type never change.
+        unsafe { self.graph.launch() }
+    }
+}
+
+/// The ids of the bound buffers, shared first.
+fn bound_ids(shared: &[&DeviceBuffer], exclusive: &[&mut DeviceBuffer]) -> Vec<u64> {
+    shared.iter().map(|b| b.id()).chain(exclusive.iter().map(|b| b.id())).collect()
+}
+
 /// The arguments of one launch on the buffers now bound. A recorded launch writes each exclusive
 /// buffer through one view at most and never reads one it writes (the borrows of the recorded
 /// launch ruled both out), so each written buffer is lent once, the rest shared.
@@ -292,6 +351,7 @@ impl GpuBackend for LaunchRecorder<'_> {
 mod tests {
     use super::*;
     use crate::cpu::CpuBackend;
+    use crate::testing::FakeBackend;
     use crate::testing::fixtures::AXPY;
     use crate::{GpuBackendExt, LaunchGeometry};
 
@@ -363,6 +423,36 @@ mod tests {
         }
         assert_eq!(gpu.download::<f32>(&y).unwrap(), before);
         assert_eq!(gpu.download::<f32>(&short).unwrap(), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_captured_list_launches_only_on_the_buffers_it_was_captured_on() {
+        let gpu = FakeBackend::new().with_entry(&AXPY).with_graphs();
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let x = gpu.upload(&[1.0f32, 2.0]).unwrap();
+        let (mut y, mut other_y) = (gpu.zeros::<f32>(2).unwrap(), gpu.zeros::<f32>(2).unwrap());
+        let recorder = LaunchRecorder::new(&gpu, &[&x], &[&y]);
+        let geometry = LaunchGeometry::linear(2, 128);
+        recorder
+            .launch(axpy, geometry, &mut [x.view().into(), y.view_mut().into(), 2u32.into(), 1f32.into()])
+            .unwrap();
+        let list = recorder.finish();
+        let recorded = gpu.launches();
+
+        let captured = list.capture(&gpu, &[&x], &mut [&mut y]).unwrap().expect("the fake has graphs");
+        assert_eq!(gpu.launches(), recorded, "a capture launches nothing");
+        assert!(captured.is_bound_to(&[&x], &[&mut y]) && !captured.is_bound_to(&[&x], &[&mut other_y]));
+        let refused = captured.launch(&[&x], &mut [&mut other_y]);
+        assert!(matches!(refused, Err(BackendError::Replay(_))), "{refused:?}");
+        assert_eq!(gpu.graph_launches(), 0);
+        captured.launch(&[&x], &mut [&mut y]).unwrap();
+        assert_eq!(gpu.graph_launches(), 1);
+        assert_eq!(gpu.launches()[recorded.len()..], recorded[..], "the graph's launches are the list's");
+        // Without graphs there is nothing to capture.
+        let plain = FakeBackend::new().with_entry(&AXPY);
+        let (x, mut y) = (plain.upload(&[1.0f32, 2.0]).unwrap(), plain.zeros::<f32>(2).unwrap());
+        assert!(list.capture(&plain, &[&x], &mut [&mut y]).unwrap().is_none());
+        assert!(plain.launches().is_empty());
     }
 
     #[test]

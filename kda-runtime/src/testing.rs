@@ -3,15 +3,15 @@
 //! across its streams, which waits the ordering of buffers between streams requires.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::host::HostMemory;
 use crate::registry::KernelRegistry;
 use crate::signature::{self, Access};
 use crate::stream::StreamOrder;
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle,
-    KernelTable, LaunchGeometry, LookupError, View, ViewMut,
+    BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, KernelArg, KernelEntry,
+    KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
 };
 
 /// A launch as [`FakeBackend`] saw it.
@@ -73,6 +73,12 @@ struct Record {
     streams: usize,
     order: StreamOrder,
     waits: Vec<FakeWait>,
+    /// The launches of the capture in progress, if one is.
+    capturing: Option<Vec<FakeLaunch>>,
+    /// How many graphs were captured.
+    captures: usize,
+    /// How many times a captured graph was launched.
+    graph_launches: usize,
 }
 
 impl Record {
@@ -119,7 +125,10 @@ pub struct FakeBackend {
     kernels: KernelRegistry<()>,
     /// module → the message its lookups fail with, in every namespace.
     failing: HashMap<String, String>,
-    record: Mutex<Record>,
+    /// Shared with the graphs it captures, which record their launches here.
+    record: Arc<Mutex<Record>>,
+    /// Whether [`GpuBackend::capture`] makes graphs.
+    graphs: bool,
 }
 
 impl Default for FakeBackend {
@@ -136,7 +145,8 @@ impl FakeBackend {
             memory: HostMemory::new(id),
             kernels: KernelRegistry::new(id),
             failing: HashMap::new(),
-            record: Mutex::default(),
+            record: Arc::default(),
+            graphs: false,
         }
     }
 
@@ -186,6 +196,24 @@ impl FakeBackend {
     /// allocation writes its buffer's zeros).
     pub fn waits(&self) -> Vec<FakeWait> {
         self.record().waits.clone()
+    }
+
+    /// Also captures graphs, as a CUDA device does: a [capture](GpuBackend::capture) records the
+    /// launches it checks without launching them, and each launch of its graph records them
+    /// again, as launches, on stream 0.
+    pub fn with_graphs(mut self) -> Self {
+        self.graphs = true;
+        self
+    }
+
+    /// How many graphs were captured.
+    pub fn captures(&self) -> usize {
+        self.record().captures
+    }
+
+    /// How many times a captured graph was launched.
+    pub fn graph_launches(&self) -> usize {
+        self.record().graph_launches
     }
 
     /// The number of buffers allocated so far.
@@ -243,15 +271,21 @@ impl FakeBackend {
             KernelArg::Write(view) => Some((view.buffer().id(), Access::Write)),
             _ => None,
         });
-        let mut record = self.record();
-        record.order(stream, uses);
-        record.launches.push(FakeLaunch {
+        let launch = FakeLaunch {
             stream,
             module: registered.entry.module.to_owned(),
             entry: registered.entry.entry.to_owned(),
             geometry,
             args: described,
-        });
+        };
+        let mut record = self.record();
+        match &mut record.capturing {
+            Some(captured) => captured.push(launch),
+            None => {
+                record.order(stream, uses);
+                record.launches.push(launch);
+            }
+        }
         Ok(())
     }
 
@@ -353,12 +387,48 @@ impl GpuBackend for FakeBackend {
         Ok(())
     }
 
+    /// A graph of the launches `work` issues on the fake itself, where it was made
+    /// [`FakeBackend::with_graphs`].
+    fn capture(
+        &self,
+        work: &mut dyn FnMut(&dyn GpuBackend) -> Result<(), BackendError>,
+    ) -> Result<Option<Box<dyn DeviceGraph>>, BackendError> {
+        if !self.graphs {
+            return Ok(None);
+        }
+        self.record().capturing = Some(Vec::new());
+        let issued = work(self);
+        let launches = {
+            let mut record = self.record();
+            record.captures += 1;
+            record.capturing.take().unwrap_or_default()
+        };
+        issued?;
+        Ok(Some(Box::new(FakeGraph { record: Arc::clone(&self.record), launches })))
+    }
+
     /// A stream of the fake, numbered from 1 in the order opened, sharing its kernels, memory and
     /// record.
     fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
         let mut record = self.record();
         record.streams += 1;
         Ok(Box::new(FakeStream { fake: self, index: record.streams }))
+    }
+}
+
+/// A graph a [`FakeBackend`] captured: its launches, recorded again at each launch.
+struct FakeGraph {
+    record: Arc<Mutex<Record>>,
+    launches: Vec<FakeLaunch>,
+}
+
+impl DeviceGraph for FakeGraph {
+    /// Records the captured launches; nothing runs, so nothing relies on the caller's promises.
+    unsafe fn launch(&self) -> Result<(), BackendError> {
+        let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+        record.graph_launches += 1;
+        record.launches.extend(self.launches.iter().cloned());
+        Ok(())
     }
 }
 

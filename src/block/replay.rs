@@ -1,12 +1,13 @@
 //! The batched decode step recorded once per dispatch class and replayed: a serving loop's step
-//! without the host work of choosing kernels and sizes, and without allocating.
+//! without the host work of choosing kernels and sizes, and without allocating. Where the backend
+//! has device graphs (CUDA), the recording is captured into one and a step is one graph launch.
 //!
 //! A step of `B` rows runs on the recording of its class, at the class's row count: 1 (the GEMV),
 //! up to 16 (the batched GEMV) and up to the replay's `max_batch` (the GEMM). The rows past `B` get
 //! slot `u32::MAX`, which the stateful kernels skip, so they touch no sequence; every row's
 //! projections are computed on its own, so a padded row changes no other row's result.
 
-use kda_runtime::replay::{LaunchList, LaunchRecorder};
+use kda_runtime::replay::{CapturedList, LaunchList, LaunchRecorder};
 use kda_runtime::{DType, DeviceBuffer, GpuBackendExt, View};
 
 use super::workspace::DecodeScratch;
@@ -37,6 +38,9 @@ pub struct DecodeReplay<'b, 'g> {
 struct RecordedStep {
     workspace: DecodeWorkspace,
     launches: LaunchList,
+    /// The launches captured into a device graph on the buffers of the last pool replayed, where
+    /// the backend has graphs.
+    graph: Option<CapturedList>,
     /// The capacity of the pool it was recorded on: the pool buffers' lengths follow from it.
     pool_capacity: u32,
 }
@@ -117,6 +121,11 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
         self.classes.iter().flatten().count()
     }
 
+    /// How many recorded classes run as a device graph (none where the backend has no graphs).
+    pub fn captured(&self) -> usize {
+        self.classes.iter().flatten().filter(|step| step.graph.is_some()).count()
+    }
+
     /// One token for each of `slots.len()` sequences of `pool`, as
     /// [`Glm5NextKdaBlock::decode_batch`] (the same checks, before anything runs, and the same
     /// results); returns the `[B, hidden]` bf16 output, which the next step overwrites.
@@ -138,7 +147,15 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
         gpu.write(slot_rows, &mut step.workspace.slot)?;
         gpu.copy_on_device(hidden.view(), step.workspace.hidden.slice_mut(0..hidden.len()))?;
         let Bindings { shared, mut exclusive } = step.workspace.bindings(block, pool);
-        step.launches.replay(gpu, &shared, &mut exclusive)?;
+        // A device graph where the backend has graphs, captured again for another pool's buffers;
+        // else the launches one by one.
+        if !step.graph.as_ref().is_some_and(|graph| graph.is_bound_to(&shared, &exclusive)) {
+            step.graph = step.launches.capture(gpu, &shared, &mut exclusive)?;
+        }
+        match &step.graph {
+            Some(graph) => graph.launch(&shared, &mut exclusive)?,
+            None => step.launches.replay(gpu, &shared, &mut exclusive)?,
+        }
         Ok(step.workspace.out.slice(0..hidden.len()))
     }
 
@@ -198,5 +215,5 @@ fn record(
     let DecodeWorkspace { hidden, slot, scratch, out } = &mut workspace;
     let rows = DecodeRows { hidden: hidden.view(), slot: slot.view(), out: out.view_mut() };
     block.decode_into(&recorder, rows, scratch, pool)?;
-    Ok(RecordedStep { launches: recorder.finish(), workspace, pool_capacity: pool.capacity() })
+    Ok(RecordedStep { launches: recorder.finish(), graph: None, workspace, pool_capacity: pool.capacity() })
 }

@@ -41,14 +41,14 @@ fn gcd(a: u32, b: u32) -> u32 {
 /// On `gpu`, a replay for up to `max_batch` sequences and `decode_batch` run the same steps on
 /// two identically prefilled pools of `capacity` slots: for each batch size of `batches`, two
 /// steps on scrambled slots, outputs and both pools bit for bit equal after each. Returns how
-/// many classes the replay recorded.
+/// many classes the replay recorded, and how many of them run as a device graph.
 pub fn assert_replay_is_decode_batch(
     gpu: &dyn GpuBackend,
     geometry: KdaGeometry,
     capacity: u32,
     max_batch: u32,
     batches: &[u32],
-) -> usize {
+) -> (usize, usize) {
     let weights = HostWeights::synthetic(&geometry, SEED);
     let block = Glm5NextKdaBlock::new(gpu, geometry, &weights).unwrap_or_else(|error| panic!("{error}"));
     let mut replay = block.decode_replay(max_batch).unwrap();
@@ -70,7 +70,13 @@ pub fn assert_replay_is_decode_batch(
             assert!(pool_bits(gpu, &replayed) == pool_bits(gpu, &direct), "{what}: pools differ");
         }
     }
-    replay.recorded()
+    println!(
+        "{}: {} classes recorded, {} as device graphs",
+        gpu.describe(),
+        replay.recorded(),
+        replay.captured()
+    );
+    (replay.recorded(), replay.captured())
 }
 
 /// `b` sequences of a prefilled pool through two batched decode steps on `gpu` and on the CPU

@@ -36,6 +36,7 @@
 //! (`Drop for CudaStream`), after which only the default stream issues, and it must come after
 //! the work of the streams it no longer tracks.
 
+mod graph;
 mod launch;
 mod modules;
 mod reads;
@@ -354,6 +355,15 @@ impl GpuBackend for CudaBackend {
     /// A stream of its own on the device's context (`CudaContext::new_stream`), with this
     /// backend's id and module cache. Opening the first one waits for the device to finish what
     /// was issued so far.
+    /// A CUDA graph, captured on the calling thread's per-thread stream, while the device has no
+    /// stream of its own open (see the module `graph`).
+    fn capture(
+        &self,
+        work: &mut dyn FnMut(&dyn GpuBackend) -> Result<(), BackendError>,
+    ) -> Result<Option<Box<dyn crate::DeviceGraph>>, BackendError> {
+        graph::capture(self, work)
+    }
+
     fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
         let stream =
             self.modules.loader().context.new_stream().map_err(|e| self.driver("opening a stream", e))?;
