@@ -138,6 +138,10 @@ run() {
     done
     step "kda (default preset)" "$BIN/kda" --backend cuda
     step "kda (glm5-flash)" "$BIN/kda" --backend cuda --preset glm5-flash
+    # Batched decode: the time of one step of 64 sequences against one step of one.
+    for batch in 1 64; do
+        step "kda (glm5-flash, batch $batch)" "$BIN/kda" --backend cuda --preset glm5-flash --prompt 16 --batch "$batch"
+    done
     step "kda bench" "$BIN/kda" bench --backend cuda
 
     note ""

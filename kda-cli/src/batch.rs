@@ -39,6 +39,8 @@ pub struct BatchReport {
     pub batched_tokens_per_s: f64,
     /// One replayed step per token.
     pub replayed_tokens_per_s: f64,
+    /// The time of one replayed step of the whole batch, on average.
+    pub replayed_step: Duration,
     /// The batched outputs against the single-sequence ones.
     pub batched: Agreement,
     /// Whether the batched outputs and states equal the single-sequence ones bit for bit (the
@@ -114,6 +116,7 @@ pub fn run(gpu: &dyn GpuBackend, options: &BatchOptions) -> Result<BatchReport, 
         single_tokens_per_s: rate(tokens, single_time),
         batched_tokens_per_s: rate(tokens, batched_time),
         replayed_tokens_per_s: rate(tokens, replayed_time),
+        replayed_step: replayed_time / steps,
         batched: Agreement::of(&widen(&batched_host), &widen(&single_host))
             .ok_or(JobError::Incomparable("batched outputs"))?,
         batched_identical: batched_bits == single_bits,
@@ -150,4 +153,24 @@ fn pool_bits(gpu: &dyn GpuBackend, pool: &KdaStatePool) -> Result<Vec<u32>, JobE
         bits.extend(gpu.download::<f32>(buffer)?.iter().map(|x| x.to_bits()));
     }
     Ok(bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_paths_agree_bit_for_bit_on_the_reference() {
+        let gpu = kda::reference::backend();
+        // 1 sequence: the GEMV; 5: the batched GEMV; 17: the GEMM.
+        for batch in [1, 5, 17] {
+            let options = BatchOptions { geometry: KdaGeometry::tiny(), batch, prompt: 3, steps: 2, seed: 9 };
+            let report = run(&gpu, &options).unwrap();
+            assert!(report.batched_identical && report.replayed_identical, "B = {batch}: {report:?}");
+            assert_eq!(report.batched.elements, (batch * 2 * 64) as usize);
+            let rates =
+                [report.single_tokens_per_s, report.batched_tokens_per_s, report.replayed_tokens_per_s];
+            assert!(rates.iter().all(|r| r.is_finite() && *r > 0.0), "{rates:?}");
+        }
+    }
 }

@@ -372,6 +372,10 @@ fn print_batch_report(batch: u32, report: &BatchReport) {
         let ratio = tokens_per_s / single.max(f64::MIN_POSITIVE);
         println!("  {path:<26}{tokens_per_s:>10.1} tokens/s  ({ratio:.2}× the single steps)");
     }
+    println!(
+        "  one replayed step of all {batch} sequences: {:.1} µs",
+        report.replayed_step.as_secs_f64() * 1e6
+    );
     let yes_no = |identical| if identical { "bit-identical" } else { "not bit-identical" };
     let batched = report.batched;
     println!(
