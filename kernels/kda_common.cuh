@@ -67,6 +67,55 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 #endif
 
+// Tensor cores (sm_80+): ldmatrix and mma.m16n8k16 with bf16 inputs and f32 accumulators, the
+// fragment layouts of the PTX ISA ("Warp-level matrix load instruction: ldmatrix", "Matrix
+// Fragments for mma.m16n8k16 with floating point type"). Each is a warp collective: every lane of
+// the full warp must execute it (the emulator reports a lane that does not as a launch error).
+//
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16 (no .trans): lanes 8i..8i+7 give the addresses of the
+// 8 rows (16 bytes each, in shared memory) of matrix i; r[i] of lane l gets row l/4, elements
+// 2(l%4) and 2(l%4)+1 of matrix i (the lower-indexed element in the low 16 bits).
+//   ldmatrix_x4(u32 (&r)[4], const void* smem_row);
+// The same with two matrices: lanes 0..15 give the addresses (lanes 16..31's are ignored).
+//   ldmatrix_x2(u32 (&r)[2], const void* smem_row);
+// d += a·b for one 16×8×16 tile (mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with c = d),
+// every lane of the warp taking part, with g = lane/4, t = lane%4:
+// a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..2t+1], a[2] = A[g][2t+8..2t+9], a[3] = A[g+8][2t+8..2t+9];
+// b[0] = B[2t..2t+1][g], b[1] = B[2t+8..2t+9][g]  (two bf16 per u32, lower index in the low half);
+// d[0] = D[g][2t], d[1] = D[g][2t+1], d[2] = D[g+8][2t], d[3] = D[g+8][2t+1].
+//   mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]);
+// The order of the 16 products' sum is the tensor core's own (the emulator's is defined in
+// kda-build/emu/kda_emu_runtime.cpp): results are held to the ABI's tolerances, not to bits.
+#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* smem_row) { kda_emu::ldmatrix(4, r, smem_row); }
+__device__ __forceinline__ void ldmatrix_x2(u32 (&r)[2], const void* smem_row) { kda_emu::ldmatrix(2, r, smem_row); }
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    kda_emu::mma_bf16_16816(d, a, b);
+}
+#else
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* smem_row) {
+    const u32 addr = static_cast<u32>(__cvta_generic_to_shared(smem_row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x2(u32 (&r)[2], const void* smem_row) {
+    const u32 addr = static_cast<u32>(__cvta_generic_to_shared(smem_row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(addr)
+                 : "memory");
+}
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }

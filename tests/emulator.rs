@@ -1,13 +1,15 @@
 //! The CUDA emulator itself (`kda-build/emu`, `kda_runtime::emu`), on fixture kernels built for
 //! this test from `tests/emulator/` as C++, not on the model's kernels (tests/emulated.rs runs
 //! those). What a kernel does right gives the GPU's answer: a barrier and a shuffle warp sum on
-//! 2D and 3D blocks of several blocks, cp.async data after its wait. What a kernel does wrong is
-//! a launch `Err` naming the kernel, the block, the thread and the block-order seed, never a hang
-//! or a silent wrong answer: a barrier some threads skip, a shuffle with lanes missing or lanes
-//! the warp lacks, a deadlock, a misaligned cp.async, a geometry or a shared memory size the
-//! device refuses. Shared memory and pending cp.async destinations read as NaN; block order is a
-//! seeded permutation; lookups check the kernel's C parameter types; a fixture that does not
-//! compile is a problem located in its manifest.
+//! 2D and 3D blocks of several blocks, cp.async data after its wait, the tensor-core wrappers of
+//! `kernels/kda_common.cuh` (every lane's ldmatrix words; an mma tile, exact in the emulator's
+//! summation order). What a kernel does wrong is a launch `Err` naming the kernel, the block, the
+//! thread and the block-order seed, never a hang or a silent wrong answer: a barrier some threads
+//! skip, a shuffle with lanes missing or lanes the warp lacks, a deadlock (an mma one lane skips
+//! among them), a misaligned cp.async or ldmatrix row, an ldmatrix row outside shared memory, a
+//! geometry or a shared memory size the device refuses. Shared memory and pending cp.async
+//! destinations read as NaN; block order is a seeded permutation; lookups check the kernel's C
+//! parameter types; a fixture that does not compile is a problem located in its manifest.
 #![cfg(feature = "emulation")]
 
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use half::bf16;
 use kda_build::cuda::emulation::{EmulatedLibrary as BuiltLibrary, Emulation};
 use kda_build::cuda::{BuildOutput, KernelBuild, Problem};
 use kda_runtime::emu::EmuBackend;
@@ -280,6 +283,46 @@ const CP_ASYNC_EMPTY: KernelEntry = entry(
             read("src", DType::F32, "4", &[Op::Literal(4)]),
             write("out", DType::U32, "4", &[Op::Literal(4)]),
         ],
+        requires: &[],
+    },
+);
+
+/// `const bf16 a[256], const bf16 b[128], const f32 c[128], f32 d[128]`.
+const MMA_TILE: KernelEntry = entry(
+    "mma",
+    "mma_tile",
+    &Signature {
+        params: &[
+            read("a", DType::Bf16, "256", &[Op::Literal(256)]),
+            read("b", DType::Bf16, "128", &[Op::Literal(128)]),
+            read("c", DType::F32, "128", &[Op::Literal(128)]),
+            write("d", DType::F32, "128", &[Op::Literal(128)]),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const u32 rows[128], u32 out[192]`.
+const LDMATRIX_LANES: KernelEntry = entry(
+    "mma",
+    "ldmatrix_lanes",
+    &Signature {
+        params: &[
+            read("rows", DType::U32, "128", &[Op::Literal(128)]),
+            write("out", DType::U32, "192", &[Op::Literal(192)]),
+        ],
+        requires: &[],
+    },
+);
+
+const MMA_LANE_SKIPS: KernelEntry = one_output!("mma", "mma_lane_skips", DType::F32, 32);
+
+/// `u32 out[32], u32 mode`.
+const LDMATRIX_MISADDRESSED: KernelEntry = entry(
+    "mma",
+    "ldmatrix_misaddressed",
+    &Signature {
+        params: &[write("out", DType::U32, "32", &[Op::Literal(32)]), KernelParam::scalar("mode", U32)],
         requires: &[],
     },
 );
@@ -615,6 +658,157 @@ fn a_cp_async_of_no_bytes_is_an_err_not_a_crash() {
     assert!(message.contains("`cp_async::cp_async_empty`"), "{message}");
     assert!(message.contains("cp.async of 0 bytes"), "{message}");
     assert!(message.contains("it copies 4, 8 or 16"), "{message}");
+}
+
+// ---- Tensor cores: ldmatrix and mma.m16n8k16 (bf16). ----
+
+/// A deterministic stream of bits (splitmix64).
+struct Bits(u64);
+
+impl Bits {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A bf16 of either sign, magnitude in [2^-4, 2^4), any significand: products and sums stay
+    /// far inside f32's range, but the sums of a tile do not fit f32's significand, so their order
+    /// shows in the last bits.
+    fn bf16(&mut self) -> bf16 {
+        let r = self.next();
+        let (sign, exponent, significand) = (r & 1, 123 + (r >> 1) % 8, (r >> 8) & 0x7f);
+        bf16::from_bits(u16::try_from(sign << 15 | exponent << 7 | significand).expect("16 bits"))
+    }
+}
+
+/// D = (C + A·B) + A·B in f32 with A [16][16] and B given as [8][16] (n, k), each sum over k in
+/// ascending order onto the accumulator, `k_order` giving the order (the emulator's: 0..16).
+fn mma_tile_reference(a: &[bf16], b: &[bf16], c: &[f32], k_order: &[usize]) -> Vec<f32> {
+    let mut d = c.to_vec();
+    for m in 0..16 {
+        for n in 0..8 {
+            let mut acc = c[m * 8 + n];
+            for _ in 0..2 {
+                for &k in k_order {
+                    acc += a[m * 16 + k].to_f32() * b[n * 16 + k].to_f32();
+                }
+            }
+            d[m * 8 + n] = acc;
+        }
+    }
+    d
+}
+
+#[test]
+fn ldmatrix_and_two_accumulating_mmas_give_the_f32_tile_summed_in_ascending_k() {
+    let gpu = backend(61);
+    let mut bits = Bits(0x6d6d_6131);
+    let a: Vec<bf16> = (0..256).map(|_| bits.bf16()).collect();
+    let b: Vec<bf16> = (0..128).map(|_| bits.bf16()).collect();
+    let c: Vec<f32> = (0..128).map(|_| bits.bf16().to_f32() * 4.0).collect();
+    let (a_buffer, b_buffer, c_buffer) =
+        (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap(), gpu.upload(&c).unwrap());
+    let mut d = gpu.upload(&[f32::NAN; 128]).unwrap();
+    launch(
+        &gpu,
+        &MMA_TILE,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [(&a_buffer).into(), (&b_buffer).into(), (&c_buffer).into(), (&mut d).into()],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    let ascending: Vec<usize> = (0..16).collect();
+    let expected = mma_tile_reference(&a, &b, &c, &ascending);
+    let got = gpu.download::<f32>(&d).unwrap();
+    for (i, (got, expected)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(got.to_bits(), expected.to_bits(), "D[{}][{}]: {got} != {expected}", i / 8, i % 8);
+    }
+    // The comparison sees the order: summed from k = 15 down, the same inputs round otherwise.
+    let descending: Vec<usize> = (0..16).rev().collect();
+    assert_ne!(
+        mma_tile_reference(&a, &b, &c, &descending),
+        expected,
+        "the inputs do not tell the orders apart"
+    );
+}
+
+#[test]
+fn ldmatrix_gives_every_lane_its_words_of_the_rows_the_lanes_address() {
+    let gpu = backend(62);
+    // Word w of shared row r holds its two bf16 elements' indices, r·8 + 2w (low half) and
+    // r·8 + 2w + 1 (high half).
+    let rows: Vec<u32> = (0..128).map(|i| (2 * i) | (2 * i + 1) << 16).collect();
+    let rows_buffer = gpu.upload(&rows).unwrap();
+    let mut out = gpu.zeros::<u32>(192).unwrap();
+    launch(
+        &gpu,
+        &LDMATRIX_LANES,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [(&rows_buffer).into(), (&mut out).into()],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    let out = gpu.download::<u32>(&out).unwrap();
+    // Lane l's register i holds word l % 4 of row l / 4 of matrix i, whose address lane
+    // 8i + l / 4 gave: row (5·lane + 3) % 32 of the tile for the x4, (3·lane + 7) % 32 for the x2.
+    for lane in 0..32 {
+        let word =
+            |address_lane: usize, row_of: fn(usize) -> usize| rows[4 * row_of(address_lane) + lane % 4];
+        let x4: Vec<u32> = (0..4).map(|i| word(8 * i + lane / 4, |l| (5 * l + 3) % 32)).collect();
+        let x2: Vec<u32> = (0..2).map(|i| word(8 * i + lane / 4, |l| (3 * l + 7) % 32)).collect();
+        assert_eq!(out[6 * lane..6 * lane + 4], x4, "lane {lane}'s ldmatrix_x4 registers");
+        assert_eq!(out[6 * lane + 4..6 * lane + 6], x2, "lane {lane}'s ldmatrix_x2 registers");
+    }
+}
+
+#[test]
+fn an_mma_one_lane_skips_is_a_deadlock_err_not_a_hang() {
+    let message = without_hanging(|| {
+        let gpu = backend(63);
+        let mut out = gpu.zeros::<f32>(32).unwrap();
+        launch(&gpu, &MMA_LANE_SKIPS, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into()])
+            .expect_err("an mma lane 5 skipped launched")
+    });
+    assert!(message.contains("`mma::mma_lane_skips`"), "{message}");
+    assert!(
+        message.contains(
+            "deadlock: 1 threads wait at __syncthreads; lanes 0xffffffdf of warp 0 wait in \
+             mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 for lanes 0x00000020"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("seed 0x000000000000003f"), "{message}");
+}
+
+#[test]
+fn an_ldmatrix_row_address_misaligned_or_outside_shared_memory_is_an_err_naming_the_lane() {
+    let launch_mode = |mode: u32| {
+        without_hanging(move || {
+            let gpu = backend(64);
+            let mut out = gpu.zeros::<u32>(32).unwrap();
+            launch(
+                &gpu,
+                &LDMATRIX_MISADDRESSED,
+                geometry((1, 1, 1), (32, 1, 1)),
+                &mut [(&mut out).into(), mode.into()],
+            )
+            .expect_err(&format!("an ldmatrix with a wrong row address (mode {mode}) launched"))
+        })
+    };
+    let misaligned = launch_mode(0);
+    let outside = launch_mode(1);
+    for message in [&misaligned, &outside] {
+        assert!(message.contains("`mma::ldmatrix_misaddressed`"), "{message}");
+        assert!(message.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16 from 0x"), "{message}");
+        assert!(message.contains("(lane 3's row of matrix 0)"), "{message}");
+        assert_eq!(thread_named(message), [3, 0, 0], "{message}");
+    }
+    assert!(misaligned.contains("a row address must be aligned to 16 bytes"), "{misaligned}");
+    assert!(
+        outside.contains("the 16-byte row is not in shared memory (the block's 512 bytes at 0x"),
+        "{outside}"
+    );
 }
 
 // ---- Launch geometry. ----

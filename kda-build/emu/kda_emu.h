@@ -6,9 +6,10 @@
 // with NaN bytes before every block. `__syncthreads` is a barrier every thread of the block must
 // reach, warp shuffles an exchange every lane of the mask must join, and an asynchronous copy
 // lands only at its wait: anything else is a launch error naming the kernel, the block and the
-// thread (kda_emu_runtime.cpp). What this header does not declare (atomics, ballots, tensor-core
-// instructions, inline PTX) does not compile, so a module that needs it is reported at build time
-// instead of being emulated wrongly.
+// thread (kda_emu_runtime.cpp). The tensor-core ldmatrix and mma.m16n8k16 (bf16) are gathers every
+// lane of the warp must join, reached through kda_common.cuh's wrappers. What this header does not
+// declare (atomics, ballots, other tensor-core instructions, inline PTX) does not compile, so a
+// module that needs it is reported at build time instead of being emulated wrongly.
 #pragma once
 
 #include <math.h>
@@ -71,6 +72,16 @@ unsigned lane();
 void cp_async(void* dst, const void* src, unsigned bytes);
 void cp_async_commit();
 void cp_async_wait(int newest_pending);
+// Warp gather: every lane of the full warp deposits `bytes` (1 to 32) from `record`; after one
+// wait, every lane gets all 32 records, lane by lane, in `all` (32 * bytes). `op` names the
+// instruction for messages; like a shuffle's, a lane that does not arrive is a launch error.
+void gather(const char* op, const void* record, unsigned bytes, void* all);
+// Tensor cores, for kda_common.cuh's wrappers (layouts and the mma's summation order in
+// kda_emu_runtime.cpp): ldmatrix.sync.aligned.m8n8.x{count}.shared.b16 (count 1, 2 or 4; each row
+// address 16-byte aligned and in shared memory) and
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with c = d. Both are gathers of the full warp.
+void ldmatrix(unsigned count, uint32_t* r, const void* row);
+void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]);
 
 template <class T>
 uint64_t to_bits(T value) {

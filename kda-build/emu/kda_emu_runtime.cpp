@@ -1,12 +1,13 @@
 // The host side of kda's CUDA emulator, compiled into every emulated module: the entry registry,
-// the block scheduler, barriers, warp exchanges and cp.async, and the C ABI the Rust backend and
-// the sanitizer driver call (kda_emu_abi.h).
+// the block scheduler, barriers, warp exchanges and gathers, cp.async, the tensor-core ldmatrix
+// and mma, and the C ABI the Rust backend and the sanitizer driver call (kda_emu_abi.h).
 //
 // A launch runs its blocks one at a time in an order shuffled by its seed, each block on one OS
-// thread per CUDA thread. Every wait (barrier, exchange) goes through one monitor per block that
-// knows which threads run, wait or have returned, so a barrier some thread never reaches, an
-// exchange with lanes missing or a deadlock ends the launch with a message instead of a hang:
-// the monitor sets the failure and every waiting thread unwinds out of the kernel (Abort).
+// thread per CUDA thread. Every wait (barrier, exchange, gather) goes through one monitor per block
+// that knows which threads run, wait or have returned, so a barrier some thread never reaches, a
+// warp collective (shuffle, ldmatrix, mma) with lanes missing or a deadlock ends the launch with a
+// message instead of a hang: the monitor sets the failure and every waiting thread unwinds out of
+// the kernel (Abort).
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -78,9 +79,14 @@ struct ThreadState {
 };
 thread_local ThreadState* self = nullptr;
 
+// The most bytes one lane deposits in a gather (kda_emu::gather).
+constexpr unsigned kMaxGatherRecord = 32;
+
+// One warp's collectives: an exchange (a shuffle, __syncwarp) or a gather (ldmatrix, mma). Both
+// go through the same arrival state, so lanes in different collectives are told apart by `op`.
 struct Warp {
     unsigned lanes = 0;    // the lanes this warp has (a block's last warp may be partial)
-    unsigned arrived = 0;  // lanes waiting in the current exchange
+    unsigned arrived = 0;  // lanes waiting in the current collective
     unsigned exited = 0;
     unsigned mask = 0;
     const char* op = nullptr;
@@ -88,6 +94,12 @@ struct Warp {
     uint64_t values[32] = {};
     int sources[32] = {};
     uint64_t results[32] = {};
+    // A gather: the records of the lanes that arrived, and those of the last completed gather,
+    // lane by lane at `record_bytes` each, which each lane copies out after it wakes (the next
+    // gather cannot complete before every lane has arrived at it, so they stay until then).
+    unsigned record_bytes = 0;
+    unsigned char records[32][kMaxGatherRecord] = {};
+    unsigned char gathered[32 * kMaxGatherRecord] = {};
     std::condition_variable done;
 };
 
@@ -128,41 +140,53 @@ class Monitor {
     uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
-        Warp& warp = warps_[self->warp];
-        const unsigned lane = self->lane, bit = 1u << lane;
-        if (!(mask & bit)) fail(lock, format("%s with mask 0x%08x, which leaves out the calling lane %u", op, mask, lane));
-        if (mask & ~warp.lanes)
-            fail(lock, format("%s with mask 0x%08x names lanes warp %u does not have (lanes 0x%08x)", op, mask,
-                              self->warp, warp.lanes));
-        if (warp.arrived == 0) {
-            warp.mask = mask;
-            warp.op = op;
-        } else if (warp.mask != mask || strcmp(warp.op, op) != 0) {
-            fail(lock, format("lanes of warp %u disagree: %s with mask 0x%08x here, %s with mask 0x%08x waiting",
-                              self->warp, op, mask, warp.op, warp.mask));
-        }
+        Warp& warp = join(lock, op, mask);
+        const unsigned lane = self->lane;
         if (source >= 0 && (source > 31 || !(mask & (1u << source))))
             fail(lock, format("%s reads lane %d, outside the mask 0x%08x", op, source, mask));
-        if (warp.exited & mask)
-            fail(lock, format("%s with mask 0x%08x, but lanes 0x%08x of warp %u have returned", op, mask,
-                              warp.exited & mask, self->warp));
+        check_returned(lock, warp, op, mask);
         warp.values[lane] = value;
         warp.sources[lane] = source;
-        warp.arrived |= bit;
+        warp.arrived |= 1u << lane;
         if (warp.arrived == mask) {
             for (unsigned i = 0; i < 32; ++i)
                 if (mask & (1u << i))
                     warp.results[i] = warp.sources[i] < 0 ? warp.values[i] : warp.values[warp.sources[i]];
-            warp.arrived = 0;
-            ++warp.generation;
-            warp.done.notify_all();
-            return warp.results[lane];
+            release(warp);
+        } else {
+            wait_for(lock, warp);
         }
-        const uint64_t generation = warp.generation;
-        check_deadlock(lock);
-        warp.done.wait(lock, [&] { return failed_ || warp.generation != generation; });
-        if (warp.generation == generation) throw Abort{};
         return warp.results[lane];
+    }
+
+    // A collective of the whole warp: every lane deposits `bytes` from `record`; once all 32 have,
+    // every lane gets all 32 records, lane by lane, in `all` (32 * bytes). One wait, whatever the
+    // size, where a word-by-word exchange would take one per word and source lane.
+    void gather(const char* op, const void* record, unsigned bytes, void* all) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (failed_) throw Abort{};
+        const unsigned mask = 0xffffffffu;
+        if (bytes == 0 || bytes > kMaxGatherRecord)
+            fail(lock, format("%s gathers %u bytes a lane: the emulator takes 1 to %u", op, bytes, kMaxGatherRecord));
+        const bool first = warp_of_self().arrived == 0;
+        Warp& warp = join(lock, op, mask);
+        if (first) {
+            warp.record_bytes = bytes;
+        } else if (warp.record_bytes != bytes) {
+            fail(lock, format("lanes of warp %u disagree: %s of %u bytes a lane here, of %u waiting", self->warp, op,
+                              bytes, warp.record_bytes));
+        }
+        check_returned(lock, warp, op, mask);
+        const unsigned lane = self->lane;
+        memcpy(warp.records[lane], record, bytes);
+        warp.arrived |= 1u << lane;
+        if (warp.arrived == mask) {
+            for (unsigned i = 0; i < 32; ++i) memcpy(warp.gathered + i * bytes, warp.records[i], bytes);
+            release(warp);
+        } else {
+            wait_for(lock, warp);
+        }
+        memcpy(all, warp.gathered, 32 * static_cast<size_t>(bytes));
     }
 
     // The calling thread has returned from the kernel (or unwound out of it).
@@ -207,6 +231,49 @@ class Monitor {
     }
 
    private:
+    Warp& warp_of_self() { return warps_[self->warp]; }
+
+    // The calling lane joins its warp's collective `op` over `mask`: the checks every collective
+    // makes (the lane is in the mask, the warp has the lanes, the lanes already waiting are in the
+    // same collective); the warp.
+    Warp& join(std::unique_lock<std::mutex>& lock, const char* op, unsigned mask) {
+        Warp& warp = warp_of_self();
+        const unsigned lane = self->lane, bit = 1u << lane;
+        if (!(mask & bit)) fail(lock, format("%s with mask 0x%08x, which leaves out the calling lane %u", op, mask, lane));
+        if (mask & ~warp.lanes)
+            fail(lock, format("%s with mask 0x%08x names lanes warp %u does not have (lanes 0x%08x)", op, mask,
+                              self->warp, warp.lanes));
+        if (warp.arrived == 0) {
+            warp.mask = mask;
+            warp.op = op;
+        } else if (warp.mask != mask || strcmp(warp.op, op) != 0) {
+            fail(lock, format("lanes of warp %u disagree: %s with mask 0x%08x here, %s with mask 0x%08x waiting",
+                              self->warp, op, mask, warp.op, warp.mask));
+        }
+        return warp;
+    }
+
+    void check_returned(std::unique_lock<std::mutex>& lock, const Warp& warp, const char* op, unsigned mask) {
+        if (warp.exited & mask)
+            fail(lock, format("%s with mask 0x%08x, but lanes 0x%08x of warp %u have returned", op, mask,
+                              warp.exited & mask, self->warp));
+    }
+
+    // The last lane has arrived: the collective completes and its lanes go on.
+    void release(Warp& warp) {
+        warp.arrived = 0;
+        ++warp.generation;
+        warp.done.notify_all();
+    }
+
+    // Waits for the collective the caller joined to complete; Abort if the launch fails first.
+    void wait_for(std::unique_lock<std::mutex>& lock, Warp& warp) {
+        const uint64_t generation = warp.generation;
+        check_deadlock(lock);
+        warp.done.wait(lock, [&] { return failed_ || warp.generation != generation; });
+        if (warp.generation == generation) throw Abort{};
+    }
+
     unsigned waiting() const {
         unsigned count = at_barrier_;
         for (const Warp& warp : warps_) count += __builtin_popcount(warp.arrived);
@@ -419,6 +486,89 @@ void cp_async_wait(int newest_pending) {
     for (size_t g = 0; g < land; ++g)
         for (const PendingCopy& copy : groups[g]) memcpy(copy.dst, copy.bytes, copy.size);
     groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(land));
+}
+
+void gather(const char* op, const void* record, unsigned bytes, void* all) { monitor.gather(op, record, bytes, all); }
+
+// ldmatrix.sync.aligned.m8n8.x{count}.shared.b16, no .trans (PTX ISA, "Warp-level matrix load
+// instruction: ldmatrix"): lanes 8i..8i+7 give the addresses of the 8 rows (16 bytes each) of
+// matrix i; r[i] of lane l gets row l/4 of matrix i, its 32-bit word l%4 (elements 2(l%4) and
+// 2(l%4)+1, the lower-indexed one in the low half). Lanes 8*count.. give no address.
+//
+// Each lane that gives an address reads its own row when it arrives (so a sanitizer sees the read
+// as that thread's), and the rows are then gathered: a row another lane writes after its own
+// ldmatrix is never read by this one, as on the GPU where the warp's reads are done when it goes
+// on. A row must be 16-byte aligned and in the block's shared memory, which in the emulator is
+// exactly its static __shared__ storage (dynamic shared memory is refused at launch).
+void ldmatrix(unsigned count, uint32_t* r, const void* row) {
+    static const char* const ops[] = {"ldmatrix.sync.aligned.m8n8.x1.shared.b16",
+                                      "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
+                                      "ldmatrix.sync.aligned.m8n8.x4.shared.b16"};
+    if (count != 1 && count != 2 && count != 4)
+        monitor.fail_here(format("ldmatrix of %u matrices: it loads 1, 2 or 4", count));
+    const char* op = ops[count == 1 ? 0 : count == 2 ? 1 : 2];
+    unsigned char mine[16];
+    memset(mine, 0xff, sizeof mine);
+    if (self->lane < 8 * count) {
+        const uintptr_t at = reinterpret_cast<uintptr_t>(row);
+        if (at % 16 != 0)
+            monitor.fail_here(format("%s from %p (lane %u's row of matrix %u): a row address must be aligned to "
+                                     "16 bytes",
+                                     op, row, self->lane, self->lane / 8));
+        const uintptr_t begin = reinterpret_cast<uintptr_t>(__start_kda_emu_shared);
+        if (static_shared_bytes() == 0 || at < begin || at + 16 > begin + static_shared_bytes())
+            monitor.fail_here(format("%s from %p (lane %u's row of matrix %u): the 16-byte row is not in shared "
+                                     "memory (the block's %zu bytes at %p)",
+                                     op, row, self->lane, self->lane / 8, static_shared_bytes(),
+                                     static_cast<void*>(__start_kda_emu_shared)));
+        memcpy(mine, row, sizeof mine);
+    }
+    unsigned char rows[32][16];
+    monitor.gather(op, mine, sizeof mine, rows);
+    const unsigned lane = self->lane;
+    for (unsigned i = 0; i < count; ++i) memcpy(&r[i], &rows[8 * i + lane / 4][4 * (lane % 4)], 4);
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with c = d (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type"), g = lane/4, t = lane%4, two bf16 a word, the
+// lower-indexed element in the low half:
+//   a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..2t+1], a[2] = A[g][2t+8..2t+9], a[3] = A[g+8][2t+8..2t+9];
+//   b[0] = B[2t..2t+1][g], b[1] = B[2t+8..2t+9][g];
+//   d[0] = D[g][2t], d[1] = D[g][2t+1], d[2] = D[g+8][2t], d[3] = D[g+8][2t+1].
+// The order, which the emulator defines and a tensor core need not follow (it may add the products
+// in another order or with other intermediate precision, which the ABI's tolerances allow): each
+// product A[m][k]·B[k][n] is exact in f32 (8-bit by 8-bit significands; barring underflow or
+// overflow of f32's range), and the 16 are added one at a time, k = 0, 1, ..., 15, each sum rounded
+// to f32, onto d's old value: d = ((d + p0) + p1) + ... + p15.
+void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+    uint32_t all[32][6];
+    monitor.gather("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", mine, sizeof mine, all);
+    // The whole A (16 x 16) and B (16 x 8), widened exactly from the lanes' fragments.
+    float A[16][16], B[16][8];
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, t = l % 4;
+        const uint32_t* w = all[l];
+        for (unsigned e = 0; e < 2; ++e) {
+            const unsigned shift = 16 * (1 - e);  // element e: the low half first
+            A[g][2 * t + e] = bits_to_float((w[0] << shift) & 0xffff0000u);
+            A[g + 8][2 * t + e] = bits_to_float((w[1] << shift) & 0xffff0000u);
+            A[g][2 * t + 8 + e] = bits_to_float((w[2] << shift) & 0xffff0000u);
+            A[g + 8][2 * t + 8 + e] = bits_to_float((w[3] << shift) & 0xffff0000u);
+            B[2 * t + e][g] = bits_to_float((w[4] << shift) & 0xffff0000u);
+            B[2 * t + 8 + e][g] = bits_to_float((w[5] << shift) & 0xffff0000u);
+        }
+    }
+    const unsigned g = self->lane / 4, t = self->lane % 4;
+    for (unsigned i = 0; i < 4; ++i) {
+        const unsigned m = g + (i < 2 ? 0 : 8), n = 2 * t + (i & 1);
+        float acc = d[i];
+        for (unsigned k = 0; k < 16; ++k) {
+            const float product = A[m][k] * B[k][n];
+            acc = acc + product;
+        }
+        d[i] = acc;
+    }
 }
 
 }  // namespace kda_emu
