@@ -126,7 +126,8 @@ mod tests {
         assert_eq!(gemv(1, 8192).grid, (256, 1, 1));
         assert_eq!(gemv(16, 100).block, (32, GEMV_BATCHM_ROW_GROUPS, 1));
         assert_eq!(gemv(16, 100).grid, (4, 1, 1));
-        assert_eq!(gemm(65, 8192).grid, (128, 2, 1));
+        assert_eq!(gemm(65, 8192).grid, (128, 1, 1));
+        assert_eq!(gemm(129, 100).grid, (2, 2, 1));
     }
 
     #[test]

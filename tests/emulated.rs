@@ -102,6 +102,22 @@ fn the_driver_runs_every_kernel_in_a_process_of_its_own_with_the_same_results() 
 }
 
 #[test]
+fn the_dense_products_agree_at_their_edge_shapes() {
+    // Off the tiles, k % 8 != 0, unaligned operands: both GEMM paths and the GEMVs' tails; then
+    // the GEMM's tensor-core path on one block, which loops over two row tiles and two column
+    // tiles reusing its pipeline's shared stages.
+    let (gpu, kernels) = emulated();
+    let mut cases = kda::cases::KernelCase::dense_edges(support::SEED, false).unwrap();
+    cases.push(kda::cases::KernelCase::dense("gemm", 130, 65, 264, 0, support::SEED).unwrap().with_blocks(1));
+    let mut failures = Vec::new();
+    for case in &cases {
+        let what = format!("m = {} {}", case.tokens(), case.field());
+        failures.extend(support::compare_case(&gpu, &kernels, &what, case).1);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn the_norms_agree_when_one_block_sums_every_row() {
     // One block for all rows: the shared partial sums of a row are reused for the next, which
     // the barrier at the end of the block sum protects.

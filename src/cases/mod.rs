@@ -375,8 +375,8 @@ impl KernelCase {
         Ok(KernelCase { entry, handle, launch, args, tokens: m })
     }
 
-    /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (64 for
-    /// the GEMM, 32 columns and 256-element K tiles for the GEMVs), k % 8 != 0 (no 16-byte loads),
+    /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 64
+    /// for the GEMM, 32 columns and 256-element K tiles for the GEMVs), k % 8 != 0 (no 16-byte loads),
     /// two K tiles with k % 8 == 0 (the GEMVs' asynchronous copies), operands one element off
     /// alignment, and m at each dispatch class. `thorough`: every m of 1..=17 and 65 (the GEMM),
     /// 1 (the GEMV) and 2..=16 (the batched GEMV), each at every (n, k, offset) of the grid.
@@ -409,7 +409,9 @@ impl KernelCase {
             ] {
                 cases.push(Self::dense(field(m), m, n, k, offset, seed)?);
             }
-            for (m, n, k, offset) in [(17, 65, 100, 0), (65, 40, 72, 1), (1, 33, 264, 0)] {
+            // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile; its scalar
+            // path (k % 8 != 0, or unaligned).
+            for (m, n, k, offset) in [(17, 65, 100, 0), (65, 40, 72, 1), (1, 33, 264, 0), (130, 65, 264, 0)] {
                 cases.push(Self::dense("gemm", m, n, k, offset, seed)?);
             }
         }
