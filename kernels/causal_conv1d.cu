@@ -4,7 +4,8 @@
 // Geometry (src/launch.rs): `launch::conv(dim, rows)`: one thread per channel, blockDim.x ==
 // CONV_BLOCK, grid (⌈dim / CONV_BLOCK⌉, rows). The decode entry takes one batch row per
 // blockIdx.y and needs exactly that block, so that its L2 heads never straddle blocks (CONV_BLOCK
-// is a multiple of every head_dim); the prefill entry runs one row.
+// is a multiple of every head_dim); the prefill entry takes `launch::conv_prefill(dim, t)`, one
+// grid row per tile of CONV_PREFILL_TOKENS tokens.
 //
 // Per channel c and token: shift state[c][0..W−1] ← state[c][1..W], state[c][W−1] ← f32(x[c]);
 // a = Σ_{s<W} state[c][s]·f32(w[c][s]) (one accumulator from 0, ascending s: tap 0 multiplies the
@@ -19,6 +20,9 @@
 #endif
 #ifndef CONV_MAX_WIDTH
 #error "CONV_MAX_WIDTH must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef CONV_PREFILL_TOKENS
+#error "CONV_PREFILL_TOKENS must be defined by the build (kernels.toml [defines])"
 #endif
 
 static_assert(CONV_BLOCK % 32 == 0 && CONV_BLOCK <= 1024, "CONV_BLOCK must be whole warps");
@@ -112,21 +116,44 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool,
     if (active) out[row_base + c] = narrow(y);
 }
 
-// Prefill, t tokens in order: x, out [t, dim]; out[τ][c] = bf16(silu(a)), no L2. The final state
-// holds the last W inputs (with the old state's tail when t < W). Each thread walks its channel's
-// tokens in order, so the window lives in registers. Requires 1 ≤ width ≤ CONV_MAX_WIDTH.
+// Prefill, t tokens: x, out [t, dim]; out[τ][c] = bf16(silu(a)), no L2. The final state holds
+// the last W inputs (with the old state's tail when t < W). A width-W filter has no recurrence, so
+// the tokens run in parallel: thread (c, tile) computes channel c over the CONV_PREFILL_TOKENS
+// tokens of its tile, its window seeded with the W inputs before the tile (from x, or from the old
+// state before token 0) and then carried in registers, each token's a in the same order as
+// decode. Grid-stride over channels (x) and tiles (y), any block shape. The state of channel c is
+// read and written only by the thread that runs (c, tile 0), so no block reads a window another
+// writes. Requires 1 ≤ width ≤ CONV_MAX_WIDTH.
 extern "C" __global__ void causal_conv1d_update_prefill(float* __restrict__ state, const bf16* __restrict__ x,
                                                         const bf16* __restrict__ weight, bf16* __restrict__ out,
                                                         u32 dim, u32 width, u32 t) {
     if (width == 0 || width > CONV_MAX_WIDTH) return;
-    const u32 stride = gridDim.x * blockDim.x;
-    for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < dim; c += stride) {
-        float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
-        load_channel(state, weight, c, width, win, tap);
-        for (u32 tau = 0; tau < t; ++tau) {
-            const size_t at = static_cast<size_t>(tau) * dim + c;
-            out[at] = narrow(silu(push(win, tap, width, widen(x[at]))));
+    const u32 tiles = (t + CONV_PREFILL_TOKENS - 1) / CONV_PREFILL_TOKENS;
+    for (u32 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < dim; c += gridDim.x * blockDim.x) {
+            float old[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
+            load_channel(state, weight, c, width, old, tap);
+            // input(i): x[i][c] for i ≥ 0, the old state's slot W + i before the prompt.
+            const auto input = [&](long long i) {
+                return i >= 0 ? widen(x[static_cast<size_t>(i) * dim + c]) : old[width + i];
+            };
+            const u32 first = tile * CONV_PREFILL_TOKENS;
+            const u32 last = min(t, first + CONV_PREFILL_TOKENS);
+            float win[CONV_MAX_WIDTH];
+#pragma unroll
+            for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
+                win[s] = s < width ? input(static_cast<long long>(first) - width + s) : 0.0f;
+            for (u32 tau = first; tau < last; ++tau) {
+                const size_t at = static_cast<size_t>(tau) * dim + c;
+                out[at] = narrow(silu(push(win, tap, width, widen(x[at]))));
+            }
+            if (tile == 0) {
+                float next[CONV_MAX_WIDTH];
+#pragma unroll
+                for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
+                    next[s] = s < width ? input(static_cast<long long>(t) - width + s) : 0.0f;
+                store_channel(state, c, width, next);
+            }
         }
-        store_channel(state, c, width, win);
     }
 }

@@ -21,9 +21,9 @@ pub const NORM_MAX_BLOCK: u32 = 128;
 /// The constants the kernels are compiled with, from the `[defines]` of `kernels.toml` (each
 /// documented there).
 pub use crate::kernels::defines::{
-    CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS,
-    GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM,
-    RECURRENT_VPB,
+    CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS, DENSE_GEMV_BATCHM_MAX_M,
+    GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, KDA_MAX_CHUNK,
+    KDA_MAX_HEAD_DIM, RECURRENT_VPB,
 };
 
 /// A geometry without dynamic shared memory; an empty grid dimension becomes 1 (the kernels
@@ -57,11 +57,17 @@ pub fn gemv(m: u32, n: u32) -> LaunchGeometry {
 /// row (y for the conv, z for the recurrent step), and CUDA grids hold at most 65,535 in y and z.
 pub const MAX_DECODE_BATCH: u32 = 65_535;
 
-/// `causal_conv1d_update_l2norm` and `causal_conv1d_update_prefill` over `dim` channels of `rows`
-/// sequences: one thread per channel, [`CONV_BLOCK`] per block (the decode kernel requires
-/// exactly that block), one grid row per sequence (the prefill kernel runs one).
+/// `causal_conv1d_update_l2norm` over `dim` channels of `rows` sequences: one thread per channel,
+/// [`CONV_BLOCK`] per block (the kernel requires exactly that block), one grid row per sequence.
 pub fn conv(dim: u32, rows: u32) -> LaunchGeometry {
     blocks((dim.div_ceil(CONV_BLOCK), rows, 1), (CONV_BLOCK, 1, 1))
+}
+
+/// `causal_conv1d_update_prefill` over `dim` channels of `t` tokens: one thread per channel,
+/// [`CONV_BLOCK`] per block, one grid row per tile of [`CONV_PREFILL_TOKENS`] tokens (the kernel
+/// grid-strides over both, so this is a sizing choice).
+pub fn conv_prefill(dim: u32, t: u32) -> LaunchGeometry {
+    blocks((dim.div_ceil(CONV_BLOCK), t.div_ceil(CONV_PREFILL_TOKENS), 1), (CONV_BLOCK, 1, 1))
 }
 
 /// `l2_norm_bf16` (`rows` = tokens × q/k heads) and `kda_o_norm_gated_bf16` (`rows` = tokens ×
@@ -102,6 +108,8 @@ mod tests {
         }
         assert_eq!(conv(24576, 1).grid, (96, 1, 1));
         assert_eq!(conv(24576, 64).grid, (96, 64, 1));
+        assert_eq!(conv_prefill(24576, 4096).grid, (96, 4096 / CONV_PREFILL_TOKENS, 1));
+        assert_eq!(conv_prefill(100, 1).grid, (1, 1, 1));
     }
 
     #[test]
@@ -147,6 +155,7 @@ mod tests {
             gemv(1, 5),
             gemv(7, 5),
             conv(768, 3),
+            conv_prefill(768, 100),
             norm(4, 128),
             recurrent(2, 128, 5),
             chunk_prepare(3, 2),

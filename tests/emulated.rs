@@ -11,6 +11,7 @@
 
 mod support;
 
+use kda::cases::KernelCase;
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
 use kda_runtime::GpuBackend;
@@ -103,12 +104,9 @@ fn the_driver_runs_every_kernel_in_a_process_of_its_own_with_the_same_results() 
 
 #[test]
 fn the_dense_products_agree_at_their_edge_shapes() {
-    // Off the tiles, k % 8 != 0, unaligned operands: both GEMM paths and the GEMVs' tails; then
-    // the GEMM's tensor-core path on one block, which loops over two row tiles and two column
-    // tiles reusing its pipeline's shared stages.
+    // Off the tiles, k % 8 != 0, unaligned operands: both GEMM paths and the GEMVs' tails.
     let (gpu, kernels) = emulated();
-    let mut cases = kda::cases::KernelCase::dense_edges(support::SEED, false).unwrap();
-    cases.push(kda::cases::KernelCase::dense("gemm", 130, 65, 264, 0, support::SEED).unwrap().with_blocks(1));
+    let cases = KernelCase::dense_edges(support::SEED, false).unwrap();
     let mut failures = Vec::new();
     for case in &cases {
         let what = format!("m = {} {}", case.tokens(), case.field());
@@ -118,14 +116,23 @@ fn the_dense_products_agree_at_their_edge_shapes() {
 }
 
 #[test]
-fn the_norms_agree_when_one_block_sums_every_row() {
-    // One block for all rows: the shared partial sums of a row are reused for the next, which
-    // the barrier at the end of the block sum protects.
+fn the_grid_stride_kernels_agree_on_one_block() {
+    // One block for everything: the norms reuse a row's shared partial sums for the next (the
+    // barrier at the end of the block sum protects them); the GEMM's tensor-core path loops over
+    // two row and two column tiles, reusing its pipeline's shared stages; the prefill conv walks
+    // two token tiles, the first of which alone carries the state.
     let (gpu, kernels) = emulated();
+    let one_block =
+        |field: &str, tokens| KernelCase::new(field, &d64(), tokens, support::SEED).unwrap().with_blocks(1);
+    let cases = [
+        one_block("l2", 5),
+        one_block("o_norm", 5),
+        one_block("conv_prefill", 65),
+        KernelCase::dense("gemm", 130, 65, 264, 0, support::SEED).unwrap().with_blocks(1),
+    ];
     let mut failures = Vec::new();
-    for field in ["l2", "o_norm"] {
-        let case = kda::cases::KernelCase::new(field, &d64(), 5, support::SEED).unwrap().with_blocks(1);
-        failures.extend(support::compare_case(&gpu, &kernels, field, &case).1);
+    for case in &cases {
+        failures.extend(support::compare_case(&gpu, &kernels, case.field(), case).1);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -306,7 +306,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut conv_out = gpu.alloc(DType::Bf16, tokens_by_dim as usize)?;
         self.kernels.launch_conv_prefill(
             gpu,
-            launch::conv(dim, 1),
+            launch::conv_prefill(dim, t),
             args::conv_prefill {
                 state: conv_state,
                 x: front.packed.view(),

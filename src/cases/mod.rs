@@ -222,7 +222,7 @@ impl KernelCase {
                     CaseArg::u32("width", CONV_WIDTH),
                     CaseArg::u32("t", s.t),
                 ];
-                (|k| Some(k.conv_prefill), launch::conv(s.dim, 1), args)
+                (|k| Some(k.conv_prefill), launch::conv_prefill(s.dim, s.t), args)
             }
             "l2" => {
                 let data = silu_outputs(&mut rng, s.t * s.dim);
@@ -418,11 +418,12 @@ impl KernelCase {
         Ok(cases)
     }
 
-    /// The same case launched on a grid of `blocks` blocks in x (the rest of its geometry kept):
-    /// for the grid-stride kernels, fewer blocks than items makes each block loop, which reaches
-    /// what a block does between two of its items (the norms' shared partial sums reused).
+    /// The same case launched on a grid of `blocks` blocks, all in x (its block shape kept): for the
+    /// grid-stride kernels, fewer blocks than items makes each block loop, which reaches what a
+    /// block does between two of its items (the norms' shared partial sums reused, the GEMM's
+    /// pipeline stages refilled, the prefill conv's later token tiles).
     pub fn with_blocks(mut self, blocks: u32) -> KernelCase {
-        self.launch.grid.0 = blocks.max(1);
+        self.launch.grid = (blocks.max(1), 1, 1);
         self
     }
 
