@@ -123,21 +123,38 @@ extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qk
     *at.out = update_column(at.column, d, at.column, d, at.column, d, in, d, at.beta, at.v);
 }
 
-// The same step reading the state once and writing it once: pass 1 reads the column from global
-// memory and keeps the decayed column in shared memory; pass 2 writes the updated column to
-// global memory. Bit-identical to kda_recurrent_decode_bf16.
+// The same step reading the state once and writing it once: the block's d × VPB slice of the head's
+// state is staged into shared memory by all its threads at once (16-byte `cp.async` copies, every
+// row in flight together, where the pool is 16-byte aligned; element by element otherwise), pass 1
+// decays it there in place, and pass 2 writes the updated column to global memory. Bit-identical
+// to kda_recurrent_decode_bf16: the same expressions on the same values.
 extern "C" __global__ void kda_recurrent_decode_bf16_smem(const bf16* __restrict__ qkv,
                                                           const float* __restrict__ gate,
                                                           const float* __restrict__ beta, float* pool,
                                                           const u32* __restrict__ slot, float* __restrict__ out,
                                                           u32 b, u32 slots, u32 h, u32 d, float scale) {
     __shared__ StepInputs in;
-    // Column-interleaved ([k][VPB]): thread v's element k at k·VPB + v, conflict-free.
-    __shared__ float decayed[KDA_MAX_HEAD_DIM * RECURRENT_VPB];
+    // Column-interleaved ([k][VPB]): thread v's element k at k·VPB + v, conflict-free; a row of the
+    // slice is VPB consecutive floats, as in the state.
+    __shared__ uint4 slice_words[KDA_MAX_HEAD_DIM * RECURRENT_VPB / 4];
+    float* const slice = reinterpret_cast<float*>(slice_words);
     if (!recurrent_launch_ok(h, d)) return;
     StepRow at;
     if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
-    stage_inputs(in, at.q, at.k, at.gate, d, scale);
-    *at.out = update_column(at.column, d, decayed + threadIdx.x, RECURRENT_VPB, at.column, d, in, d, at.beta,
-                            at.v);
+    // Row k of the slice is at.column − threadIdx.x + k·d: VPB floats from the block's first column.
+    const float* const first = at.column - threadIdx.x;
+    if (aligned16(first) && d % 4 == 0) {
+        constexpr u32 CHUNKS = RECURRENT_VPB / 4;  // 16-byte chunks per row
+        for (u32 i = threadIdx.x; i < d * CHUNKS; i += blockDim.x) {
+            const u32 k = i / CHUNKS, c = i % CHUNKS;
+            cp_async_16(slice + k * RECURRENT_VPB + c * 4, first + static_cast<size_t>(k) * d + c * 4);
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else {
+        for (u32 k = 0; k < d; ++k) slice[k * RECURRENT_VPB + threadIdx.x] = at.column[static_cast<size_t>(k) * d];
+    }
+    stage_inputs(in, at.q, at.k, at.gate, d, scale);  // its barrier also publishes the slice
+    float* const mine = slice + threadIdx.x;
+    *at.out = update_column(mine, RECURRENT_VPB, mine, RECURRENT_VPB, at.column, d, in, d, at.beta, at.v);
 }
