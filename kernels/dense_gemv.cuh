@@ -1,20 +1,24 @@
 // The one GEMV body of `gemv::dense_gemv_bf16` (m = 1) and
 // `dense_gemv_bf16_batchm::dense_gemv_bf16_batchm` (2 ≤ m ≤ DENSE_GEMV_BATCHM_MAX_M). Both modules
-// include it, so every output row is computed by the same expressions in the same order:
+// include it, and every output is computed by the same expressions in the same order whatever m
+// and the block shape are, so batchm rows are bit-identical to the gemv (the ABI's pair):
 //
-//   y[i][j] = bf16(acc), acc = 0; for p ascending: acc = acc + f32(x[i][p]) · f32(w[j][p])
+//   lane l of a warp sums its 16-byte chunks q = l, l + 32, l + 64, ... of the row in ascending q,
+//   the 8 elements of a chunk in order, with one fused multiply-add each (__fmaf_rn, from +0);
+//   the 32 lane sums are then added by a fixed butterfly (lane pairs 16 apart, then 8, 4, 2, 1).
 //
-// one f32 accumulator per output in ascending p: the ABI's order, the Rust reference's, and the
-// GEMM's. Hence batchm rows are bit-identical to the gemv (and to the CPU mirror, with --fmad=false).
+// That is a split of K over the 32 lanes (deterministic: no atomics, the order fixed by the code),
+// so an output is a chain of k/32 steps, not k; the ABI leaves the order free outside the pair.
 //
-// Geometry: blockDim = (GEMV_COLS_PER_BLOCK, ROW_GROUPS), grid.x = ⌈n / GEMV_COLS_PER_BLOCK⌉ (the
-// kernel grid-strides over column blocks). Thread (c, g) owns output column j0 + c for the rows
-// i ≡ g (mod ROW_GROUPS). The weight streams through shared memory in K tiles of KT elements with
-// cp.async double buffering: each tile of 32 weight rows is loaded coalesced (16-byte chunks) and
-// stored with the chunk index XOR-swizzled by the row, so that the 32 lanes, each reading its own
-// row, hit distinct banks. x rows are staged the same way and read as broadcasts. Positions past k
-// are zero-filled in both, adding exact +0 terms (an accumulator started at +0 is never −0, so
-// acc + 0 = acc bit for bit).
+// Geometry: blockDim = (GEMV_COLS_PER_BLOCK, groups), grid.x = ⌈n / GEMV_COLS_PER_BLOCK⌉ (the
+// kernel grid-strides over column blocks). Warp g of a block takes every groups-th column of the
+// block's GEMV_COLS_PER_BLOCK, GEMV_COLUMNS_PER_PASS at a time, for all m rows: each lane reads the
+// pass's weight rows and the x rows with 16-byte loads (a warp reads 512 contiguous bytes of a row
+// at once), several rows in flight. The pass's sums are reduced with one butterfly that also
+// scatters them: after the steps 16 and 8 apart each lane holds one column's partial, whose last
+// three steps are a plain butterfly; every lane of a warp ends holding its column's total. Chunks
+// past k are zero (adding +0 to a sum started at +0 leaves it unchanged), and unaligned operands
+// or k % 8 != 0 are read element by element.
 #pragma once
 
 #include "kda_common.cuh"
@@ -23,103 +27,97 @@
 #error "GEMV_COLS_PER_BLOCK must be defined by the build (kernels.toml [defines])"
 #endif
 
-static_assert(GEMV_COLS_PER_BLOCK == 32, "the GEMV maps one lane to one output column");
+static_assert(GEMV_COLS_PER_BLOCK == 32, "a GEMV block owns 32 output columns");
 
-// Copies 8 consecutive bf16 of a row (elements [p, p + 8) of a row of length k) into a 16-byte
-// shared-memory chunk: cp.async when the whole chunk is in bounds and aligned, else element by
-// element with zeros past k (or for rows past the end).
-__device__ __forceinline__ void gemv_load_chunk(uint4* dst, const bf16* row, bool row_ok, u32 p, u32 k,
-                                                bool vector_ok) {
-    if (row_ok && vector_ok && p + 8 <= k) {
-        cp_async_16(dst, row + p);
-        return;
-    }
-    *dst = load_chunk_scalar(row, row_ok, p, k);
+// Columns a warp sums at once: one 16-byte load of each per chunk, and the butterfly that
+// scatters them.
+constexpr u32 GEMV_COLUMNS_PER_PASS = 4;
+
+// Eight consecutive bf16 of `row` from position p as 4 words: one 16-byte load when the chunk is in
+// bounds and aligned, else element by element with zeros past k.
+__device__ __forceinline__ uint4 gemv_chunk(const bf16* row, u32 p, u32 k, bool vector_ok) {
+    if (vector_ok && p + 8 <= k) return __ldg(reinterpret_cast<const uint4*>(row + p));
+    return load_chunk_scalar(row, true, p, k);
 }
 
-// acc = acc + x[e] · w[e] for the 8 elements of a chunk, in element order.
-__device__ __forceinline__ float gemv_dot8(float acc, uint4 xv, uint4 wv) {
-    acc = acc + bf16_lo(xv.x) * bf16_lo(wv.x);
-    acc = acc + bf16_hi(xv.x) * bf16_hi(wv.x);
-    acc = acc + bf16_lo(xv.y) * bf16_lo(wv.y);
-    acc = acc + bf16_hi(xv.y) * bf16_hi(wv.y);
-    acc = acc + bf16_lo(xv.z) * bf16_lo(wv.z);
-    acc = acc + bf16_hi(xv.z) * bf16_hi(wv.z);
-    acc = acc + bf16_lo(xv.w) * bf16_lo(wv.w);
-    acc = acc + bf16_hi(xv.w) * bf16_hi(wv.w);
+// acc ← fma(x[e], w[e], acc) for the 8 elements of a chunk, in element order.
+__device__ __forceinline__ float gemv_fma8(float acc, uint4 xv, uint4 wv) {
+    acc = __fmaf_rn(bf16_lo(xv.x), bf16_lo(wv.x), acc);
+    acc = __fmaf_rn(bf16_hi(xv.x), bf16_hi(wv.x), acc);
+    acc = __fmaf_rn(bf16_lo(xv.y), bf16_lo(wv.y), acc);
+    acc = __fmaf_rn(bf16_hi(xv.y), bf16_hi(wv.y), acc);
+    acc = __fmaf_rn(bf16_lo(xv.z), bf16_lo(wv.z), acc);
+    acc = __fmaf_rn(bf16_hi(xv.z), bf16_hi(wv.z), acc);
+    acc = __fmaf_rn(bf16_lo(xv.w), bf16_lo(wv.w), acc);
+    acc = __fmaf_rn(bf16_hi(xv.w), bf16_hi(wv.w), acc);
     return acc;
 }
 
-// x [m, k], w [n, k], y [m, n], 1 ≤ m ≤ MAXM; blockDim must be (32, ROW_GROUPS).
-template <u32 MAXM, u32 ROW_GROUPS, u32 KT>
+// The totals over the warp of four per-lane partials v[0..4): lane l returns the total of column
+// (l >> 3) & 3. Steps 16 and 8 apart halve the columns a lane carries (it keeps the half its lane
+// bit selects, adding the partner's partial of the same column); steps 4, 2 and 1 apart are a plain
+// butterfly. For every column the additions pair the same lanes in the same order.
+__device__ __forceinline__ float gemv_reduce4(const float (&v)[GEMV_COLUMNS_PER_PASS], u32 lane) {
+    const bool upper16 = lane & 16;
+    // Step 16: keep columns {2, 3} (upper) or {0, 1} (lower); send the other two.
+    const float keep0 = upper16 ? v[2] : v[0], keep1 = upper16 ? v[3] : v[1];
+    const float send0 = upper16 ? v[0] : v[2], send1 = upper16 ? v[1] : v[3];
+    const float a0 = keep0 + __shfl_xor_sync(0xffffffffu, send0, 16);
+    const float a1 = keep1 + __shfl_xor_sync(0xffffffffu, send1, 16);
+    // Step 8: keep the odd (upper) or even column of the two.
+    const bool upper8 = lane & 8;
+    const float keep = upper8 ? a1 : a0, send = upper8 ? a0 : a1;
+    float total = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+#pragma unroll
+    for (u32 offset = 4; offset > 0; offset >>= 1) total = total + __shfl_xor_sync(0xffffffffu, total, offset);
+    return total;
+}
+
+// x [m, k], w [n, k], y [m, n], 1 ≤ m ≤ MAXM; blockDim must be (32, GROUPS).
+template <u32 MAXM, u32 GROUPS>
 __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                 bf16* __restrict__ y, u32 m, u32 n, u32 k) {
-    constexpr u32 COLS = GEMV_COLS_PER_BLOCK;
-    constexpr u32 CH = KT / 8;                       // 16-byte chunks per row per tile
-    constexpr u32 THREADS = COLS * ROW_GROUPS;
-    constexpr u32 ROWS_PER_THREAD = (MAXM + ROW_GROUPS - 1) / ROW_GROUPS;
-    static_assert(KT % 64 == 0, "the swizzle needs at least 8 chunks per row");
-    __shared__ uint4 w_tile[2][COLS][CH];
-    __shared__ uint4 x_tile[2][MAXM][CH];
-
-    if (blockDim.x != COLS || blockDim.y != ROW_GROUPS || blockDim.z != 1) return;
+    constexpr u32 COLS = GEMV_COLS_PER_BLOCK, PASS = GEMV_COLUMNS_PER_PASS;
+    static_assert(COLS % (GROUPS * PASS) == 0, "whole passes per warp");
+    if (blockDim.x != COLS || blockDim.y != GROUPS || blockDim.z != 1) return;
     if (m == 0 || m > MAXM) return;
-    const u32 lane = threadIdx.x, group = threadIdx.y, tid = group * COLS + lane;
-    // Uniform: vector copies need every row start 16-byte aligned.
+    const u32 lane = threadIdx.x, warp = threadIdx.y;
+    // Uniform: vector loads need every row start 16-byte aligned.
     const bool vector_ok = (k % 8 == 0) && aligned16(x) && aligned16(w);
-    const u32 tiles = (k + KT - 1) / KT;
+    const u32 chunks = (k + 7) / 8;
 
     for (u32 j0 = blockIdx.x * COLS; j0 < n; j0 += gridDim.x * COLS) {
-        auto load_tile = [&](u32 stage, u32 tile) {
-            const u32 p0 = tile * KT;
-            for (u32 e = tid; e < COLS * CH; e += THREADS) {
-                const u32 r = e / CH, c = e % CH;
-                const u32 j = j0 + r;
-                const bool ok = j < n;
-                const bf16* row = w + static_cast<size_t>(ok ? j : 0) * k;
-                gemv_load_chunk(&w_tile[stage][r][c ^ (r & 7)], row, ok, p0 + c * 8, k, vector_ok);
-            }
-            for (u32 e = tid; e < m * CH; e += THREADS) {
-                const u32 r = e / CH, c = e % CH;
-                gemv_load_chunk(&x_tile[stage][r][c], x + static_cast<size_t>(r) * k, true, p0 + c * 8, k,
-                                vector_ok);
-            }
-            cp_async_commit();
-        };
-
-        float acc[ROWS_PER_THREAD];
+        // Warp `warp` takes passes warp, warp + GROUPS, ... of the block's columns.
+        for (u32 pass = warp; pass * PASS < COLS; pass += GROUPS) {
+            const u32 first = j0 + pass * PASS;
+            if (first >= n) break;
+            const bf16* rows[PASS];
 #pragma unroll
-        for (u32 r = 0; r < ROWS_PER_THREAD; ++r) acc[r] = 0.0f;
-
-        if (tiles > 0) load_tile(0, 0);
-        for (u32 tile = 0; tile < tiles; ++tile) {
-            const u32 stage = tile & 1;
-            if (tile + 1 < tiles) {
-                load_tile(stage ^ 1, tile + 1);
-                cp_async_wait<1>();
-            } else {
-                cp_async_wait<0>();
-            }
-            __syncthreads();
-#pragma unroll 4
-            for (u32 c = 0; c < CH; ++c) {
-                const uint4 wv = w_tile[stage][lane][c ^ (lane & 7)];
+            for (u32 c = 0; c < PASS; ++c) rows[c] = w + static_cast<size_t>(min(first + c, n - 1)) * k;
+            float acc[MAXM][PASS];
 #pragma unroll
-                for (u32 r = 0; r < ROWS_PER_THREAD; ++r) {
-                    const u32 i = group + r * ROW_GROUPS;
-                    if (i < m) acc[r] = gemv_dot8(acc[r], x_tile[stage][i][c], wv);
+            for (u32 i = 0; i < MAXM; ++i)
+#pragma unroll
+                for (u32 c = 0; c < PASS; ++c) acc[i][c] = 0.0f;
+#pragma unroll 2
+            for (u32 q = lane; q < chunks; q += 32) {
+                uint4 wv[PASS];
+#pragma unroll
+                for (u32 c = 0; c < PASS; ++c) wv[c] = gemv_chunk(rows[c], q * 8, k, vector_ok);
+#pragma unroll
+                for (u32 i = 0; i < MAXM; ++i) {
+                    if (i >= m) break;
+                    const uint4 xv = gemv_chunk(x + static_cast<size_t>(i) * k, q * 8, k, vector_ok);
+#pragma unroll
+                    for (u32 c = 0; c < PASS; ++c) acc[i][c] = gemv_fma8(acc[i][c], xv, wv[c]);
                 }
             }
-            // The next iteration's load overwrites this stage.
-            __syncthreads();
-        }
-
-        const u32 j = j0 + lane;
-        if (j < n) {
 #pragma unroll
-            for (u32 r = 0; r < ROWS_PER_THREAD; ++r) {
-                const u32 i = group + r * ROW_GROUPS;
-                if (i < m) y[static_cast<size_t>(i) * n + j] = narrow(acc[r]);
+            for (u32 i = 0; i < MAXM; ++i) {
+                if (i >= m) break;
+                const float total = gemv_reduce4(acc[i], lane);
+                const u32 j = first + ((lane >> 3) & 3);
+                if ((lane & 7) == 0 && j < n) y[static_cast<size_t>(i) * n + j] = narrow(total);
             }
         }
     }
