@@ -27,6 +27,7 @@
 
 static_assert(CONV_BLOCK % 32 == 0 && CONV_BLOCK <= 1024, "CONV_BLOCK must be whole warps");
 static_assert(CONV_BLOCK % KDA_MAX_HEAD_DIM == 0, "a conv block must hold whole L2 heads");
+static_assert(CONV_PREFILL_TOKENS >= CONV_MAX_WIDTH, "a later token tile's window lies in x");
 
 __device__ __forceinline__ float silu(float a) { return a * (1.0f / (1.0f + expf(-a))); }
 
@@ -131,28 +132,36 @@ extern "C" __global__ void causal_conv1d_update_prefill(float* __restrict__ stat
     const u32 tiles = (t + CONV_PREFILL_TOKENS - 1) / CONV_PREFILL_TOKENS;
     for (u32 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < dim; c += gridDim.x * blockDim.x) {
-            float old[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
-            load_channel(state, weight, c, width, old, tap);
-            // input(i): x[i][c] for i ≥ 0, the old state's slot W + i before the prompt.
-            const auto input = [&](long long i) {
-                return i >= 0 ? widen(x[static_cast<size_t>(i) * dim + c]) : old[width + i];
-            };
             const u32 first = tile * CONV_PREFILL_TOKENS;
             const u32 last = min(t, first + CONV_PREFILL_TOKENS);
-            float win[CONV_MAX_WIDTH];
+            // The W inputs before the tile: the old state before token 0; x past the first tile
+            // (first ≥ CONV_PREFILL_TOKENS ≥ W, so they all lie in x).
+            // Only tile 0 reads the state: the others never touch what it writes.
+            float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
+            const size_t base = static_cast<size_t>(c) * width;
 #pragma unroll
-            for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
-                win[s] = s < width ? input(static_cast<long long>(first) - width + s) : 0.0f;
+            for (u32 s = 0; s < CONV_MAX_WIDTH; ++s) {
+                tap[s] = s < width ? widen(weight[base + s]) : 0.0f;
+                if (s >= width) {
+                    win[s] = 0.0f;
+                } else if (first == 0) {
+                    win[s] = state[base + s];
+                } else {
+                    win[s] = widen(x[static_cast<size_t>(first - width + s) * dim + c]);
+                }
+            }
             for (u32 tau = first; tau < last; ++tau) {
                 const size_t at = static_cast<size_t>(tau) * dim + c;
                 out[at] = narrow(silu(push(win, tap, width, widen(x[at]))));
             }
             if (tile == 0) {
-                float next[CONV_MAX_WIDTH];
+                // One tile: the window now holds the last W inputs. More: they all lie in x.
+                if (t > CONV_PREFILL_TOKENS) {
 #pragma unroll
-                for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
-                    next[s] = s < width ? input(static_cast<long long>(t) - width + s) : 0.0f;
-                store_channel(state, c, width, next);
+                    for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
+                        if (s < width) win[s] = widen(x[static_cast<size_t>(t - width + s) * dim + c]);
+                }
+                store_channel(state, c, width, win);
             }
         }
     }
