@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs a pinned CUDA 13.0 nvcc from the CUDA wheels on the Python package index, for building
-# kernels/*.cu on machines without a CUDA toolkit (the dev/CI machines). No GPU or driver is needed.
+# kernels/*.cu on machines without a CUDA toolkit (the dev/CI machines), and nvdisasm beside it, for
+# the checks of the kernels' SASS (tests/sass.rs). No GPU or driver is needed.
 #
 # Usage:   scripts/install-cuda.sh            (install if needed, verify, print the nvcc path)
 #          NVCC="$(scripts/install-cuda.sh)"  (the nvcc path is the last line of stdout)
@@ -10,8 +11,10 @@
 #   PYTHON            the Python 3 interpreter whose pip installs the wheels (default: python3)
 #
 # Layout after a successful run:
-#   $KDA_CUDA_PREFIX/pkgs/nvidia/cu13/   the wheels' contents: bin/nvcc, nvvm/, include/ (cccl too)
-#   $KDA_CUDA_PREFIX/cuda -> pkgs/nvidia/cu13   a CUDA_HOME-like root: bin/nvcc, include/, lib/
+#   $KDA_CUDA_PREFIX/pkgs/nvidia/cu13/   the wheels' contents: bin/nvcc, bin/nvdisasm, nvvm/,
+#                                        include/ (cccl too)
+#   $KDA_CUDA_PREFIX/cuda -> pkgs/nvidia/cu13   a CUDA_HOME-like root: bin/nvcc, bin/nvdisasm,
+#                                        include/, lib/
 #   $KDA_CUDA_PREFIX/.installed          stamp: the pinned wheel list, written after verification
 #
 # Use $KDA_CUDA_PREFIX/cuda/bin/nvcc as given (NVCC, or CUDA_HOME=$KDA_CUDA_PREFIX/cuda). nvcc finds
@@ -19,9 +22,13 @@
 # of the binary: no -I flags are needed. Do NOT symlink the nvcc binary itself elsewhere (its
 # profile would then look for headers next to the link); a link to the whole directory is fine.
 #
-# Every wheel is pinned to CUDA 13.0.x, including the ones nvcc depends on: an unpinned nvidia-nvvm
-# resolves to the newest release, whose PTX this ptxas (and the CUDA 13.0 driver) rejects.
-# Idempotent: a second run with the same pins only re-checks `nvcc --version` and exits.
+# Every wheel of the compiler is pinned to CUDA 13.0.x, including the ones nvcc depends on: an
+# unpinned nvidia-nvvm resolves to the newest release, whose PTX this ptxas (and the CUDA 13.0
+# driver) rejects. The one exception is nvdisasm: the index has no 13.0 nvdisasm wheel, and the
+# standalone 13.2.51 one (a single binary, nothing shared with the 13.0 wheels) disassembles the
+# sm_90 cubins of this nvcc; it only reads what nvcc built, so it cannot change a kernel.
+# Idempotent: a second run with the same pins only re-checks `nvcc --version`, `nvdisasm
+# --version` and exits.
 set -euo pipefail
 
 readonly PINS=(
@@ -30,13 +37,17 @@ readonly PINS=(
     nvidia-cuda-crt==13.0.88
     nvidia-cuda-runtime==13.0.96
     nvidia-cuda-cccl==13.0.85
+    # Not 13.0 (see above): the oldest CUDA 13 nvdisasm on the index.
+    nvidia-cuda-nvdisasm==13.2.51
 )
 readonly EXPECTED_RELEASE="V13.0.88"
+readonly EXPECTED_NVDISASM_RELEASE="V13.2.51"
 
 PREFIX="${KDA_CUDA_PREFIX:-$HOME/.cache/kda/cuda-13.0.88}"
 PYTHON="${PYTHON:-python3}"
 CUDA_ROOT="$PREFIX/cuda"
 NVCC="$CUDA_ROOT/bin/nvcc"
+NVDISASM="$CUDA_ROOT/bin/nvdisasm"
 STAMP="$PREFIX/.installed"
 
 log() { printf 'install-cuda: %s\n' "$*" >&2; }
@@ -44,15 +55,18 @@ die() { printf 'install-cuda: error: %s\n' "$*" >&2; exit 1; }
 
 pin_list() { printf '%s\n' "${PINS[@]}"; }
 
-# True when a previous run installed exactly these pins and nvcc still runs as the pinned release.
+# True when a previous run installed exactly these pins and nvcc and nvdisasm still run as the
+# pinned releases.
 installed() {
-    [[ -f "$STAMP" && -x "$NVCC" ]] || return 1
+    [[ -f "$STAMP" && -x "$NVCC" && -x "$NVDISASM" ]] || return 1
     [[ "$(cat "$STAMP")" == "$(pin_list)" ]] || return 1
-    "$NVCC" --version 2>/dev/null | grep -q "$EXPECTED_RELEASE"
+    "$NVCC" --version 2>/dev/null | grep -q "$EXPECTED_RELEASE" || return 1
+    "$NVDISASM" --version 2>/dev/null | grep -q "$EXPECTED_NVDISASM_RELEASE"
 }
 
 # Compiles a kernel that includes <cuda_bf16.h> to PTX and to a fatbin (which runs ptxas: a
-# mismatched nvvm fails here), and checks the entry is exported unmangled.
+# mismatched nvvm fails here), checks the entry is exported unmangled, and disassembles its sm_90
+# cubin with nvdisasm.
 verify() {
     local dir
     dir="$(mktemp -d)"
@@ -71,6 +85,12 @@ EOF
         --fmad=false -O3 "$dir/probe.cu" -o "$dir/probe.fatbin" \
         || die "nvcc could not build a sm_90 fatbin (a ptxas/nvvm version mismatch fails here)"
     [[ -s "$dir/probe.fatbin" ]] || die "nvcc wrote an empty fatbin"
+    "$NVCC" --cubin -arch=sm_90 --fmad=false -O3 "$dir/probe.cu" -o "$dir/probe.cubin" \
+        || die "nvcc could not build a sm_90 cubin"
+    "$NVDISASM" --print-code "$dir/probe.cubin" >"$dir/probe.sass" \
+        || die "nvdisasm could not disassemble an sm_90 cubin of this nvcc (see above)"
+    grep -q '^kda_install_probe:' "$dir/probe.sass" && grep -q 'EXIT' "$dir/probe.sass" \
+        || die "nvdisasm printed no code for the probe kernel (expected 'kda_install_probe:' and EXIT)"
     rm -rf "$dir"
 }
 
@@ -83,7 +103,7 @@ if command -v flock >/dev/null 2>&1; then
 fi
 
 if installed; then
-    log "nvcc $EXPECTED_RELEASE already installed in $CUDA_ROOT"
+    log "nvcc $EXPECTED_RELEASE and nvdisasm $EXPECTED_NVDISASM_RELEASE already installed in $CUDA_ROOT"
     echo "$NVCC"
     exit 0
 fi
@@ -106,6 +126,8 @@ PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip install \
     || die "the wheels did not provide nvidia/cu13/bin/nvcc (unexpected wheel layout)"
 [[ -f "$staging/nvidia/cu13/include/cuda_bf16.h" && -e "$staging/nvidia/cu13/include/nv/target" ]] \
     || die "cuda_bf16.h or the cccl headers (nv/target) are missing from the wheels"
+[[ -x "$staging/nvidia/cu13/bin/nvdisasm" ]] \
+    || die "the nvdisasm wheel did not provide nvidia/cu13/bin/nvdisasm (unexpected wheel layout)"
 
 rm -f "$STAMP"
 rm -rf "$PREFIX/pkgs"
@@ -114,9 +136,11 @@ ln -sfn "pkgs/nvidia/cu13" "$CUDA_ROOT"
 
 "$NVCC" --version | grep -q "$EXPECTED_RELEASE" \
     || die "$NVCC is not release $EXPECTED_RELEASE: $("$NVCC" --version | tail -n 1)"
+"$NVDISASM" --version | grep -q "$EXPECTED_NVDISASM_RELEASE" \
+    || die "$NVDISASM is not release $EXPECTED_NVDISASM_RELEASE: $("$NVDISASM" --version | tail -n 1)"
 verify
 pin_list >"$STAMP"
 
-log "verified: compiles <cuda_bf16.h> kernels to sm_90 PTX and fatbin"
-log "use NVCC=$NVCC (or CUDA_HOME=$CUDA_ROOT); no extra -I flags are needed"
+log "verified: compiles <cuda_bf16.h> kernels to sm_90 PTX and fatbin, and disassembles sm_90 cubins"
+log "use NVCC=$NVCC (or CUDA_HOME=$CUDA_ROOT); no extra -I flags are needed; nvdisasm: $NVDISASM"
 echo "$NVCC"

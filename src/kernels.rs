@@ -20,6 +20,9 @@ pub use compiled::EMULATED_KERNELS;
 pub use compiled::KERNEL_IMAGES;
 /// The manifest's `[defines]`, the constants the kernels are compiled with.
 pub use compiled::defines;
+/// What ptxas reported for each kernel of `KERNEL_IMAGES` at build time: registers, spills,
+/// stack frame, static shared memory, per SASS target.
+pub use compiled::resources;
 
 /// The manifest the tables were derived from, as compiled into this crate.
 pub const MANIFEST: &str = include_str!("../kernels.toml");

@@ -1,12 +1,15 @@
-//! The CUDA build step on fixture kernels: the entry and signature checks with the real nvcc
-//! (which CI installs with scripts/install-cuda.sh; `cargo test -p kda-build --test cuda_build --
-//! --ignored`), and the checks that need no nvcc: the emulated build among them.
+//! The CUDA build step on fixture kernels: the entry, signature and spill checks with the real
+//! nvcc (which CI installs with scripts/install-cuda.sh; `cargo test -p kda-build --test
+//! cuda_build -- --ignored`), and the checks that need no nvcc: the emulated build among them.
 
 use std::path::{Path, PathBuf};
 
 use kda_build::cuda::{
-    Arch, BuildError, BuildOutput, KernelBuild, Nvcc, Problem, PtxParam, parse_targets, ptx_params,
+    Arch, BuildError, BuildOutput, EntryResources, KernelBuild, Nvcc, Problem, PtxParam, ResourceUsage,
+    parse_targets, ptx_params,
 };
+
+const SM_90: Arch = Arch { major: 9, minor: 0, specific: false };
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda")
@@ -148,9 +151,22 @@ fn a_good_module_is_embedded_with_its_defines_and_unlisted_kernels_are_warned_ab
     assert!(generated.contains("module: \"fixture\""), "{generated}");
     assert!(generated.contains("missing: ::core::option::Option::None"), "{generated}");
     // What the image carries, as the runtime checks it against the device.
-    let sm_90 = Arch { major: 9, minor: 0, specific: false };
-    assert_eq!(image.sass, [sm_90]);
-    assert_eq!(image.ptx, Some((sm_90, (9, 0))), "compute_90 PTX, ISA 9.0 from CUDA 13.0");
+    assert_eq!(image.sass, [SM_90]);
+    assert_eq!(image.ptx, Some((SM_90, (9, 0))), "compute_90 PTX, ISA 9.0 from CUDA 13.0");
+    // Its SASS, kept as the cubin the fatbin embeds.
+    let cubin = output.generated.with_file_name("fixture.sm_90.cubin");
+    assert_eq!(image.cubins, [(SM_90, cubin.clone())]);
+    assert_eq!(std::fs::read(&cubin).unwrap()[..4], *b"\x7fELF", "not a cubin");
+    // Every kernel of the module has its resources, the unlisted ones too.
+    let mut kernels: Vec<&str> = image.resources.iter().map(|resources| resources.entry.as_str()).collect();
+    kernels.sort_unstable();
+    assert_eq!(kernels, ["_Z13fixture_scalePffj", "fixture_add", "fixture_unlisted"]);
+    assert!(image.resources.iter().all(|resources| resources.arch == SM_90 && !resources.usage.spills()));
+    assert!(image.resources.iter().all(|resources| resources.usage.registers > 0), "{:?}", image.resources);
+    assert!(
+        generated.contains("EntryResources { module: \"fixture\", entry: \"fixture_add\", "),
+        "{generated}"
+    );
     assert!(generated.contains("sass: &[::kda_runtime::CudaArch::new(9, 0)]"), "{generated}");
     assert!(output.warnings.iter().any(|w| w.contains("`fixture_unlisted`")), "{:?}", output.warnings);
     assert!(output.warnings.iter().any(|w| w.contains("`_Z13fixture_scalePffj`")), "{:?}", output.warnings);
@@ -180,7 +196,16 @@ fn with_several_architectures_the_ptx_checked_is_the_newest() {
     let ptx = std::fs::read_to_string(output.generated.with_file_name("fixture.ptx")).unwrap();
     assert!(ptx.contains(".target sm_90"), "{ptx}");
     assert_eq!(ptx_params(&ptx, "fixture_add").map(|params| params.len()), Some(3));
-    assert_eq!(output.images[0].sass.len(), 2);
+    let image = &output.images[0];
+    assert_eq!(image.sass.len(), 2);
+    // A cubin and resources for each target, though nvcc names the cubins of two virtual
+    // architectures otherwise.
+    let sm_80 = Arch { major: 8, minor: 0, specific: false };
+    let archs: Vec<Arch> = image.cubins.iter().map(|(arch, _)| *arch).collect();
+    assert_eq!(archs, [sm_80, SM_90]);
+    assert!(image.cubins.iter().all(|(_, cubin)| cubin.is_file()));
+    let fixture_add = |arch| image.resources.iter().any(|r| r.entry == "fixture_add" && r.arch == arch);
+    assert!(fixture_add(sm_80) && fixture_add(SM_90), "{:?}", image.resources);
 }
 
 #[test]
@@ -197,6 +222,10 @@ fn architecture_specific_sass_and_ptx_only_targets_are_embedded_as_listed() {
     // The checks read the PTX behind the newest code, here the sm_90a SASS's.
     let ptx = std::fs::read_to_string(output.generated.with_file_name("fixture.ptx")).unwrap();
     assert!(ptx.contains(".target sm_90a"), "{ptx}");
+    let sm_90a = Arch { major: 9, minor: 0, specific: true };
+    assert_eq!(image.cubins, [(sm_90a, output.generated.with_file_name("fixture.sm_90a.cubin"))]);
+    assert!(image.cubins[0].1.is_file());
+    assert!(image.resources.iter().all(|resources| resources.arch == sm_90a), "{:?}", image.resources);
 }
 
 /// A copy of the fixture kernels that a test may edit.
@@ -239,6 +268,51 @@ fn only_the_modules_whose_inputs_changed_are_compiled_again() {
     // So do other flags, for every module.
     let output = build.clone().nvcc_flags(["-lineinfo"]).run().unwrap();
     assert_eq!(output.recompiled, ["fixture", "signature"]);
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn a_kernel_that_spills_is_a_problem_at_its_entry_and_a_cached_build_still_reports_it() {
+    let build = build("spill.toml", "spill").nvcc(nvcc());
+    let output = build.run().unwrap();
+    let [Problem::Spill(spill)] = output.problems.as_slice() else { panic!("{:?}", output.problems) };
+    assert_eq!(
+        (spill.listed_at.as_str(), spill.symbol.as_str()),
+        ("spill.toml:5:1", "spill::spill_live_values")
+    );
+    assert_eq!(spill.arch, SM_90);
+    let ResourceUsage { registers, spill_stores, spill_loads, .. } = spill.usage;
+    assert_eq!(registers, 64, "__launch_bounds__(1024) leaves 64 registers a thread");
+    assert!(spill_stores > 0 && spill_loads > 0, "{:?}", spill.usage);
+    assert!(
+        problems(&output)[0].starts_with(&format!(
+            "spill.toml:5:1: `spill::spill_live_values` spills registers on sm_90: 64 registers, \
+             {spill_stores} bytes spill stores, {spill_loads} bytes spill loads ("
+        )),
+        "{:?}",
+        output.problems
+    );
+    // The image is still built, with every kernel's resources: the kernel beside it fits.
+    let image = output.images.iter().find(|image| image.module == "spill").expect("the spill module's image");
+    let resources = |entry: &str| -> &EntryResources {
+        image.resources.iter().find(|resources| resources.entry == entry).expect(entry)
+    };
+    assert_eq!(resources("spill_live_values").usage, spill.usage);
+    assert!(!resources("spill_free_values").usage.spills(), "{:?}", image.resources);
+    let generated = std::fs::read_to_string(&output.generated).unwrap();
+    assert!(
+        generated.contains(&format!(
+            "EntryResources {{ module: \"spill\", entry: \"spill_live_values\", \
+             arch: ::kda_runtime::CudaArch::new(9, 0), registers: 64, spill_stores: {spill_stores}, \
+             spill_loads: {spill_loads}, "
+        )),
+        "{generated}"
+    );
+    // From the cache: nothing compiled, the same resources and the same problem.
+    let again = build.run().unwrap();
+    assert!(again.recompiled.is_empty(), "{:?}", again.recompiled);
+    assert_eq!(again.images, output.images);
+    assert_eq!(again.problems, output.problems);
 }
 
 /// The one-line report of a build of `manifest` that must fail its signature check.

@@ -9,13 +9,25 @@
 //! fingerprint differs. Editing one kernel thus recompiles that kernel; editing a shared header
 //! recompiles exactly the modules that include it.
 //!
+//! The record also keeps what ptxas reported of the module's kernels ([`EntryResources`]), which
+//! only a compile prints: a module taken from the cache reports the same resources, and the same
+//! spills, as the build that compiled it.
+//!
 //! Contents, not timestamps: a checkout or `touch` that changes no byte costs nothing, and a
 //! header edited and reverted costs nothing either.
 
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// The first line of a record: a record of another format is not trusted.
-const RECORD_HEADER: &str = "kda-build module cache v1";
+use super::resources::EntryResources;
+
+/// The first line of a record: a record of another format is not trusted (v1 had no resources).
+const RECORD_HEADER: &str = "kda-build module cache v2";
+
+/// The start of a record line naming a file nvcc read.
+const FILE: &str = "file ";
+/// The start of a record line of one kernel's resources on one target.
+const RESOURCES: &str = "resources ";
 
 /// A 64-bit FNV-1a hash of a build's inputs. Not cryptographic: it tells builds of one crate
 /// apart, where a collision would need two different inputs of the same module to meet.
@@ -53,15 +65,24 @@ impl Fingerprint {
     }
 }
 
-/// What the last compile of a module left: its fingerprint and the files it read.
+/// What the last compile of a module left: its fingerprint, the files it read, and its kernels'
+/// resources.
+///
+/// ```text
+/// kda-build module cache v2
+/// 5c1f0e2a9b3d4e67
+/// file /src/kernels/gemm.cu
+/// resources sm_90 dense_gemm_bf16 registers=115 spill_stores=0 spill_loads=0 ...
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Record {
     pub fingerprint: Fingerprint,
     pub files: Vec<PathBuf>,
+    pub resources: Vec<EntryResources>,
 }
 
 impl Record {
-    /// The record at `path`, if there is a readable one.
+    /// The record at `path`, if there is a readable one (every line of it).
     pub fn read(path: &Path) -> Option<Self> {
         let text = std::fs::read_to_string(path).ok()?;
         let mut lines = text.lines();
@@ -69,15 +90,26 @@ impl Record {
             return None;
         }
         let fingerprint = Fingerprint(u64::from_str_radix(lines.next()?, 16).ok()?);
-        Some(Self { fingerprint, files: lines.map(PathBuf::from).collect() })
+        let mut record = Self { fingerprint, files: Vec::new(), resources: Vec::new() };
+        for line in lines {
+            if let Some(file) = line.strip_prefix(FILE) {
+                record.files.push(PathBuf::from(file));
+            } else {
+                let resources = line.strip_prefix(RESOURCES).and_then(EntryResources::from_record_line)?;
+                record.resources.push(resources);
+            }
+        }
+        Some(record)
     }
 
     /// Writes the record to `path`.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         let mut text = format!("{RECORD_HEADER}\n{:016x}\n", self.fingerprint.0);
         for file in &self.files {
-            text.push_str(&file.display().to_string());
-            text.push('\n');
+            let _ = writeln!(text, "{FILE}{}", file.display());
+        }
+        for resources in &self.resources {
+            let _ = writeln!(text, "{RESOURCES}{}", resources.record_line());
         }
         std::fs::write(path, text)
     }
@@ -154,7 +186,8 @@ mod tests {
         std::fs::write(&header, "header").unwrap();
         let command = Fingerprint::of_command(&["nvcc", "-O3", "-DBLOCK=128"]);
         let files = vec![header.clone(), source.clone()];
-        let record = Record { fingerprint: command.with_files(&files).unwrap(), files };
+        let record =
+            Record { fingerprint: command.with_files(&files).unwrap(), files, resources: Vec::new() };
         record.write(&dir.join("norm.kda-cache")).unwrap();
         let record = Record::read(&dir.join("norm.kda-cache")).unwrap();
 
@@ -183,6 +216,36 @@ mod tests {
         std::fs::write(dir.join("x.kda-cache"), "some other file\n0123\n").unwrap();
         assert_eq!(Record::read(&dir.join("x.kda-cache")), None);
         assert_eq!(Record::read(&dir.join("absent.kda-cache")), None);
+        // A record of v1, without resources: compiled again, so the resources are reported.
+        std::fs::write(dir.join("v1.kda-cache"), "kda-build module cache v1\n0123\n/src/x.cu\n").unwrap();
+        assert_eq!(Record::read(&dir.join("v1.kda-cache")), None);
+        // A line this version does not know.
+        let garbled = format!("{RECORD_HEADER}\n0123\nfile /src/x.cu\nresources sm_90 k registers=oops\n");
+        std::fs::write(dir.join("garbled.kda-cache"), garbled).unwrap();
+        assert_eq!(Record::read(&dir.join("garbled.kda-cache")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_record_keeps_the_resources_of_the_modules_kernels() {
+        use crate::cuda::{Arch, ResourceUsage};
+        let dir = scratch("resources");
+        let usage = ResourceUsage { registers: 115, barriers: 1, shared: 46080, ..ResourceUsage::default() };
+        let sm_90 = Arch { major: 9, minor: 0, specific: false };
+        let record = Record {
+            fingerprint: Fingerprint::of_command(&["nvcc"]),
+            files: vec![PathBuf::from("/src/my kernels/gemm.cu")],
+            resources: vec![
+                EntryResources { entry: "dense_gemm_bf16".to_owned(), arch: sm_90, usage },
+                EntryResources {
+                    entry: "_Z6helperv".to_owned(),
+                    arch: Arch { specific: true, ..sm_90 },
+                    usage: ResourceUsage { spill_stores: 8, ..usage },
+                },
+            ],
+        };
+        record.write(&dir.join("gemm.kda-cache")).unwrap();
+        assert_eq!(Record::read(&dir.join("gemm.kda-cache")), Some(record));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

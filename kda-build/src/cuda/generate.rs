@@ -1,13 +1,14 @@
 //! The Rust the build writes to `OUT_DIR` (`kda_kernels.rs` unless renamed), which the crate
 //! includes with `kda_runtime::include_kernels!()`: the `[defines]` as constants, the kernel
-//! images as an `ImageSet` of embedded bytes with what each carries, the emulated libraries as an
-//! `EmulatedSet` when the build emulates, and a `compile_error!` for
-//! every problem only the build could find, so the user sees it as a compiler error.
+//! images as an `ImageSet` of embedded bytes with what each carries, what ptxas reported of their
+//! kernels as the table `resources::ENTRIES`, the emulated libraries as an `EmulatedSet` when the
+//! build emulates, and a `compile_error!` for every problem only the build could find, so the
+//! user sees it as a compiler error.
 
 use std::fmt::Write;
 
-use super::BuiltImage;
 use super::emulation::EmulatedLibrary;
+use super::{Arch, BuiltImage};
 use crate::Define;
 use crate::manifest::namespace::namespace_expr;
 
@@ -63,6 +64,7 @@ impl Generated<'_> {
             None => "::core::option::Option::None".to_owned(),
         };
         let _ = writeln!(out, "    missing: {missing},\n}};");
+        self.resources(&mut out);
         if let Some((libraries, driver)) = self.emulated {
             self.emulated_set(&mut out, libraries, driver);
         }
@@ -110,16 +112,39 @@ impl Generated<'_> {
         let _ = writeln!(out, "    ],\n    driver: {driver},\n}};");
     }
 
+    /// The `resources` module: its type, then one row per kernel and target.
+    fn resources(&self, out: &mut String) {
+        out.push_str(RESOURCES);
+        for image in self.images {
+            for resources in &image.resources {
+                let usage = &resources.usage;
+                let _ = writeln!(
+                    out,
+                    "        EntryResources {{ module: {:?}, entry: {:?}, arch: {}, registers: {}, \
+                     spill_stores: {}, spill_loads: {}, stack_frame: {}, shared: {}, constant: {}, \
+                     barriers: {} }},",
+                    image.module,
+                    resources.entry,
+                    cuda_arch(&resources.arch),
+                    usage.registers,
+                    usage.spill_stores,
+                    usage.spill_loads,
+                    usage.stack_frame,
+                    usage.shared,
+                    usage.constant,
+                    usage.barriers
+                );
+            }
+        }
+        out.push_str("    ];\n}\n");
+    }
+
     fn coverage(&self, image: &BuiltImage) -> String {
-        let arch = |arch: &super::Arch| {
-            let constructor = if arch.specific { "specific" } else { "new" };
-            format!("::kda_runtime::CudaArch::{constructor}({}, {})", arch.major, arch.minor)
-        };
-        let sass: Vec<String> = image.sass.iter().map(arch).collect();
+        let sass: Vec<String> = image.sass.iter().map(cuda_arch).collect();
         let ptx = match &image.ptx {
             Some((ptx_arch, (isa_major, isa_minor))) => format!(
                 "::core::option::Option::Some(::kda_runtime::PtxImage {{ arch: {}, isa: ({isa_major}, {isa_minor}), toolkit: ({}, {}) }})",
-                arch(ptx_arch),
+                cuda_arch(ptx_arch),
                 self.toolkit.0,
                 self.toolkit.1
             ),
@@ -128,6 +153,50 @@ impl Generated<'_> {
         format!("::kda_runtime::ImageCoverage {{ sass: &[{}], ptx: {ptx} }}", sass.join(", "))
     }
 }
+
+/// `arch` as the runtime's `CudaArch`.
+fn cuda_arch(arch: &Arch) -> String {
+    let constructor = if arch.specific { "specific" } else { "new" };
+    format!("::kda_runtime::CudaArch::{constructor}({}, {})", arch.major, arch.minor)
+}
+
+/// The start of the `resources` module, up to its rows. Its own type, as `defines` is the crate's
+/// own: the runtime needs none of it, and a crate that does not re-export the module (its items
+/// are for tools: `kda list`, `kda bench`) is not warned that they are unused.
+const RESOURCES: &str = r#"
+/// What ptxas reported for the kernels of `KERNEL_IMAGES` when this crate was built, per kernel
+/// and SASS target: registers, spills, stack frame, static shared and constant memory.
+#[allow(dead_code)]
+pub mod resources {
+    /// One kernel's resources on one SASS target, every size in bytes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct EntryResources {
+        /// The module, `kernels/<module>.cu`.
+        pub module: &'static str,
+        /// The kernel's exported name.
+        pub entry: &'static str,
+        /// The SASS target ptxas compiled it for.
+        pub arch: ::kda_runtime::CudaArch,
+        /// Registers per thread.
+        pub registers: u32,
+        /// Registers stored to local memory because they did not fit (the build fails a listed
+        /// kernel that spills).
+        pub spill_stores: u32,
+        /// Spilled registers loaded back.
+        pub spill_loads: u32,
+        /// The per-thread stack frame in local memory.
+        pub stack_frame: u32,
+        /// Static shared memory per block; a launch's dynamic shared memory comes on top.
+        pub shared: u32,
+        /// Constant memory on the kernel's own line of the report (0 where ptxas lists none).
+        pub constant: u32,
+        /// Named barriers.
+        pub barriers: u32,
+    }
+
+    /// Every kernel's, module by module in manifest order; empty when nvcc was absent.
+    pub static ENTRIES: &[EntryResources] = &[
+"#;
 
 #[cfg(test)]
 mod tests {
@@ -144,6 +213,20 @@ mod tests {
             fatbin: PathBuf::from("/out/gemm.fatbin"),
             sass: vec![Arch { major: 9, minor: 0, specific: true }],
             ptx: Some((Arch { major: 8, minor: 0, specific: false }, (9, 0))),
+            cubins: vec![(
+                Arch { major: 9, minor: 0, specific: true },
+                PathBuf::from("/out/gemm.sm_90a.cubin"),
+            )],
+            resources: vec![crate::cuda::EntryResources {
+                entry: "dense_gemm_bf16".to_owned(),
+                arch: Arch { major: 9, minor: 0, specific: true },
+                usage: crate::cuda::ResourceUsage {
+                    registers: 115,
+                    barriers: 1,
+                    shared: 46080,
+                    ..Default::default()
+                },
+            }],
         }];
         let problems = ["kernels.toml:3:1: `gemm::gone` is not in kernels/gemm.cu".to_owned()];
         let generated = Generated {
@@ -174,6 +257,14 @@ mod tests {
         );
         assert!(source.contains("\":\", \"kernels.toml\")"), "{source}");
         assert!(source.contains("missing: ::core::option::Option::None,"), "{source}");
+        assert!(
+            source.contains(
+                "        EntryResources { module: \"gemm\", entry: \"dense_gemm_bf16\", \
+                 arch: ::kda_runtime::CudaArch::specific(9, 0), registers: 115, spill_stores: 0, \
+                 spill_loads: 0, stack_frame: 0, shared: 46080, constant: 0, barriers: 1 },\n    ];\n}\n"
+            ),
+            "{source}"
+        );
         assert!(!source.contains("EMULATED_KERNELS"), "no emulated set unless the build emulates: {source}");
     }
 

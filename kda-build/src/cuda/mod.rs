@@ -1,7 +1,9 @@
 //! The CUDA build step, for `build.rs`: compile each `kernels/<module>.cu` of the manifest with
 //! nvcc into a fatbin, check that every manifest entry is exported under its exact name and takes
 //! the parameters its `params` declare, and generate the Rust that embeds the images and the
-//! `[defines]`, which the crate includes with `kda_runtime::include_kernels!()`.
+//! `[defines]`, which the crate includes with `kda_runtime::include_kernels!()`. The same nvcc
+//! run reports every kernel's registers, spills, stack frame and shared memory ([`resources`]):
+//! the build records them, lists them in the generated file, and fails a kernel that spills.
 //!
 //! ```no_run
 //! // build.rs
@@ -12,7 +14,8 @@
 //!
 //! One front end for mistakes: `run` fails only when the build itself cannot proceed (a file it
 //! cannot write, nvcc required and absent). What is wrong with the *kernels* (a module without a
-//! source, nvcc's errors, an entry the module does not export, params the kernel contradicts)
+//! source, nvcc's errors, an entry the module does not export, params the kernel contradicts, a
+//! kernel that spills registers)
 //! becomes a `compile_error!` in the generated file, located at `kernels.toml:LINE:COL`, and a
 //! manifest that does not parse is left to the derive, which reports it located too: either way
 //! the user reads one compiler error, not a build-script dump.
@@ -32,6 +35,7 @@ mod jobs;
 mod module;
 mod nvcc;
 mod problem;
+pub mod resources;
 mod signature;
 mod symbols;
 pub mod target;
@@ -40,6 +44,7 @@ use std::path::{Path, PathBuf};
 
 pub use nvcc::Nvcc;
 pub use problem::Problem;
+pub use resources::{EntryResources, ResourceUsage, SpillProblem};
 pub use signature::{PtxParam, SignatureMismatch, SignatureProblem, ptx_params};
 pub use symbols::{EntryProblem, check_entries, ptx_entries, ptx_isa};
 pub use target::{Arch, Target, parse_targets};
@@ -93,6 +98,12 @@ pub struct BuiltImage {
     pub sass: Vec<Arch>,
     /// The virtual architecture of its widest PTX, and the PTX ISA version.
     pub ptx: Option<(Arch, (u32, u32))>,
+    /// The SASS of each of `sass`, in that order: the cubin the fatbin embeds, kept from the same
+    /// nvcc run in `OUT_DIR` (`<module>.sm_90.cubin`), for a disassembler (`nvdisasm`).
+    pub cubins: Vec<(Arch, PathBuf)>,
+    /// Every kernel's resources on every SASS target, as ptxas reported them (per target, in the
+    /// order ptxas compiled the kernels): the listed entries, and any other kernel the module has.
+    pub resources: Vec<EntryResources>,
 }
 
 /// What a build produced.
@@ -334,7 +345,7 @@ impl KernelBuild {
     }
 
     /// Compiles every module, at most `jobs` at once, then checks the entries and the parameter
-    /// widths of all of them against their PTX.
+    /// widths of all of them against their PTX, and their kernels' resources for spills.
     fn compile_all(
         &self,
         nvcc: &Nvcc,
@@ -359,7 +370,7 @@ impl KernelBuild {
         let mut signature_problems = Vec::new();
         for ((module, _), result) in modules.iter().zip(results) {
             match result? {
-                Compiled::Image { fatbin, ptx, recompiled } => {
+                Compiled::Image { fatbin, ptx, cubins, resources, recompiled } => {
                     if recompiled {
                         output.recompiled.push(module.clone());
                     }
@@ -369,6 +380,8 @@ impl KernelBuild {
                         fatbin,
                         sass: plan.sass.clone(),
                         ptx: widest,
+                        cubins,
+                        resources,
                     });
                     ptx_by_module.push((module.clone(), ptx));
                 }
@@ -390,6 +403,8 @@ impl KernelBuild {
         signature_problems.extend(signature::check_ptx_params(manifest, name, &ptx_by_module));
         signature::sort_problems(&mut signature_problems);
         output.problems.extend(signature_problems.into_iter().map(Problem::Signature));
+        let spills = resources::check_spills(manifest, name, &output.images);
+        output.problems.extend(spills.into_iter().map(Problem::Spill));
         Ok(())
     }
 

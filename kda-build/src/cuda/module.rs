@@ -1,12 +1,13 @@
-//! One module's compile: its generated unit, the cache check, the nvcc run, and the problems
-//! nvcc's messages map back to the manifest.
+//! One module's compile: its generated unit, the cache check, the nvcc run, its kernels'
+//! resources, and the problems nvcc's messages map back to the manifest.
 
 use std::path::{Path, PathBuf};
 
 use super::cache::{Fingerprint, Record, parse_dependencies};
 use super::nvcc::Outputs;
 use super::problem::{Problem, listed_at};
-use super::target::Plan;
+use super::resources::{EntryResources, parse_resource_usage};
+use super::target::{Arch, Plan};
 use super::{BuildError, Nvcc, read, signature, write};
 use crate::{Entry, Manifest};
 
@@ -23,10 +24,12 @@ pub(super) struct Compiler<'a> {
 
 /// A module as one build left it.
 pub(super) enum Compiled {
-    /// Its fatbin, and the PTX text the checks read.
+    /// Its fatbin, the PTX text the checks read, the SASS per target, and what ptxas reported.
     Image {
         fatbin: PathBuf,
         ptx: String,
+        cubins: Vec<(Arch, PathBuf)>,
+        resources: Vec<EntryResources>,
         /// Whether nvcc ran (`false`: the cache had it).
         recompiled: bool,
     },
@@ -44,6 +47,12 @@ impl Compiler<'_> {
             fatbin: self.out_dir.join(format!("{module}.fatbin")),
             ptx: self.out_dir.join(format!("{module}.ptx")),
             dependencies: self.out_dir.join(format!("{module}.d")),
+            cubins: self
+                .plan
+                .sass
+                .iter()
+                .map(|arch| (*arch, self.out_dir.join(format!("{module}.{arch}.cubin"))))
+                .collect(),
         };
         let record_path = self.out_dir.join(format!("{module}.kda-cache"));
         let nvcc_path = self.nvcc.path().display().to_string();
@@ -53,28 +62,41 @@ impl Compiler<'_> {
             .chain(self.args.iter().map(String::as_str))
             .collect();
         let command = Fingerprint::of_command(&command);
-        let cached = Record::read(&record_path).is_some_and(|record| record.is_current(command))
-            && outputs.fatbin.is_file()
-            && outputs.ptx.is_file();
-        if cached {
+        let cached = Record::read(&record_path).filter(|record| {
+            record.is_current(command)
+                && outputs.fatbin.is_file()
+                && outputs.ptx.is_file()
+                && outputs.cubins.iter().all(|(_, cubin)| cubin.is_file())
+        });
+        if let Some(record) = cached {
             return Ok(Compiled::Image {
                 ptx: read(&outputs.ptx)?,
                 fatbin: outputs.fatbin,
+                cubins: outputs.cubins,
+                resources: record.resources,
                 recompiled: false,
             });
         }
         // A failed compile leaves no record: the next build tries again.
         let _ = std::fs::remove_file(&record_path);
-        if let Err(diagnostics) = self.nvcc.compile(&unit, &outputs, self.args, self.plan.checked_ptx())? {
-            return Ok(Compiled::Rejected(self.problems(module, source, diagnostics)));
-        }
+        let report = match self.nvcc.compile(&unit, &outputs, self.args, self.plan.checked_ptx())? {
+            Ok(report) => report,
+            Err(diagnostics) => return Ok(Compiled::Rejected(self.problems(module, source, diagnostics))),
+        };
+        let resources = parse_resource_usage(&report);
         let files = parse_dependencies(&read(&outputs.dependencies)?);
         // A file nvcc read that is already gone again: no record, compile next time.
         if let Some(fingerprint) = command.with_files(&files) {
-            let record = Record { fingerprint, files };
+            let record = Record { fingerprint, files, resources: resources.clone() };
             record.write(&record_path).map_err(|source| BuildError::Io { path: record_path, source })?;
         }
-        Ok(Compiled::Image { ptx: read(&outputs.ptx)?, fatbin: outputs.fatbin, recompiled: true })
+        Ok(Compiled::Image {
+            ptx: read(&outputs.ptx)?,
+            fatbin: outputs.fatbin,
+            cubins: outputs.cubins,
+            resources,
+            recompiled: true,
+        })
     }
 
     /// nvcc's `diagnostics` for `module` as problems: the failed parameter checks, each at its

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::BuildError;
+use super::resources::without_resource_usage;
 use super::target::{Arch, Plan};
 
 /// A working nvcc and its CUDA version.
@@ -54,16 +55,18 @@ impl Nvcc {
     }
 
     /// Compiles `unit` into `fatbin` with `args` (flags and `-gencode`s), in one nvcc run that
-    /// also writes the files it read to `dependencies` (`-MD`) and the PTX of `checked` to `ptx`,
-    /// for the entry and parameter checks. `Ok(Err(diagnostics))` when nvcc rejects the code;
-    /// `Err` when it could not be run at all.
+    /// also writes the files it read to `dependencies` (`-MD`), the PTX of `checked` to `ptx`, for
+    /// the entry and parameter checks, and the SASS of every target to its `cubins`, and reports
+    /// every kernel's resources (`--resource-usage`). `Ok(Ok(report))`: ptxas's report, for
+    /// [`parse_resource_usage`](super::resources::parse_resource_usage); `Ok(Err(diagnostics))`
+    /// when nvcc rejects the code; `Err` when it could not be run at all.
     pub(super) fn compile(
         &self,
         unit: &Path,
         outputs: &Outputs,
         args: &[String],
         checked: Arch,
-    ) -> Result<Result<(), String>, BuildError> {
+    ) -> Result<Result<String, String>, BuildError> {
         // nvcc keeps the intermediate files of the fatbin, the embedded PTX among them, so the
         // front end and cicc run once for every output. A fresh folder per module: no stale file
         // of an earlier build is mistaken for this one's.
@@ -72,24 +75,24 @@ impl Nvcc {
         std::fs::create_dir_all(&keep).map_err(|source| BuildError::Io { path: keep.clone(), source })?;
         let mut command = Command::new(&self.path);
         command.args(args).arg("--fatbin").arg("--keep").arg("--keep-dir").arg(&keep);
+        command.arg("--resource-usage");
         command.arg("-MD").arg("-MF").arg(&outputs.dependencies);
         command.arg("-o").arg(&outputs.fatbin).arg(unit);
-        let compiled = run(command, unit).and_then(|diagnostics| match diagnostics {
-            Err(diagnostics) => Ok(Err(diagnostics)),
-            Ok(()) => {
-                let kept = kept_ptx(&keep, unit, checked).ok_or_else(|| BuildError::Io {
-                    path: keep.clone(),
-                    source: std::io::Error::other(format!(
-                        "nvcc kept no {} PTX",
-                        Plan::virtual_name(checked)
-                    )),
-                })?;
-                std::fs::rename(&kept, &outputs.ptx)
-                    .map_err(|source| BuildError::Io { path: kept, source })?;
-                Ok(Ok(()))
+        let compiled = run(command, unit).and_then(|stderr| match stderr {
+            Err(diagnostics) => Ok(Err(without_resource_usage(&diagnostics))),
+            Ok(report) => {
+                let kept = kept_ptx(&keep, unit, checked)
+                    .ok_or_else(|| not_kept(&keep, format!("{} PTX", Plan::virtual_name(checked))))?;
+                rename(&kept, &outputs.ptx)?;
+                for (arch, cubin) in &outputs.cubins {
+                    let kept = kept_cubin(&keep, unit, *arch)
+                        .ok_or_else(|| not_kept(&keep, format!("{arch} cubin")))?;
+                    rename(&kept, cubin)?;
+                }
+                Ok(Ok(report))
             }
         });
-        // The rest (preprocessed sources of a few MiB, cubins) is not needed.
+        // The rest (preprocessed sources of a few MiB) is not needed.
         let _ = std::fs::remove_dir_all(&keep);
         compiled
     }
@@ -103,6 +106,17 @@ pub(super) struct Outputs {
     pub ptx: PathBuf,
     /// nvcc's list of the files it read.
     pub dependencies: PathBuf,
+    /// Where the SASS of each target goes, as the cubin the fatbin embeds.
+    pub cubins: Vec<(Arch, PathBuf)>,
+}
+
+/// The error of a file nvcc should have kept in `keep` (`what`: `compute_90 PTX`).
+fn not_kept(keep: &Path, what: String) -> BuildError {
+    BuildError::Io { path: keep.to_owned(), source: std::io::Error::other(format!("nvcc kept no {what}")) }
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), BuildError> {
+    std::fs::rename(from, to).map_err(|source| BuildError::Io { path: from.to_owned(), source })
 }
 
 /// The PTX for `compute_{arch}` among the files nvcc kept for `source`: `<stem>.ptx` when it
@@ -115,16 +129,30 @@ fn kept_ptx(keep: &Path, source: &Path, arch: Arch) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// Runs `command` on `source`: `Ok(Err(stderr))` when it fails.
-fn run(mut command: Command, source: &Path) -> Result<Result<(), String>, BuildError> {
+/// The SASS for `arch` among the files nvcc kept for `source`, named after the virtual
+/// architecture it came from when several were compiled: `<stem>.sm_90.cubin` (one virtual
+/// architecture), `<stem>.compute_90.sm_90.cubin` (several, this one also kept as PTX),
+/// `<stem>.compute_90.cubin` (several, this one compiled to SASS only).
+fn kept_cubin(keep: &Path, source: &Path, arch: Arch) -> Option<PathBuf> {
+    let stem = source.file_stem()?.to_string_lossy();
+    let virtual_name = Plan::virtual_name(arch);
+    [
+        format!("{stem}.{arch}.cubin"),
+        format!("{stem}.{virtual_name}.{arch}.cubin"),
+        format!("{stem}.{virtual_name}.cubin"),
+    ]
+    .into_iter()
+    .map(|name| keep.join(name))
+    .find(|path| path.is_file())
+}
+
+/// Runs `command` on `source`: `Ok(Ok(stderr))` when it succeeds, `Ok(Err(stderr))` when it fails.
+fn run(mut command: Command, source: &Path) -> Result<Result<String, String>, BuildError> {
     let output = command
         .output()
         .map_err(|source_error| BuildError::Io { path: source.to_owned(), source: source_error })?;
-    Ok(if output.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
-    })
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    Ok(if output.status.success() { Ok(stderr) } else { Err(stderr) })
 }
 
 /// Where to look when `NVCC` is unset.
@@ -188,6 +216,30 @@ mod tests {
         std::fs::write(keep.join("gemm.kda.compute_80.ptx"), "").unwrap();
         std::fs::write(keep.join("gemm.kda.compute_90.ptx"), "").unwrap();
         assert_eq!(kept_ptx(&keep, source, SM_90), Some(keep.join("gemm.kda.compute_90.ptx")));
+        std::fs::remove_dir_all(&keep).unwrap();
+    }
+
+    #[test]
+    fn the_kept_cubin_is_found_under_each_naming_nvcc_uses() {
+        let arch = |major, specific| Arch { major, minor: 0, specific };
+        let keep = std::env::temp_dir().join(format!("kda-kept-cubin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        let source = Path::new("/out/gemm.kda.cu");
+        assert_eq!(kept_cubin(&keep, source, arch(9, false)), None);
+        // As nvcc 13.0 names them: `-gencode`s for sm_90 and compute_90 (one virtual
+        // architecture), then for sm_90a, sm_80 and compute_80 (two).
+        for name in ["gemm.kda.sm_90.cubin", "gemm.kda.compute_90a.cubin", "gemm.kda.compute_80.sm_80.cubin"]
+        {
+            std::fs::write(keep.join(name), "").unwrap();
+        }
+        assert_eq!(kept_cubin(&keep, source, arch(9, false)), Some(keep.join("gemm.kda.sm_90.cubin")));
+        assert_eq!(kept_cubin(&keep, source, arch(9, true)), Some(keep.join("gemm.kda.compute_90a.cubin")));
+        assert_eq!(
+            kept_cubin(&keep, source, arch(8, false)),
+            Some(keep.join("gemm.kda.compute_80.sm_80.cubin"))
+        );
+        assert_eq!(kept_cubin(&keep, source, arch(10, false)), None);
         std::fs::remove_dir_all(&keep).unwrap();
     }
 

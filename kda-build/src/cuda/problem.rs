@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{EntryProblem, SignatureProblem};
+use super::{EntryProblem, SignatureProblem, SpillProblem};
 use crate::Entry;
 
 /// A problem of the kernels against their manifest.
@@ -46,6 +46,9 @@ pub enum Problem {
     /// An entry whose `params` the compiled kernel contradicts.
     #[error("{0}")]
     Signature(SignatureProblem),
+    /// An entry whose kernel spills registers to local memory on a target.
+    #[error("{0}")]
+    Spill(SpillProblem),
 }
 
 /// `kernels.toml:LINE:COL`, where the manifest lists `entry`.

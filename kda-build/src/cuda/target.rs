@@ -26,7 +26,7 @@ pub struct Arch {
 
 impl Arch {
     /// `90`, `90a`, `100`: the digits of the capability, the last one the minor version.
-    fn parse(digits: &str) -> Option<Self> {
+    pub(super) fn parse(digits: &str) -> Option<Self> {
         let (digits, specific) = match digits.strip_suffix('a') {
             Some(digits) => (digits, true),
             None => (digits, false),

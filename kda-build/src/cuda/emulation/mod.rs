@@ -274,7 +274,7 @@ impl EmulatedCompiler<'_> {
         if let Some(command) = runtime_fingerprint
             && let Some(fingerprint) = command.with_files(&files)
         {
-            Record { fingerprint, files }
+            Record { fingerprint, files, resources: Vec::new() }
                 .write(&record_path)
                 .map_err(|source| BuildError::Io { path: record_path, source })?;
         }
@@ -302,7 +302,7 @@ impl EmulatedCompiler<'_> {
         compile.arg("-c").arg(source).arg("-o").arg(object);
         let compiled = run(compile, source)?;
         if compiled.is_ok() {
-            Record { fingerprint, files: Vec::new() }
+            Record { fingerprint, files: Vec::new(), resources: Vec::new() }
                 .write(&record_path)
                 .map_err(|source| BuildError::Io { path: record_path, source })?;
         }

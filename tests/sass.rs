@@ -1,0 +1,97 @@
+//! What the kernels compile to, read from their SASS: the GEMM runs on the tensor cores (`HMMA`,
+//! fed by `LDSM`, ldmatrix), and no other module does, so the check tells the GEMM apart and a
+//! GEMM that fell back to scalar FMAs fails it. No GPU is needed, only nvcc and nvdisasm, which
+//! scripts/install-cuda.sh installs; CI runs it with `cargo test -p kda --test sass -- --ignored`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kda_build::cuda::{Arch, BuildOutput, KernelBuild, Target};
+
+const SM_90: Arch = Arch { major: 9, minor: 0, specific: false };
+
+/// Where scripts/install-cuda.sh installs the toolkit: `KDA_CUDA_PREFIX`, else its default, as
+/// build.rs looks for nvcc.
+fn install_prefix() -> PathBuf {
+    std::env::var_os("KDA_CUDA_PREFIX").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        home.join(".cache/kda/cuda-13.0.88")
+    })
+}
+
+/// nvdisasm: `KDA_NVDISASM`, else the one scripts/install-cuda.sh installs beside nvcc.
+fn nvdisasm() -> PathBuf {
+    std::env::var_os("KDA_NVDISASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| install_prefix().join("cuda/bin/nvdisasm"))
+}
+
+/// Every module of kernels.toml built by the crate's own build step (build.rs: the same units,
+/// `[defines]`, flags and nvcc), for sm_90 whatever `CUDA_COMPUTE_CAP` says, in a folder kept
+/// between runs so a second run takes the modules from the build's cache.
+fn build_for_sm_90() -> BuildOutput {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sass");
+    std::fs::create_dir_all(&out).unwrap();
+    let output = KernelBuild::new(root.join("kernels.toml"), root.join("kernels"), &out)
+        // build.rs's own flag: the bit-identical kernel pairs round every product on its own.
+        .nvcc_flags(["--fmad=false"])
+        .nvcc_candidate(install_prefix().join("cuda/bin/nvcc"))
+        .targets(vec![Target::Sass(SM_90)])
+        .require_nvcc(true)
+        .run()
+        .unwrap_or_else(|error| panic!("{error}: run scripts/install-cuda.sh or set NVCC"));
+    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+    assert!(problems.is_empty(), "the kernels do not build:\n{}", problems.join("\n"));
+    output
+}
+
+/// The opcodes `cubin`'s code uses, without modifiers: `HMMA` for `HMMA.16816.F32.BF16`.
+fn opcodes(cubin: &Path) -> BTreeSet<String> {
+    let nvdisasm = nvdisasm();
+    let output = Command::new(&nvdisasm).arg("--print-code").arg(cubin).output().unwrap_or_else(|error| {
+        panic!("cannot run {}: {error}; run scripts/install-cuda.sh or set KDA_NVDISASM", nvdisasm.display())
+    });
+    let sass = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{} {}: {}",
+        nvdisasm.display(),
+        cubin.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // `        /*0120*/              @!P0 LDC R0, c[0x0][0x218] ;`: after the offset, an optional
+    // predicate, then the instruction.
+    let opcodes: BTreeSet<String> = sass
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("/*")?.split_once("*/"))
+        .filter_map(|(_, instruction)| {
+            let mut words = instruction.split_whitespace().skip_while(|word| word.starts_with('@'));
+            Some(words.next()?.split('.').next()?.to_owned())
+        })
+        .collect();
+    assert!(opcodes.contains("EXIT"), "no code read from {}:\n{sass}", cubin.display());
+    opcodes
+}
+
+#[test]
+#[ignore = "needs nvcc and nvdisasm: .ci/run installs them (scripts/install-cuda.sh) and runs this with --ignored"]
+fn the_gemm_uses_the_tensor_cores_and_no_other_module_does() {
+    let output = build_for_sm_90();
+    let mut modules = Vec::new();
+    for image in &output.images {
+        let [(arch, cubin)] = image.cubins.as_slice() else { panic!("{}: {:?}", image.module, image.cubins) };
+        assert_eq!(*arch, SM_90);
+        let opcodes = opcodes(cubin);
+        if image.module == "gemm" {
+            for opcode in ["HMMA", "LDSM"] {
+                assert!(opcodes.contains(opcode), "the GEMM's sm_90 SASS has no {opcode}: {opcodes:?}");
+            }
+        } else {
+            assert!(!opcodes.contains("HMMA"), "{} uses the tensor cores: {opcodes:?}", image.module);
+        }
+        modules.push(image.module.as_str());
+    }
+    assert!(modules.contains(&"gemm") && modules.len() > 1, "modules built: {modules:?}");
+}
