@@ -7,13 +7,17 @@
 //! synchronizations elsewhere), so the figure is the launch rate the device sustains, launch
 //! overhead included. The bandwidth counts [`KernelCase::bytes_moved`]: the bytes a launch must
 //! read and write at least; the copy counts its bytes twice (read and written), the same way.
+//!
+//! `kda bench` then prints the [roofline model](crate::roofline) of one layer (decode at B = 1
+//! and 64, a prefill), with each launch's case time beside it on CUDA where the sizes match
+//! ([`RooflineReport::with_measurements`](crate::roofline::RooflineReport::with_measurements)).
 
 use std::fmt;
 use std::time::Duration;
 
 use kda_runtime::{BackendError, DType, GpuBackend, ResolveError};
 
-use kda::cases::{CaseError, KernelCase};
+use kda::cases::{CaseArg, CaseError, KernelCase};
 use kda::geometry::KdaGeometry;
 use kda::kernels::Glm5NextKdaKernels;
 
@@ -41,14 +45,22 @@ impl BenchOptions {
     pub const CUDA_COPY_BYTES: usize = 256 << 20;
     /// The copy on the CPU reference: beyond the caches, quick to copy.
     pub const CPU_COPY_BYTES: usize = 16 << 20;
-    /// Default prefill tokens: four chunks of 64.
+    /// Prefill tokens on the CPU reference unless told otherwise: four chunks of 64.
     pub const TOKENS: u32 = 256;
+    /// Prefill tokens on CUDA unless told otherwise: the [roofline model](crate::roofline)'s
+    /// prefill, so that the prefill cases (and the decode cases, at B = 64) sit beside its launches.
+    pub const CUDA_TOKENS: u32 = crate::roofline::PREFILL_TOKENS;
     /// Default timed launches per kernel.
     pub const ITERATIONS: u32 = 20;
 
     /// The default preset on CUDA (`on_cuda`) or on the CPU reference.
     pub fn default_preset(on_cuda: bool) -> &'static str {
         if on_cuda { Self::CUDA_PRESET } else { Self::CPU_PRESET }
+    }
+
+    /// The default prefill tokens on CUDA (`on_cuda`) or on the CPU reference.
+    pub fn default_tokens(on_cuda: bool) -> u32 {
+        if on_cuda { Self::CUDA_TOKENS } else { Self::TOKENS }
     }
 
     /// The default copy size on CUDA (`on_cuda`) or on the CPU reference.
@@ -74,10 +86,13 @@ impl CopyTiming {
 }
 
 /// One kernel's figures.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KernelTiming {
     /// The table field.
     pub field: &'static str,
+    /// The case's integer scalars by parameter name, in parameter order: its sizes, which the
+    /// [roofline model](crate::roofline) matches its launches against.
+    pub scalars: Vec<(&'static str, u64)>,
     /// What one launch must read and write ([`KernelCase::bytes_moved`]).
     pub bytes_moved: u64,
     /// The time of one launch; `None` for an optional entry the target lacks.
@@ -141,6 +156,14 @@ pub fn run(
     for case in KernelCase::all(&options.geometry, options.tokens, options.seed)? {
         progress(case.field());
         let bytes_moved = case.bytes_moved();
+        let scalars = case
+            .args()
+            .iter()
+            .filter_map(|arg| match arg {
+                CaseArg::U32 { name, value } => Some((*name, u64::from(*value))),
+                _ => None,
+            })
+            .collect();
         let per_launch = match case.kernel(&kernels) {
             None => None,
             Some(_) => {
@@ -152,7 +175,7 @@ pub fn run(
                 Some(total / options.iterations)
             }
         };
-        timings.push(KernelTiming { field: case.field(), bytes_moved, per_launch });
+        timings.push(KernelTiming { field: case.field(), scalars, bytes_moved, per_launch });
     }
     Ok(BenchReport {
         backend: gpu.describe(),
@@ -273,8 +296,12 @@ mod tests {
         // 5·10⁸ bytes read and written in a millisecond: 10¹² bytes per second.
         let copy = CopyTiming { bytes: 500_000_000, per_copy: Duration::from_millis(1) };
         assert!(close(copy.gb_per_s(), 1000.0), "{}", copy.gb_per_s());
-        let kernel =
-            KernelTiming { field: "x", bytes_moved: 2_000_000, per_launch: Some(Duration::from_micros(10)) };
+        let kernel = KernelTiming {
+            field: "x",
+            scalars: Vec::new(),
+            bytes_moved: 2_000_000,
+            per_launch: Some(Duration::from_micros(10)),
+        };
         assert!(close(kernel.gb_per_s().unwrap(), 200.0), "{:?}", kernel.gb_per_s());
         assert!(matches!(
             run(&kda::reference::backend(), &BenchOptions { iterations: 0, ..options() }, &mut |_| {}),

@@ -1,5 +1,6 @@
 //! What the `kda` command runs, apart from its argument parsing: the main job and its batched
-//! part, the resolution report, the manifest listing, the kernel benchmark and the emulated suite. A library so that tests reach them.
+//! part, the resolution report, the manifest listing, the kernel benchmark and its roofline
+//! model, and the emulated suite. A library so that tests reach them.
 
 #![forbid(unsafe_code)]
 
@@ -10,3 +11,4 @@ pub mod emulate;
 pub mod job;
 pub mod listing;
 pub mod report;
+pub mod roofline;

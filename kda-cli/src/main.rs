@@ -15,6 +15,7 @@ use kda_build::cuda::emulation::Sanitizer;
 use kda_cli::batch::{BatchOptions, BatchReport};
 use kda_cli::bench::BenchOptions;
 use kda_cli::job::{JobOptions, JobReport};
+use kda_cli::roofline;
 use kda_runtime::GpuBackend;
 
 /// The GLM-5 Next KDA block and its kernel registry. Without a subcommand: resolves the kernel
@@ -57,20 +58,27 @@ enum Command {
         manifest: Option<PathBuf>,
     },
     /// Times one launch of each kernel of the table on its launch case and reports the bandwidth
-    /// it achieves, against a device-to-device copy measured in the same run.
+    /// it achieves, against a device-to-device copy measured in the same run; then the roofline
+    /// model of one layer on an H200 (decode at B = 1 and 64, a prefill of `--tokens`), with the
+    /// measured cases beside it on CUDA.
     Bench {
         /// Where to run (default: the `--backend` given before `bench`, else the best available).
         #[arg(long, value_enum)]
         backend: Option<BackendChoice>,
-        /// Layer geometry: tiny, mid or glm5-flash (default: glm5-flash on CUDA, tiny on the CPU).
+        /// Layer geometry: tiny, mid or glm5-flash (default: glm5-flash on CUDA and for the
+        /// roofline model, tiny for the timings on the CPU).
         #[arg(long)]
         preset: Option<String>,
-        /// Tokens of the prefill kernels' cases (decode kernels take one).
-        #[arg(long, default_value_t = BenchOptions::TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
-        tokens: u32,
+        /// Tokens of the prefill kernels' cases (decode kernels take min(T, 64) sequences) and of
+        /// the model's prefill (default: 4096; the CPU's timings 256).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        tokens: Option<u32>,
         /// Timed launches per kernel, after one warm-up launch.
         #[arg(long, default_value_t = BenchOptions::ITERATIONS, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
+        /// Print the roofline model alone: nothing is timed, no device is used.
+        #[arg(long)]
+        roofline: bool,
     },
     /// Builds the CUDA kernels for the emulator (with a sanitizer, if asked) and checks every
     /// kernel and the block against the CPU reference over a set of shapes; fails on any
@@ -114,8 +122,9 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::List { manifest }) => list(manifest),
-        Some(Command::Bench { backend, preset, tokens, iterations }) => {
-            bench(backend.unwrap_or(cli.backend), preset, tokens, iterations, cli.seed)
+        Some(Command::Bench { backend, preset, tokens, iterations, roofline }) => {
+            let options = BenchRun { preset, tokens, iterations, seed: cli.seed };
+            if roofline { roofline_only(&options) } else { bench(backend.unwrap_or(cli.backend), &options) }
         }
         #[cfg(feature = "emulation")]
         Some(Command::Emulate { sanitizer, all, shapes, kernels, out, fail_fast, verbose }) => {
@@ -256,20 +265,33 @@ fn select_backend(choice: BackendChoice) -> anyhow::Result<(Box<dyn GpuBackend>,
     Ok((Box::new(kda::reference::backend()), BackendChoice::Cpu))
 }
 
-/// `kda bench`: the launch cases of every kernel, timed on the chosen backend.
-fn bench(
-    choice: BackendChoice,
+/// The arguments of `kda bench`.
+struct BenchRun {
     preset: Option<String>,
-    tokens: u32,
+    tokens: Option<u32>,
     iterations: u32,
     seed: u64,
-) -> anyhow::Result<()> {
+}
+
+impl BenchRun {
+    /// The layer and prefill tokens of the roofline model: those given, else `glm5-flash` and
+    /// 4096.
+    fn model_layer(&self) -> anyhow::Result<(KdaGeometry, u32)> {
+        let preset = self.preset.as_deref().unwrap_or(BenchOptions::CUDA_PRESET);
+        Ok((KdaGeometry::preset(preset)?, self.tokens.unwrap_or(roofline::PREFILL_TOKENS)))
+    }
+}
+
+/// `kda bench`: the launch cases of every kernel, timed on the chosen backend, then the roofline
+/// model, the measured cases beside it on CUDA.
+fn bench(choice: BackendChoice, run: &BenchRun) -> anyhow::Result<()> {
     let (gpu, chosen) = select_backend(choice)?;
     let on_cuda = matches!(chosen, BackendChoice::Cuda);
-    let preset = preset.unwrap_or_else(|| BenchOptions::default_preset(on_cuda).to_owned());
+    let preset = run.preset.clone().unwrap_or_else(|| BenchOptions::default_preset(on_cuda).to_owned());
     let geometry = KdaGeometry::preset(&preset)?;
     let copy_bytes = BenchOptions::default_copy_bytes(on_cuda);
-    let options = BenchOptions { geometry, tokens, iterations, seed, copy_bytes };
+    let tokens = run.tokens.unwrap_or_else(|| BenchOptions::default_tokens(on_cuda));
+    let options = BenchOptions { geometry, tokens, iterations: run.iterations, seed: run.seed, copy_bytes };
     println!("preset: {preset}");
     // A progress line only where someone watches: logs get the report alone.
     let terminal = std::io::stderr().is_terminal();
@@ -283,6 +305,23 @@ fn bench(
         eprint!("\r{:<26}\r", "");
     }
     print!("{report}");
+    let (geometry, tokens) = run.model_layer()?;
+    let model = if on_cuda {
+        // The target's own table: its absent optional kernels are absent from the model too.
+        let absent: Vec<&str> =
+            report.kernels.iter().filter(|kernel| kernel.per_launch.is_none()).map(|k| k.field).collect();
+        roofline::model(&geometry, tokens, &absent)?.with_measurements(&report)
+    } else {
+        roofline::model(&geometry, tokens, &[])?
+    };
+    print!("\n{model}");
+    Ok(())
+}
+
+/// `kda bench --roofline`: the model alone, nothing timed.
+fn roofline_only(run: &BenchRun) -> anyhow::Result<()> {
+    let (geometry, tokens) = run.model_layer()?;
+    print!("{}", roofline::model(&geometry, tokens, &[])?);
     Ok(())
 }
 
