@@ -1,0 +1,80 @@
+//! The FLOPs of each kernel's launch, derived from its math.
+
+use super::{LaunchModel, RooflineError};
+
+/// The FLOPs of one launch, from its kernel and scalars; `docs/kernels.md` §2 has each kernel's
+/// math, and each count below follows it under the conventions of the [roofline](super) module's docs.
+///
+/// - **`gemm`, `gemv_batchm`**: `2·m·n·k`; **`gemv`**: `2·n·k` (m = 1). One multiply and one add
+///   per term of each of the m·n sums of k terms.
+/// - **`conv_decode`**: `b·(dim·(2·width + 4) + 3·qk_channels + 2·qk_channels/head_dim)`. Per
+///   channel: the `width` taps' products and sums (2·width), then SiLU `a·σ(a)` with
+///   `σ(a) = 1/(1 + e^{−a})` (exp, add, divide, multiply: 4). Per q/k channel the L2 norm: square
+///   and sum (2), divide by the root (1); per q/k head: `+ eps` and `sqrt` (2). The window shift
+///   moves data only.
+/// - **`conv_prefill`**: `t·dim·(2·width + 4)`: the same conv and SiLU per token, no norm.
+/// - **`l2`**: `rows·heads·(3·head_dim + 2)`: per value square, sum and divide (3); per head
+///   `+ eps` and `sqrt` (2).
+/// - **`gate`**: law 0 `6·t·h·d + h`, law 1 `4·t·h·d + h`. Per channel `x = g + dt_bias` (1);
+///   law 0 `lower_bound·σ(e·x)`: multiply, σ (exp, add, divide), multiply (5); law 1
+///   `−e·softplus(x)` = `−e·log1p(e^x)`: exp, log1p, multiply (3). `e = exp(a_log)` once per
+///   head (h).
+/// - **`sigmoid`**: `3·n`: exp, add, divide per element.
+/// - **`o_norm`**: `rows·(8·d + 4)`. Per value: square and sum (2), `x·r`, `·w` (2), σ of the
+///   gate (3), the gating product (1); per row: `/d`, `+ eps`, `sqrt`, the reciprocal (4).
+/// - **`recurrent`, `recurrent_smem`**: `b·h·(7·d² + 4·d)`. Per (row, head): `α = exp(g)` and
+///   `q·scale` (2·d); per state column v (d of them): pass 1 over k `s = S·α` and `kv += s·k`
+///   (3·d), `δ = β·(v − kv)` (2), pass 2 over k `s += k·δ` and `o += s·q` (4·d).
+/// - **`chunk_prepare`**: per (chunk, head), `cdiv(t, c)·h` of them, with `P = c(c−1)/2` pairs
+///   j < i, `R = c(c+1)/2` pairs j ≤ i and `Q = c(c−1)(c−2)/6` triples j < m < i:
+///   `3·c·d + P·(5·d + 2) + 2·Q + R·(4·d + 1)`. The in-chunk prefix sums of the gates (c·d);
+///   `A[i][j]` for j < i: per channel `k_i·k_j`, `gc_i − gc_j`, exp, product, sum (5·d), then
+///   `·(−β_i)` (1); the forward substitution: a product and a sum per triple (2·Q) and the update
+///   of each pair (P); `u`: `a = A[i][j]·β_j` per pair (1) and `a·v` summed per channel (2·d); `w`:
+///   `k̃ = k·exp(gc)` once per (position, channel) (2·c·d) and `a·k̃` summed per pair and channel
+///   (2·d).
+/// - **`chunk_scan`**: per (chunk, head): `6·c·d² + 8·c·d + 7·R·d + 2·d² + d`. `q_s = q·scale`
+///   (c·d) and `q̃ = q_s·exp(gc)` (2·c·d); `vnew = u − w·S` (c·d·(2·d + 1)); `inter = q̃·S`
+///   (2·c·d²); `intra[i][j]` for j ≤ i: per channel `q_s·k`, `gc_i − gc_j`, exp, product, sum
+///   (5·R·d); `out = inter + intra·vnew` (2·R·d + c·d); the state update: the closing decay
+///   `exp(gc_l)` (d) applied (d²), `k·exp(gc_l − gc_i)` per (position, channel) (3·c·d), its
+///   product with `vnew` summed over the chunk (2·c·d²), added to the decayed state (d²).
+/// - **`split_widen`, `pack`, `fill`**: 0: data movement (and exact widening) only.
+pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
+    let s = |name| launch.need(name);
+    Ok(match launch.field {
+        "gemm" | "gemv_batchm" => 2 * s("m")? * s("n")? * s("k")?,
+        "gemv" => 2 * s("n")? * s("k")?,
+        "conv_decode" => {
+            let (qk, head_dim) = (s("qk_channels")?, s("head_dim")?.max(1));
+            s("b")? * (s("dim")? * (2 * s("width")? + 4) + 3 * qk + 2 * (qk / head_dim))
+        }
+        "conv_prefill" => s("t")? * s("dim")? * (2 * s("width")? + 4),
+        "l2" => s("rows")? * s("heads")? * (3 * s("head_dim")? + 2),
+        "gate" => {
+            let per_channel = if s("law")? == 0 { 6 } else { 4 };
+            per_channel * s("t")? * s("h")? * s("d")? + s("h")?
+        }
+        "sigmoid" => 3 * s("n")?,
+        "o_norm" => s("rows")? * (8 * s("d")? + 4),
+        "recurrent" | "recurrent_smem" => {
+            let d = s("d")?;
+            s("b")? * s("h")? * (7 * d * d + 4 * d)
+        }
+        "chunk_prepare" | "chunk_scan" => {
+            let (c, d) = (s("c")?, s("d")?);
+            let chunks = s("t")?.div_ceil(c.max(1));
+            let pairs_below = c * c.saturating_sub(1) / 2;
+            let pairs = c * (c + 1) / 2;
+            let triples = c * c.saturating_sub(1) * c.saturating_sub(2) / 6;
+            let per_chunk_head = if launch.field == "chunk_prepare" {
+                3 * c * d + pairs_below * (5 * d + 2) + 2 * triples + pairs * (4 * d + 1)
+            } else {
+                6 * c * d * d + 8 * c * d + 7 * pairs * d + 2 * d * d + d
+            };
+            chunks * s("h")? * per_chunk_head
+        }
+        "split_widen" | "pack" | "fill" => 0,
+        field => return Err(RooflineError::NoModel { field, param: "-" }),
+    })
+}

@@ -1,0 +1,148 @@
+//! The block's launches recorded on the fake backend at 1, 2 and 3 heads, and extrapolated to the
+//! layer's head count.
+
+use kda::block::Glm5NextKdaBlock;
+use kda::geometry::KdaGeometry;
+use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
+use kda::weights::HostWeights;
+use kda_runtime::testing::{FakeArg, FakeBackend, FakeLaunch};
+use kda_runtime::{DType, KernelEntry};
+
+use super::{LaunchArg, LaunchModel, RooflineError, SAMPLE_HEADS, Scenario};
+
+/// The block at `geometry` on a fresh fake carrying the table less `absent`, and the launches of
+/// each of `scenarios` on it.
+pub fn record(
+    geometry: &KdaGeometry,
+    scenarios: &[Scenario],
+    absent: &[&str],
+) -> Result<Vec<Vec<FakeLaunch>>, RooflineError> {
+    let gpu = absent
+        .iter()
+        .filter_map(|field| table_entry(|entry| entry.field == *field))
+        .fold(FakeBackend::new().with_table::<Glm5NextKda>(), |gpu, entry| {
+            gpu.without(entry.module, entry.entry)
+        });
+    // Synthetic weights: only their lengths matter here, and at 1 to 3 heads they are small.
+    let block = Glm5NextKdaBlock::new(&gpu, *geometry, &HostWeights::synthetic(geometry, 0))?;
+    scenarios.iter().map(|scenario| scenario.record(&gpu, &block)).collect()
+}
+
+/// The table entry `find` picks.
+pub(super) fn table_entry(find: impl Fn(&KernelEntry) -> bool) -> Option<&'static KernelEntry> {
+    Glm5NextKdaKernels::ENTRIES.iter().find(|entry| find(entry))
+}
+
+/// The launches of `runs` (at [`SAMPLE_HEADS`] heads) at `heads` heads: each integer value
+/// extrapolated from the first two runs and checked against the third.
+pub(super) fn extrapolate(
+    scenario: &Scenario,
+    runs: [&[FakeLaunch]; 3],
+    heads: u32,
+) -> Result<Vec<LaunchModel>, RooflineError> {
+    let drift = |run: usize, what: String| RooflineError::Drift {
+        scenario: scenario.to_string(),
+        heads: SAMPLE_HEADS[run],
+        what,
+    };
+    for (run, launches) in runs.iter().enumerate().skip(1) {
+        if launches.len() != runs[0].len() {
+            return Err(drift(run, format!("{} launches, not {}", launches.len(), runs[0].len())));
+        }
+    }
+    let at = |h: u32, one: i128, two: i128| one + (i128::from(h) - 1) * (two - one);
+    let mut model = Vec::with_capacity(runs[0].len());
+    for (index, first) in runs[0].iter().enumerate() {
+        let entry = table_entry(|entry| entry.module == first.module && entry.entry == first.entry)
+            .ok_or_else(|| RooflineError::UnknownKernel(format!("{}::{}", first.module, first.entry)))?;
+        let field = entry.field;
+        let params = entry.signature.map_or(&[][..], |signature| signature.params);
+        let [one, two, three] = runs.map(|run| &run[index]);
+        for (run, other) in [(1, two), (2, three)] {
+            if (other.module.as_str(), other.entry.as_str()) != (first.module.as_str(), first.entry.as_str())
+                || other.args.len() != first.args.len()
+            {
+                return Err(drift(
+                    run,
+                    format!("launch {index} is `{}::{}`, not `{field}`", other.module, other.entry),
+                ));
+            }
+        }
+        let mut args = Vec::with_capacity(first.args.len());
+        for (position, arg) in one.args.iter().enumerate() {
+            let name = params.get(position).map_or("?", |param| param.name);
+            let (b, c) = (&two.args[position], &three.args[position]);
+            let (values, max) = match sample([arg, b, c]) {
+                Some(Sampled::F32(value)) => {
+                    args.push(LaunchArg::F32 { name, value });
+                    continue;
+                }
+                Some(Sampled::Buffer { lens, .. }) => (lens, i128::from(u64::MAX)),
+                Some(Sampled::Int { values, max }) => (values, max),
+                None => {
+                    let what = format!(
+                        "launch {index} (`{field}`): `{name}` is {arg:?}, {b:?}, {c:?} at 1, 2, 3 heads"
+                    );
+                    return Err(drift(1, what));
+                }
+            };
+            let [x, y, z] = values;
+            let expected = at(SAMPLE_HEADS[2], x, y);
+            if expected != z {
+                return Err(RooflineError::NotAffine {
+                    scenario: scenario.to_string(),
+                    index,
+                    field,
+                    param: name,
+                    expected,
+                    found: z,
+                });
+            }
+            let value = at(heads, x, y);
+            let value = u64::try_from(value).ok().filter(|&v| i128::from(v) <= max).ok_or_else(|| {
+                RooflineError::Overflow { scenario: scenario.to_string(), field, param: name, value, heads }
+            })?;
+            args.push(match sample([arg, b, c]) {
+                Some(Sampled::Buffer { dtype, writable, .. }) => {
+                    LaunchArg::Buffer { name, dtype, len: value, writable }
+                }
+                _ => LaunchArg::Int { name, value },
+            });
+        }
+        model.push(LaunchModel::new(field, args)?);
+    }
+    Ok(model)
+}
+
+/// One argument at the three sample head counts: a buffer of one element type and access, an
+/// integer scalar (its values, and the largest its type holds), or an f32 scalar of one value.
+enum Sampled {
+    Buffer { dtype: DType, writable: bool, lens: [i128; 3] },
+    Int { values: [i128; 3], max: i128 },
+    F32(f32),
+}
+
+/// The argument at the three head counts, if it is of one kind in all three (and an f32 scalar
+/// of one value).
+fn sample([a, b, c]: [&FakeArg; 3]) -> Option<Sampled> {
+    use FakeArg::{Buffer, F32, I32, U32, U64};
+    let int = |x: i128, y: i128, z: i128, max: i128| Some(Sampled::Int { values: [x, y, z], max });
+    match (a, b, c) {
+        (
+            Buffer { dtype, len, writable },
+            Buffer { dtype: d2, len: l2, writable: w2 },
+            Buffer { dtype: d3, len: l3, writable: w3 },
+        ) if (dtype, writable) == (d2, w2) && (dtype, writable) == (d3, w3) => Some(Sampled::Buffer {
+            dtype: *dtype,
+            writable: *writable,
+            lens: [*len, *l2, *l3].map(|l| l as i128),
+        }),
+        (U32(x), U32(y), U32(z)) => int((*x).into(), (*y).into(), (*z).into(), u32::MAX.into()),
+        (I32(x), I32(y), I32(z)) => int((*x).into(), (*y).into(), (*z).into(), i32::MAX.into()),
+        (U64(x), U64(y), U64(z)) => int((*x).into(), (*y).into(), (*z).into(), u64::MAX.into()),
+        (F32(x), F32(y), F32(z)) if x.to_bits() == y.to_bits() && x.to_bits() == z.to_bits() => {
+            Some(Sampled::F32(*x))
+        }
+        _ => None,
+    }
+}

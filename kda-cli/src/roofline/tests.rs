@@ -1,0 +1,353 @@
+//! Tests of the roofline model.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use kda::cases::{Access, BufferArg, CaseArg, KernelCase};
+use kda_runtime::LaunchGeometry;
+use kda_runtime::testing::FakeArg;
+
+use super::record::table_entry;
+use super::*;
+use crate::bench::{self, BenchOptions};
+
+/// The model at `glm5-flash`, built once for every test that reads it.
+fn glm5() -> &'static RooflineReport {
+    static MODEL: OnceLock<RooflineReport> = OnceLock::new();
+    MODEL.get_or_init(|| model(&KdaGeometry::glm5_flash(), PREFILL_TOKENS, &[]).unwrap())
+}
+
+fn fields(scenario: &ScenarioModel) -> Vec<&'static str> {
+    scenario.launches.iter().map(|launch| launch.field).collect()
+}
+
+const DENSE: [&str; 3] = ["gemm", "gemv", "gemv_batchm"];
+
+#[test]
+fn the_scenarios_are_decode_at_1_and_64_and_a_prefill_of_4096() {
+    let scenarios: Vec<Scenario> = glm5().scenarios.iter().map(|s| s.scenario).collect();
+    assert_eq!(
+        scenarios,
+        [Scenario::Decode { batch: 1 }, Scenario::Decode { batch: 64 }, Scenario::Prefill { tokens: 4096 }]
+    );
+}
+
+#[test]
+fn the_decode_gemv_of_q_proj_moves_its_weight_once() {
+    let decode = &glm5().scenarios[0];
+    // The block's first launch is q_proj: x [1, 4096] · w [8192, 4096]ᵀ, all bf16.
+    let q_proj = &decode.launches[0];
+    assert_eq!((q_proj.field, q_proj.shape().as_str()), ("gemv", "1×8192×4096"));
+    let weight = 8192 * 4096 * 2;
+    assert_eq!(weight, 67_108_864);
+    assert_eq!(q_proj.bytes, weight + 4096 * 2 + 8192 * 2);
+    assert_eq!(q_proj.flops, 2 * 8192 * 4096);
+    assert_eq!(q_proj.bound(), Bound::Memory);
+    let time = 67_133_440.0 / 4.8e12;
+    assert!((q_proj.time() - time).abs() <= 1e-9 * time, "{}", q_proj.time());
+    // The last is o_proj: x [1, 8192] · w [4096, 8192]ᵀ.
+    let o_proj = decode.launches.last().unwrap();
+    assert_eq!((o_proj.field, o_proj.shape().as_str()), ("gemv", "1×4096×8192"));
+    assert_eq!(o_proj.bytes, 4096 * 8192 * 2 + 8192 * 2 + 4096 * 2);
+    // The prefill's q_proj is a GEMM at m = 4096 on tensor cores, compute-bound.
+    let prefill = &glm5().scenarios[2].launches[0];
+    assert_eq!((prefill.field, prefill.peak), ("gemm", Peak::TensorBf16));
+    assert_eq!(prefill.bytes, (4096 * 4096 + 8192 * 4096 + 4096 * 8192) * 2);
+    assert_eq!(prefill.flops, 2 * 4096 * 8192 * 4096);
+    assert_eq!(prefill.bound(), Bound::Compute);
+    let time = 2.0 * 4096.0 * 8192.0 * 4096.0 / 989e12;
+    assert!((prefill.time() - time).abs() <= 1e-9 * time, "{}", prefill.time());
+}
+
+#[test]
+fn the_recurrent_step_reads_and_writes_each_state_once() {
+    for (scenario, b) in [(&glm5().scenarios[0], 1), (&glm5().scenarios[1], 64)] {
+        let step = scenario.launches.iter().find(|l| l.field == "recurrent_smem").unwrap();
+        // qkv [b, 3·8192] bf16, gate [b, 8192] f32, beta [b, 64] f32, the pool's b states
+        // [64, 128, 128] f32 read and written, slot [b] u32, out [b, 8192] f32.
+        let state = 64 * 128 * 128 * 4;
+        let expected = b * (3 * 8192 * 2 + 8192 * 4 + 64 * 4 + 2 * state + 4 + 8192 * 4);
+        assert_eq!(step.bytes, expected, "B = {b}");
+        assert_eq!(step.flops, b * 64 * (7 * 128 * 128 + 4 * 128), "B = {b}");
+        assert_eq!(step.bound(), Bound::Memory);
+    }
+}
+
+#[test]
+fn decode_at_b_64_runs_the_gemm_and_at_b_1_the_gemv() {
+    let [one, sixty_four, prefill] = &glm5().scenarios[..] else { panic!("three scenarios") };
+    let dense = |scenario: &ScenarioModel| -> Vec<&'static str> {
+        fields(scenario).into_iter().filter(|field| DENSE.contains(field)).collect()
+    };
+    // q, k, v, f_a, f_b, b_proj, g_a, g_b and o_proj: nine products per call.
+    assert_eq!(dense(one), ["gemv"; 9]);
+    assert_eq!(dense(sixty_four), ["gemm"; 9]);
+    assert_eq!(dense(prefill), ["gemm"; 9]);
+    for launch in sixty_four.launches.iter().filter(|l| l.field == "gemm") {
+        assert_eq!(launch.scalar("m"), Some(64));
+    }
+    // Decode uses the shared-memory recurrent step, prefill the chunk pair.
+    assert!(fields(one).contains(&"recurrent_smem") && fields(sixty_four).contains(&"recurrent_smem"));
+    assert!(fields(prefill).contains(&"chunk_scan") && !fields(prefill).contains(&"recurrent_smem"));
+}
+
+#[test]
+fn totals_are_the_sums_of_the_rows() {
+    for scenario in &glm5().scenarios {
+        let bytes: u64 = scenario.launches.iter().map(|l| l.bytes).sum();
+        let flops: u64 = scenario.launches.iter().map(|l| l.flops).sum();
+        let peak = |l: &LaunchModel| if l.field == "gemm" { 989e12 } else { 67e12 };
+        let time: f64 =
+            scenario.launches.iter().map(|l| (l.bytes as f64 / 4.8e12).max(l.flops as f64 / peak(l))).sum();
+        assert_eq!((scenario.bytes(), scenario.flops()), (bytes, flops), "{}", scenario.scenario);
+        assert!((scenario.time() - time).abs() <= 1e-9 * time, "{}", scenario.scenario);
+        let by_kernel: f64 = scenario.by_kernel().iter().map(|(_, time)| time).sum();
+        assert!((by_kernel - time).abs() <= 1e-9 * time);
+    }
+    let text = glm5().to_string();
+    assert!(text.starts_with("roofline of one layer, model (no device)"), "{text}");
+    assert_eq!(text.matches("  total: ").count(), 3, "{text}");
+}
+
+/// The launches of a direct run of the block as the model describes them, compared one by one.
+fn assert_same_launches(model: &[LaunchModel], recorded: &[FakeLaunch], what: &str) {
+    assert_eq!(model.len(), recorded.len(), "{what}: launch count");
+    for (index, (launch, fake)) in model.iter().zip(recorded).enumerate() {
+        let entry = table_entry(|e| e.module == fake.module && e.entry == fake.entry).unwrap();
+        assert_eq!(launch.field, entry.field, "{what}: launch {index}");
+        assert_eq!(launch.args.len(), fake.args.len(), "{what}: launch {index}");
+        for (arg, fake) in launch.args.iter().zip(&fake.args) {
+            let same = match (arg, fake) {
+                (
+                    LaunchArg::Buffer { dtype, len, writable, .. },
+                    FakeArg::Buffer { dtype: d, len: l, writable: w },
+                ) => (dtype, *len, writable) == (d, *l as u64, w),
+                (LaunchArg::Int { value, .. }, FakeArg::U32(v)) => *value == u64::from(*v),
+                (LaunchArg::F32 { value, .. }, FakeArg::F32(v)) => value.to_bits() == v.to_bits(),
+                _ => false,
+            };
+            assert!(same, "{what}: launch {index} (`{}`): {arg:?} vs {fake:?}", launch.field);
+        }
+    }
+}
+
+#[test]
+fn the_model_is_the_block_run_at_the_real_head_count() {
+    // At `mid` (8 heads of 64) the block runs at full size on the fake in a moment: the model
+    // extrapolated from 1, 2 and 3 heads must be that run, launch by launch, value by value.
+    let geometry = KdaGeometry::mid();
+    let scenarios = Scenario::all(PREFILL_TOKENS);
+    let report = model(&geometry, PREFILL_TOKENS, &[]).unwrap();
+    let direct = record(&geometry, &scenarios, &[]).unwrap();
+    for ((scenario, modelled), recorded) in scenarios.iter().zip(&report.scenarios).zip(&direct) {
+        assert_eq!(modelled.scenario, *scenario);
+        assert_same_launches(&modelled.launches, recorded, &scenario.to_string());
+    }
+    // The same launch counts at glm5-flash: decode 11 front-end launches, the conv, the
+    // recurrent step, the norm and o_proj; prefill the front end and 7 more.
+    let counts: Vec<usize> = report.scenarios.iter().map(|s| s.launches.len()).collect();
+    assert_eq!(counts, [15, 15, 18]);
+    let glm5_counts: Vec<usize> = glm5().scenarios.iter().map(|s| s.launches.len()).collect();
+    assert_eq!(glm5_counts, counts);
+    for (mid, glm5) in report.scenarios.iter().zip(&glm5().scenarios) {
+        assert_eq!(fields(mid), fields(glm5), "{}", mid.scenario);
+    }
+}
+
+#[test]
+fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
+    // At `tiny`, B = 2 (two live rows: the cases skip none below 3) and T = 64 (two whole
+    // chunks, no padding): every launch with a case of its sizes moves the case's bytes, so
+    // the read-write and touched-prefix rules agree with the cases'.
+    let geometry = KdaGeometry::tiny();
+    let report =
+        model_scenarios(&geometry, &[Scenario::Decode { batch: 2 }, Scenario::Prefill { tokens: 64 }], &[])
+            .unwrap();
+    let mut compared = BTreeSet::new();
+    for (scenario, t) in report.scenarios.iter().zip([2, 64]) {
+        let cases = KernelCase::all(&geometry, t, 3).unwrap();
+        for launch in &scenario.launches {
+            let scalars = |case: &KernelCase| -> Vec<(&'static str, u64)> {
+                case.args()
+                    .iter()
+                    .filter_map(|arg| match arg {
+                        CaseArg::U32 { name, value } => Some((*name, u64::from(*value))),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let Some(case) = cases.iter().find(|c| c.field() == launch.field && launch.matches(&scalars(c)))
+            else {
+                continue;
+            };
+            assert_eq!(
+                launch.bytes,
+                case.bytes_moved(),
+                "{}: {} ({})",
+                scenario.scenario,
+                launch.field,
+                launch.shape()
+            );
+            compared.insert(launch.field);
+        }
+    }
+    let expected = [
+        "chunk_prepare",
+        "chunk_scan",
+        "conv_decode",
+        "conv_prefill",
+        "gate",
+        "gemm",
+        "gemv_batchm",
+        "l2",
+        "o_norm",
+        "pack",
+        "recurrent_smem",
+        "sigmoid",
+        "split_widen",
+    ];
+    assert_eq!(compared.into_iter().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn the_read_write_buffers_are_the_cases_in_place_ones() {
+    let mut in_place: Vec<(&str, &str)> = KernelCase::all(&KdaGeometry::tiny(), 3, 1)
+        .unwrap()
+        .iter()
+        .flat_map(|case| {
+            case.args().iter().filter_map(|arg| match arg {
+                CaseArg::Buffer(BufferArg { name, access: Access::ReadWrite(_), .. }) => {
+                    Some((case.field(), *name))
+                }
+                _ => None,
+            })
+        })
+        .collect();
+    let mut listed = READ_WRITE.to_vec();
+    in_place.sort();
+    listed.sort();
+    assert_eq!(listed, in_place);
+}
+
+#[test]
+fn every_kernel_of_the_table_has_a_flop_count() {
+    for case in KernelCase::all(&KdaGeometry::tiny(), 40, 1).unwrap() {
+        let args = case
+            .args()
+            .iter()
+            .map(|arg| match arg {
+                CaseArg::Buffer(BufferArg { name, data, access, .. }) => LaunchArg::Buffer {
+                    name,
+                    dtype: data.dtype(),
+                    len: data.len() as u64,
+                    writable: *access != Access::Read,
+                },
+                CaseArg::Slice { name, data, range } => {
+                    LaunchArg::Buffer { name, dtype: data.dtype(), len: range.len() as u64, writable: false }
+                }
+                CaseArg::U32 { name, value } => LaunchArg::Int { name, value: u64::from(*value) },
+                CaseArg::F32 { name, value } => LaunchArg::F32 { name, value: *value },
+            })
+            .collect();
+        let launch = LaunchModel::new(case.field(), args).unwrap();
+        let moves_only = ["split_widen", "pack", "fill"].contains(&case.field());
+        assert_eq!(launch.flops == 0, moves_only, "{}: {} FLOPs", case.field(), launch.flops);
+        assert!(launch.bytes > 0, "{}", case.field());
+    }
+    assert!(matches!(
+        LaunchModel::new("gemm", vec![LaunchArg::Int { name: "m", value: 1 }]),
+        Err(RooflineError::NoModel { field: "gemm", param: "n" })
+    ));
+}
+
+#[test]
+fn the_chunk_pair_counts_follow_their_derivation() {
+    // glm5-flash, T = 4096: 64 chunks of 64 positions, 64 heads of 128. By hand, per (chunk,
+    // head): prepare 3·64·128 + 2016·642 + 2·41664 + 2080·513 = 2,469,216 and scan
+    // 6·64·128² + 8·64·128 + 7·2080·128 + 2·128² + 128 = 8,253,568.
+    let prefill = &glm5().scenarios[2];
+    let flops = |field| prefill.launches.iter().find(|l| l.field == field).unwrap().flops;
+    assert_eq!(flops("chunk_prepare"), 64 * 64 * 2_469_216);
+    assert_eq!(flops("chunk_scan"), 64 * 64 * 8_253_568);
+}
+
+#[test]
+fn absent_optional_kernels_are_absent_from_the_model() {
+    let geometry = KdaGeometry::tiny();
+    let decode = [Scenario::Decode { batch: 2 }];
+    let full = model_scenarios(&geometry, &decode, &[]).unwrap();
+    assert!(fields(&full.scenarios[0]).contains(&"gemv_batchm"));
+    assert!(fields(&full.scenarios[0]).contains(&"recurrent_smem"));
+    let without = model_scenarios(&geometry, &decode, &["gemv_batchm", "recurrent_smem"]).unwrap();
+    let without = fields(&without.scenarios[0]);
+    assert!(!without.contains(&"gemv_batchm") && without.contains(&"gemm"), "{without:?}");
+    assert!(!without.contains(&"recurrent_smem") && without.contains(&"recurrent"), "{without:?}");
+}
+
+fn sigmoid(n: u32, module: &str) -> FakeLaunch {
+    let buffer = |dtype, writable| FakeArg::Buffer { dtype, len: n as usize, writable };
+    FakeLaunch {
+        stream: 0,
+        module: module.to_owned(),
+        entry: "kda_sigmoid_bf16_f32".to_owned(),
+        geometry: LaunchGeometry::linear(n, 256),
+        args: vec![buffer(DType::Bf16, false), buffer(DType::F32, true), FakeArg::U32(n)],
+    }
+}
+
+#[test]
+fn sizes_off_the_line_through_1_and_2_heads_are_refused() {
+    let scenario = Scenario::Decode { batch: 1 };
+    let run = |n| vec![sigmoid(n, "kda_layer_ops")];
+    let (one, two, three) = (run(64), run(128), run(192));
+    let launches = extrapolate(&scenario, [&one, &two, &three], 64).unwrap();
+    assert_eq!(launches[0].scalar("n"), Some(64 * 64));
+    assert_eq!(launches[0].bytes, 64 * 64 * (2 + 4));
+    let quadratic = run(64 * 9);
+    let error = extrapolate(&scenario, [&one, &two, &quadratic], 64).unwrap_err();
+    assert!(
+        matches!(error, RooflineError::NotAffine { field: "sigmoid", param: "x", expected: 192, .. }),
+        "{error}"
+    );
+    let other = vec![sigmoid(192, "elsewhere")];
+    assert!(matches!(
+        extrapolate(&scenario, [&one, &two, &other], 64),
+        Err(RooflineError::Drift { heads: 3, .. })
+    ));
+    assert!(matches!(
+        extrapolate(&scenario, [&one, &two, &Vec::new()], 64),
+        Err(RooflineError::Drift { .. })
+    ));
+}
+
+#[test]
+fn measured_cases_sit_beside_the_launches_of_their_sizes() {
+    // The CPU reference stands in for a device: the cases at T = 64 have the sizes of the
+    // B = 1 GEMVs, of most of the B = 64 step and of most of the prefill (at `tiny`
+    // qkv = hidden = 64, so o_proj has q_proj's sizes too).
+    let geometry = KdaGeometry::tiny();
+    let options = BenchOptions { geometry, tokens: 64, iterations: 1, seed: 1, copy_bytes: 1 << 16 };
+    let timings = bench::run(&kda::reference::backend(), &options, &mut |_| {}).unwrap();
+    let report = model(&geometry, 64, &[]).unwrap().with_measurements(&timings);
+    let matched = |s: &ScenarioModel| -> Vec<&str> {
+        s.launches.iter().filter(|l| l.measured.is_some()).map(|l| l.field).collect()
+    };
+    assert_eq!(matched(&report.scenarios[0]), ["gemv"; 4]);
+    let front = ["gemm", "gemm", "gemm", "pack", "gate", "sigmoid"];
+    let back = ["o_norm", "gemm"];
+    let decode: Vec<&str> =
+        front.iter().chain(&["conv_decode", "recurrent_smem"]).chain(&back).copied().collect();
+    assert_eq!(matched(&report.scenarios[1]), decode);
+    let core = ["conv_prefill", "l2", "split_widen", "chunk_prepare", "chunk_scan"];
+    let prefill: Vec<&str> = front.iter().chain(&core).chain(&back).copied().collect();
+    assert_eq!(matched(&report.scenarios[2]), prefill);
+    let text = report.to_string();
+    assert!(text.contains("measured on CPU reference backend"), "{text}");
+    assert!(
+        text.contains("measured µs  of roofline") && text.contains("13 of 18 launches beside a case"),
+        "{text}"
+    );
+    // Another layer's timings sit beside nothing.
+    let other = model(&KdaGeometry::mid(), 64, &[]).unwrap().with_measurements(&timings);
+    assert!(other.scenarios.iter().all(|s| matched(s).is_empty()));
+}
