@@ -116,6 +116,23 @@ fn the_dense_products_agree_at_their_edge_shapes() {
 }
 
 #[test]
+fn every_kernel_agrees_with_every_pointer_off_alignment() {
+    // A safe launch may pass views at any element offset: each kernel's path for operands off
+    // 16-byte alignment (element loads instead of vector loads and cp.async) against the
+    // reference, which gets the same views.
+    let (gpu, kernels) = emulated();
+    let mut failures = Vec::new();
+    for (geometry, t) in [(tiny(), 33), (d64(), 5)] {
+        for case in KernelCase::all(&geometry, t, support::SEED).unwrap() {
+            let case = case.with_offset(1);
+            let what = format!("offset 1, t = {t}, {}", case.field());
+            failures.extend(support::compare_case(&gpu, &kernels, &what, &case).1);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn the_grid_stride_kernels_agree_on_one_block() {
     // One block for everything: the norms reuse a row's shared partial sums for the next (the
     // barrier at the end of the block sum protects them); the GEMM's tensor-core path loops over

@@ -132,10 +132,18 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
             return Ok(finish(report, running));
         }
     }
-    // The norms with one block for all rows: each block then sums row after row.
-    for field in ["l2", "o_norm"] {
-        let case = KernelCase::new(field, &head_dim_64(), 5, options.seed)?.with_blocks(1);
-        check(format!("one block  t = 5    {field:<15}"), &case, &mut report);
+    // One block for everything: the norms sum row after row, the GEMM refills its pipeline for
+    // further tiles, the prefill conv walks further token tiles.
+    for (field, t) in [("l2", 5), ("o_norm", 5), ("gemm", 130), ("conv_prefill", 65)] {
+        let case = KernelCase::new(field, &head_dim_64(), t, options.seed)?.with_blocks(1);
+        check(format!("one block  t = {t:<4} {field:<15}"), &case, &mut report);
+    }
+    // Every pointer one element off alignment: each kernel's path for unaligned operands, which
+    // the sanitizers check for misaligned accesses (the driver allocates each view at its
+    // alignment).
+    for case in KernelCase::all(&head_dim_64(), 5, options.seed)? {
+        let case = case.with_offset(1);
+        check(format!("offset 1   t = 5    {:<15}", case.field()), &case, &mut report);
     }
     for (name, geometry) in [("tiny", KdaGeometry::tiny()), ("d64", head_dim_64())] {
         block(gpu.as_ref(), name, geometry, options.seed, &mut report, log);

@@ -107,19 +107,34 @@ impl HostData {
         }
     }
 
-    pub(super) fn upload(&self, gpu: &dyn GpuBackend) -> Result<DeviceBuffer, BackendError> {
+    /// A new buffer on `gpu` holding `offset` [`POISON`] elements, then this data.
+    pub(super) fn upload_at(
+        &self,
+        gpu: &dyn GpuBackend,
+        offset: usize,
+    ) -> Result<DeviceBuffer, BackendError> {
+        fn prefixed<T: Copy>(poison: T, offset: usize, data: &[T]) -> Vec<T> {
+            let mut all = vec![poison; offset];
+            all.extend_from_slice(data);
+            all
+        }
         match self {
-            HostData::Bf16(data) => gpu.upload(data),
-            HostData::F32(data) => gpu.upload(data),
-            HostData::U32(data) => gpu.upload(data),
+            HostData::Bf16(data) => gpu.upload(&prefixed(bf16::from_f32(POISON), offset, data)),
+            HostData::F32(data) => gpu.upload(&prefixed(POISON, offset, data)),
+            HostData::U32(data) => gpu.upload(&prefixed(POISON as u32, offset, data)),
         }
     }
 
-    pub(super) fn download(gpu: &dyn GpuBackend, buffer: &DeviceBuffer) -> Result<Self, BackendError> {
+    /// Elements `range` of `buffer`.
+    pub(super) fn download_range(
+        gpu: &dyn GpuBackend,
+        buffer: &DeviceBuffer,
+        range: Range<usize>,
+    ) -> Result<Self, BackendError> {
         Ok(match buffer.dtype() {
-            DType::Bf16 => HostData::Bf16(gpu.download(buffer)?),
-            DType::F32 => HostData::F32(gpu.download(buffer)?),
-            DType::U32 => HostData::U32(gpu.download(buffer)?),
+            DType::Bf16 => HostData::Bf16(gpu.download(buffer)?[range].to_vec()),
+            DType::F32 => HostData::F32(gpu.download(buffer)?[range].to_vec()),
+            DType::U32 => HostData::U32(gpu.download(buffer)?[range].to_vec()),
         })
     }
 }

@@ -126,6 +126,9 @@ pub struct KernelCase {
     launch: LaunchGeometry,
     args: Vec<CaseArg>,
     tokens: u32,
+    /// Elements of poison before each buffer argument's data: the kernel gets views this far
+    /// into their buffers (1: every pointer off 16-byte alignment).
+    offset: usize,
 }
 
 /// A case's arguments on a backend, ready for repeated launches.
@@ -133,11 +136,10 @@ pub struct PreparedCase {
     slots: Vec<Slot>,
 }
 
-/// A prepared argument: an uploaded buffer (and whether the kernel writes it), an uploaded
-/// buffer of which the kernel reads a range, or a scalar.
+/// A prepared argument: elements `range` of an uploaded buffer (and whether the kernel writes
+/// them), or a scalar.
 enum Slot {
-    Buffer(DeviceBuffer, bool),
-    Slice(DeviceBuffer, Range<usize>),
+    View { buffer: DeviceBuffer, range: Range<usize>, writable: bool },
     U32(u32),
     F32(f32),
 }
@@ -146,9 +148,8 @@ impl Slot {
     /// The launch argument: a mutable view of a written buffer, a read-only view of a read one.
     fn arg(&mut self) -> KernelArg<'_> {
         match self {
-            Slot::Buffer(buffer, true) => buffer.view_mut().into(),
-            Slot::Buffer(buffer, false) => buffer.view().into(),
-            Slot::Slice(buffer, range) => buffer.slice(range.clone()).into(),
+            Slot::View { buffer, range, writable: true } => buffer.slice_mut(range.clone()).into(),
+            Slot::View { buffer, range, writable: false } => buffer.slice(range.clone()).into(),
             Slot::U32(value) => KernelArg::U32(*value),
             Slot::F32(value) => KernelArg::F32(*value),
         }
@@ -333,7 +334,7 @@ impl KernelCase {
             }
             other => return Err(CaseError::NoCase(other.to_owned())),
         };
-        Ok(KernelCase { entry, handle, launch, args, tokens: t })
+        Ok(KernelCase { entry, handle, launch, args, tokens: t, offset: 0 })
     }
 
     /// A case of a dense product at any shape: `gemm` (`m ≥ 1`), `gemv` (`m = 1`) or
@@ -372,7 +373,7 @@ impl KernelCase {
             other => return Err(CaseError::NoCase(other.to_owned())),
         };
         let args = dense_args_at(names, x, w, m_arg, n, k, offset);
-        Ok(KernelCase { entry, handle, launch, args, tokens: m })
+        Ok(KernelCase { entry, handle, launch, args, tokens: m, offset: 0 })
     }
 
     /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 64
@@ -416,6 +417,14 @@ impl KernelCase {
             }
         }
         Ok(cases)
+    }
+
+    /// The same case with every buffer argument a view `elements` elements into its buffer,
+    /// poison before it: 1 puts every pointer off 16-byte alignment, which a safe launch may do,
+    /// so each kernel's path for unaligned operands runs.
+    pub fn with_offset(mut self, elements: usize) -> KernelCase {
+        self.offset = elements;
+        self
     }
 
     /// The same case launched on a grid of `blocks` blocks, all in x (its block shape kept): for the
@@ -512,11 +521,18 @@ impl KernelCase {
             .args
             .iter()
             .map(|arg| {
+                let offset = self.offset;
                 Ok(match arg {
-                    CaseArg::Buffer(buffer) => {
-                        Slot::Buffer(buffer.data.upload(gpu)?, buffer.access != Access::Read)
-                    }
-                    CaseArg::Slice { data, range, .. } => Slot::Slice(data.upload(gpu)?, range.clone()),
+                    CaseArg::Buffer(buffer) => Slot::View {
+                        buffer: buffer.data.upload_at(gpu, offset)?,
+                        range: offset..offset + buffer.data.len(),
+                        writable: buffer.access != Access::Read,
+                    },
+                    CaseArg::Slice { data, range, .. } => Slot::View {
+                        buffer: data.upload_at(gpu, offset)?,
+                        range: offset + range.start..offset + range.end,
+                        writable: false,
+                    },
                     CaseArg::U32 { value, .. } => Slot::U32(*value),
                     CaseArg::F32 { value, .. } => Slot::F32(*value),
                 })
@@ -583,17 +599,19 @@ impl KernelCase {
             .iter()
             .zip(&prepared.slots)
             .filter_map(|(arg, slot)| match (arg, slot) {
-                (CaseArg::Buffer(buffer), Slot::Buffer(device, true)) => Some((buffer, device)),
+                (CaseArg::Buffer(buffer), Slot::View { buffer: device, range, writable: true }) => {
+                    Some((buffer, device, range))
+                }
                 _ => None,
             })
-            .map(|(buffer, device)| {
+            .map(|(buffer, device, range)| {
                 let check = match buffer.access {
                     Access::Write(check) | Access::ReadWrite(check) => check,
                     Access::Read => Check::Exact,
                 };
                 Ok(HostOutput {
                     name: buffer.name,
-                    data: HostData::download(gpu, device)?,
+                    data: HostData::download_range(gpu, device, range.clone())?,
                     check,
                     used: buffer.used,
                 })
@@ -629,6 +647,7 @@ impl KernelCase {
             launch: launch::gemv(1, n),
             args: dense_args(GEMV, x.to_vec(), w.to_vec(), None, n, k),
             tokens: 1,
+            offset: self.offset,
         })
     }
 }
