@@ -6,7 +6,7 @@
 //! them as `-DNAME=VALUE`); a kernel launched with a block shape other than the one documented
 //! here returns without writing anything, so the two sides must agree.
 //!
-//! Every kernel uses static shared memory only (at most 41,216 bytes per block, below the 48 KiB
+//! Every kernel uses static shared memory only (at most 46,080 bytes per block (the GEMM), below the 48 KiB
 //! that needs no opt-in), so every geometry has `shared_mem_bytes: 0`.
 
 use kda_runtime::LaunchGeometry;

@@ -32,6 +32,8 @@ pub struct DecodeReplay<'b, 'g> {
     classes: [Option<RecordedStep>; 3],
     /// The slots of the current step, padded with [`NO_SLOT`]: the host side of the upload.
     slot_rows: Vec<u32>,
+    /// Whether to capture device graphs: until the backend first makes none.
+    graphs: bool,
 }
 
 /// One class's recording and the buffers it is bound to.
@@ -103,7 +105,7 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
                 found: format!("{max_batch}"),
             });
         }
-        Ok(Self { block, max_batch, classes: [None, None, None], slot_rows: Vec::new() })
+        Ok(Self { block, max_batch, classes: [None, None, None], slot_rows: Vec::new(), graphs: true })
     }
 
     /// The most sequences one step takes.
@@ -148,9 +150,12 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
         gpu.copy_on_device(hidden.view(), step.workspace.hidden.slice_mut(0..hidden.len()))?;
         let Bindings { shared, mut exclusive } = step.workspace.bindings(block, pool);
         // A device graph where the backend has graphs, captured again for another pool's buffers;
-        // else the launches one by one.
-        if !step.graph.as_ref().is_some_and(|graph| graph.is_bound_to(&shared, &exclusive)) {
+        // else the launches one by one. A backend that made no graph is not asked again, so steps
+        // on one without graphs do no capture work.
+        let bound = step.graph.as_ref().is_some_and(|graph| graph.is_bound_to(&shared, &exclusive));
+        if self.graphs && !bound {
             step.graph = step.launches.capture(gpu, &shared, &mut exclusive)?;
+            self.graphs = step.graph.is_some();
         }
         match &step.graph {
             Some(graph) => graph.launch(&shared, &mut exclusive)?,

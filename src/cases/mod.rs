@@ -377,8 +377,8 @@ impl KernelCase {
     }
 
     /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 64
-    /// for the GEMM, 32 columns and 256-element K tiles for the GEMVs), k % 8 != 0 (no 16-byte loads),
-    /// two K tiles with k % 8 == 0 (the GEMVs' asynchronous copies), operands one element off
+    /// for the GEMM, 32 columns for the GEMVs), k % 8 != 0 (no 16-byte loads), k % 8 == 0 over
+    /// several of a GEMV lane's 16-byte chunks (its vector loads), operands one element off
     /// alignment, and m at each dispatch class. `thorough`: every m of 1..=17 and 65 (the GEMM),
     /// 1 (the GEMV) and 2..=16 (the batched GEMV), each at every (n, k, offset) of the grid.
     pub fn dense_edges(seed: u64, thorough: bool) -> Result<Vec<KernelCase>, CaseError> {
