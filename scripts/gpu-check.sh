@@ -11,10 +11,11 @@
 #                                  GPU machine). nvcc: $NVCC, else `nvcc` on PATH, else the project's
 #                                  pinned one (scripts/install-cuda.sh).
 #   scripts/gpu-check.sh           On the GPU machine, from a copy of the repo that holds gpu-check/:
-#                                  nvidia-smi (if present); every copied test binary with
-#                                  `--include-ignored --test-threads=1 --nocapture` (the GPU parity
-#                                  tests of tests/gpu.rs and the whole CPU suite); `kda --backend cuda`
-#                                  on the default preset and on glm5-flash; `kda bench --backend cuda`.
+#                                  nvidia-smi (if present); the GPU parity tests (tests/gpu.rs);
+#                                  `kda --backend cuda` on the default preset and on glm5-flash, and
+#                                  batched at glm5-flash; `kda bench --backend cuda`; then every other
+#                                  copied test binary (the CPU suite). Tests run with
+#                                  `--include-ignored --test-threads=1 --nocapture`.
 #                                  Runs them all, tees everything into ${OUT:-gpu-check}/gpu-check.log,
 #                                  then exits 1 if any of them failed.
 #
@@ -26,6 +27,9 @@
 #   kda-build--cuda_build  runs nvcc on fixtures it finds through its compile-time source path
 #   kda-build--manifest    reads kernels.toml through its compile-time source path
 #   kda-build--front_end   runs cargo and nvcc on a crate it writes
+#   kda--layout            reads the build's PTX from its compile-time OUT_DIR
+#   kda--sass              runs nvcc and nvdisasm on kernels/ through its compile-time path
+#   kda-build--fuzz_manifest  writes manifests under its compile-time CARGO_TARGET_TMPDIR
 #   kda-cli--fuzz_list     runs the kda binary through its compile-time path
 #   kda-cli--list_pipe     the same
 #   kda-macros--lib        a proc-macro crate's tests link the toolchain's libstd-*.so
@@ -36,7 +40,7 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="gpu-check/bin"
-EXCLUDED=(kda--compiletest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-macros--lib)
+EXCLUDED=(kda--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-macros--lib)
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
@@ -133,9 +137,10 @@ run() {
     else
         note "nvidia-smi: not on this machine"
     fi
-    for test in "$BIN"/tests/*; do
-        step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
-    done
+    # What needs the GPU first (device time is short): the parity suite, the main job, the bench;
+    # then the rest of the suite, which CI also runs without a GPU.
+    local gpu_tests="$BIN/tests/kda--gpu"
+    [[ -x "$gpu_tests" ]] && step "test kda--gpu" "$gpu_tests" --include-ignored --test-threads=1 --nocapture
     step "kda (default preset)" "$BIN/kda" --backend cuda
     step "kda (glm5-flash)" "$BIN/kda" --backend cuda --preset glm5-flash
     # Batched decode: the time of one step of 64 sequences against one step of one.
@@ -143,6 +148,10 @@ run() {
         step "kda (glm5-flash, batch $batch)" "$BIN/kda" --backend cuda --preset glm5-flash --prompt 16 --batch "$batch"
     done
     step "kda bench" "$BIN/kda" bench --backend cuda
+    for test in "$BIN"/tests/*; do
+        [[ "$test" == "$gpu_tests" ]] && continue
+        step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
+    done
 
     note ""
     note "gpu-check: $((SECONDS - started)) s; log in $LOG"

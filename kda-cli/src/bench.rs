@@ -123,6 +123,20 @@ pub struct BenchReport {
     pub kernels: Vec<KernelTiming>,
 }
 
+impl BenchReport {
+    /// The `gemm` case's `(m, n, k)` and time, where it ran.
+    pub fn gemm(&self) -> Option<((u32, u32, u32), Duration)> {
+        let gemm = self.kernels.iter().find(|kernel| kernel.field == "gemm")?;
+        let scalar = |name| {
+            gemm.scalars
+                .iter()
+                .find(|(field, _)| *field == name)
+                .and_then(|(_, value)| u32::try_from(*value).ok())
+        };
+        Some(((scalar("m")?, scalar("n")?, scalar("k")?), gemm.per_launch?))
+    }
+}
+
 /// Why the benchmark could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -276,6 +290,11 @@ mod tests {
         }
         let text = report.to_string();
         assert!(text.starts_with("bench on CPU reference backend\n"), "{text}");
+        let gemm = report.kernels.iter().find(|kernel| kernel.field == "gemm").unwrap();
+        let ((m, n, k), time) = report.gemm().unwrap();
+        let (layer, tokens) = (options().geometry, options().tokens);
+        assert_eq!((m, n, k), (tokens, layer.heads * layer.head_dim, layer.hidden));
+        assert_eq!(Some(time), gemm.per_launch);
         for field in fields {
             assert!(text.lines().any(|line| line.trim_start().starts_with(field)), "{field} in\n{text}");
         }

@@ -1,9 +1,10 @@
 //! What the `kda` command runs, apart from its argument parsing: the main job and its batched
-//! part, the resolution report, the manifest listing, the kernel benchmark and its roofline
-//! model, and the emulated suite. A library so that tests reach them.
+//! part, the resolution report, the manifest listing, the kernel benchmark, its vendor baseline and its
+//! roofline model, and the emulated suite. A library so that tests reach them.
 
 #![forbid(unsafe_code)]
 
+pub mod baseline;
 pub mod batch;
 pub mod bench;
 #[cfg(feature = "emulation")]

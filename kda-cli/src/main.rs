@@ -12,6 +12,7 @@ use kda::kernels::{MANIFEST, MANIFEST_NAME};
 use kda_build::Manifest;
 #[cfg(feature = "emulation")]
 use kda_build::cuda::emulation::Sanitizer;
+use kda_cli::baseline::{GemmBaseline, GemmComparison};
 use kda_cli::batch::{BatchOptions, BatchReport};
 use kda_cli::bench::BenchOptions;
 use kda_cli::job::{JobOptions, JobReport};
@@ -58,7 +59,8 @@ enum Command {
         manifest: Option<PathBuf>,
     },
     /// Times one launch of each kernel of the table on its launch case and reports the bandwidth
-    /// it achieves, against a device-to-device copy measured in the same run; then the roofline
+    /// it achieves, against a device-to-device copy measured in the same run, and on CUDA the
+    /// `gemm` against cuBLAS at the same sizes (where libcublas is installed); then the roofline
     /// model of one layer on an H200 (decode at B = 1 and 64, a prefill of `--tokens`), with the
     /// measured cases beside it on CUDA.
     Bench {
@@ -305,6 +307,11 @@ fn bench(choice: BackendChoice, run: &BenchRun) -> anyhow::Result<()> {
         eprint!("\r{:<26}\r", "");
     }
     print!("{report}");
+    if let (true, Some((shape, ours))) = (on_cuda, report.gemm()) {
+        let vendor = vendor_gemm();
+        let vendor = vendor.as_deref().map_err(Clone::clone);
+        print!("\n{}", GemmComparison::measure(vendor, shape, ours, run.iterations));
+    }
     let (geometry, tokens) = run.model_layer()?;
     let model = if on_cuda {
         // The target's own table: its absent optional kernels are absent from the model too.
@@ -333,6 +340,20 @@ fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
         bail!("this binary carries no CUDA kernel images: {why}");
     }
     Ok(Box::new(gpu))
+}
+
+/// cuBLAS on device 0, the baseline of `kda bench`'s `gemm`, or why not.
+#[cfg(feature = "cuda")]
+fn vendor_gemm() -> Result<Box<dyn GemmBaseline>, String> {
+    match kda_runtime::cuda::BlasGemm::open(0) {
+        Ok(blas) => Ok(Box::new(blas)),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn vendor_gemm() -> Result<Box<dyn GemmBaseline>, String> {
+    Err("this binary was built without the `cuda` feature".to_owned())
 }
 
 /// The emulation backend with the emulated kernels built into this binary.

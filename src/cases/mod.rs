@@ -249,7 +249,7 @@ impl KernelCase {
                     // Biases as trained, in [−4, −1]: σ's argument mostly negative, mild decays.
                     read("dt_bias", uniform(&mut rng, s.qkv, -4.0, -1.0)),
                     read("a_log", uniform(&mut rng, s.h, -0.5, 0.5)),
-                    write(DType::F32, "gate", s.t * s.qkv, Check::Relative(1e-6)),
+                    write(DType::F32, "gate", s.t * s.qkv, Check::gate(law)),
                     CaseArg::u32("t", s.t),
                     CaseArg::u32("h", s.h),
                     CaseArg::u32("d", s.d),

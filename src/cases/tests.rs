@@ -278,6 +278,16 @@ fn checks_pass_what_the_abi_allows_and_fail_what_it_does_not() {
     assert!(Check::Relative(1e-6).compare(&f32s, &f32s, n).is_ok());
     assert!(Check::Relative(1e-6).compare(&off, &f32s, n).is_err());
     assert!(Check::Relative(1e-5).compare(&off, &f32s, n).is_ok());
+    // Absolute error: one element 3e-6 off.
+    let mut shifted = want.clone();
+    shifted[9] += 3e-6;
+    let shifted = HostData::F32(shifted);
+    let absolute = Check::Absolute(2e-6).compare(&shifted, &f32s, n).unwrap_err();
+    assert!(
+        absolute.reason.starts_with("absolute error 2.98") && absolute.reason.ends_with("exceeds 2e-6"),
+        "{absolute}"
+    );
+    assert!(Check::Absolute(4e-6).compare(&shifted, &f32s, n).is_ok());
     // Relative RMS, and one element far off under a small RMS.
     assert!(Check::RelativeRms(1e-5).compare(&off, &f32s, n).is_ok());
     // (A long buffer, where one element can hide in the RMS: ‖ref‖ ≈ 300, peak 3.)
@@ -295,9 +305,14 @@ fn comparisons_of_nothing_or_against_nothing_fail() {
     let zeros = HostData::F32(vec![0.0; 8]);
     let ones = HostData::F32(vec![1.0; 8]);
     let nan = HostData::F32(vec![f32::NAN; 8]);
-    for check in
-        [Check::Exact, Check::Relative(1e-6), Check::Dense, Check::Bf16Rounded, Check::RelativeRms(1e-5)]
-    {
+    for check in [
+        Check::Exact,
+        Check::Relative(1e-6),
+        Check::Absolute(1e-6),
+        Check::Dense,
+        Check::Bf16Rounded,
+        Check::RelativeRms(1e-5),
+    ] {
         assert!(check.compare(&zeros, &zeros, 8).unwrap_err().reason.contains("all zero"), "{check}");
         assert!(check.compare(&ones, &ones, 0).unwrap_err().reason.contains("no element"), "{check}");
         assert!(check.compare(&nan, &nan, 8).unwrap_err().reason.contains("not finite"), "{check}");

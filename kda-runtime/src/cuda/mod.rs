@@ -36,6 +36,7 @@
 //! (`Drop for CudaStream`), after which only the default stream issues, and it must come after
 //! the work of the streams it no longer tracks.
 
+mod blas;
 mod graph;
 mod launch;
 mod modules;
@@ -51,6 +52,7 @@ use crate::{
     BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, ImageSet, KernelArg,
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
+pub use blas::BlasGemm;
 use modules::CudaLoader;
 use reads::{Reads, StreamKey};
 

@@ -1,0 +1,110 @@
+//! cuBLAS's bf16 GEMM: the vendor's product that the table's own GEMM is measured against, on the
+//! same device in the same run (`kda bench`). The product is the table's `gemm`:
+//! `c[m,n] = a[m,k] · b[n,k]ᵀ`, bf16 in and out, f32 accumulation (`cublasGemmEx`, compute
+//! `CUBLAS_COMPUTE_32F`), all row-major. libcublas is loaded at run time: a machine without it
+//! gets [`BackendError::Unavailable`].
+
+use std::time::Duration;
+
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::CudaSlice;
+use half::bf16;
+
+use super::CudaBackend;
+use crate::{BackendError, GpuBackend};
+
+/// cuBLAS on device `ordinal`, issuing on the default stream of a backend of its own.
+pub struct BlasGemm {
+    backend: CudaBackend,
+    blas: CudaBlas,
+}
+
+impl BlasGemm {
+    /// cuBLAS on device `ordinal`: an `Err`, never a panic, where there is no driver, no such
+    /// device or no libcublas.
+    pub fn open(ordinal: usize) -> Result<Self, BackendError> {
+        let backend = CudaBackend::new(ordinal, &[])?;
+        // SAFETY: only tries to open the library; no cuBLAS function is called.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(BackendError::Unavailable {
+                backend: "cuBLAS".to_owned(),
+                reason: "libcublas is not installed on this machine".to_owned(),
+            });
+        }
+        let blas =
+            CudaBlas::new(backend.stream.clone()).map_err(|error| blas_error("creating a handle", error))?;
+        Ok(Self { backend, blas })
+    }
+
+    /// The time of one `m×n×k` product on fresh operands of pseudo-random values in [-1, 1)
+    /// (a tensor core's power, and so its clock, depends on the values), after one warm-up
+    /// launch: `iterations` launches back to back between two events, divided.
+    pub fn time(&self, m: u32, n: u32, k: u32, iterations: u32) -> Result<Duration, BackendError> {
+        let dimension = |value: u32| {
+            i32::try_from(value)
+                .map_err(|_| BackendError::TooLarge { dtype: crate::DType::Bf16, len: value as usize })
+        };
+        let (rows, columns, depth) = (dimension(m)?, dimension(n)?, dimension(k)?);
+        let elements = |x: u32, y: u32| (x as usize) * (y as usize);
+        let a = self.upload(&operand(elements(m, k), 1))?;
+        let b = self.upload(&operand(elements(n, k), 2))?;
+        let mut c =
+            self.backend.stream.alloc_zeros::<bf16>(elements(m, n).max(1)).map_err(|e| self.driver(e))?;
+        // Row-major c[m,n] is column-major cᵀ[n,m] = b[n,k] · aᵀ[k,m]: cuBLAS's A is `b` (held
+        // column-major as bᵀ[k,n], so transposed back), its B is `a` (column-major aᵀ[k,m]).
+        let config = GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_T,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: columns,
+            n: rows,
+            k: depth,
+            alpha: bf16::ONE,
+            lda: depth,
+            ldb: depth,
+            beta: bf16::ZERO,
+            ldc: columns,
+        };
+        let mut launch = || {
+            // SAFETY: cuBLAS reads op(A) = bᵀ as a k×n column-major matrix with lda = k: the n·k
+            // elements `b` holds; B = a, k×m with ldb = k: the m·k elements of `a`; and writes
+            // C, n×m with ldc = n: the m·n elements of `c` (`m·n ≥ 1`, allocated above). All
+            // three were allocated on the handle's stream (`CudaBlas::new` above binds it to
+            // `backend.stream`), and cudarc's `device_ptr` orders them there.
+            unsafe { self.blas.gemm(config, &b, &a, &mut c) }
+                .map_err(|error| blas_error("cublasGemmEx", error))
+        };
+        launch()?;
+        let total = self.backend.time(&mut || (0..iterations).try_for_each(|_| launch()))?;
+        Ok(total / iterations.max(1))
+    }
+
+    /// The device cuBLAS runs on.
+    pub fn describe(&self) -> String {
+        format!("cuBLAS on {}", self.backend.describe())
+    }
+
+    fn upload(&self, values: &[bf16]) -> Result<CudaSlice<bf16>, BackendError> {
+        self.backend.stream.clone_htod(values).map_err(|e| self.driver(e))
+    }
+
+    fn driver(&self, error: cudarc::driver::DriverError) -> BackendError {
+        self.backend.driver("preparing a cuBLAS product", error)
+    }
+}
+
+/// `len` pseudo-random values in [-1, 1) from `seed` (a 64-bit LCG's high bits), at least one.
+fn operand(len: usize, seed: u64) -> Vec<bf16> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len.max(1))
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
+            bf16::from_f32(2.0 * unit - 1.0)
+        })
+        .collect()
+}
+
+fn blas_error(operation: &str, error: cudarc::cublas::result::CublasError) -> BackendError {
+    BackendError::Driver { operation: format!("cuBLAS: {operation}"), source: Box::new(error) }
+}
