@@ -99,7 +99,9 @@ __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, cons
             for (u32 i = 0; i < MAXM; ++i)
 #pragma unroll
                 for (u32 c = 0; c < PASS; ++c) acc[i][c] = 0.0f;
-#pragma unroll 2
+            // Loads in flight: the single-row GEMV has registers for 4 chunks of each column, the
+            // batched one (16 rows of accumulators) for 2. Unrolling leaves the order unchanged.
+#pragma unroll(MAXM == 1 ? 4 : 2)
             for (u32 q = lane; q < chunks; q += 32) {
                 uint4 wv[PASS];
 #pragma unroll

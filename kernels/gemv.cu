@@ -2,11 +2,17 @@
 // (docs/kernels.md): K split over the lanes of a warp, fused multiply-adds, a fixed butterfly
 // (dense_gemv.cuh); any k (tails zero-filled).
 //
-// Geometry (src/launch.rs): `launch::gemv(1, n)`: blockDim = (GEMV_COLS_PER_BLOCK, 1),
-// grid ⌈n / GEMV_COLS_PER_BLOCK⌉. No shared memory.
+// Geometry (src/launch.rs): `launch::gemv(1, n)`: blockDim = (GEMV_COLS_PER_BLOCK, GEMV_WARPS),
+// grid ⌈n / GEMV_COLS_PER_BLOCK⌉: each warp one pass of 4 of the block's 32 columns, so a
+// 8192-column weight streams through 2,048 warps at once (one warp per block kept too few loads in
+// flight for HBM: 19 % of a copy's bandwidth on an H200). No shared memory.
 #include "dense_gemv.cuh"
 
-extern "C" __global__ void __launch_bounds__(GEMV_COLS_PER_BLOCK)
+#ifndef GEMV_WARPS
+#error "GEMV_WARPS must be defined by the build (kernels.toml [defines])"
+#endif
+
+extern "C" __global__ void __launch_bounds__(GEMV_COLS_PER_BLOCK * GEMV_WARPS)
     dense_gemv_bf16(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y, u32 n, u32 k) {
-    dense_gemv_body</*MAXM=*/1, /*GROUPS=*/1>(x, w, y, 1, n, k);
+    dense_gemv_body</*MAXM=*/1, GEMV_WARPS>(x, w, y, 1, n, k);
 }

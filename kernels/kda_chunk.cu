@@ -1,10 +1,14 @@
 // kda_chunk: the chunked (WY) form of the gated delta rule for prefill (docs/kernels.md).
-// `kda_chunk_prepare` computes everything independent of the carried state, per (chunk, head);
-// `kda_chunk_scan` walks each head's chunks in order through the state.
+// `kda_chunk_prepare` computes everything independent of the carried state, per (chunk, head),
+// all chunks at once: the WY factors and the in-chunk attention `aqk`, whose exponentials are
+// those of the WY matrix. `kda_chunk_scan` walks each head's chunks in order through the state and
+// does only the products with it (plus the attention's product with the new values), so the
+// sequential part holds none of the c²·d exponentials.
 //
 // Layout: k, v, q, gate, gc, u, w, out are [t_pad, h, d] f32 (position-major), beta [t_pad, h],
-// state [h, d, d] (K-major), t_pad = ⌈t/c⌉·c. Positions ≥ t are read as zero whatever the buffers
-// hold. c ∈ {32, 64}; d a multiple of 32, at most KDA_MAX_HEAD_DIM. Other launches write nothing.
+// aqk [t_pad / c, h, c, c], state [h, d, d] (K-major), t_pad = ⌈t/c⌉·c. Positions ≥ t are read as
+// zero whatever the buffers hold. c ∈ {32, 64}; d a multiple of 32, at most KDA_MAX_HEAD_DIM.
+// Other launches write nothing.
 //
 // Every decay is taken in the difference form exp(gc_i − gc_j), j ≤ i (an exponent ≤ 0), with the
 // accurate expf; it is never factored into exp(gc_i)·exp(−gc_j), which overflows over a chunk.
@@ -17,10 +21,9 @@
 //   prepare: `launch::chunk_prepare(t_pad / c, h)`: grid (chunks, h), one block per (chunk, head).
 //   scan:    `launch::chunk_scan(h, d)`: grid (h, d / CHUNK_SCAN_VT), one block per (head, tile of
 //            CHUNK_SCAN_VT state columns v). Columns of the state are independent (every coupling
-//            runs along k), so the V split is exact; each block recomputes the chunk's intra
-//            matrix, which is state-independent.
+//            runs along k), so the V split is exact; the blocks of a head share `aqk`.
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
-// d = 128 (prepare 41,216 B, scan 41,088 B): no dynamic bytes, no opt-in attribute.
+// d = 128 (prepare 41,984 B, scan 41,088 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
@@ -44,15 +47,14 @@ constexpr u32 DMAX = KDA_MAX_HEAD_DIM;
 constexpr u32 VT = CHUNK_SCAN_VT;   // state columns per scan block: one per lane
 constexpr u32 PREP_TD = 32;         // d tile of prepare: one column per lane
 constexpr u32 SCAN_TK = 32;         // k tile of the scan's products with the state
-constexpr u32 SCAN_TD = 16;         // d tile of the scan's intra matrix
 static_assert(NT % 32 == 0 && NT >= CMAX, "CHUNK_THREADS: whole warps, at least one thread per chunk row");
 static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split evenly over the warps");
 static_assert(VT == 32, "the scan maps one lane to one state column");
 static_assert(SCAN_TK % NW == 0, "the state-update rows must split evenly over the warps");
 
 constexpr u32 cmax(u32 a, u32 b) { return a > b ? a : b; }
-constexpr u32 PREP_STAGE = cmax(2 * CMAX * (PREP_TD + 1), 3 * CMAX * PREP_TD);
-constexpr u32 SCAN_STAGE = cmax(cmax(2 * CMAX * SCAN_TK, 3 * CMAX * (SCAN_TD + 1)), CMAX * CMAX);
+constexpr u32 PREP_STAGE = 3 * CMAX * (PREP_TD + 1);
+constexpr u32 SCAN_STAGE = cmax(2 * CMAX * SCAN_TK, CMAX * CMAX);
 
 // Row (position i of the chunk starting at `first`, head) of a [t_pad, h, d] tensor.
 struct Rows {
@@ -66,16 +68,19 @@ struct Rows {
 // prepare, one (chunk, head):
 //   gc[i]   = Σ_{p≤i} gate[p]                                  (ascending p, per channel)
 //   A[i][j] = −β_i Σ_x k[i,x]·k[j,x]·exp(gc[i,x] − gc[j,x])   j < i
+//   aqk[i][j] = Σ_x (q[i,x]·scale)·k[j,x]·exp(gc[i,x] − gc[j,x])   j ≤ i < real (0 elsewhere),
+//               over the same exponentials as A
 //   for i in 1..c: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]        (rows < i final; row i from its
 //                                                              original values, as in place)
 //   A[i][i] = 1;  u[i] = Σ_{j≤i} (A[i][j]·β_j)·v[j];  w[i] = Σ_{j≤i} ((A[i][j]·β_j)·k[j])·e^{gc[j]}
 // Pad rows (≥ t) get gc held at the last real value and u = w = 0, exactly what the reference's
 // zero-read arithmetic yields (its pad entries of A end as +0 after the substitution).
 template <u32 C>
-__device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const float* __restrict__ v,
-                                              const float* __restrict__ gate, const float* __restrict__ beta,
-                                              float* gc, float* __restrict__ u, float* __restrict__ w, u32 t,
-                                              u32 h, u32 d, u32 chunk, u32 head, float* A, float* beta_s,
+__device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const float* __restrict__ k,
+                                              const float* __restrict__ v, const float* __restrict__ gate,
+                                              const float* __restrict__ beta, float* gc, float* __restrict__ u,
+                                              float* __restrict__ w, float* __restrict__ aqk, u32 t, u32 h, u32 d,
+                                              u32 chunk, u32 head, float scale, float* A, float* beta_s,
                                               float* stage) {
     constexpr u32 RPW = C / NW;  // chunk rows per warp: i = warp + NW·r
     constexpr u32 JB = C / 32;   // column blocks: j = lane + 32·jb
@@ -95,15 +100,17 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const
         }
     }
 
-    // A, strictly lower part, d tiles of PREP_TD staged with a pad column (conflict-free rows j).
+    // A (strictly lower) and aqk (lower with the diagonal), d tiles of PREP_TD staged with a pad
+    // column (conflict-free rows j); each exponential serves both.
     constexpr u32 STR = PREP_TD + 1;
     float* ks = stage;
     float* gs = stage + C * STR;
-    float acc[RPW][JB];
+    float* qs = stage + 2 * C * STR;
+    float acc[RPW][JB], att[RPW][JB];
 #pragma unroll
     for (u32 r = 0; r < RPW; ++r)
 #pragma unroll
-        for (u32 jb = 0; jb < JB; ++jb) acc[r][jb] = 0.0f;
+        for (u32 jb = 0; jb < JB; ++jb) acc[r][jb] = att[r][jb] = 0.0f;
     for (u32 x0 = 0; x0 < d; x0 += PREP_TD) {
         __syncthreads();
         for (u32 e = tid; e < C * PREP_TD; e += NT) {
@@ -111,6 +118,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const
             const bool ok = i < real;
             ks[i * STR + xx] = ok ? k[at(i) + x0 + xx] : 0.0f;
             gs[i * STR + xx] = ok ? gc[at(i) + x0 + xx] : 0.0f;
+            qs[i * STR + xx] = ok ? q[at(i) + x0 + xx] * scale : 0.0f;
         }
         __syncthreads();
         // Kept rolled: the body already inlines RPW·JB expf calls.
@@ -120,15 +128,19 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const
             for (u32 r = 0; r < RPW; ++r) {
                 const u32 i = warp + NW * r;
                 if (i >= real) continue;
-                const float ki = ks[i * STR + xx], gi = gs[i * STR + xx];
+                const float ki = ks[i * STR + xx], gi = gs[i * STR + xx], qi = qs[i * STR + xx];
 #pragma unroll
                 for (u32 jb = 0; jb < JB; ++jb) {
                     const u32 j = lane + 32 * jb;
-                    if (j < i) acc[r][jb] = acc[r][jb] + ki * ks[j * STR + xx] * expf(gi - gs[j * STR + xx]);
+                    if (j > i) continue;
+                    const float kj = ks[j * STR + xx], decay = expf(gi - gs[j * STR + xx]);
+                    att[r][jb] = att[r][jb] + qi * kj * decay;
+                    if (j < i) acc[r][jb] = acc[r][jb] + ki * kj * decay;
                 }
             }
         }
     }
+    float* aqk_block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
 #pragma unroll
     for (u32 r = 0; r < RPW; ++r) {
         const u32 i = warp + NW * r;
@@ -136,6 +148,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const
         for (u32 jb = 0; jb < JB; ++jb) {
             const u32 j = lane + 32 * jb;
             A[i * C + j] = (i < real && j < i) ? -beta_s[i] * acc[r][jb] : 0.0f;
+            aqk_block[i * C + j] = (i < real && j <= i) ? att[r][jb] : 0.0f;
         }
     }
     __syncthreads();
@@ -194,14 +207,14 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ k, const
 // scan, one head and the state columns v0 .. v0 + VT, all chunks in order. Per chunk (rows < t):
 //   vnew[i,v]  = u[i,v] − Σ_k w[i,k]·S[k,v]
 //   inter[i,v] = Σ_k ((q[i,k]·scale)·exp(gc[i,k]))·S[k,v]
-//   intra[i,j] = Σ_x (q[i,x]·scale)·k[j,x]·exp(gc[i,x] − gc[j,x])        j ≤ i
-//   out[i,v]   = inter[i,v] + Σ_{j≤i} intra[i,j]·vnew[j,v]                 (state before the update)
+//   out[i,v]   = inter[i,v] + Σ_{j≤i} aqk[i,j]·vnew[j,v]                   (state before the update)
 //   S[k,v]     ← S[k,v]·exp(gc[l,k]) + Σ_{i<real} (k[i,k]·exp(gc[l,k] − gc[i,k]))·vnew[i,v]
 // with l the chunk's last real position. The state tile stays in shared memory for all chunks.
 template <u32 C>
 __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const float* __restrict__ k,
                                              const float* __restrict__ gc, const float* __restrict__ u,
-                                             const float* __restrict__ w, float* __restrict__ state,
+                                             const float* __restrict__ w, const float* __restrict__ aqk,
+                                             float* __restrict__ state,
                                              float* __restrict__ out, u32 t, u32 h, u32 d, u32 head, u32 v0,
                                              float scale, float* S_s, float* vn_s, float* dec_s, float* stage) {
     constexpr u32 RPW = C / NW;
@@ -258,63 +271,17 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
             vn_s[i * VT + lane] = i < real ? u[at(i) + v0 + lane] - av[r] : 0.0f;
         }
 
-        // intra, d tiles of SCAN_TD staged with a pad column; lane = j (mod 32), rows i.
+        // The chunk's attention rows into the stage (prepare wrote zeros above the diagonal and
+        // past t); the barrier also publishes vn_s.
         {
-            constexpr u32 STR = SCAN_TD + 1;
-            float* qs = stage;
-            float* ks = stage + C * STR;
-            float* gs = stage + 2 * C * STR;
-            float ai[RPW][JB];
-#pragma unroll
-            for (u32 r = 0; r < RPW; ++r)
-#pragma unroll
-                for (u32 jb = 0; jb < JB; ++jb) ai[r][jb] = 0.0f;
-            for (u32 x0 = 0; x0 < d; x0 += SCAN_TD) {
-                __syncthreads();
-                for (u32 e = tid; e < C * SCAN_TD; e += NT) {
-                    const u32 i = e / SCAN_TD, xx = e % SCAN_TD, o = i * STR + xx;
-                    if (i < real) {
-                        const size_t g = at(i) + x0 + xx;
-                        qs[o] = q[g] * scale;
-                        ks[o] = k[g];
-                        gs[o] = gc[g];
-                    } else {
-                        qs[o] = 0.0f;
-                        ks[o] = 0.0f;
-                        gs[o] = 0.0f;
-                    }
-                }
-                __syncthreads();
-#pragma unroll 1
-                for (u32 xx = 0; xx < SCAN_TD; ++xx) {
-#pragma unroll
-                    for (u32 r = 0; r < RPW; ++r) {
-                        const u32 i = warp + NW * r;
-                        if (i >= real) continue;
-                        const float qi = qs[i * STR + xx], gi = gs[i * STR + xx];
-#pragma unroll
-                        for (u32 jb = 0; jb < JB; ++jb) {
-                            const u32 j = lane + 32 * jb;
-                            if (j <= i) ai[r][jb] = ai[r][jb] + qi * ks[j * STR + xx] * expf(gi - gs[j * STR + xx]);
-                        }
-                    }
-                }
-            }
+            const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
             __syncthreads();
-            // The stage now holds intra [C][C].
-#pragma unroll
-            for (u32 r = 0; r < RPW; ++r) {
-                const u32 i = warp + NW * r;
-#pragma unroll
-                for (u32 jb = 0; jb < JB; ++jb) {
-                    const u32 j = lane + 32 * jb;
-                    stage[i * C + j] = (i < real && j <= i) ? ai[r][jb] : 0.0f;
-                }
-            }
+#pragma unroll 4
+            for (u32 e = tid; e < C * C; e += NT) stage[e] = block[e];
             __syncthreads();
         }
 
-        // out = inter + Σ_{j≤i} intra[i,j]·vnew[j], rows < t only.
+        // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j], rows < t only.
 #pragma unroll
         for (u32 r = 0; r < RPW; ++r) {
             const u32 i = warp + NW * r;
@@ -354,11 +321,16 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
 }
 }  // namespace
 
-// k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w [t_pad, h, d] (every position written).
-extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
-    kda_chunk_prepare(const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ gate,
-                      const float* __restrict__ beta, float* gc, float* __restrict__ u, float* __restrict__ w, u32 t,
-                      u32 h, u32 d, u32 c) {
+// q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c]
+// (every position written).
+// Both kernels are bounded to one block per SM, so ptxas may give a thread all the registers it
+// needs (it otherwise caps them at 168 and spills the accumulators of A and aqk, or of vnew and
+// inter); the grids are small enough that occupancy does not need more.
+extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
+    kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                      const float* __restrict__ gate, const float* __restrict__ beta, float* gc,
+                      float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk, u32 t, u32 h, u32 d,
+                      u32 c, float scale) {
     __shared__ float A[CMAX * CMAX];
     __shared__ float beta_s[CMAX];
     __shared__ float stage[PREP_STAGE];
@@ -368,18 +340,20 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
     for (u32 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
         for (u32 head = blockIdx.y; head < h; head += gridDim.y) {
             if (c == 32)
-                prepare_chunk<32>(k, v, gate, beta, gc, u, w, t, h, d, chunk, head, A, beta_s, stage);
+                prepare_chunk<32>(q, k, v, gate, beta, gc, u, w, aqk, t, h, d, chunk, head, scale, A, beta_s, stage);
             else
-                prepare_chunk<64>(k, v, gate, beta, gc, u, w, t, h, d, chunk, head, A, beta_s, stage);
+                prepare_chunk<64>(q, k, v, gate, beta, gc, u, w, aqk, t, h, d, chunk, head, scale, A, beta_s, stage);
             __syncthreads();
         }
     }
 }
 
-// q, k, gc, u, w [t_pad, h, d], state [h, d, d] in/out -> out [t_pad, h, d] (rows < t written).
-extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
+// q, k, gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c], state [h, d, d] in/out
+// -> out [t_pad, h, d] (rows < t written).
+extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
     kda_chunk_scan(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ gc,
-                   const float* __restrict__ u, const float* __restrict__ w, float* __restrict__ state,
+                   const float* __restrict__ u, const float* __restrict__ w, const float* __restrict__ aqk,
+                   float* __restrict__ state,
                    float* __restrict__ out, u32 t, u32 h, u32 d, u32 c, float scale) {
     __shared__ float S_s[DMAX * VT];
     __shared__ float vn_s[CMAX * VT];
@@ -387,13 +361,13 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
     __shared__ float stage[SCAN_STAGE];
     if (blockDim.x != NT || blockDim.y != 1 || blockDim.z != 1) return;
     if ((c != 32 && c != 64) || c > CMAX || d == 0 || d > DMAX) return;
-    if (d % VT != 0 || d % SCAN_TK != 0 || d % SCAN_TD != 0) return;
+    if (d % VT != 0 || d % SCAN_TK != 0) return;
     for (u32 head = blockIdx.x; head < h; head += gridDim.x) {
         for (u32 v0 = blockIdx.y * VT; v0 < d; v0 += gridDim.y * VT) {
             if (c == 32)
-                scan_columns<32>(q, k, gc, u, w, state, out, t, h, d, head, v0, scale, S_s, vn_s, dec_s, stage);
+                scan_columns<32>(q, k, gc, u, w, aqk, state, out, t, h, d, head, v0, scale, S_s, vn_s, dec_s, stage);
             else
-                scan_columns<64>(q, k, gc, u, w, state, out, t, h, d, head, v0, scale, S_s, vn_s, dec_s, stage);
+                scan_columns<64>(q, k, gc, u, w, aqk, state, out, t, h, d, head, v0, scale, S_s, vn_s, dec_s, stage);
             __syncthreads();
         }
     }

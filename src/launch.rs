@@ -6,7 +6,7 @@
 //! them as `-DNAME=VALUE`); a kernel launched with a block shape other than the one documented
 //! here returns without writing anything, so the two sides must agree.
 //!
-//! Every kernel uses static shared memory only (at most 46,080 bytes per block (the GEMM), below the 48 KiB
+//! Every kernel uses static shared memory only (at most 49,152 bytes per block (the GEMM), exactly the 48 KiB
 //! that needs no opt-in), so every geometry has `shared_mem_bytes: 0`.
 
 use kda_runtime::LaunchGeometry;
@@ -22,8 +22,8 @@ pub const NORM_MAX_BLOCK: u32 = 128;
 /// documented there).
 pub use crate::kernels::defines::{
     CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS, DENSE_GEMV_BATCHM_MAX_M,
-    GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, KDA_MAX_CHUNK,
-    KDA_MAX_HEAD_DIM, RECURRENT_VPB,
+    GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, GEMV_WARPS,
+    KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
 };
 
 /// A geometry without dynamic shared memory; an empty grid dimension becomes 1 (the kernels
@@ -46,10 +46,10 @@ pub fn gemm(m: u32, n: u32) -> LaunchGeometry {
 }
 
 /// `dense_gemv_bf16` (`m = 1`) and `dense_gemv_bf16_batchm` (`2 ≤ m ≤ 16`) on `y [m, n]`: one block
-/// per [`GEMV_COLS_PER_BLOCK`] output columns, `(32, 1)` threads for the GEMV and
+/// per [`GEMV_COLS_PER_BLOCK`] output columns, `(32, GEMV_WARPS)` threads for the GEMV and
 /// `(32, GEMV_BATCHM_ROW_GROUPS)` for the batched GEMV (the two kernels check their block shape).
 pub fn gemv(m: u32, n: u32) -> LaunchGeometry {
-    let groups = if m <= 1 { 1 } else { GEMV_BATCHM_ROW_GROUPS };
+    let groups = if m <= 1 { GEMV_WARPS } else { GEMV_BATCHM_ROW_GROUPS };
     blocks((n.div_ceil(GEMV_COLS_PER_BLOCK), 1, 1), (GEMV_COLS_PER_BLOCK, groups, 1))
 }
 
@@ -130,12 +130,13 @@ mod tests {
 
     #[test]
     fn gemv_blocks_are_one_lane_per_column() {
-        assert_eq!(gemv(1, 8192).block, (32, 1, 1));
+        assert_eq!(gemv(1, 8192).block, (32, 8, 1));
         assert_eq!(gemv(1, 8192).grid, (256, 1, 1));
         assert_eq!(gemv(16, 100).block, (32, GEMV_BATCHM_ROW_GROUPS, 1));
         assert_eq!(gemv(16, 100).grid, (4, 1, 1));
-        assert_eq!(gemm(65, 8192).grid, (128, 1, 1));
-        assert_eq!(gemm(129, 100).grid, (2, 2, 1));
+        assert_eq!(gemm(65, 8192).grid, (64, 1, 1));
+        assert_eq!(gemm(129, 100).grid, (1, 2, 1));
+        assert_eq!(gemm(4096, 8192).grid, (64, 32, 1));
     }
 
     #[test]

@@ -349,10 +349,12 @@ impl<'g> Glm5NextKdaBlock<'g> {
             },
         )?;
         let (mut gc, mut u, mut w) = (padded_f32()?, padded_f32()?, padded_f32()?);
+        let mut aqk = gpu.alloc(DType::F32, elements("t_pad·H·C", &[t_pad, g.heads, g.chunk])?)?;
         self.kernels.launch_chunk_prepare(
             gpu,
             launch::chunk_prepare(t_pad / g.chunk, g.heads),
             args::chunk_prepare {
+                q: q.view(),
                 k: k.view(),
                 v: v.view(),
                 gate: front.gate.view(),
@@ -360,10 +362,12 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 gc: gc.view_mut(),
                 u: u.view_mut(),
                 w: w.view_mut(),
+                aqk: aqk.view_mut(),
                 t,
                 h: g.heads,
                 d: g.head_dim,
                 c: g.chunk,
+                scale: g.scale(),
             },
         )?;
         let mut core = padded_f32()?;
@@ -376,6 +380,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 gc: gc.view(),
                 u: u.view(),
                 w: w.view(),
+                aqk: aqk.view(),
                 state: recurrent_state,
                 out: core.view_mut(),
                 t,

@@ -104,6 +104,7 @@ impl ChunkInputs {
         // Prepare writes every position, the padding as if its inputs were zero.
         let out = |name| write(DType::F32, name, len, Check::RelativeRms(1e-5));
         vec![
+            read_prefix("q", self.q, real),
             read_prefix("k", self.k, real),
             read_prefix("v", self.v, real),
             read_prefix("gate", self.gate, real),
@@ -111,16 +112,19 @@ impl ChunkInputs {
             out("gc"),
             out("u"),
             out("w"),
+            write(DType::F32, "aqk", s.t_pad * s.h * s.geometry.chunk, Check::RelativeRms(1e-5)),
             CaseArg::u32("t", s.t),
             CaseArg::u32("h", s.h),
             CaseArg::u32("d", s.d),
             CaseArg::u32("c", s.geometry.chunk),
+            CaseArg::f32("scale", s.geometry.scale()),
         ]
     }
 }
 
-/// The scan's arguments: the chunk inputs' q and k, `gc`, `u` and `w` from the reference prepare
-/// of the same inputs (padding poisoned again), a nonzero state.
+/// The scan's arguments: the chunk inputs' q and k, `gc`, `u`, `w` and `aqk` from the reference
+/// prepare of the same inputs (padding poisoned again, and the entries of `aqk` above the diagonal
+/// or past t, which the scan must not read), a nonzero state.
 pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseError> {
     let mut rng = stream(seed, "chunk");
     let ChunkInputs { q, k, .. } = ChunkInputs::draw(&mut rng, s);
@@ -133,11 +137,24 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
     let real = (s.t * s.qkv) as usize;
     let output = |name: &str| -> Result<Vec<f32>, CaseError> {
         let data = outputs.iter().find(|output| output.name == name).and_then(|output| output.data.as_f32());
-        let mut data = data.ok_or_else(|| failed(&format!("no f32 output `{name}`")))?.to_vec();
+        Ok(data.ok_or_else(|| failed(&format!("no f32 output `{name}`")))?.to_vec())
+    };
+    let padded = |name: &str| -> Result<Vec<f32>, CaseError> {
+        let mut data = output(name)?;
         data[real..].fill(POISON);
         Ok(data)
     };
-    let (gc, u, w) = (output("gc")?, output("u")?, output("w")?);
+    let (gc, u, w) = (padded("gc")?, padded("u")?, padded("w")?);
+    let mut aqk = output("aqk")?;
+    let c = s.geometry.chunk as usize;
+    for (block, values) in aqk.chunks_mut(c * c).enumerate() {
+        // Block (chunk, head) = (block / h, block % h); its rows from position chunk·c.
+        let first = block / s.h as usize * c;
+        for (i, row) in values.chunks_mut(c).enumerate() {
+            let unread = if first + i < s.t as usize { i + 1 } else { 0 };
+            row[unread..].fill(POISON);
+        }
+    }
     let len = s.t_pad * s.qkv;
     Ok(vec![
         read_prefix("q", q, real),
@@ -145,6 +162,7 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
         read_prefix("gc", gc, real),
         read_prefix("u", u, real),
         read_prefix("w", w, real),
+        read("aqk", aqk),
         update("state", state_values(&mut rng, s), Check::RelativeRms(1e-5)),
         // Rows ≥ t of the output are not written.
         write_prefix(DType::F32, "out", len, s.t * s.qkv, Check::RelativeRms(1e-5)),

@@ -376,7 +376,7 @@ impl KernelCase {
         Ok(KernelCase { entry, handle, launch, args, tokens: m, offset: 0 })
     }
 
-    /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 64
+    /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 128
     /// for the GEMM, 32 columns for the GEMVs), k % 8 != 0 (no 16-byte loads), k % 8 == 0 over
     /// several of a GEMV lane's 16-byte chunks (its vector loads), operands one element off
     /// alignment, and m at each dispatch class. `thorough`: every m of 1..=17 and 65 (the GEMM),

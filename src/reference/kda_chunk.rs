@@ -1,6 +1,7 @@
 //! `kda_chunk::kda_chunk_prepare` and `kda_chunk::kda_chunk_scan`: the chunked (WY) form of the
 //! gated delta rule for prefill. `prepare` computes everything that does not depend on the carried
-//! state, per (chunk, head); `scan` walks each head's chunks in order through the state.
+//! state, per (chunk, head), the in-chunk attention `aqk` included; `scan` walks each head's
+//! chunks in order through the state.
 //!
 //! Every decay is taken in the difference form `exp(gc_i − gc_j)` with `j ≤ i`, an exponent ≤ 0:
 //! splitting it into `exp(gc_i)·exp(−gc_j)` overflows f32 over a chunk.
@@ -16,8 +17,8 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
         .with_kernel(glm5next_kda::chunk_scan::ENTRY, kda_chunk_scan)
 }
 
-/// The geometry both kernels take as arguments 7..=10: `t` tokens, `h` heads of dim `d`, chunks
-/// of `c`, over position-major `[t_pad, h, d]` tensors.
+/// The geometry both kernels take as their four integer arguments: `t` tokens, `h` heads of dim
+/// `d`, chunks of `c`, over position-major `[t_pad, h, d]` tensors.
 #[derive(Clone, Copy)]
 struct Layout {
     t: usize,
@@ -29,9 +30,10 @@ struct Layout {
 }
 
 impl Layout {
-    fn read(args: &mut CpuArgs<'_>) -> Result<Self, KernelError> {
-        let (t, h) = (args.u32(7)? as usize, args.u32(8)? as usize);
-        let (d, c) = (args.u32(9)? as usize, args.u32(10)? as usize);
+    /// The four integers from argument `first` on.
+    fn read(args: &mut CpuArgs<'_>, first: usize) -> Result<Self, KernelError> {
+        let (t, h) = (args.u32(first)? as usize, args.u32(first + 1)? as usize);
+        let (d, c) = (args.u32(first + 2)? as usize, args.u32(first + 3)? as usize);
         if c == 0 {
             return Err(KernelError::new("chunk size c must be at least 1"));
         }
@@ -53,21 +55,34 @@ impl Layout {
         self.c.min(self.t - chunk * self.c)
     }
 
+    /// Checks that buffer `name` holds the `[chunks, h, c, c]` in-chunk attention.
+    fn require_aqk(&self, len: usize) -> Result<(), KernelError> {
+        require("aqk [chunks, h, c, c]", len, &[self.chunks(), self.h, self.c, self.c])
+    }
+
+    /// The `[c, c]` block of (chunk, head) in `aqk`.
+    fn aqk_block(&self, chunk: usize, head: usize) -> std::ops::Range<usize> {
+        let at = (chunk * self.h + head) * self.c * self.c;
+        at..at + self.c * self.c
+    }
+
     /// Row `(position, head)` of a `[t_pad, h, d]` tensor.
     fn row<'a>(&self, data: &'a [f32], position: usize, head: usize) -> &'a [f32] {
         &data[(position * self.h + head) * self.d..][..self.d]
     }
 }
 
-/// `k, v, gate [t_pad, h, d], beta [t_pad, h], gc, u, w [t_pad, h, d], t, h, d, c`. Positions
-/// ≥ t are read as 0 whatever the buffers hold, so the padding neither moves `gc` nor leaks into
-/// `u` and `w`; every position of the outputs is written.
+/// `q, k, v, gate [t_pad, h, d], beta [t_pad, h], gc, u, w [t_pad, h, d], aqk [chunks, h, c, c],
+/// t, h, d, c, scale`. Positions ≥ t are read as 0 whatever the buffers hold, so the padding
+/// neither moves `gc` nor leaks into `u`, `w` and `aqk`; every position of the outputs is written.
 fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (k, v, gate) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
-    let beta = args.const_f32(3)?;
-    let (gc, u, w) = (args.mut_f32(4)?, args.mut_f32(5)?, args.mut_f32(6)?);
-    let layout = Layout::read(&mut args)?;
+    let (q, k, v, gate) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?, args.const_f32(3)?);
+    let beta = args.const_f32(4)?;
+    let (gc, u, w, aqk) = (args.mut_f32(5)?, args.mut_f32(6)?, args.mut_f32(7)?, args.mut_f32(8)?);
+    let layout = Layout::read(&mut args, 9)?;
+    let scale = args.f32(13)?;
     for (name, len) in [
+        ("q [t_pad, h, d]", q.len()),
         ("k [t_pad, h, d]", k.len()),
         ("v [t_pad, h, d]", v.len()),
         ("gate [t_pad, h, d]", gate.len()),
@@ -78,8 +93,9 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
         layout.require(name, len)?;
     }
     require("beta [t_pad, h]", beta.len(), &[layout.t_pad, layout.h])?;
+    layout.require_aqk(aqk.len())?;
     let Layout { h, d, c, .. } = layout;
-    let inputs = PrepareInputs { layout, k, v, gate, beta };
+    let inputs = PrepareInputs { layout, q, k, v, gate, beta, scale };
     // A chunk's rows are contiguous in every output: chunks in parallel, and within one, heads
     // in parallel into small blocks that are then copied to their strided rows.
     let chunk_len = c * h * d;
@@ -87,10 +103,14 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     par_rows_mut(gc, chunks, chunk_len)
         .zip(par_rows_mut(u, chunks, chunk_len))
         .zip(par_rows_mut(w, chunks, chunk_len))
+        .zip(par_rows_mut(aqk, chunks, h * c * c))
         .enumerate()
-        .for_each(|(chunk, ((gc, u), w))| {
+        .for_each(|(chunk, (((gc, u), w), aqk))| {
             let blocks: Vec<Prepared> =
                 (0..h).into_par_iter().map(|head| inputs.block(chunk, head)).collect();
+            for (block, aqk) in blocks.iter().zip(aqk.chunks_mut(c * c)) {
+                aqk.copy_from_slice(&block.aqk);
+            }
             for (head, block) in blocks.iter().enumerate() {
                 for i in 0..c {
                     let (at, local) = ((i * h + head) * d, i * d);
@@ -105,21 +125,24 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
 
 struct PrepareInputs<'a> {
     layout: Layout,
+    q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
     gate: &'a [f32],
     beta: &'a [f32],
+    scale: f32,
 }
 
-/// One (chunk, head) of `prepare`'s outputs, `[c, d]` each.
+/// One (chunk, head) of `prepare`'s outputs, `[c, d]` each, and its `[c, c]` attention.
 struct Prepared {
     gc: Vec<f32>,
     u: Vec<f32>,
     w: Vec<f32>,
+    aqk: Vec<f32>,
 }
 
 impl PrepareInputs<'_> {
-    /// Computes `gc`, `u` and `w` of one chunk of one head.
+    /// Computes `gc`, `u`, `w` and `aqk` of one chunk of one head.
     fn block(&self, chunk: usize, head: usize) -> Prepared {
         let Layout { h, d, c, .. } = self.layout;
         let real = self.layout.real(chunk);
@@ -141,13 +164,19 @@ impl PrepareInputs<'_> {
         }
         let gc_row = |i: usize| &gc[i * d..(i + 1) * d];
 
-        // A[i][j] = −β_i Σ_d k[i,d]·k[j,d]·exp(gc[i,d] − gc[j,d]) for j < i, 0 elsewhere.
+        // A[i][j] = −β_i Σ_d k[i,d]·k[j,d]·exp(gc[i,d] − gc[j,d]) for j < i, 0 elsewhere; and
+        // aqk[i][j] = Σ_d (q[i,d]·scale)·k[j,d]·exp(gc[i,d] − gc[j,d]) for j ≤ i < real, over the
+        // same exponentials.
         let mut a = vec![0.0f32; c * c];
-        for i in 1..c {
-            for j in 0..i {
-                let sum =
-                    (0..d).fold(0.0, |acc, x| acc + k[i][x] * k[j][x] * (gc_row(i)[x] - gc_row(j)[x]).exp());
-                a[i * c + j] = -beta[i] * sum;
+        let mut aqk = vec![0.0f32; c * c];
+        for i in 0..real {
+            let q_scaled: Vec<f32> = row(self.q, i).iter().map(|q| q * self.scale).collect();
+            for j in 0..=i {
+                let decay: Vec<f32> = (0..d).map(|x| (gc_row(i)[x] - gc_row(j)[x]).exp()).collect();
+                aqk[i * c + j] = (0..d).fold(0.0, |acc, x| acc + q_scaled[x] * k[j][x] * decay[x]);
+                if j < i {
+                    a[i * c + j] = -beta[i] * (0..d).fold(0.0, |acc, x| acc + k[i][x] * k[j][x] * decay[x]);
+                }
             }
         }
         // Forward substitution, row i from the final rows < i: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]
@@ -176,20 +205,20 @@ impl PrepareInputs<'_> {
                 }
             }
         }
-        Prepared { gc, u, w }
+        Prepared { gc, u, w, aqk }
     }
 }
 
-/// `q, k, gc, u, w [t_pad, h, d], state [h, d, d], out [t_pad, h, d], t, h, d, c, scale`. Rows
-/// `< t` of `out` are written; positions ≥ t are never read. The state update takes a chunk's
+/// `q, k, gc, u, w [t_pad, h, d], aqk [chunks, h, c, c], state [h, d, d], out [t_pad, h, d], t,
+/// h, d, c, scale`. Rows `< t` of `out` are written; positions ≥ t are never read. The state update takes a chunk's
 /// closing decay from its last real position, which is `gc[c − 1]` as `prepare` writes it (the
 /// padding does not move `gc`), so a poisoned pad can never decay the state.
 fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (q, k, gc) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
-    let (u, w) = (args.const_f32(3)?, args.const_f32(4)?);
-    let (state, out) = (args.mut_f32(5)?, args.mut_f32(6)?);
-    let layout = Layout::read(&mut args)?;
-    let scale = args.f32(11)?;
+    let (u, w, aqk) = (args.const_f32(3)?, args.const_f32(4)?, args.const_f32(5)?);
+    let (state, out) = (args.mut_f32(6)?, args.mut_f32(7)?);
+    let layout = Layout::read(&mut args, 8)?;
+    let scale = args.f32(12)?;
     for (name, len) in [
         ("q [t_pad, h, d]", q.len()),
         ("k [t_pad, h, d]", k.len()),
@@ -202,7 +231,8 @@ fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     }
     let Layout { h, d, .. } = layout;
     require("state [h, d, d]", state.len(), &[h, d, d])?;
-    let inputs = ScanInputs { layout, q, k, gc, u, w, scale };
+    layout.require_aqk(aqk.len())?;
+    let inputs = ScanInputs { layout, q, k, gc, u, w, aqk, scale };
     // Heads are independent and each walks its chunks in order: chunks in sequence, and within
     // one, heads in parallel (each owning its state rows).
     for chunk in 0..layout.chunks() {
@@ -227,6 +257,7 @@ struct ScanInputs<'a> {
     gc: &'a [f32],
     u: &'a [f32],
     w: &'a [f32],
+    aqk: &'a [f32],
     scale: f32,
 }
 
@@ -238,6 +269,7 @@ impl ScanInputs<'_> {
         let real = self.layout.real(chunk);
         let at = |data, i| self.layout.row(data, chunk * c + i, head);
         let (q, k, gc) = (|i| at(self.q, i), |i| at(self.k, i), |i| at(self.gc, i));
+        let aqk = &self.aqk[self.layout.aqk_block(chunk, head)];
         // vnew[i] = u[i] − Σ_k w[i,k]·S[k], accumulated along k for every column at once.
         let vnew: Vec<Vec<f32>> = (0..real)
             .map(|i| {
@@ -250,10 +282,8 @@ impl ScanInputs<'_> {
             let q_scaled: Vec<f32> = q(i).iter().map(|q| q * self.scale).collect();
             // Σ_k q[i,k]·scale·exp(gc[i,k])·S[k], with the state from before this chunk.
             let inter = rows_combination(state, d, q_scaled.iter().zip(gc(i)).map(|(q, g)| q * g.exp()));
-            // intra[i,j] = Σ_d q[i,d]·scale·k[j,d]·exp(gc[i,d] − gc[j,d]), diagonal included.
-            let intra = (0..=i).map(|j| {
-                (0..d).fold(0.0, |acc, x| acc + q_scaled[x] * k(j)[x] * (gc(i)[x] - gc(j)[x]).exp())
-            });
+            // Σ_{j≤i} aqk[i,j]·vnew[j]: `prepare`'s in-chunk attention.
+            let intra = aqk[i * c..][..=i].iter().copied();
             let local = combination(vnew.iter().map(Vec::as_slice), intra, d);
             out.extend(inter.iter().zip(&local).map(|(inter, local)| inter + local));
         }

@@ -86,14 +86,14 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     // `cdiv(t,c)*c*h*d`: `*` is left-associative, `cdiv` an operand.
     let chunk_prepare = &table.entries[7];
     let ParamType::Buffer { extent, extent_text, .. } = &chunk_prepare.params.as_ref().unwrap()[0].ty else {
-        panic!("k is a buffer")
+        panic!("q is a buffer")
     };
     assert_eq!(extent_text, "cdiv(t,c)*c*h*d");
-    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 7), scalar("c", 10));
+    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 9), scalar("c", 12));
     let expected = binary(
         BinaryOp::Mul,
-        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 10)), scalar("h", 8)),
-        scalar("d", 9),
+        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 12)), scalar("h", 10)),
+        scalar("d", 11),
     );
     assert_eq!(*extent, *expected);
     // Entries without `requires` have none.

@@ -8,6 +8,7 @@ struct Chunked {
     gc: Vec<f32>,
     u: Vec<f32>,
     w: Vec<f32>,
+    aqk: Vec<f32>,
     out: Vec<f32>,
     state: Vec<f32>,
 }
@@ -19,14 +20,21 @@ fn padded(values: impl IntoIterator<Item = f32>, t_pad_len: usize, fill: f32) ->
     values
 }
 
-/// `kda_chunk_prepare` on `k, v, gate, beta`, its outputs `gc, u, w` each holding `outputs`
-/// before the launch.
-fn try_prepare(inputs: [&[f32]; 4], outputs: &[f32], sizes: [usize; 4]) -> Launched<[Vec<f32>; 3]> {
+/// `kda_chunk_prepare` on `q, k, v, gate, beta` (scale `1/√d`), its outputs `gc, u, w` each
+/// holding `outputs` and `aqk` holding `attention` before the launch.
+fn try_prepare(
+    inputs: [&[f32]; 5],
+    (outputs, attention): (&[f32], &[f32]),
+    sizes: [usize; 4],
+) -> Launched<[Vec<f32>; 4]> {
+    let scale = scale(sizes[2]);
     let [t, h, d, c] = u32s(sizes);
     let dev = Device::new();
-    let [k, v, gate, beta] = inputs.map(|input| dev.up(input));
+    let [q, k, v, gate, beta] = inputs.map(|input| dev.up(input));
     let [mut gc, mut u, mut w] = [(); 3].map(|()| dev.up(outputs));
+    let mut aqk = dev.up(attention);
     let args = glm5next_kda::chunk_prepare {
+        q: q.view(),
         k: k.view(),
         v: v.view(),
         gate: gate.view(),
@@ -34,21 +42,23 @@ fn try_prepare(inputs: [&[f32]; 4], outputs: &[f32], sizes: [usize; 4]) -> Launc
         gc: gc.view_mut(),
         u: u.view_mut(),
         w: w.view_mut(),
+        aqk: aqk.view_mut(),
         t,
         h,
         d,
         c,
+        scale,
     };
     // (`c = 0` must reach the launch's check, not divide by zero here.)
     let geometry = launch::chunk_prepare(t.div_ceil(c.max(1)), h);
     let result = dev.kernels.launch_chunk_prepare(&dev.gpu, geometry, args);
-    Launched { result, written: [&gc, &u, &w].map(|output| dev.down(output)) }
+    Launched { result, written: [&gc, &u, &w, &aqk].map(|output| dev.down(output)) }
 }
 
-/// `kda_chunk_scan` on `q, k, gc, u, w` (scale `1/√d`) with a state holding `state` and an output
-/// holding `out`: the state and the output after it.
+/// `kda_chunk_scan` on `q, k, gc, u, w, aqk` (scale `1/√d`) with a state holding `state` and an
+/// output holding `out`: the state and the output after it.
 fn try_scan(
-    inputs: [&[f32]; 5],
+    inputs: [&[f32]; 6],
     state: &[f32],
     out: &[f32],
     sizes: [usize; 4],
@@ -56,7 +66,7 @@ fn try_scan(
     let scale = scale(sizes[2]);
     let [t, h, d, c] = u32s(sizes);
     let dev = Device::new();
-    let [q, k, gc, u, w] = inputs.map(|input| dev.up(input));
+    let [q, k, gc, u, w, aqk] = inputs.map(|input| dev.up(input));
     let (mut state, mut out) = (dev.up(state), dev.up(out));
     let args = glm5next_kda::chunk_scan {
         q: q.view(),
@@ -64,6 +74,7 @@ fn try_scan(
         gc: gc.view(),
         u: u.view(),
         w: w.view(),
+        aqk: aqk.view(),
         state: state.view_mut(),
         out: out.view_mut(),
         t,
@@ -86,9 +97,10 @@ fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32
     let gate = padded(inputs.gate.iter().copied(), len, fill);
     let beta = padded(inputs.beta.iter().copied(), beta_len, fill);
     let (sizes, poisoned) = ([t, h, d, c], vec![fill; len]);
-    let [gc, u, w] = try_prepare([&k, &v, &gate, &beta], &poisoned, sizes).ok();
-    let (state, out) = try_scan([&q, &k, &gc, &u, &w], &inputs.state, &poisoned, sizes).ok();
-    Chunked { gc, u, w, out, state }
+    let attention = vec![fill; t_pad * h * c];
+    let [gc, u, w, aqk] = try_prepare([&q, &k, &v, &gate, &beta], (&poisoned, &attention), sizes).ok();
+    let (state, out) = try_scan([&q, &k, &gc, &u, &w, &aqk], &inputs.state, &poisoned, sizes).ok();
+    Chunked { gc, u, w, aqk, out, state }
 }
 
 #[test]
@@ -133,6 +145,7 @@ fn chunk_padding_is_never_read() {
     assert_eq!(bits(&clean.gc), bits(&poisoned.gc));
     assert_eq!(bits(&clean.u), bits(&poisoned.u));
     assert_eq!(bits(&clean.w), bits(&poisoned.w));
+    assert_eq!(bits(&clean.aqk), bits(&poisoned.aqk));
     assert_eq!(bits(&clean.state), bits(&poisoned.state));
     assert_eq!(bits(&clean.out[..real]), bits(&poisoned.out[..real]));
     // Scan writes only the real rows.
@@ -143,7 +156,8 @@ fn chunk_padding_is_never_read() {
 fn chunk_prepare_hand_case() {
     // One head, two tokens in channel 0 (d = 1 alone: the other channels and the padding are 0),
     // k = 1, no decay, β = (0.5, 0.25), v = (2, 4): A = [[1, 0], [−β₁, 1]];
-    // u = (β₀v₀, −β₁β₀v₀ + β₁v₁) = (1, 0.75); w = (β₀, −β₁β₀ + β₁) = (0.5, 0.125).
+    // u = (β₀v₀, −β₁β₀v₀ + β₁v₁) = (1, 0.75); w = (β₀, −β₁β₀ + β₁) = (0.5, 0.125);
+    // q = 1 too: aqk = scale·q·k = 1/√32 on and below the diagonal of the two rows, 0 elsewhere.
     let (d, c) = (32, 32);
     let inputs = KdaInputs {
         q: bf16s(&first_channel(&[1.0, 1.0], d)),
@@ -158,6 +172,10 @@ fn chunk_prepare_hand_case() {
     assert_eq!(result.gc, [0.0; 32 * 32]);
     assert_eq!(result.u, chunk(&[1.0, 0.75]));
     assert_eq!(result.w, chunk(&[0.5, 0.125]));
+    let scale = 1.0 / 32f32.sqrt();
+    let mut aqk = vec![0.0; c * c];
+    (aqk[0], aqk[c], aqk[c + 1]) = (scale, scale, scale);
+    assert_eq!(result.aqk, aqk);
 }
 
 #[test]
@@ -166,9 +184,11 @@ fn chunk_kernels_refuse_bad_sizes() {
     let (t, h, d) = (3, 1, 32);
     let (len, beta_len) = (32 * h * d, 32 * h);
     let (input, beta, outputs) = (vec![0.5; len], vec![0.5; beta_len], vec![7.5; len]);
-    let untouched = [outputs.clone(), outputs.clone(), outputs.clone()];
+    // (aqk [1 chunk, h, 32, 32] is as long as the others at d = 32.)
+    let untouched = [outputs.clone(), outputs.clone(), outputs.clone(), outputs.clone()];
     let prepare = |c: usize, beta: &[f32]| {
-        try_prepare([&input, &input, &input, beta], &outputs, [t, h, d, c]).refused(&untouched)
+        try_prepare([&input, &input, &input, &input, beta], (&outputs, &outputs), [t, h, d, c])
+            .refused(&untouched)
     };
     let reason = prepare(16, &beta);
     assert!(
@@ -177,7 +197,7 @@ fn chunk_kernels_refuse_bad_sizes() {
     );
     assert_eq!(
         prepare(0, &beta),
-        "`glm5next_kda.chunk_prepare.k`: expected an extent `cdiv(t,c)*c*h*d` that can be evaluated, found it divides by zero"
+        "`glm5next_kda.chunk_prepare.q`: expected an extent `cdiv(t,c)*c*h*d` that can be evaluated, found it divides by zero"
     );
     assert_eq!(
         prepare(32, &beta[1..]),
@@ -186,10 +206,10 @@ fn chunk_kernels_refuse_bad_sizes() {
     // In chunks of 64, t = 3 pads to 64 positions: more than the buffers hold.
     assert_eq!(
         prepare(64, &beta),
-        "`glm5next_kda.chunk_prepare.k`: expected at least 2048 elements (`cdiv(t,c)*c*h*d`), found a view of 1024 elements"
+        "`glm5next_kda.chunk_prepare.q`: expected at least 2048 elements (`cdiv(t,c)*c*h*d`), found a view of 1024 elements"
     );
     let short_state = vec![0.5; h * d * d - 1];
-    let reason = try_scan([&input; 5], &short_state, &outputs, [t, h, d, 32])
+    let reason = try_scan([&input; 6], &short_state, &outputs, [t, h, d, 32])
         .refused(&(short_state.clone(), outputs.clone()));
     assert_eq!(
         reason,
