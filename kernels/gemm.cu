@@ -6,8 +6,8 @@
 // the emulator runs warp-level mma only). A block of GEMM_THREADS = 256 threads (8 warps, 2 along
 // m by 4 along n) computes a GEMM_TILE_M × GEMM_TILE_N = 128 × 128 tile of c, each warp 64 × 32
 // (4 × 4 mma tiles, 64 f32 accumulators a thread): per 16 of K a warp issues 6 `ldmatrix.x4` for
-// 16 mma (32 × 32 warp tiles take 4 for 8), and a block loads 2/128 bytes of operand per product
-// where a 128 × 64 tile loads 3/128. K tiles of BK = 32 are staged in shared memory three deep by
+// 16 mma (32 × 32 warp tiles take 4 for 8), and a block loads 1/32 byte of operand per product
+// where a 128 × 64 tile loads 3/64. K tiles of BK = 32 are staged in shared memory three deep by
 // `cp.async`, so the loads of the two tiles ahead overlap the products of this one.
 //
 // Shared memory is static and capped at 48 KiB (no dynamic opt-in): (128 + 128) rows × 32 bf16 ×
@@ -22,10 +22,11 @@
 // fragment row is a multiple of 8 plus a lane offset, the XOR term is the lane's own (lane >> 1) & 3.
 // Tiles past m or n, and K chunks past k, are zero-filled in shared memory (zeros add nothing).
 //
-// Blocks take tiles in row order (grid x along n). Grouping tile rows for L2 reuse (8 or 16 rows a
-// group) measured no faster on an H200 at 4096 × 8192 × 4096, so the plain order stays. Each
-// output's sum runs over the K tiles in the same order whatever m is, so a row of c does not depend
-// on the other rows.
+// Blocks walk the tiles in row order with one linear grid-stride index (nested m and n loops
+// measured 10 % slower on an H200 at 4096 × 8192 × 4096, through ptxas's register allocation).
+// Grouping tile rows for L2 reuse (8 or 16 rows a group) measured no faster there, so the plain
+// order stays. Each output's sum runs over the K tiles in the same order whatever m is, so a row of
+// c does not depend on the other rows.
 //
 // The tensor-core path needs 16-byte rows (k % 8 == 0) and 16-byte aligned operands; any other
 // launch takes the scalar path, the same tile as eight 64 × 32 register-blocked sub-tiles of f32
@@ -33,8 +34,8 @@
 // written two bf16 at a time where n is even and c 4-byte aligned, else element by element.
 //
 // Geometry (src/launch.rs): `launch::gemm(m, n)`: blockDim = (GEMM_THREADS, 1, 1),
-// grid (⌈n / GEMM_TILE_N⌉, ⌈m / GEMM_TILE_M⌉), a grid-stride loop over further tiles. Shared
-// memory is static: 48 KiB, shared by the two paths.
+// grid (⌈n / GEMM_TILE_N⌉, ⌈m / GEMM_TILE_M⌉), a grid-stride loop over further tiles (any grid
+// works). Shared memory is static: 48 KiB, shared by the two paths.
 #include "kda_common.cuh"
 
 #ifndef GEMM_TILE_M
@@ -301,15 +302,23 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 2)
     __shared__ uint4 smem_words[SHARED_BYTES / 16];
     unsigned char* smem = reinterpret_cast<unsigned char*>(smem_words);
     if (blockDim.x != GEMM_THREADS || blockDim.y != 1 || blockDim.z != 1) return;
+    // The tiles in row order, t = tile row · tiles_n + tile column; block (x, y) takes tile
+    // y·gridDim.x + x (its own under launch::gemm's grid) and every grid's worth after it.
+    const u32 tiles_n = n / BN + (n % BN != 0);
+    const size_t tiles = static_cast<size_t>(m / BM + (m % BM != 0)) * tiles_n;
+    const size_t first = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
     // Uniform over the launch: every thread of every block takes the same path.
     if ((k % 8 == 0) && aligned16(a) && aligned16(b)) {
         const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(c) & 3u) == 0;
-        for (u32 m0 = blockIdx.y * BM; m0 < m; m0 += gridDim.y * BM)
-            for (u32 n0 = blockIdx.x * BN; n0 < n; n0 += gridDim.x * BN)
-                tensor_tile(reinterpret_cast<bf16*>(smem), a, b, c, m, n, k, m0, n0, pairs);
+        for (size_t t = first; t < tiles; t += stride) {
+            const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
+            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, c, m, n, k, m0, n0, pairs);
+        }
     } else {
-        for (u32 m0 = blockIdx.y * BM; m0 < m; m0 += gridDim.y * BM)
-            for (u32 n0 = blockIdx.x * BN; n0 < n; n0 += gridDim.x * BN)
-                scalar_tile(smem, a, b, c, m, n, k, m0, n0);
+        for (size_t t = first; t < tiles; t += stride) {
+            const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
+            scalar_tile(smem, a, b, c, m, n, k, m0, n0);
+        }
     }
 }
