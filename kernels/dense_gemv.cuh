@@ -3,28 +3,37 @@
 // include it, and every output is computed by the same expressions in the same order whatever m
 // and the block shape are, so batchm rows are bit-identical to the gemv (the ABI's pair):
 //
-//   lane l of a warp sums its 16-byte chunks q = l, l + 32, l + 64, ... of the row in ascending q,
-//   the 8 elements of a chunk in order, with one fused multiply-add each (__fmaf_rn, from +0);
-//   the 32 lane sums are then added by a fixed butterfly (lane pairs 16 apart, then 8, 4, 2, 1).
+//   the row's 16-byte chunks are split into GEMV_K_PARTS parts, each a run of whole groups of 32
+//   chunks; in part p, lane l of a warp sums its chunks l, l + 32, ... of the part in ascending
+//   order, the 8 elements of a chunk in order, with one fused multiply-add each (__fmaf_rn, from
+//   +0); the 32 lane sums of the part are added by a fixed butterfly (lane pairs 16 apart, then 8,
+//   4, 2, 1); the part totals are added in part order, ((p0 + p1) + p2) + p3.
 //
-// That is a split of K over the 32 lanes (deterministic: no atomics, the order fixed by the code),
-// so an output is a chain of k/32 steps, not k; the ABI leaves the order free outside the pair.
+// That is a split of K over the parts and the 32 lanes (deterministic: no atomics, the order fixed
+// by the code), so an output is a chain of k/(32·parts) steps, not k; the ABI leaves the order free
+// outside the pair.
 //
 // Geometry: blockDim = (GEMV_COLS_PER_BLOCK, groups), grid.x = ⌈n / GEMV_COLS_PER_BLOCK⌉ (the
-// kernel grid-strides over column blocks). Warp g of a block takes every groups-th column of the
-// block's GEMV_COLS_PER_BLOCK, GEMV_COLUMNS_PER_PASS at a time, for all m rows: each lane reads the
-// pass's weight rows and the x rows with 16-byte loads (a warp reads 512 contiguous bytes of a row
-// at once), several rows in flight. The pass's sums are reduced with one butterfly that also
-// scatters them: after the steps 16 and 8 apart each lane holds one column's partial, whose last
-// three steps are a plain butterfly; every lane of a warp ends holding its column's total. Chunks
-// past k are zero (adding +0 to a sum started at +0 leaves it unchanged), and unaligned operands
-// or k % 8 != 0 are read element by element.
+// kernel grid-strides over column blocks). A block's work is its units: (pass, part) pairs, a pass
+// being GEMV_COLUMNS_PER_PASS of its columns; warp g takes units g, g + groups, ..., each for all m
+// rows: each lane reads the pass's weight rows and the x rows with 16-byte loads (a warp reads 512
+// contiguous bytes of a row at once). Splitting K over the warps of a block is what keeps enough
+// loads in flight when the weight has few columns (a decode step's narrow projections, 64 or 128
+// columns: 2 or 4 blocks). A unit's sums are reduced with one butterfly that also scatters them:
+// after the steps 16 and 8 apart each lane holds one column's partial, whose last three steps are a
+// plain butterfly; the part totals meet in shared memory, and after a barrier the block's threads
+// add each output's parts in order. Chunks past k are zero (adding +0 to a sum started at +0
+// leaves it unchanged), and unaligned operands or k % 8 != 0 are read element by element.
 #pragma once
 
 #include "kda_common.cuh"
 
 #ifndef GEMV_COLS_PER_BLOCK
 #error "GEMV_COLS_PER_BLOCK must be defined by the build (kernels.toml [defines])"
+#endif
+
+#ifndef GEMV_K_PARTS
+#error "GEMV_K_PARTS must be defined by the build (kernels.toml [defines])"
 #endif
 
 static_assert(GEMV_COLS_PER_BLOCK == 32, "a GEMV block owns 32 output columns");
@@ -77,20 +86,25 @@ __device__ __forceinline__ float gemv_reduce4(const float (&v)[GEMV_COLUMNS_PER_
 template <u32 MAXM, u32 GROUPS>
 __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                 bf16* __restrict__ y, u32 m, u32 n, u32 k) {
-    constexpr u32 COLS = GEMV_COLS_PER_BLOCK, PASS = GEMV_COLUMNS_PER_PASS;
-    static_assert(COLS % (GROUPS * PASS) == 0, "whole passes per warp");
+    constexpr u32 COLS = GEMV_COLS_PER_BLOCK, PASS = GEMV_COLUMNS_PER_PASS, PARTS = GEMV_K_PARTS;
+    constexpr u32 PASSES = COLS / PASS, UNITS = PASSES * PARTS;
+    static_assert(COLS % PASS == 0 && UNITS % GROUPS == 0, "whole units per warp");
+    // The part totals of the block's outputs: [row][part][column].
+    __shared__ float part_totals[MAXM][PARTS][COLS];
     if (blockDim.x != COLS || blockDim.y != GROUPS || blockDim.z != 1) return;
     if (m == 0 || m > MAXM) return;
-    const u32 lane = threadIdx.x, warp = threadIdx.y;
+    const u32 lane = threadIdx.x, warp = threadIdx.y, tid = warp * COLS + lane;
     // Uniform: vector loads need every row start 16-byte aligned.
     const bool vector_ok = (k % 8 == 0) && aligned16(x) && aligned16(w);
     const u32 chunks = (k + 7) / 8;
+    // Chunks per part: whole groups of 32, one chunk a lane.
+    const u32 span = ((chunks + 31) / 32 + PARTS - 1) / PARTS * 32;
 
     for (u32 j0 = blockIdx.x * COLS; j0 < n; j0 += gridDim.x * COLS) {
-        // Warp `warp` takes passes warp, warp + GROUPS, ... of the block's columns.
-        for (u32 pass = warp; pass * PASS < COLS; pass += GROUPS) {
+        for (u32 unit = warp; unit < UNITS; unit += GROUPS) {
+            const u32 pass = unit % PASSES, part = unit / PASSES;
             const u32 first = j0 + pass * PASS;
-            if (first >= n) break;
+            if (first >= n) continue;  // uniform over the warp; every warp still meets the barrier
             const bf16* rows[PASS];
 #pragma unroll
             for (u32 c = 0; c < PASS; ++c) rows[c] = w + static_cast<size_t>(min(first + c, n - 1)) * k;
@@ -99,10 +113,11 @@ __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, cons
             for (u32 i = 0; i < MAXM; ++i)
 #pragma unroll
                 for (u32 c = 0; c < PASS; ++c) acc[i][c] = 0.0f;
+            const u32 end = min(chunks, (part + 1) * span);
             // Loads in flight: the single-row GEMV has registers for 4 chunks of each column, the
             // batched one (16 rows of accumulators) for 2. Unrolling leaves the order unchanged.
 #pragma unroll(MAXM == 1 ? 4 : 2)
-            for (u32 q = lane; q < chunks; q += 32) {
+            for (u32 q = part * span + lane; q < end; q += 32) {
                 uint4 wv[PASS];
 #pragma unroll
                 for (u32 c = 0; c < PASS; ++c) wv[c] = gemv_chunk(rows[c], q * 8, k, vector_ok);
@@ -118,9 +133,18 @@ __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, cons
             for (u32 i = 0; i < MAXM; ++i) {
                 if (i >= m) break;
                 const float total = gemv_reduce4(acc[i], lane);
-                const u32 j = first + ((lane >> 3) & 3);
-                if ((lane & 7) == 0 && j < n) y[static_cast<size_t>(i) * n + j] = narrow(total);
+                if ((lane & 7) == 0) part_totals[i][part][pass * PASS + ((lane >> 3) & 3)] = total;
             }
         }
+        __syncthreads();
+        for (u32 e = tid; e < m * COLS; e += COLS * GROUPS) {
+            const u32 i = e / COLS, column = e % COLS, j = j0 + column;
+            if (j >= n) continue;
+            float sum = part_totals[i][0][column];
+#pragma unroll
+            for (u32 p = 1; p < PARTS; ++p) sum = sum + part_totals[i][p][column];
+            y[static_cast<size_t>(i) * n + j] = narrow(sum);
+        }
+        __syncthreads();  // the totals are rewritten by the next column block
     }
 }

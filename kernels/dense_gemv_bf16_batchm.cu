@@ -4,8 +4,8 @@
 // the block shape), so row i is bit-identical to the gemv of row i.
 //
 // Geometry (src/launch.rs): `launch::gemv(m, n)` with m ≥ 2: blockDim = (GEMV_COLS_PER_BLOCK,
-// GEMV_BATCHM_ROW_GROUPS), grid ⌈n / GEMV_COLS_PER_BLOCK⌉: the block's warps share its columns.
-// No shared memory.
+// GEMV_BATCHM_ROW_GROUPS), grid ⌈n / GEMV_COLS_PER_BLOCK⌉: the block's warps share its units
+// (4 columns over one part of K each). Shared memory: the part totals of 16 rows, 8 KiB.
 // m outside 1..=DENSE_GEMV_BATCHM_MAX_M writes nothing.
 #include "dense_gemv.cuh"
 

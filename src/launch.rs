@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn gemv_blocks_are_one_lane_per_column() {
-        assert_eq!(gemv(1, 8192).block, (32, 8, 1));
+        assert_eq!(gemv(1, 8192).block, (32, 16, 1));
         assert_eq!(gemv(1, 8192).grid, (256, 1, 1));
         assert_eq!(gemv(16, 100).block, (32, GEMV_BATCHM_ROW_GROUPS, 1));
         assert_eq!(gemv(16, 100).grid, (4, 1, 1));
