@@ -271,8 +271,8 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
             vn_s[i * VT + lane] = i < real ? u[at(i) + v0 + lane] - av[r] : 0.0f;
         }
 
-        // The chunk's attention rows into the stage (prepare wrote zeros above the diagonal and
-        // past t); the barrier also publishes vn_s.
+        // The chunk's attention block into the stage (only its entries j ≤ i < real are read
+        // below); the barrier also publishes vn_s.
         {
             const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
             __syncthreads();
@@ -323,9 +323,9 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
 
 // q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c]
 // (every position written).
-// Both kernels are bounded to one block per SM, so ptxas may give a thread all the registers it
-// needs (it otherwise caps them at 168 and spills the accumulators of A and aqk, or of vnew and
-// inter); the grids are small enough that occupancy does not need more.
+// Both kernels ask for no more than one block per SM, so that ptxas may give a thread all the
+// registers it needs: left to itself it capped them at 168 and spilled the accumulators of A and
+// aqk, or of vnew and inter. At 210 (prepare) and 178 (scan) registers two blocks still fit.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                       const float* __restrict__ gate, const float* __restrict__ beta, float* gc,

@@ -23,22 +23,27 @@ impl GemmBaseline for kda_runtime::cuda::BlasGemm {
         kda_runtime::cuda::BlasGemm::describe(self)
     }
 
+    /// On operands drawn like the `gemm` case's: uniform in [-1, 1), rounded to bf16.
     fn time(&self, m: u32, n: u32, k: u32, iterations: u32) -> Result<Duration, BackendError> {
-        kda_runtime::cuda::BlasGemm::time(self, m, n, k, iterations)
+        let mut rng = kda::rng::SplitMix64::new(0x6b64_615f_626c_6173);
+        let mut operand = |rows: u32| -> Vec<kda_runtime::bf16> {
+            let len = rows as usize * k as usize;
+            rng.uniform_vec(len, 1.0).into_iter().map(kda_runtime::bf16::from_f32).collect()
+        };
+        let (a, b) = (operand(m), operand(n));
+        kda_runtime::cuda::BlasGemm::time(self, &a, &b, (m, n, k), iterations)
     }
 }
 
 /// The table's `gemm` and the baseline at one shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmComparison {
-    /// The baseline's description, or why it could not run.
-    pub baseline: Result<String, String>,
     /// `(m, n, k)`.
     pub shape: (u32, u32, u32),
     /// One launch of the table's `gemm`.
     pub ours: Duration,
-    /// One product of the baseline, where it ran.
-    pub theirs: Option<Duration>,
+    /// The baseline's description and its time for one product, or why it could not run.
+    pub vendor: Result<(String, Duration), String>,
 }
 
 impl GemmComparison {
@@ -51,19 +56,21 @@ impl GemmComparison {
         iterations: u32,
     ) -> Self {
         let (m, n, k) = shape;
-        let (baseline, theirs) = match baseline {
-            Ok(baseline) => match baseline.time(m, n, k, iterations) {
-                Ok(time) => (Ok(baseline.describe()), Some(time)),
-                Err(error) => (Err(format!("{}: {error}", baseline.describe())), None),
-            },
-            Err(why) => (Err(why), None),
-        };
-        Self { baseline, shape, ours, theirs }
+        let vendor = baseline.and_then(|baseline| match baseline.time(m, n, k, iterations) {
+            Ok(time) => Ok((baseline.describe(), time)),
+            Err(error) => Err(format!("{}: {error}", baseline.describe())),
+        });
+        Self { shape, ours, vendor }
+    }
+
+    /// The baseline's time for one product, where it ran.
+    pub fn theirs(&self) -> Option<Duration> {
+        self.vendor.as_ref().ok().map(|(_, time)| *time)
     }
 
     /// The table's speed as a fraction of the baseline's (its time over ours).
     pub fn fraction(&self) -> Option<f64> {
-        self.theirs.map(|theirs| theirs.as_secs_f64() / self.ours.as_secs_f64().max(f64::MIN_POSITIVE))
+        self.theirs().map(|theirs| theirs.as_secs_f64() / self.ours.as_secs_f64().max(f64::MIN_POSITIVE))
     }
 
     /// The rate of a product that takes `time`, in TFLOPS (10¹²): `2·m·n·k` FLOPs.
@@ -81,13 +88,13 @@ impl fmt::Display for GemmComparison {
             writeln!(f, "  {name:<8}{:>11.2} µs  {:>7.1} TFLOPS", time.as_secs_f64() * 1e6, self.tflops(time))
         };
         row(f, "gemm", self.ours)?;
-        match (&self.baseline, self.theirs, self.fraction()) {
-            (Ok(name), Some(theirs), Some(fraction)) => {
-                row(f, "vendor", theirs)?;
-                writeln!(f, "  gemm runs at {:.1} % of the vendor's speed ({name})", 100.0 * fraction)
+        match &self.vendor {
+            Ok((name, theirs)) => {
+                row(f, "vendor", *theirs)?;
+                let percent = 100.0 * self.fraction().unwrap_or_default();
+                writeln!(f, "  gemm runs at {percent:.1} % of the vendor's speed ({name})")
             }
-            (Err(why), ..) => writeln!(f, "  vendor  not measured: {why}"),
-            _ => Ok(()),
+            Err(why) => writeln!(f, "  vendor  not measured: {why}"),
         }
     }
 }
@@ -115,7 +122,7 @@ mod tests {
         let baseline = Fixed(Ok(Duration::from_micros(700)));
         let comparison =
             GemmComparison::measure(Ok(&baseline), (1024, 2048, 512), Duration::from_millis(1), 3);
-        assert_eq!(comparison.theirs, Some(Duration::from_micros(700)));
+        assert_eq!(comparison.theirs(), Some(Duration::from_micros(700)));
         assert!((comparison.fraction().unwrap() - 0.7).abs() < 1e-12);
         // 2 · 1024 · 2048 · 512 FLOPs in 1 ms: 2.147… TFLOPS.
         assert!((comparison.tflops(Duration::from_millis(1)) - 2.147_483_648).abs() < 1e-9);
@@ -128,7 +135,7 @@ mod tests {
     fn a_baseline_that_fails_or_is_missing_is_reported() {
         let broken = Fixed(Err(()));
         let failed = GemmComparison::measure(Ok(&broken), (1, 1, 1), Duration::from_micros(1), 1);
-        assert_eq!((failed.theirs, failed.fraction()), (None, None));
+        assert_eq!((failed.theirs(), failed.fraction()), (None, None));
         assert!(failed.to_string().contains("not measured: fixed: fixed is unavailable: broken"), "{failed}");
         let missing =
             GemmComparison::measure(Err("no libcublas".into()), (1, 1, 1), Duration::from_micros(1), 1);

@@ -172,10 +172,16 @@ impl PrepareInputs<'_> {
         for i in 0..real {
             let q_scaled: Vec<f32> = row(self.q, i).iter().map(|q| q * self.scale).collect();
             for j in 0..=i {
-                let decay: Vec<f32> = (0..d).map(|x| (gc_row(i)[x] - gc_row(j)[x]).exp()).collect();
-                aqk[i * c + j] = (0..d).fold(0.0, |acc, x| acc + q_scaled[x] * k[j][x] * decay[x]);
+                // One accumulator each, in ascending d; each exponential serves both sums.
+                let (mut attention, mut keys) = (0.0f32, 0.0f32);
+                for x in 0..d {
+                    let decay = (gc_row(i)[x] - gc_row(j)[x]).exp();
+                    attention += q_scaled[x] * k[j][x] * decay;
+                    keys += k[i][x] * k[j][x] * decay;
+                }
+                aqk[i * c + j] = attention;
                 if j < i {
-                    a[i * c + j] = -beta[i] * (0..d).fold(0.0, |acc, x| acc + k[i][x] * k[j][x] * decay[x]);
+                    a[i * c + j] = -beta[i] * keys;
                 }
             }
         }

@@ -37,18 +37,28 @@ impl BlasGemm {
         Ok(Self { backend, blas })
     }
 
-    /// The time of one `m×n×k` product on fresh operands of pseudo-random values in [-1, 1)
-    /// (a tensor core's power, and so its clock, depends on the values), after one warm-up
-    /// launch: `iterations` launches back to back between two events, divided.
-    pub fn time(&self, m: u32, n: u32, k: u32, iterations: u32) -> Result<Duration, BackendError> {
+    /// The time of one `m×n×k` product of `a [m, k]` and `b [n, k]` (give them realistic values:
+    /// a tensor core's power, and so its clock, depends on them), after one warm-up launch:
+    /// `iterations` launches back to back between two events, divided.
+    pub fn time(
+        &self,
+        a: &[bf16],
+        b: &[bf16],
+        (m, n, k): (u32, u32, u32),
+        iterations: u32,
+    ) -> Result<Duration, BackendError> {
         let dimension = |value: u32| {
             i32::try_from(value)
                 .map_err(|_| BackendError::TooLarge { dtype: crate::DType::Bf16, len: value as usize })
         };
         let (rows, columns, depth) = (dimension(m)?, dimension(n)?, dimension(k)?);
         let elements = |x: u32, y: u32| (x as usize) * (y as usize);
-        let a = self.upload(&operand(elements(m, k), 1))?;
-        let b = self.upload(&operand(elements(n, k), 2))?;
+        for (operand, expected) in [(a, elements(m, k)), (b, elements(n, k))] {
+            if operand.len() != expected || expected == 0 {
+                return Err(BackendError::SizeMismatch { expected: expected * 2, found: operand.len() * 2 });
+            }
+        }
+        let (a, b) = (self.upload(a)?, self.upload(b)?);
         let mut c =
             self.backend.stream.alloc_zeros::<bf16>(elements(m, n).max(1)).map_err(|e| self.driver(e))?;
         // Row-major c[m,n] is column-major cᵀ[n,m] = b[n,k] · aᵀ[k,m]: cuBLAS's A is `b` (held
@@ -67,7 +77,8 @@ impl BlasGemm {
         };
         let mut launch = || {
             // SAFETY: cuBLAS reads op(A) = bᵀ as a k×n column-major matrix with lda = k: the n·k
-            // elements `b` holds; B = a, k×m with ldb = k: the m·k elements of `a`; and writes
+            // elements `b` holds (checked above); B = a, k×m with ldb = k: the m·k elements of `a`
+            // (checked above); and writes
             // C, n×m with ldc = n: the m·n elements of `c` (`m·n ≥ 1`, allocated above). All
             // three were allocated on the handle's stream (`CudaBlas::new` above binds it to
             // `backend.stream`), and cudarc's `device_ptr` orders them there.
@@ -91,18 +102,6 @@ impl BlasGemm {
     fn driver(&self, error: cudarc::driver::DriverError) -> BackendError {
         self.backend.driver("preparing a cuBLAS product", error)
     }
-}
-
-/// `len` pseudo-random values in [-1, 1) from `seed` (a 64-bit LCG's high bits), at least one.
-fn operand(len: usize, seed: u64) -> Vec<bf16> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len.max(1))
-        .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
-            bf16::from_f32(2.0 * unit - 1.0)
-        })
-        .collect()
 }
 
 fn blas_error(operation: &str, error: cudarc::cublas::result::CublasError) -> BackendError {
