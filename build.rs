@@ -7,10 +7,9 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), kda_build::cuda::BuildError> {
-    let build = kda_build::cuda::KernelBuild::from_env()?
-        // The bit-identical kernel pairs of the ABI must round every product and sum on its own.
-        .nvcc_flags(["--fmad=false"])
-        .nvcc_candidate(installed_nvcc());
+    // nvcc's defaults (`-O3`, products contracted into FMAs): the bit-identical kernel pairs write
+    // every multiply-add as an explicit `__fmaf_rn`, which no `--fmad` setting changes.
+    let build = kda_build::cuda::KernelBuild::from_env()?.nvcc_candidate(installed_nvcc());
     // Feature `emulation`: the same kernels as C++ libraries for the emulation backend.
     let build = match std::env::var_os("CARGO_FEATURE_EMULATION") {
         Some(_) => build.emulation(kda_build::cuda::emulation::Emulation::default()),

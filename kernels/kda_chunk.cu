@@ -10,12 +10,13 @@
 // zero whatever the buffers hold. c ∈ {32, 64}; d a multiple of 32, at most KDA_MAX_HEAD_DIM.
 // Other launches write nothing.
 //
-// Every decay is taken in the difference form exp(gc_i − gc_j), j ≤ i (an exponent ≤ 0), with the
-// accurate expf; it is never factored into exp(gc_i)·exp(−gc_j), which overflows over a chunk.
+// Every decay is a difference exp(gc_i − gc_j), j ≤ i (an exponent ≤ 0), with the accurate expf,
+// or in prepare's attention phase, between sub-blocks, the product of two such differences at a
+// sub-block boundary (below); never exp(gc_i)·exp(−gc_j), which overflows over a chunk.
 //
-// Order: every sum is one f32 accumulator, started at +0, over its index in ascending order, with
-// the products grouped as the Rust reference groups them (src/reference/kda_chunk.rs), so with
-// --fmad=false the results differ from the mirror only where expf and the host's exp differ.
+// Order: every sum is one f32 accumulator, started at +0, over its index in ascending order, as in
+// the Rust reference (src/reference/kda_chunk.rs); nvcc may fuse a product into the sum it feeds,
+// and the factored decays round once more, all within the ABI's relative-RMS bound.
 //
 // Geometry (src/launch.rs), blockDim.x == CHUNK_THREADS (4 warps) for both:
 //   prepare: `launch::chunk_prepare(t_pad / c, h)`: grid (chunks, h), one block per (chunk, head).
@@ -52,8 +53,16 @@ static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split eve
 static_assert(VT == 32, "the scan maps one lane to one state column");
 static_assert(SCAN_TK % NW == 0, "the state-update rows must split evenly over the warps");
 
+constexpr u32 SUB = 16;             // rows of a sub-block of prepare's attention phase
+constexpr u32 ATT_TD = 16;          // d tile of prepare's attention phase
+constexpr u32 ATT_STR = ATT_TD + 1; // its rows' stride in shared memory (a pad column: no conflicts)
+constexpr u32 QUAD = 4;             // rows of one off-diagonal unit (below)
+constexpr u32 TRI = SUB * (SUB + 1) / 2;       // pairs j ≤ i within a sub-block
+constexpr u32 DIAG_SLOTS = (TRI + 31) / 32;    // of them per lane
+static_assert(CMAX % SUB == 0 && CMAX / SUB <= NW, "one warp per diagonal sub-block");
+static_assert(SUB % QUAD == 0 && PREP_TD % ATT_TD == 0, "whole units, whole tiles");
+
 constexpr u32 cmax(u32 a, u32 b) { return a > b ? a : b; }
-constexpr u32 PREP_STAGE = 3 * CMAX * (PREP_TD + 1);
 constexpr u32 SCAN_STAGE = cmax(2 * CMAX * SCAN_TK, CMAX * CMAX);
 
 // Row (position i of the chunk starting at `first`, head) of a [t_pad, h, d] tensor.
@@ -64,12 +73,88 @@ struct Rows {
     }
 };
 
+// Prepare's attention phase splits a chunk into sub-blocks of SUB rows. A pair (i, j), j ≤ i, in
+// one sub-block takes its decay exactly, exp(gc_i − gc_j). A pair across sub-blocks factors it at
+// the first row r of i's sub-block I: exp(gc_i − gc_r)·exp(gc_r − gc_j), j < r ≤ i, both
+// exponents ≤ 0 (gates are log-decays), so neither factor overflows, and each is taken once per
+// row and shared by every pair of that row: about a third of the exponentials of taking every
+// pair exactly.
+
+// The in-sub-block pairs: warp w takes sub-block w, lane l its pairs l, l + 32, … of the lower
+// triangle in row order; a slot past the triangle (or a warp past the sub-blocks) holds i = C.
+template <u32 C>
+struct DiagonalSlots {
+    u32 i[DIAG_SLOTS], j[DIAG_SLOTS];
+    __device__ __forceinline__ DiagonalSlots(u32 lane, u32 warp) {
+#pragma unroll
+        for (u32 m = 0; m < DIAG_SLOTS; ++m) {
+            const u32 s = lane + 32 * m;
+            u32 a = 0;
+            while ((a + 1) * (a + 2) / 2 <= s) ++a;
+            const bool ok = warp < C / SUB && s < TRI;
+            i[m] = ok ? warp * SUB + a : C;
+            j[m] = ok ? warp * SUB + (s - a * (a + 1) / 2) : C;
+        }
+    }
+    __device__ __forceinline__ bool valid(u32 m) const { return i[m] < C; }
+};
+
+// The columns of the pairs across sub-blocks: for each sub-block I ≥ 1 (boundary r = SUB·I), its
+// columns j < r, numbered in order of I then j.
+struct OffDiagonalColumn {
+    u32 j, boundary;
+};
+__device__ __forceinline__ OffDiagonalColumn off_diagonal_column(u32 column) {
+    u32 block = 1;
+    while (SUB * (block + 1) * block / 2 <= column) ++block;
+    return {column - SUB * block * (block - 1) / 2, SUB * block};
+}
+
+// The pairs across sub-blocks in units of one column and QUAD rows of its sub-block: thread tid
+// takes units tid, tid + NT, …; a unit past the last holds column = COLUMNS.
+template <u32 C>
+struct OffDiagonalUnits {
+    static constexpr u32 BLOCKS = C / SUB;
+    static constexpr u32 COLUMNS = SUB * BLOCKS * (BLOCKS - 1) / 2;
+    static constexpr u32 UNITS = COLUMNS * (SUB / QUAD);
+    static constexpr u32 PER_THREAD = (UNITS + NT - 1) / NT;
+    u32 column[PER_THREAD], i0[PER_THREAD];
+    __device__ __forceinline__ explicit OffDiagonalUnits(u32 tid) {
+#pragma unroll
+        for (u32 n = 0; n < PER_THREAD; ++n) {
+            const u32 unit = tid + NT * n;
+            const bool ok = unit < UNITS;
+            column[n] = ok ? unit / (SUB / QUAD) : COLUMNS;
+            i0[n] = ok ? off_diagonal_column(column[n]).boundary + QUAD * (unit % (SUB / QUAD)) : 0;
+        }
+    }
+    __device__ __forceinline__ bool valid(u32 n) const { return column[n] < COLUMNS; }
+};
+
+// Prepare's attention stage, one d tile of ATT_TD: the raw rows k, q·scale and gc of the chunk,
+// the left factors k_i·e^{gc_i − gc_r} and q_i·e^{gc_i − gc_r} of the rows past the first
+// sub-block, and the right factor k_j·e^{gc_r − gc_j} of each off-diagonal column.
+template <u32 C>
+struct AttentionStage {
+    static constexpr u32 ROWS = 5 * C - 2 * SUB + OffDiagonalUnits<C>::COLUMNS;
+    float* base;
+    __device__ __forceinline__ float& k(u32 i, u32 x) const { return base[i * ATT_STR + x]; }
+    __device__ __forceinline__ float& q(u32 i, u32 x) const { return base[(C + i) * ATT_STR + x]; }
+    __device__ __forceinline__ float& g(u32 i, u32 x) const { return base[(2 * C + i) * ATT_STR + x]; }
+    __device__ __forceinline__ float& left_k(u32 i, u32 x) const { return base[(3 * C - SUB + i) * ATT_STR + x]; }
+    __device__ __forceinline__ float& left_q(u32 i, u32 x) const { return base[(4 * C - 2 * SUB + i) * ATT_STR + x]; }
+    __device__ __forceinline__ float& right(u32 column, u32 x) const {
+        return base[(5 * C - 2 * SUB + column) * ATT_STR + x];
+    }
+};
+constexpr u32 PREP_STAGE = cmax(AttentionStage<CMAX>::ROWS * ATT_STR, 3 * CMAX * PREP_TD);
+
 // ---------------------------------------------------------------------------------------------
 // prepare, one (chunk, head):
 //   gc[i]   = Σ_{p≤i} gate[p]                                  (ascending p, per channel)
 //   A[i][j] = −β_i Σ_x k[i,x]·k[j,x]·exp(gc[i,x] − gc[j,x])   j < i
 //   aqk[i][j] = Σ_x (q[i,x]·scale)·k[j,x]·exp(gc[i,x] − gc[j,x])   j ≤ i < real (0 elsewhere),
-//               over the same exponentials as A
+//               over the same exponentials as A, factored between sub-blocks
 //   for i in 1..c: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]        (rows < i final; row i from its
 //                                                              original values, as in place)
 //   A[i][i] = 1;  u[i] = Σ_{j≤i} (A[i][j]·β_j)·v[j];  w[i] = Σ_{j≤i} ((A[i][j]·β_j)·k[j])·e^{gc[j]}
@@ -83,7 +168,6 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
                                               u32 chunk, u32 head, float scale, float* A, float* beta_s,
                                               float* stage) {
     constexpr u32 RPW = C / NW;  // chunk rows per warp: i = warp + NW·r
-    constexpr u32 JB = C / 32;   // column blocks: j = lane + 32·jb
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 first = chunk * C;
     const u32 real = min(C, t - first);
@@ -100,57 +184,87 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         }
     }
 
-    // A (strictly lower) and aqk (lower with the diagonal), d tiles of PREP_TD staged with a pad
-    // column (conflict-free rows j); each exponential serves both.
-    constexpr u32 STR = PREP_TD + 1;
-    float* ks = stage;
-    float* gs = stage + C * STR;
-    float* qs = stage + 2 * C * STR;
-    float acc[RPW][JB], att[RPW][JB];
+    // A (strictly lower) and aqk (lower with the diagonal), accumulated over d tiles of ATT_TD.
+    const DiagonalSlots<C> diagonal(lane, warp);
+    const OffDiagonalUnits<C> units(tid);
+    float dacc[DIAG_SLOTS], datt[DIAG_SLOTS], oacc[OffDiagonalUnits<C>::PER_THREAD][QUAD],
+        oatt[OffDiagonalUnits<C>::PER_THREAD][QUAD];
 #pragma unroll
-    for (u32 r = 0; r < RPW; ++r)
+    for (u32 m = 0; m < DIAG_SLOTS; ++m) dacc[m] = datt[m] = 0.0f;
 #pragma unroll
-        for (u32 jb = 0; jb < JB; ++jb) acc[r][jb] = att[r][jb] = 0.0f;
-    for (u32 x0 = 0; x0 < d; x0 += PREP_TD) {
+    for (u32 n = 0; n < OffDiagonalUnits<C>::PER_THREAD; ++n)
+#pragma unroll
+        for (u32 rr = 0; rr < QUAD; ++rr) oacc[n][rr] = oatt[n][rr] = 0.0f;
+    const AttentionStage<C> st{stage};
+    for (u32 x0 = 0; x0 < d; x0 += ATT_TD) {
         __syncthreads();
-        for (u32 e = tid; e < C * PREP_TD; e += NT) {
-            const u32 i = e / PREP_TD, xx = e % PREP_TD;
+        // Raw rows: k and q·scale zero past t; gc as written above (held past t, so every
+        // exponent below stays ≤ 0).
+        for (u32 e = tid; e < C * ATT_TD; e += NT) {
+            const u32 i = e / ATT_TD, xx = e % ATT_TD;
             const bool ok = i < real;
-            ks[i * STR + xx] = ok ? k[at(i) + x0 + xx] : 0.0f;
-            gs[i * STR + xx] = ok ? gc[at(i) + x0 + xx] : 0.0f;
-            qs[i * STR + xx] = ok ? q[at(i) + x0 + xx] * scale : 0.0f;
+            st.k(i, xx) = ok ? k[at(i) + x0 + xx] : 0.0f;
+            st.q(i, xx) = ok ? q[at(i) + x0 + xx] * scale : 0.0f;
+            st.g(i, xx) = gc[at(i) + x0 + xx];
         }
         __syncthreads();
-        // Kept rolled: the body already inlines RPW·JB expf calls.
-#pragma unroll 1
-        for (u32 xx = 0; xx < PREP_TD; ++xx) {
+        // Factors at the boundary r = SUB·I of row i's sub-block I ≥ 1: e^{gc_i − gc_r} times k_i
+        // and q_i, and for each I the columns j < r: k_j·e^{gc_r − gc_j}.
+        for (u32 e = tid; e < (C - SUB) * ATT_TD; e += NT) {
+            const u32 i = SUB + e / ATT_TD, xx = e % ATT_TD;
+            const float decay = expf(st.g(i, xx) - st.g(i / SUB * SUB, xx));
+            st.left_k(i, xx) = st.k(i, xx) * decay;
+            st.left_q(i, xx) = st.q(i, xx) * decay;
+        }
+        for (u32 e = tid; e < OffDiagonalUnits<C>::COLUMNS * ATT_TD; e += NT) {
+            const u32 column = e / ATT_TD, xx = e % ATT_TD;
+            const OffDiagonalColumn at_c = off_diagonal_column(column);
+            st.right(column, xx) = st.k(at_c.j, xx) * expf(st.g(at_c.boundary, xx) - st.g(at_c.j, xx));
+        }
+        __syncthreads();
+        for (u32 xx = 0; xx < ATT_TD; ++xx) {
+            // In-sub-block pairs j ≤ i: the exact difference.
 #pragma unroll
-            for (u32 r = 0; r < RPW; ++r) {
-                const u32 i = warp + NW * r;
-                if (i >= real) continue;
-                const float ki = ks[i * STR + xx], gi = gs[i * STR + xx], qi = qs[i * STR + xx];
+            for (u32 m = 0; m < DIAG_SLOTS; ++m) {
+                if (!diagonal.valid(m)) continue;
+                const u32 i = diagonal.i[m], j = diagonal.j[m];
+                const float kj = st.k(j, xx) * expf(st.g(i, xx) - st.g(j, xx));
+                dacc[m] = dacc[m] + st.k(i, xx) * kj;
+                datt[m] = datt[m] + st.q(i, xx) * kj;
+            }
+            // Pairs across sub-blocks: products of the factors.
 #pragma unroll
-                for (u32 jb = 0; jb < JB; ++jb) {
-                    const u32 j = lane + 32 * jb;
-                    if (j > i) continue;
-                    const float kj = ks[j * STR + xx], decay = expf(gi - gs[j * STR + xx]);
-                    att[r][jb] = att[r][jb] + qi * kj * decay;
-                    if (j < i) acc[r][jb] = acc[r][jb] + ki * kj * decay;
+            for (u32 n = 0; n < OffDiagonalUnits<C>::PER_THREAD; ++n) {
+                if (!units.valid(n)) continue;
+                const float kj = st.right(units.column[n], xx);
+#pragma unroll
+                for (u32 rr = 0; rr < QUAD; ++rr) {
+                    const u32 i = units.i0[n] + rr;
+                    oacc[n][rr] = oacc[n][rr] + st.left_k(i, xx) * kj;
+                    oatt[n][rr] = oatt[n][rr] + st.left_q(i, xx) * kj;
                 }
             }
         }
     }
     float* aqk_block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
+    // Every entry j ≤ i is written by exactly one slot or unit; aqk is zero above the diagonal
+    // (A's upper triangle is never read).
+    const auto put = [&](u32 i, u32 j, float a_sum, float att_sum) {
+        A[i * C + j] = (i < real && j < i) ? -beta_s[i] * a_sum : 0.0f;
+        aqk_block[i * C + j] = i < real ? att_sum : 0.0f;
+    };
 #pragma unroll
-    for (u32 r = 0; r < RPW; ++r) {
-        const u32 i = warp + NW * r;
+    for (u32 m = 0; m < DIAG_SLOTS; ++m)
+        if (diagonal.valid(m)) put(diagonal.i[m], diagonal.j[m], dacc[m], datt[m]);
 #pragma unroll
-        for (u32 jb = 0; jb < JB; ++jb) {
-            const u32 j = lane + 32 * jb;
-            A[i * C + j] = (i < real && j < i) ? -beta_s[i] * acc[r][jb] : 0.0f;
-            aqk_block[i * C + j] = (i < real && j <= i) ? att[r][jb] : 0.0f;
-        }
+    for (u32 n = 0; n < OffDiagonalUnits<C>::PER_THREAD; ++n) {
+        if (!units.valid(n)) continue;
+        const u32 j = off_diagonal_column(units.column[n]).j;
+#pragma unroll
+        for (u32 rr = 0; rr < QUAD; ++rr) put(units.i0[n] + rr, j, oacc[n][rr], oatt[n][rr]);
     }
+    for (u32 e = tid; e < C * C; e += NT)
+        if (e % C > e / C) aqk_block[e] = 0.0f;
     __syncthreads();
 
     // Forward substitution: thread j of row i, from row i's original values (all read before any
@@ -218,7 +332,6 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
                                              float* __restrict__ out, u32 t, u32 h, u32 d, u32 head, u32 v0,
                                              float scale, float* S_s, float* vn_s, float* dec_s, float* stage) {
     constexpr u32 RPW = C / NW;
-    constexpr u32 JB = C / 32;
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
     // S_s[k·VT + v] = S[head][k][v0 + v].
@@ -323,10 +436,9 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
 
 // q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c]
 // (every position written).
-// Both kernels ask for no more than one block per SM, so that ptxas may give a thread all the
-// registers it needs: left to itself it capped them at 168 and spilled the accumulators of A and
-// aqk, or of vnew and inter. At 210 (prepare) and 178 (scan) registers two blocks still fit.
-extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
+// Three blocks per SM (168 registers a thread, no spill): prepare is latency-bound, and left to
+// itself ptxas takes 212 registers, which leaves room for two.
+extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                       const float* __restrict__ gate, const float* __restrict__ beta, float* gc,
                       float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk, u32 t, u32 h, u32 d,
@@ -350,6 +462,9 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
 
 // q, k, gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c], state [h, d, d] in/out
 // -> out [t_pad, h, d] (rows < t written).
+// One block per SM as far as ptxas is concerned, so that it may give a thread all the registers it
+// needs: left to itself it capped them at 168 and spilled the accumulators of vnew and inter. At
+// 178 registers two blocks still fit.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
     kda_chunk_scan(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ gc,
                    const float* __restrict__ u, const float* __restrict__ w, const float* __restrict__ aqk,

@@ -1,9 +1,11 @@
 // Shared helpers of the [glm5next_kda] kernels (docs/kernels.md). Kept light: <cuda_bf16.h> and
 // a few inline device functions, so that each module compiles fast.
 //
-// Every module is built with `--fmad=false -O3`: each `a * b + c` rounds twice, exactly as the
-// Rust reference evaluates it, so the expressions below are written in the reference's order
-// (`acc = acc + x * y`, left to right) wherever the ABI fixes the order.
+// Every module is built with nvcc's defaults (`-O3`): nvcc may contract an `a * b + c` into one
+// fused multiply-add, which the ABI's tolerances allow everywhere but in the two bit-identical
+// pairs; those write each multiply-add as an explicit `__fmaf_rn`, so the build's `--fmad` setting
+// cannot split them. Sums run in the reference's order (`acc = acc + x * y`, ascending) wherever
+// the kernels have no reason to reorder them.
 #pragma once
 
 #include <cuda_bf16.h>

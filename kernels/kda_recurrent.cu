@@ -7,13 +7,14 @@
 // Shared memory is static (the decayed column of the _smem entry included): no dynamic bytes.
 //
 // Per head, α = e^{g} along k, one thread per column v, in the reference order:
-//   pass 1, k ascending: s = S[k][v]·α[k]; store s; kv = kv + s·k[k]
+//   pass 1, k ascending: s = S[k][v]·α[k]; store s; kv = fma(s, k[k], kv)
 //   δ = β·(v[v] − kv)
-//   pass 2, k ascending: s = s + k[k]·δ;  store s; o = o + s·(q[k]·scale)
+//   pass 2, k ascending: s = fma(k[k], δ, s);  store s; o = fma(s, q[k]·scale, o)
 //   out[v] = o (the updated state's output)
 // q and k arrive L2-normalised and are never normalised again. Both entries run the same
-// expressions in the same order (`update_column` below), so with --fmad=false their state and
-// outputs are bit-identical; they differ only in how often the column crosses global memory.
+// expressions in the same order (`update_column` below), every multiply-add an explicit __fmaf_rn
+// and no product left for nvcc to contract, so their state and outputs are bit-identical whatever
+// the build's --fmad; they differ only in how often the column crosses global memory.
 #include "kda_common.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
@@ -59,15 +60,15 @@ __device__ __forceinline__ float update_column(const float* src, size_t src_stri
     for (u32 i = 0; i < d; ++i) {
         const float s = src[i * src_stride] * in.decay[i];
         mid[i * mid_stride] = s;
-        kv = kv + s * in.k[i];
+        kv = __fmaf_rn(s, in.k[i], kv);
     }
     const float delta = beta * (v - kv);
     float o = 0.0f;
 #pragma unroll 8
     for (u32 i = 0; i < d; ++i) {
-        const float s = mid[i * mid_stride] + in.k[i] * delta;
+        const float s = __fmaf_rn(in.k[i], delta, mid[i * mid_stride]);
         dst[i * dst_stride] = s;
-        o = o + s * in.q_scaled[i];
+        o = __fmaf_rn(s, in.q_scaled[i], o);
     }
     return o;
 }

@@ -10,7 +10,7 @@ export NVCC="${NVCC:-$(bash scripts/install-cuda.sh | tail -n 1)}"
 
 echo "== the build step alone"
 cargo run -q --release -p kda-build --example build_timing -- \
-    kernels.toml kernels norm.cu kda_common.cuh --fmad=false
+    kernels.toml kernels norm.cu kda_common.cuh
 
 echo "== cargo build --release -p kda"
 edited=(kernels/norm.cu kernels/kda_common.cuh)

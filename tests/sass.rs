@@ -28,15 +28,13 @@ fn nvdisasm() -> PathBuf {
 }
 
 /// Every module of kernels.toml built by the crate's own build step (build.rs: the same units,
-/// `[defines]`, flags and nvcc), for sm_90 whatever `CUDA_COMPUTE_CAP` says, in a folder kept
+/// `[defines]`, default flags and nvcc), for sm_90 whatever `CUDA_COMPUTE_CAP` says, in a folder kept
 /// between runs so a second run takes the modules from the build's cache.
 fn build_for_sm_90() -> BuildOutput {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sass");
     std::fs::create_dir_all(&out).unwrap();
     let output = KernelBuild::new(root.join("kernels.toml"), root.join("kernels"), &out)
-        // build.rs's own flag: the bit-identical kernel pairs round every product on its own.
-        .nvcc_flags(["--fmad=false"])
         .nvcc_candidate(install_prefix().join("cuda/bin/nvcc"))
         .targets(vec![Target::Sass(SM_90)])
         .require_nvcc(true)

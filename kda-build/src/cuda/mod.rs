@@ -232,7 +232,7 @@ impl KernelBuild {
         self
     }
 
-    /// Extra nvcc flags for every module (`--fmad=false`, `-lineinfo`), after the defaults
+    /// Extra nvcc flags for every module (`-lineinfo`, `--fmad=false`), after the defaults
     /// (`-O3 -std=c++17`).
     pub fn nvcc_flags<S: Into<String>>(mut self, flags: impl IntoIterator<Item = S>) -> Self {
         self.nvcc_flags.extend(flags.into_iter().map(Into::into));
