@@ -1,14 +1,14 @@
 // kda_chunk: the chunked (WY) form of the gated delta rule for prefill (docs/kernels.md).
 // `kda_chunk_prepare` computes everything independent of the carried state, per (chunk, head),
-// all chunks at once: the WY factors and the in-chunk attention `aqk`, whose exponentials are
-// those of the WY matrix. `kda_chunk_scan` walks each head's chunks in order through the state and
-// does only the products with it (plus the attention's product with the new values), so the
-// sequential part holds none of the c²·d exponentials.
+// all chunks at once: the WY factors, the in-chunk attention `aqk` (whose exponentials are those
+// of the WY matrix) and the decayed q and k the scan multiplies with the state. `kda_chunk_scan`
+// walks each head's chunks in order through the state and does only the products with it (plus
+// the attention's product with the new values): the sequential part takes no exponential.
 //
-// Layout: k, v, q, gate, gc, u, w, out are [t_pad, h, d] f32 (position-major), beta [t_pad, h],
-// aqk [t_pad / c, h, c, c], state [h, d, d] (K-major), t_pad = ⌈t/c⌉·c. Positions ≥ t are read as
-// zero whatever the buffers hold. c ∈ {32, 64}; d a multiple of 32, at most KDA_MAX_HEAD_DIM.
-// Other launches write nothing.
+// Layout: k, v, q, gate, gc, u, w, qdec, kdec, out are [t_pad, h, d] f32 (position-major),
+// beta [t_pad, h], aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d], state [h, d, d] (K-major),
+// t_pad = ⌈t/c⌉·c. Positions ≥ t are read as zero whatever the buffers hold. c ∈ {32, 64}; d a
+// multiple of 32, at most KDA_MAX_HEAD_DIM. Other launches write nothing.
 //
 // Every decay is a difference exp(gc_i − gc_j), j ≤ i (an exponent ≤ 0), with the accurate expf,
 // or in prepare's attention phase, between sub-blocks, the product of two such differences at a
@@ -18,13 +18,15 @@
 // the Rust reference (src/reference/kda_chunk.rs); nvcc may fuse a product into the sum it feeds,
 // and the factored decays round once more, all within the ABI's relative-RMS bound.
 //
-// Geometry (src/launch.rs), blockDim.x == CHUNK_THREADS (4 warps) for both:
-//   prepare: `launch::chunk_prepare(t_pad / c, h)`: grid (chunks, h), one block per (chunk, head).
-//   scan:    `launch::chunk_scan(h, d)`: grid (h, d / CHUNK_SCAN_VT), one block per (head, tile of
-//            CHUNK_SCAN_VT state columns v). Columns of the state are independent (every coupling
-//            runs along k), so the V split is exact; the blocks of a head share `aqk`.
+// Geometry (src/launch.rs):
+//   prepare: `launch::chunk_prepare(t_pad / c, h)`: blockDim.x == CHUNK_THREADS (4 warps), grid
+//            (chunks, h), one block per (chunk, head).
+//   scan:    `launch::chunk_scan(h, d)`: blockDim.x == CHUNK_SCAN_THREADS (8 warps), grid
+//            (h, d / CHUNK_SCAN_VT), one block per (head, tile of CHUNK_SCAN_VT state columns v).
+//            Columns of the state are independent (every coupling runs along k), so the V split
+//            is exact; the blocks of a head share `aqk`.
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
-// d = 128 (prepare 41,984 B, scan 41,088 B): no dynamic bytes, no opt-in attribute.
+// d = 128 (prepare 42,752 B, scan 41,088 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
@@ -35,6 +37,9 @@
 #endif
 #ifndef CHUNK_THREADS
 #error "CHUNK_THREADS must be defined by the build (kernels.toml [defines])"
+#endif
+#ifndef CHUNK_SCAN_THREADS
+#error "CHUNK_SCAN_THREADS must be defined by the build (kernels.toml [defines])"
 #endif
 #ifndef CHUNK_SCAN_VT
 #error "CHUNK_SCAN_VT must be defined by the build (kernels.toml [defines])"
@@ -51,7 +56,10 @@ constexpr u32 SCAN_TK = 32;         // k tile of the scan's products with the st
 static_assert(NT % 32 == 0 && NT >= CMAX, "CHUNK_THREADS: whole warps, at least one thread per chunk row");
 static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split evenly over the warps");
 static_assert(VT == 32, "the scan maps one lane to one state column");
-static_assert(SCAN_TK % NW == 0, "the state-update rows must split evenly over the warps");
+constexpr u32 SNT = CHUNK_SCAN_THREADS;
+constexpr u32 SNW = SNT / 32;
+static_assert(SNT % 32 == 0 && CMAX % SNW == 0, "CHUNK_SCAN_THREADS: whole warps sharing out the chunk rows");
+static_assert(SCAN_TK % SNW == 0, "the state-update rows must split evenly over the scan's warps");
 
 constexpr u32 SUB = 16;             // rows of a sub-block of prepare's attention phase
 constexpr u32 ATT_TD = 16;          // d tile of prepare's attention phase
@@ -158,15 +166,18 @@ constexpr u32 PREP_STAGE = cmax(AttentionStage<CMAX>::ROWS * ATT_STR, 3 * CMAX *
 //   for i in 1..c: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]        (rows < i final; row i from its
 //                                                              original values, as in place)
 //   A[i][i] = 1;  u[i] = Σ_{j≤i} (A[i][j]·β_j)·v[j];  w[i] = Σ_{j≤i} ((A[i][j]·β_j)·k[j])·e^{gc[j]}
-// Pad rows (≥ t) get gc held at the last real value and u = w = 0, exactly what the reference's
-// zero-read arithmetic yields (its pad entries of A end as +0 after the substitution).
+//   qdec[i] = (q[i]·scale)·e^{gc[i]},  kdec[i] = k[i]·e^{gc[l] − gc[i]},  sdec = e^{gc[l]}
+// with l the chunk's last real position. Pad rows (≥ t) get gc held at the last real value and
+// u = w = qdec = kdec = 0, exactly what the reference's zero-read arithmetic yields (its pad
+// entries of A end as +0 after the substitution).
 template <u32 C>
 __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const float* __restrict__ k,
                                               const float* __restrict__ v, const float* __restrict__ gate,
                                               const float* __restrict__ beta, float* gc, float* __restrict__ u,
-                                              float* __restrict__ w, float* __restrict__ aqk, u32 t, u32 h, u32 d,
-                                              u32 chunk, u32 head, float scale, float* A, float* beta_s,
-                                              float* stage) {
+                                              float* __restrict__ w, float* __restrict__ aqk,
+                                              float* __restrict__ qdec, float* __restrict__ kdec,
+                                              float* __restrict__ sdec, u32 t, u32 h, u32 d, u32 chunk, u32 head,
+                                              float scale, float* A, float* beta_s, float* stage) {
     constexpr u32 RPW = C / NW;  // chunk rows per warp: i = warp + NW·r
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 first = chunk * C;
@@ -315,28 +326,40 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             w[at(i) + x0 + lane] = aw;
         }
     }
+
+    // What the scan needs of the gates, so that its sequential walk takes no exponential.
+    const size_t last = at(real - 1);
+    for (u32 e = tid; e < C * d; e += NT) {
+        const u32 i = e / d, x = e % d;
+        const size_t g = at(i) + x;
+        const bool ok = i < real;
+        qdec[g] = ok ? q[g] * scale * expf(gc[g]) : 0.0f;
+        kdec[g] = ok ? k[g] * expf(gc[last + x] - gc[g]) : 0.0f;
+    }
+    for (u32 x = tid; x < d; x += NT) sdec[(static_cast<size_t>(chunk) * h + head) * d + x] = expf(gc[last + x]);
 }
 
 // ---------------------------------------------------------------------------------------------
 // scan, one head and the state columns v0 .. v0 + VT, all chunks in order. Per chunk (rows < t):
 //   vnew[i,v]  = u[i,v] − Σ_k w[i,k]·S[k,v]
-//   inter[i,v] = Σ_k ((q[i,k]·scale)·exp(gc[i,k]))·S[k,v]
+//   inter[i,v] = Σ_k qdec[i,k]·S[k,v]
 //   out[i,v]   = inter[i,v] + Σ_{j≤i} aqk[i,j]·vnew[j,v]                   (state before the update)
-//   S[k,v]     ← S[k,v]·exp(gc[l,k]) + Σ_{i<real} (k[i,k]·exp(gc[l,k] − gc[i,k]))·vnew[i,v]
-// with l the chunk's last real position. The state tile stays in shared memory for all chunks.
+//   S[k,v]     ← S[k,v]·sdec[k] + Σ_{i<real} kdec[i,k]·vnew[i,v]
+// with qdec = (q·scale)·e^{gc}, kdec = k·e^{gc_l − gc} and sdec = e^{gc_l} from prepare, l the
+// chunk's last real position. The state tile stays in shared memory for all chunks.
 template <u32 C>
-__device__ __forceinline__ void scan_columns(const float* __restrict__ q, const float* __restrict__ k,
-                                             const float* __restrict__ gc, const float* __restrict__ u,
+__device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, const float* __restrict__ kdec,
+                                             const float* __restrict__ sdec, const float* __restrict__ u,
                                              const float* __restrict__ w, const float* __restrict__ aqk,
-                                             float* __restrict__ state,
-                                             float* __restrict__ out, u32 t, u32 h, u32 d, u32 head, u32 v0,
-                                             float scale, float* S_s, float* vn_s, float* dec_s, float* stage) {
-    constexpr u32 RPW = C / NW;
+                                             float* __restrict__ state, float* __restrict__ out, u32 t, u32 h,
+                                             u32 d, u32 head, u32 v0, float* S_s, float* vn_s, float* dec_s,
+                                             float* stage) {
+    constexpr u32 RPW = C / SNW;
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
     // S_s[k·VT + v] = S[head][k][v0 + v].
     float* S_g = state + static_cast<size_t>(head) * d * d + v0;
-    for (u32 e = tid; e < d * VT; e += NT) S_s[e] = S_g[static_cast<size_t>(e / VT) * d + e % VT];
+    for (u32 e = tid; e < d * VT; e += SNT) S_s[e] = S_g[static_cast<size_t>(e / VT) * d + e % VT];
 
     const u32 chunks = (t + C - 1) / C;
     for (u32 chunk = 0; chunk < chunks; ++chunk) {
@@ -344,7 +367,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
         const u32 real = min(C, t - first);
         const Rows at{first, h, head, d};
 
-        // vnew and inter: k tiles of w and q·scale·e^{gc}; lane = column v, rows i = warp + NW·r.
+        // vnew and inter: k tiles of w and qdec; lane = column v, rows i = warp + SNW·r.
         float av[RPW], ao[RPW];
 #pragma unroll
         for (u32 r = 0; r < RPW; ++r) av[r] = ao[r] = 0.0f;
@@ -353,23 +376,18 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
             float* qg = stage + C * SCAN_TK;
             for (u32 k0 = 0; k0 < d; k0 += SCAN_TK) {
                 __syncthreads();
-                for (u32 e = tid; e < C * SCAN_TK; e += NT) {
+                for (u32 e = tid; e < C * SCAN_TK; e += SNT) {
                     const u32 i = e / SCAN_TK, kk = e % SCAN_TK;
-                    if (i < real) {
-                        const size_t g = at(i) + k0 + kk;
-                        ws[e] = w[g];
-                        qg[e] = q[g] * scale * expf(gc[g]);
-                    } else {
-                        ws[e] = 0.0f;
-                        qg[e] = 0.0f;
-                    }
+                    const bool ok = i < real;
+                    ws[e] = ok ? w[at(i) + k0 + kk] : 0.0f;
+                    qg[e] = ok ? qdec[at(i) + k0 + kk] : 0.0f;
                 }
                 __syncthreads();
                 for (u32 kk = 0; kk < SCAN_TK; ++kk) {
                     const float s = S_s[(k0 + kk) * VT + lane];
 #pragma unroll
                     for (u32 r = 0; r < RPW; ++r) {
-                        const u32 i = warp + NW * r;
+                        const u32 i = warp + SNW * r;
                         if (i < real) {
                             av[r] = av[r] + ws[i * SCAN_TK + kk] * s;
                             ao[r] = ao[r] + qg[i * SCAN_TK + kk] * s;
@@ -380,7 +398,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
         }
 #pragma unroll
         for (u32 r = 0; r < RPW; ++r) {
-            const u32 i = warp + NW * r;
+            const u32 i = warp + SNW * r;
             vn_s[i * VT + lane] = i < real ? u[at(i) + v0 + lane] - av[r] : 0.0f;
         }
 
@@ -390,36 +408,35 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
             const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
             __syncthreads();
 #pragma unroll 4
-            for (u32 e = tid; e < C * C; e += NT) stage[e] = block[e];
+            for (u32 e = tid; e < C * C; e += SNT) stage[e] = block[e];
             __syncthreads();
         }
 
         // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j], rows < t only.
 #pragma unroll
         for (u32 r = 0; r < RPW; ++r) {
-            const u32 i = warp + NW * r;
+            const u32 i = warp + SNW * r;
             if (i >= real) continue;
             float al = 0.0f;
             for (u32 j = 0; j <= i; ++j) al = al + stage[i * C + j] * vn_s[j * VT + lane];
             out[at(i) + v0 + lane] = ao[r] + al;
         }
 
-        // State update, k tiles: kd[i][kk] = k[i,k]·exp(gc[l,k] − gc[i,k]), dec[kk] = exp(gc[l,k]);
-        // lane = column v, warp rows kk = warp + NW·r.
+        // State update, k tiles of kdec and sdec; lane = column v, warp rows kk = warp + SNW·r.
         {
-            const size_t last = at(real - 1);
+            const float* closing = sdec + (static_cast<size_t>(chunk) * h + head) * d;
             float* kd = stage;
             for (u32 k0 = 0; k0 < d; k0 += SCAN_TK) {
                 __syncthreads();
-                for (u32 e = tid; e < C * SCAN_TK; e += NT) {
+                for (u32 e = tid; e < C * SCAN_TK; e += SNT) {
                     const u32 i = e / SCAN_TK, kk = e % SCAN_TK;
-                    kd[e] = i < real ? k[at(i) + k0 + kk] * expf(gc[last + k0 + kk] - gc[at(i) + k0 + kk]) : 0.0f;
+                    kd[e] = i < real ? kdec[at(i) + k0 + kk] : 0.0f;
                 }
-                if (tid < SCAN_TK) dec_s[tid] = expf(gc[last + k0 + tid]);
+                if (tid < SCAN_TK) dec_s[tid] = closing[k0 + tid];
                 __syncthreads();
 #pragma unroll
-                for (u32 r = 0; r < SCAN_TK / NW; ++r) {
-                    const u32 kk = warp + NW * r;
+                for (u32 r = 0; r < SCAN_TK / SNW; ++r) {
+                    const u32 kk = warp + SNW * r;
                     float acc = 0.0f;
                     for (u32 i = 0; i < real; ++i) acc = acc + kd[i * SCAN_TK + kk] * vn_s[i * VT + lane];
                     const u32 idx = (k0 + kk) * VT + lane;
@@ -430,19 +447,20 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ q, const 
     }
 
     __syncthreads();
-    for (u32 e = tid; e < d * VT; e += NT) S_g[static_cast<size_t>(e / VT) * d + e % VT] = S_s[e];
+    for (u32 e = tid; e < d * VT; e += SNT) S_g[static_cast<size_t>(e / VT) * d + e % VT] = S_s[e];
 }
 }  // namespace
 
-// q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c]
-// (every position written).
+// q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w, qdec, kdec [t_pad, h, d],
+// aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
 // Three blocks per SM (168 registers a thread, no spill): prepare is latency-bound, and left to
 // itself ptxas takes 212 registers, which leaves room for two.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                       const float* __restrict__ gate, const float* __restrict__ beta, float* gc,
-                      float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk, u32 t, u32 h, u32 d,
-                      u32 c, float scale) {
+                      float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk,
+                      float* __restrict__ qdec, float* __restrict__ kdec, float* __restrict__ sdec, u32 t, u32 h,
+                      u32 d, u32 c, float scale) {
     __shared__ float A[CMAX * CMAX];
     __shared__ float beta_s[CMAX];
     __shared__ float stage[PREP_STAGE];
@@ -452,37 +470,37 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     for (u32 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
         for (u32 head = blockIdx.y; head < h; head += gridDim.y) {
             if (c == 32)
-                prepare_chunk<32>(q, k, v, gate, beta, gc, u, w, aqk, t, h, d, chunk, head, scale, A, beta_s, stage);
+                prepare_chunk<32>(q, k, v, gate, beta, gc, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale,
+                                  A, beta_s, stage);
             else
-                prepare_chunk<64>(q, k, v, gate, beta, gc, u, w, aqk, t, h, d, chunk, head, scale, A, beta_s, stage);
+                prepare_chunk<64>(q, k, v, gate, beta, gc, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale,
+                                  A, beta_s, stage);
             __syncthreads();
         }
     }
 }
 
-// q, k, gc, u, w [t_pad, h, d], aqk [t_pad / c, h, c, c], state [h, d, d] in/out
-// -> out [t_pad, h, d] (rows < t written).
-// One block per SM as far as ptxas is concerned, so that it may give a thread all the registers it
-// needs: left to itself it capped them at 168 and spilled the accumulators of vnew and inter. At
-// 178 registers two blocks still fit.
-extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 1)
-    kda_chunk_scan(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ gc,
+// qdec, kdec, u, w [t_pad, h, d], sdec [t_pad / c, h, d], aqk [t_pad / c, h, c, c],
+// state [h, d, d] in/out -> out [t_pad, h, d] (rows < t written).
+// Two blocks per SM: the grid is only (h, d / VT), 256 blocks at glm5-flash sizes, so every
+// block an SM can hold at once counts; a walk is latency-bound, and 8 warps share out its rows.
+extern "C" __global__ void __launch_bounds__(CHUNK_SCAN_THREADS, 2)
+    kda_chunk_scan(const float* __restrict__ qdec, const float* __restrict__ kdec, const float* __restrict__ sdec,
                    const float* __restrict__ u, const float* __restrict__ w, const float* __restrict__ aqk,
-                   float* __restrict__ state,
-                   float* __restrict__ out, u32 t, u32 h, u32 d, u32 c, float scale) {
+                   float* __restrict__ state, float* __restrict__ out, u32 t, u32 h, u32 d, u32 c) {
     __shared__ float S_s[DMAX * VT];
     __shared__ float vn_s[CMAX * VT];
     __shared__ float dec_s[SCAN_TK];
     __shared__ float stage[SCAN_STAGE];
-    if (blockDim.x != NT || blockDim.y != 1 || blockDim.z != 1) return;
+    if (blockDim.x != SNT || blockDim.y != 1 || blockDim.z != 1) return;
     if ((c != 32 && c != 64) || c > CMAX || d == 0 || d > DMAX) return;
     if (d % VT != 0 || d % SCAN_TK != 0) return;
     for (u32 head = blockIdx.x; head < h; head += gridDim.x) {
         for (u32 v0 = blockIdx.y * VT; v0 < d; v0 += gridDim.y * VT) {
             if (c == 32)
-                scan_columns<32>(q, k, gc, u, w, aqk, state, out, t, h, d, head, v0, scale, S_s, vn_s, dec_s, stage);
+                scan_columns<32>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, dec_s, stage);
             else
-                scan_columns<64>(q, k, gc, u, w, aqk, state, out, t, h, d, head, v0, scale, S_s, vn_s, dec_s, stage);
+                scan_columns<64>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, dec_s, stage);
             __syncthreads();
         }
     }

@@ -37,19 +37,12 @@ __device__ __forceinline__ float warp_sum(float x) {
     return x;
 }
 
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the same total:
-// warp butterflies, then the warp partials added in warp order. `scratch` holds 32 floats; the
-// trailing barrier lets the caller reuse it at once. Must be reached by every thread of the block.
-__device__ __forceinline__ float block_sum(float x, float* scratch) {
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    x = warp_sum(x);
-    if (lane == 0) scratch[warp] = x;
-    __syncthreads();
-    float total = 0.0f;
-    for (u32 i = 0; i < warps; ++i) total = total + scratch[i];
-    __syncthreads();
-    return total;
+// The warp's index in the grid (1-D launches) and the number of warps of the grid: the units of
+// the kernels that give each row one warp and grid-stride over the rest.
+__device__ __forceinline__ size_t warp_index() {
+    return (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
 }
+__device__ __forceinline__ size_t warp_count() { return (static_cast<size_t>(gridDim.x) * blockDim.x) >> 5; }
 
 // Asynchronous 16-byte global -> shared copy (sm_80+), bypassing L1: for streamed weights.
 #if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)

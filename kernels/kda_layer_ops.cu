@@ -1,29 +1,31 @@
 // kda_layer_ops: the small kernels around the KDA core (docs/kernels.md): the sigmoid-gated output
 // norm, q|k|v packing and splitting, the beta sigmoid and the fill.
 //
-// Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows, d)`: one block per
-// row (grid-strided), blockDim.x a multiple of 32 (≤ 1024). The elementwise kernels run
-// `launch::elementwise(n)` and grid-stride, so any 1-D geometry covers them.
+// Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows)`: one warp per row,
+// grid-strided over the warps of the grid, any block of whole warps (≤ 1024 threads). The
+// elementwise kernels run `launch::elementwise(n)` and grid-stride, so any 1-D geometry covers
+// them; the two q|k|v kernels move 16-byte chunks of 8 values where every pointer is 16-byte
+// aligned and qkv a multiple of 8, and single values otherwise.
 #include "kda_common.cuh"
 
 // x [rows, d] f32, gate [rows, d] bf16, weight [d] bf16 -> out [rows, d] bf16:
 // r = 1/sqrt(mean(x²) + eps) per row (one head), out = bf16(((x·r)·w)·σ(gate)).
-// The Σx² order is a block reduction (the ABI leaves it free; tolerance ≤ 1 bf16 ulp).
+// The Σx² order: each lane over its elements lane, lane + 32, … ascending, then a warp butterfly
+// (the ABI leaves it free; tolerance ≤ 1 bf16 ulp).
 extern "C" __global__ void kda_o_norm_gated_bf16(const float* __restrict__ x, const bf16* __restrict__ gate,
                                                  const bf16* __restrict__ weight, bf16* __restrict__ out,
                                                  u32 rows, u32 d, float eps) {
-    __shared__ float scratch[32];
     if ((blockDim.x & 31u) != 0 || d == 0) return;
-    for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const size_t base = static_cast<size_t>(row) * d;
+    const u32 lane = threadIdx.x & 31;
+    for (size_t row = warp_index(); row < rows; row += warp_count()) {
+        const size_t base = row * d;
         float sum = 0.0f;
-        for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
+        for (u32 i = lane; i < d; i += 32) {
             const float xi = x[base + i];
             sum = sum + xi * xi;
         }
-        sum = block_sum(sum, scratch);
-        const float r = 1.0f / sqrtf(sum / static_cast<float>(d) + eps);
-        for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
+        const float r = 1.0f / sqrtf(warp_sum(sum) / static_cast<float>(d) + eps);
+        for (u32 i = lane; i < d; i += 32) {
             const float value = x[base + i] * r * widen(weight[i]) * sigmoidf_acc(widen(gate[base + i]));
             out[base + i] = narrow(value);
         }
@@ -36,6 +38,16 @@ extern "C" __global__ void kda_split_widen(const bf16* __restrict__ src, float* 
     if (qkv == 0) return;
     const size_t n = static_cast<size_t>(t) * 3 * qkv;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    if (qkv % 8 == 0 && aligned16(src) && aligned16(q) && aligned16(k) && aligned16(v)) {
+        for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 8; i += stride) {
+            const QkvPosition at = qkv_position(i * 8, qkv);
+            const uint4 word = reinterpret_cast<const uint4*>(src)[i];
+            float4* dst = reinterpret_cast<float4*>((at.part == 0 ? q : (at.part == 1 ? k : v)) + at.row * qkv + at.col);
+            dst[0] = make_float4(bf16_lo(word.x), bf16_hi(word.x), bf16_lo(word.y), bf16_hi(word.y));
+            dst[1] = make_float4(bf16_lo(word.z), bf16_hi(word.z), bf16_lo(word.w), bf16_hi(word.w));
+        }
+        return;
+    }
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         const QkvPosition at = qkv_position(i, qkv);
         float* dst = at.part == 0 ? q : (at.part == 1 ? k : v);
@@ -61,6 +73,14 @@ extern "C" __global__ void kda_pack_qkv_bf16(const bf16* __restrict__ q, const b
     if (qkv == 0) return;
     const size_t n = static_cast<size_t>(t) * 3 * qkv;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    if (qkv % 8 == 0 && aligned16(q) && aligned16(k) && aligned16(v) && aligned16(dst)) {
+        for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 8; i += stride) {
+            const QkvPosition at = qkv_position(i * 8, qkv);
+            const bf16* src = at.part == 0 ? q : (at.part == 1 ? k : v);
+            reinterpret_cast<uint4*>(dst)[i] = *reinterpret_cast<const uint4*>(src + at.row * qkv + at.col);
+        }
+        return;
+    }
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         const QkvPosition at = qkv_position(i, qkv);
         const bf16* src = at.part == 0 ? q : (at.part == 1 ? k : v);

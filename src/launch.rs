@@ -14,16 +14,16 @@ use kda_runtime::LaunchGeometry;
 /// Threads per block of the elementwise kernels (they grid-stride, so any block size works).
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 
-/// The most threads of a norm block (one block per head row): a sizing choice of this file, the
-/// norm kernels take any block of whole warps.
-pub const NORM_MAX_BLOCK: u32 = 128;
+/// Threads per block of the norm kernels (one warp per head row, 8 rows a block): a sizing
+/// choice of this file, the norm kernels take any block of whole warps.
+pub const NORM_BLOCK: u32 = 256;
 
 /// The constants the kernels are compiled with, from the `[defines]` of `kernels.toml` (each
 /// documented there).
 pub use crate::kernels::defines::{
-    CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS, DENSE_GEMV_BATCHM_MAX_M,
-    GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, GEMV_WARPS,
-    KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
+    CHUNK_SCAN_THREADS, CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS,
+    DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS,
+    GEMV_COLS_PER_BLOCK, GEMV_WARPS, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
 };
 
 /// A geometry without dynamic shared memory; an empty grid dimension becomes 1 (the kernels
@@ -32,11 +32,25 @@ fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
     LaunchGeometry { grid: (grid.0.max(1), grid.1.max(1), grid.2.max(1)), block, shared_mem_bytes: 0 }
 }
 
-/// The elementwise kernels (`kda_gate_bf16`, `kda_sigmoid_bf16_f32`, `kda_fill_f32`,
-/// `kda_split_widen`, `kda_pack_qkv_bf16`): one thread per element of `n`. They grid-stride, so
-/// this is a sizing choice, not a contract.
+/// The elementwise kernels (`kda_sigmoid_bf16_f32`, `kda_fill_f32`; `kda_gate_bf16`,
+/// `kda_split_widen` and `kda_pack_qkv_bf16` through [`elementwise_by`]): one thread per element
+/// of `n`. They grid-stride, so this is a sizing choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)
+}
+
+/// Values a thread of `kda_gate_bf16` takes at a time where it can (4 channels of one head).
+pub const GATE_VALUES_PER_THREAD: u32 = 4;
+
+/// Values a thread of `kda_split_widen` and `kda_pack_qkv_bf16` takes at a time where it can (one
+/// 16-byte chunk of bf16).
+pub const QKV_VALUES_PER_THREAD: u32 = 8;
+
+/// An elementwise kernel over `n` values that takes `per_thread` of them a thread where it can:
+/// one thread per `per_thread` values. A sizing choice like [`elementwise`]: the kernels
+/// grid-stride, so their single-value paths cover any `n` with it too.
+pub fn elementwise_by(n: u32, per_thread: u32) -> LaunchGeometry {
+    elementwise(n.div_ceil(per_thread))
 }
 
 /// `dense_gemm_bf16` on `c [m, n]`: one block of [`GEMM_THREADS`] per
@@ -71,11 +85,10 @@ pub fn conv_prefill(dim: u32, t: u32) -> LaunchGeometry {
 }
 
 /// `l2_norm_bf16` (`rows` = tokens × q/k heads) and `kda_o_norm_gated_bf16` (`rows` = tokens ×
-/// heads): one block per head row, the head's `head_dim` values spread over a whole number of
-/// warps (at most [`NORM_MAX_BLOCK`] threads; the block loops over longer heads).
-pub fn norm(rows: u32, head_dim: u32) -> LaunchGeometry {
-    let threads = head_dim.div_ceil(32).clamp(1, NORM_MAX_BLOCK / 32) * 32;
-    blocks((rows, 1, 1), (threads, 1, 1))
+/// heads): one warp per head row, [`NORM_BLOCK`] threads a block (the kernels grid-stride over the
+/// rows by warp, so this is a sizing choice).
+pub fn norm(rows: u32) -> LaunchGeometry {
+    blocks((rows.div_ceil(NORM_BLOCK / 32), 1, 1), (NORM_BLOCK, 1, 1))
 }
 
 /// `kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem` (the same geometry, so decode
@@ -90,10 +103,10 @@ pub fn chunk_prepare(chunks: u32, heads: u32) -> LaunchGeometry {
     blocks((chunks, heads, 1), (CHUNK_THREADS, 1, 1))
 }
 
-/// `kda_chunk_scan`: one block of [`CHUNK_THREADS`] per (head, [`CHUNK_SCAN_VT`] state columns);
-/// each walks all chunks of its head in order.
+/// `kda_chunk_scan`: one block of [`CHUNK_SCAN_THREADS`] per (head, [`CHUNK_SCAN_VT`] state
+/// columns); each walks all chunks of its head in order.
 pub fn chunk_scan(heads: u32, head_dim: u32) -> LaunchGeometry {
-    blocks((heads, head_dim.div_ceil(CHUNK_SCAN_VT), 1), (CHUNK_THREADS, 1, 1))
+    blocks((heads, head_dim.div_ceil(CHUNK_SCAN_VT), 1), (CHUNK_SCAN_THREADS, 1, 1))
 }
 
 #[cfg(test)]
@@ -140,12 +153,12 @@ mod tests {
     }
 
     #[test]
-    fn norm_blocks_are_whole_warps() {
-        assert_eq!(norm(10, 32).block, (32, 1, 1));
-        assert_eq!(norm(10, 128).block, (128, 1, 1));
-        assert_eq!(norm(10, 256).block, (128, 1, 1));
-        assert_eq!(norm(10, 20).block, (32, 1, 1));
-        assert_eq!(norm(0, 64).grid, (1, 1, 1));
+    fn norm_blocks_hold_a_warp_per_row() {
+        assert_eq!(norm(10).block, (NORM_BLOCK, 1, 1));
+        assert_eq!(NORM_BLOCK % 32, 0);
+        assert_eq!(norm(16).grid, (2, 1, 1));
+        assert_eq!(norm(17).grid, (3, 1, 1));
+        assert_eq!(norm(0).grid, (1, 1, 1));
     }
 
     #[test]
@@ -157,7 +170,7 @@ mod tests {
             gemv(7, 5),
             conv(768, 3),
             conv_prefill(768, 100),
-            norm(4, 128),
+            norm(4),
             recurrent(2, 128, 5),
             chunk_prepare(3, 2),
             chunk_scan(2, 128),

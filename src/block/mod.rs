@@ -320,7 +320,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let qk_heads = 2 * g.heads;
         self.kernels.launch_l2(
             gpu,
-            launch::norm(size("t·2·H", &[t, qk_heads])?, g.head_dim),
+            launch::norm(size("t·2·H", &[t, qk_heads])?),
             args::l2 {
                 data: conv_out.view_mut(),
                 rows: t,
@@ -338,7 +338,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let (mut q, mut k, mut v) = (padded_f32()?, padded_f32()?, padded_f32()?);
         self.kernels.launch_split_widen(
             gpu,
-            launch::elementwise(tokens_by_dim),
+            launch::elementwise_by(tokens_by_dim, launch::QKV_VALUES_PER_THREAD),
             args::split_widen {
                 src: conv_out.view(),
                 q: q.view_mut(),
@@ -349,7 +349,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
             },
         )?;
         let (mut gc, mut u, mut w) = (padded_f32()?, padded_f32()?, padded_f32()?);
+        let (mut qdec, mut kdec) = (padded_f32()?, padded_f32()?);
         let mut aqk = gpu.alloc(DType::F32, elements("t_pad·H·C", &[t_pad, g.heads, g.chunk])?)?;
+        let mut sdec = gpu.alloc(DType::F32, elements("t_pad/C·qkv", &[t_pad / g.chunk, qkv])?)?;
         self.kernels.launch_chunk_prepare(
             gpu,
             launch::chunk_prepare(t_pad / g.chunk, g.heads),
@@ -363,6 +365,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 u: u.view_mut(),
                 w: w.view_mut(),
                 aqk: aqk.view_mut(),
+                qdec: qdec.view_mut(),
+                kdec: kdec.view_mut(),
+                sdec: sdec.view_mut(),
                 t,
                 h: g.heads,
                 d: g.head_dim,
@@ -375,9 +380,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
             gpu,
             launch::chunk_scan(g.heads, g.head_dim),
             args::chunk_scan {
-                q: q.view(),
-                k: k.view(),
-                gc: gc.view(),
+                qdec: qdec.view(),
+                kdec: kdec.view(),
+                sdec: sdec.view(),
                 u: u.view(),
                 w: w.view(),
                 aqk: aqk.view(),
@@ -387,7 +392,6 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 h: g.heads,
                 d: g.head_dim,
                 c: g.chunk,
-                scale: g.scale(),
             },
         )?;
         let mut normed = gpu.alloc(DType::Bf16, elements("t·qkv", &[t, qkv])?)?;
@@ -415,7 +419,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         mm(hidden.clone(), &w.v_proj, front.v.view_mut(), qkv, g.hidden)?;
         self.kernels.launch_pack(
             gpu,
-            launch::elementwise(size("t·3·qkv", &[t, 3, qkv])?),
+            launch::elementwise_by(size("t·3·qkv", &[t, 3, qkv])?, launch::QKV_VALUES_PER_THREAD),
             args::pack {
                 q: front.q.view(),
                 k: front.k.view(),
@@ -430,7 +434,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         mm(front.f_a.view(), &w.f_b, front.g_raw.view_mut(), qkv, d)?;
         self.kernels.launch_gate(
             gpu,
-            launch::elementwise(size("t·qkv", &[t, qkv])?),
+            launch::elementwise_by(size("t·qkv", &[t, qkv])?, launch::GATE_VALUES_PER_THREAD),
             args::gate {
                 g_raw: front.g_raw.view(),
                 dt_bias: w.dt_bias.view(),
@@ -469,7 +473,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let rows = size("t·H", &[t, g.heads])?;
         self.kernels.launch_o_norm(
             gpu,
-            launch::norm(rows, g.head_dim),
+            launch::norm(rows),
             args::o_norm {
                 x: core,
                 gate: out_gate,

@@ -113,6 +113,9 @@ impl ChunkInputs {
             out("u"),
             out("w"),
             write(DType::F32, "aqk", s.t_pad * s.h * s.geometry.chunk, Check::RelativeRms(1e-5)),
+            out("qdec"),
+            out("kdec"),
+            write(DType::F32, "sdec", s.t_pad / s.geometry.chunk * s.qkv, Check::RelativeRms(1e-5)),
             CaseArg::u32("t", s.t),
             CaseArg::u32("h", s.h),
             CaseArg::u32("d", s.d),
@@ -122,12 +125,13 @@ impl ChunkInputs {
     }
 }
 
-/// The scan's arguments: the chunk inputs' q and k, `gc`, `u`, `w` and `aqk` from the reference
-/// prepare of the same inputs (padding poisoned again, and the entries of `aqk` above the diagonal
-/// or past t, which the scan must not read), a nonzero state.
+/// The scan's arguments: `qdec`, `kdec`, `sdec`, `u`, `w` and `aqk` from the reference prepare of
+/// the chunk inputs (padding poisoned again, and the entries of `aqk` above the diagonal or past t,
+/// which the scan must not read), a nonzero state.
 pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseError> {
     let mut rng = stream(seed, "chunk");
-    let ChunkInputs { q, k, .. } = ChunkInputs::draw(&mut rng, s);
+    // Drawn to move the stream past the inputs, as the prepare case does, before the state.
+    ChunkInputs::draw(&mut rng, s);
     // The prepare case draws the same inputs from the same stream.
     let prepare = KernelCase::new("chunk_prepare", &s.geometry, s.t, seed)?;
     let gpu = crate::reference::backend();
@@ -144,7 +148,7 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
         data[real..].fill(POISON);
         Ok(data)
     };
-    let (gc, u, w) = (padded("gc")?, padded("u")?, padded("w")?);
+    let (qdec, kdec, u, w) = (padded("qdec")?, padded("kdec")?, padded("u")?, padded("w")?);
     let mut aqk = output("aqk")?;
     let c = s.geometry.chunk as usize;
     for (block, values) in aqk.chunks_mut(c * c).enumerate() {
@@ -157,9 +161,9 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
     }
     let len = s.t_pad * s.qkv;
     Ok(vec![
-        read_prefix("q", q, real),
-        read_prefix("k", k, real),
-        read_prefix("gc", gc, real),
+        read_prefix("qdec", qdec, real),
+        read_prefix("kdec", kdec, real),
+        read("sdec", output("sdec")?),
         read_prefix("u", u, real),
         read_prefix("w", w, real),
         read("aqk", aqk),
@@ -170,7 +174,6 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
         CaseArg::u32("h", s.h),
         CaseArg::u32("d", s.d),
         CaseArg::u32("c", s.geometry.chunk),
-        CaseArg::f32("scale", s.geometry.scale()),
     ])
 }
 

@@ -240,7 +240,7 @@ impl KernelCase {
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
-                (|k| Some(k.l2), launch::norm(s.t * 2 * s.h, s.d), args)
+                (|k| Some(k.l2), launch::norm(s.t * 2 * s.h), args)
             }
             "gate" => {
                 let law = s.geometry.gate_law;
@@ -256,7 +256,7 @@ impl KernelCase {
                     CaseArg::u32("law", law.code()),
                     CaseArg::f32("lower_bound", law.lower_bound()),
                 ];
-                (|k| Some(k.gate), launch::elementwise(s.t * s.qkv), args)
+                (|k| Some(k.gate), launch::elementwise_by(s.t * s.qkv, launch::GATE_VALUES_PER_THREAD), args)
             }
             "chunk_prepare" => {
                 let args = ChunkInputs::draw(&mut stream(seed, "chunk"), s).prepare_args();
@@ -285,7 +285,7 @@ impl KernelCase {
                     CaseArg::u32("d", s.d),
                     CaseArg::f32("eps", s.geometry.norm_eps),
                 ];
-                (|k| Some(k.o_norm), launch::norm(rows, s.d), args)
+                (|k| Some(k.o_norm), launch::norm(rows), args)
             }
             "split_widen" => {
                 let (real, padded) = (s.t * s.qkv, s.t_pad * s.qkv);
@@ -299,7 +299,11 @@ impl KernelCase {
                     CaseArg::u32("t", s.t),
                     CaseArg::u32("qkv", s.qkv),
                 ];
-                (|k| Some(k.split_widen), launch::elementwise(s.t * s.dim), args)
+                (
+                    |k| Some(k.split_widen),
+                    launch::elementwise_by(s.t * s.dim, launch::QKV_VALUES_PER_THREAD),
+                    args,
+                )
             }
             "sigmoid" => {
                 let n = s.t * s.h;
@@ -330,7 +334,7 @@ impl KernelCase {
                     CaseArg::u32("t", s.t),
                     CaseArg::u32("qkv", s.qkv),
                 ];
-                (|k| Some(k.pack), launch::elementwise(3 * n), args)
+                (|k| Some(k.pack), launch::elementwise_by(3 * n, launch::QKV_VALUES_PER_THREAD), args)
             }
             other => return Err(CaseError::NoCase(other.to_owned())),
         };

@@ -134,8 +134,8 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     let scan = KernelCase::new("chunk_scan", &geometry, t as u32, 9).unwrap();
     let prepare = KernelCase::new("chunk_prepare", &geometry, t as u32, 9).unwrap();
     let f32s = |case: &KernelCase, name| case.buffer(name).unwrap().data.as_f32().unwrap().to_vec();
-    for (case, name) in [(&scan, "q"), (&scan, "k"), (&prepare, "k")] {
-        let values = f32s(case, name);
+    for name in ["q", "k"] {
+        let values = f32s(&prepare, name);
         assert_eq!(values.len(), 64 * geometry.qkv() as usize, "padded to whole chunks");
         for head in values[..real].chunks(d) {
             let norm = head.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -143,11 +143,17 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
         }
         assert!(values[real..].iter().all(|&x| x == POISON), "{name}: padding poisoned");
     }
-    // The two chunk kernels see the same k; the scan gets the reference prepare's outputs.
-    assert_eq!(f32s(&scan, "k"), f32s(&prepare, "k"));
+    // The scan gets the reference prepare's outputs, their padding poisoned again.
     let (gpu, kernels) = reference();
-    let gc = prepare.run(&gpu, &kernels).unwrap().remove(0);
-    assert_eq!(gc.data.as_f32().unwrap()[..real], f32s(&scan, "gc")[..real]);
+    let prepared = prepare.run(&gpu, &kernels).unwrap();
+    for name in ["qdec", "kdec", "u", "w"] {
+        let output = prepared.iter().find(|output| output.name == name).unwrap();
+        let values = f32s(&scan, name);
+        assert_eq!(output.data.as_f32().unwrap()[..real], values[..real], "{name}");
+        assert!(values[real..].iter().all(|&x| x == POISON), "{name}: padding poisoned");
+    }
+    let sdec = prepared.iter().find(|output| output.name == "sdec").unwrap();
+    assert_eq!(sdec.data.as_f32().unwrap(), f32s(&scan, "sdec"));
     assert!(f32s(&prepare, "gate")[..real].iter().all(|&g| (-5.0..0.0).contains(&g)));
     assert!(f32s(&prepare, "beta")[..t * 2].iter().all(|&b| b > 0.0 && b < 1.0));
     assert!(f32s(&scan, "state").iter().any(|&x| x != 0.0));

@@ -1,7 +1,7 @@
 //! `kda_chunk::kda_chunk_prepare` and `kda_chunk::kda_chunk_scan`: the chunked (WY) form of the
 //! gated delta rule for prefill. `prepare` computes everything that does not depend on the carried
-//! state, per (chunk, head), the in-chunk attention `aqk` included; `scan` walks each head's
-//! chunks in order through the state.
+//! state, per (chunk, head), the in-chunk attention `aqk` and the decayed q and k included; `scan`
+//! walks each head's chunks in order through the state.
 //!
 //! Every decay is taken in the difference form `exp(gc_i − gc_j)` with `j ≤ i`, an exponent ≤ 0:
 //! splitting it into `exp(gc_i)·exp(−gc_j)` overflows f32 over a chunk.
@@ -55,6 +55,11 @@ impl Layout {
         self.c.min(self.t - chunk * self.c)
     }
 
+    /// Checks that buffer `sdec` holds one `[chunks, h, d]` decay row per (chunk, head).
+    fn require_sdec(&self, len: usize) -> Result<(), KernelError> {
+        require("sdec [chunks, h, d]", len, &[self.chunks(), self.h, self.d])
+    }
+
     /// Checks that buffer `name` holds the `[chunks, h, c, c]` in-chunk attention.
     fn require_aqk(&self, len: usize) -> Result<(), KernelError> {
         require("aqk [chunks, h, c, c]", len, &[self.chunks(), self.h, self.c, self.c])
@@ -73,14 +78,16 @@ impl Layout {
 }
 
 /// `q, k, v, gate [t_pad, h, d], beta [t_pad, h], gc, u, w [t_pad, h, d], aqk [chunks, h, c, c],
-/// t, h, d, c, scale`. Positions ≥ t are read as 0 whatever the buffers hold, so the padding
-/// neither moves `gc` nor leaks into `u`, `w` and `aqk`; every position of the outputs is written.
+/// qdec, kdec [t_pad, h, d], sdec [chunks, h, d], t, h, d, c, scale`. Positions ≥ t are read as 0
+/// whatever the buffers hold, so the padding neither moves `gc` nor leaks into the other outputs;
+/// every position of the outputs is written.
 fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (q, k, v, gate) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?, args.const_f32(3)?);
     let beta = args.const_f32(4)?;
     let (gc, u, w, aqk) = (args.mut_f32(5)?, args.mut_f32(6)?, args.mut_f32(7)?, args.mut_f32(8)?);
-    let layout = Layout::read(&mut args, 9)?;
-    let scale = args.f32(13)?;
+    let (qdec, kdec, sdec) = (args.mut_f32(9)?, args.mut_f32(10)?, args.mut_f32(11)?);
+    let layout = Layout::read(&mut args, 12)?;
+    let scale = args.f32(16)?;
     for (name, len) in [
         ("q [t_pad, h, d]", q.len()),
         ("k [t_pad, h, d]", k.len()),
@@ -89,34 +96,45 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
         ("gc [t_pad, h, d]", gc.len()),
         ("u [t_pad, h, d]", u.len()),
         ("w [t_pad, h, d]", w.len()),
+        ("qdec [t_pad, h, d]", qdec.len()),
+        ("kdec [t_pad, h, d]", kdec.len()),
     ] {
         layout.require(name, len)?;
     }
     require("beta [t_pad, h]", beta.len(), &[layout.t_pad, layout.h])?;
     layout.require_aqk(aqk.len())?;
+    layout.require_sdec(sdec.len())?;
     let Layout { h, d, c, .. } = layout;
     let inputs = PrepareInputs { layout, q, k, v, gate, beta, scale };
     // A chunk's rows are contiguous in every output: chunks in parallel, and within one, heads
     // in parallel into small blocks that are then copied to their strided rows.
     let chunk_len = c * h * d;
     let chunks = layout.chunks();
-    par_rows_mut(gc, chunks, chunk_len)
+    let rows = par_rows_mut(gc, chunks, chunk_len)
         .zip(par_rows_mut(u, chunks, chunk_len))
         .zip(par_rows_mut(w, chunks, chunk_len))
-        .zip(par_rows_mut(aqk, chunks, h * c * c))
+        .zip(par_rows_mut(qdec, chunks, chunk_len))
+        .zip(par_rows_mut(kdec, chunks, chunk_len));
+    rows.zip(par_rows_mut(aqk, chunks, h * c * c))
+        .zip(par_rows_mut(sdec, chunks, h * d))
         .enumerate()
-        .for_each(|(chunk, (((gc, u), w), aqk))| {
+        .for_each(|(chunk, ((((((gc, u), w), qdec), kdec), aqk), sdec))| {
             let blocks: Vec<Prepared> =
                 (0..h).into_par_iter().map(|head| inputs.block(chunk, head)).collect();
-            for (block, aqk) in blocks.iter().zip(aqk.chunks_mut(c * c)) {
+            for (block, (aqk, sdec)) in
+                blocks.iter().zip(aqk.chunks_mut(c * c).zip(sdec.chunks_mut(d.max(1))))
+            {
                 aqk.copy_from_slice(&block.aqk);
+                sdec.copy_from_slice(&block.sdec);
             }
             for (head, block) in blocks.iter().enumerate() {
                 for i in 0..c {
                     let (at, local) = ((i * h + head) * d, i * d);
-                    gc[at..at + d].copy_from_slice(&block.gc[local..local + d]);
-                    u[at..at + d].copy_from_slice(&block.u[local..local + d]);
-                    w[at..at + d].copy_from_slice(&block.w[local..local + d]);
+                    let rows = [(&mut *gc, &block.gc), (&mut *u, &block.u), (&mut *w, &block.w)];
+                    let decayed = [(&mut *qdec, &block.qdec), (&mut *kdec, &block.kdec)];
+                    for (to, from) in rows.into_iter().chain(decayed) {
+                        to[at..at + d].copy_from_slice(&from[local..local + d]);
+                    }
                 }
             }
         });
@@ -133,16 +151,20 @@ struct PrepareInputs<'a> {
     scale: f32,
 }
 
-/// One (chunk, head) of `prepare`'s outputs, `[c, d]` each, and its `[c, c]` attention.
+/// One (chunk, head) of `prepare`'s outputs: `[c, d]` each, its `[c, c]` attention and its `[d]`
+/// closing decay.
 struct Prepared {
     gc: Vec<f32>,
     u: Vec<f32>,
     w: Vec<f32>,
     aqk: Vec<f32>,
+    qdec: Vec<f32>,
+    kdec: Vec<f32>,
+    sdec: Vec<f32>,
 }
 
 impl PrepareInputs<'_> {
-    /// Computes `gc`, `u`, `w` and `aqk` of one chunk of one head.
+    /// Computes `gc`, `u`, `w`, `aqk`, `qdec`, `kdec` and `sdec` of one chunk of one head.
     fn block(&self, chunk: usize, head: usize) -> Prepared {
         let Layout { h, d, c, .. } = self.layout;
         let real = self.layout.real(chunk);
@@ -211,24 +233,35 @@ impl PrepareInputs<'_> {
                 }
             }
         }
-        Prepared { gc, u, w, aqk }
+        // What the scan multiplies with the state: qdec[i] = (q[i]·scale)·exp(gc[i]) and
+        // kdec[i] = k[i]·exp(gc[last] − gc[i]) for i < real (0 past t), and the state's closing
+        // decay sdec = exp(gc[last]), `last` the last real position.
+        let last = gc_row(real - 1);
+        let mut qdec = vec![0.0f32; c * d];
+        let mut kdec = vec![0.0f32; c * d];
+        for i in 0..real {
+            let (q_i, g_i) = (row(self.q, i), gc_row(i));
+            for x in 0..d {
+                qdec[i * d + x] = q_i[x] * self.scale * g_i[x].exp();
+                kdec[i * d + x] = k[i][x] * (last[x] - g_i[x]).exp();
+            }
+        }
+        let sdec = last.iter().map(|g| g.exp()).collect();
+        Prepared { gc, u, w, aqk, qdec, kdec, sdec }
     }
 }
 
-/// `q, k, gc, u, w [t_pad, h, d], aqk [chunks, h, c, c], state [h, d, d], out [t_pad, h, d], t,
-/// h, d, c, scale`. Rows `< t` of `out` are written; positions ≥ t are never read. The state update takes a chunk's
-/// closing decay from its last real position, which is `gc[c − 1]` as `prepare` writes it (the
-/// padding does not move `gc`), so a poisoned pad can never decay the state.
+/// `qdec, kdec [t_pad, h, d], sdec [chunks, h, d], u, w [t_pad, h, d], aqk [chunks, h, c, c],
+/// state [h, d, d], out [t_pad, h, d], t, h, d, c`: `prepare`'s outputs. Rows `< t` of `out` are
+/// written; positions ≥ t are never read.
 fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (q, k, gc) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
+    let (qdec, kdec, sdec) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
     let (u, w, aqk) = (args.const_f32(3)?, args.const_f32(4)?, args.const_f32(5)?);
     let (state, out) = (args.mut_f32(6)?, args.mut_f32(7)?);
     let layout = Layout::read(&mut args, 8)?;
-    let scale = args.f32(12)?;
     for (name, len) in [
-        ("q [t_pad, h, d]", q.len()),
-        ("k [t_pad, h, d]", k.len()),
-        ("gc [t_pad, h, d]", gc.len()),
+        ("qdec [t_pad, h, d]", qdec.len()),
+        ("kdec [t_pad, h, d]", kdec.len()),
         ("u [t_pad, h, d]", u.len()),
         ("w [t_pad, h, d]", w.len()),
         ("out [t_pad, h, d]", out.len()),
@@ -237,8 +270,9 @@ fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     }
     let Layout { h, d, .. } = layout;
     require("state [h, d, d]", state.len(), &[h, d, d])?;
+    layout.require_sdec(sdec.len())?;
     layout.require_aqk(aqk.len())?;
-    let inputs = ScanInputs { layout, q, k, gc, u, w, aqk, scale };
+    let inputs = ScanInputs { layout, qdec, kdec, sdec, u, w, aqk };
     // Heads are independent and each walks its chunks in order: chunks in sequence, and within
     // one, heads in parallel (each owning its state rows).
     for chunk in 0..layout.chunks() {
@@ -258,23 +292,21 @@ fn kda_chunk_scan(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
 
 struct ScanInputs<'a> {
     layout: Layout,
-    q: &'a [f32],
-    k: &'a [f32],
-    gc: &'a [f32],
+    qdec: &'a [f32],
+    kdec: &'a [f32],
+    sdec: &'a [f32],
     u: &'a [f32],
     w: &'a [f32],
     aqk: &'a [f32],
-    scale: f32,
 }
 
 impl ScanInputs<'_> {
     /// Runs chunk `chunk` of `head` against its `[d, d]` state, then updates the state; returns
     /// the chunk's real output rows, `[real, d]`.
     fn chunk(&self, chunk: usize, head: usize, state: &mut [f32]) -> Vec<f32> {
-        let Layout { d, c, .. } = self.layout;
+        let Layout { h, d, c, .. } = self.layout;
         let real = self.layout.real(chunk);
         let at = |data, i| self.layout.row(data, chunk * c + i, head);
-        let (q, k, gc) = (|i| at(self.q, i), |i| at(self.k, i), |i| at(self.gc, i));
         let aqk = &self.aqk[self.layout.aqk_block(chunk, head)];
         // vnew[i] = u[i] − Σ_k w[i,k]·S[k], accumulated along k for every column at once.
         let vnew: Vec<Vec<f32>> = (0..real)
@@ -285,21 +317,19 @@ impl ScanInputs<'_> {
             .collect();
         let mut out = Vec::with_capacity(real * d);
         for i in 0..real {
-            let q_scaled: Vec<f32> = q(i).iter().map(|q| q * self.scale).collect();
-            // Σ_k q[i,k]·scale·exp(gc[i,k])·S[k], with the state from before this chunk.
-            let inter = rows_combination(state, d, q_scaled.iter().zip(gc(i)).map(|(q, g)| q * g.exp()));
+            // Σ_k qdec[i,k]·S[k], with the state from before this chunk.
+            let inter = rows_combination(state, d, at(self.qdec, i).iter().copied());
             // Σ_{j≤i} aqk[i,j]·vnew[j]: `prepare`'s in-chunk attention.
             let intra = aqk[i * c..][..=i].iter().copied();
             let local = combination(vnew.iter().map(Vec::as_slice), intra, d);
             out.extend(inter.iter().zip(&local).map(|(inter, local)| inter + local));
         }
-        // S[k] ← S[k]·exp(gc[last,k]) + Σ_{i<real} k[i,k]·exp(gc[last,k] − gc[i,k])·vnew[i].
-        let last = gc(real - 1);
+        // S[k] ← S[k]·sdec[k] + Σ_{i<real} kdec[i,k]·vnew[i].
+        let closing = &self.sdec[(chunk * h + head) * d..][..d];
         for (x, state_row) in state.chunks_mut(d.max(1)).enumerate() {
-            let coefs = (0..real).map(|i| k(i)[x] * (last[x] - gc(i)[x]).exp());
+            let coefs = (0..real).map(|i| at(self.kdec, i)[x]);
             let update = combination(vnew.iter().map(Vec::as_slice), coefs, d);
-            let decay = last[x].exp();
-            state_row.iter_mut().zip(update).for_each(|(s, update)| *s = *s * decay + update);
+            state_row.iter_mut().zip(update).for_each(|(s, update)| *s = *s * closing[x] + update);
         }
         out
     }

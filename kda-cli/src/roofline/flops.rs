@@ -27,19 +27,20 @@ use super::{LaunchModel, RooflineError};
 ///   (3·d), `δ = β·(v − kv)` (2), pass 2 over k `s += k·δ` and `o += s·q` (4·d).
 /// - **`chunk_prepare`**: per (chunk, head), `cdiv(t, c)·h` of them, with `P = c(c−1)/2` pairs
 ///   j < i, `R = c(c+1)/2` pairs j ≤ i and `Q = c(c−1)(c−2)/6` triples j < m < i:
-///   `6·c·d + P·(5·d + 2) + 2·Q + R·(7·d + 1)`. The in-chunk prefix sums of the gates (c·d);
+///   the in-chunk prefix sums of the gates (c·d);
 ///   `A[i][j]` for j < i: per channel `k_i·k_j`, `gc_i − gc_j`, exp, product, sum (5·d), then
 ///   `·(−β_i)` (1); `aqk[i][j]` for j ≤ i over the same exponentials: `q_s = q·scale` (c·d), the
 ///   diagonal's own `gc_i − gc_i` and exp (2·c·d), per pair and channel `q_s·k_j`, product, sum
 ///   (3·d); the forward substitution: a product and a sum per triple (2·Q) and the update of each
 ///   pair (P); `u`: `a = A[i][j]·β_j` per pair (1) and `a·v` summed per channel (2·d); `w`:
 ///   `k̃ = k·exp(gc)` once per (position, channel) (2·c·d) and `a·k̃` summed per pair and channel
-///   (2·d).
-/// - **`chunk_scan`**: per (chunk, head): `6·c·d² + 8·c·d + 2·R·d + 2·d² + d`. `q_s = q·scale`
-///   (c·d) and `q̃ = q_s·exp(gc)` (2·c·d); `vnew = u − w·S` (c·d·(2·d + 1)); `inter = q̃·S`
-///   (2·c·d²); `out = inter + aqk·vnew` (2·R·d + c·d); the state update: the closing decay
-///   `exp(gc_l)` (d) applied (d²), `k·exp(gc_l − gc_i)` per (position, channel) (3·c·d), its
-///   product with `vnew` summed over the chunk (2·c·d²), added to the decayed state (d²).
+///   (2·d); what the scan takes: `qdec = q_s·exp(gc)` over the same `q_s` (2·c·d), `kdec = k·exp(gc_l − gc_i)`
+///   (3·c·d) and the closing decay `sdec = exp(gc_l)` (d). In all
+///   `11·c·d + P·(5·d + 2) + 2·Q + R·(7·d + 1) + d`.
+/// - **`chunk_scan`**: per (chunk, head): `6·c·d² + 2·c·d + 2·R·d + 2·d²`. `vnew = u − w·S`
+///   (c·d·(2·d + 1)); `inter = qdec·S` (2·c·d²); `out = inter + aqk·vnew` (2·R·d + c·d); the
+///   state update: `sdec` applied (d²), `kdec`'s product with `vnew` summed over the chunk
+///   (2·c·d²), added to the decayed state (d²).
 /// - **`split_widen`, `pack`, `fill`**: 0: data movement (and exact widening) only.
 pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
     let s = |name| launch.need(name);
@@ -69,9 +70,9 @@ pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
             let pairs = c * (c + 1) / 2;
             let triples = c * c.saturating_sub(1) * c.saturating_sub(2) / 6;
             let per_chunk_head = if launch.field == "chunk_prepare" {
-                6 * c * d + pairs_below * (5 * d + 2) + 2 * triples + pairs * (7 * d + 1)
+                11 * c * d + pairs_below * (5 * d + 2) + 2 * triples + pairs * (7 * d + 1) + d
             } else {
-                6 * c * d * d + 8 * c * d + 2 * pairs * d + 2 * d * d + d
+                6 * c * d * d + 2 * c * d + 2 * pairs * d + 2 * d * d
             };
             chunks * s("h")? * per_chunk_head
         }

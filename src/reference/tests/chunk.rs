@@ -9,6 +9,9 @@ struct Chunked {
     u: Vec<f32>,
     w: Vec<f32>,
     aqk: Vec<f32>,
+    qdec: Vec<f32>,
+    kdec: Vec<f32>,
+    sdec: Vec<f32>,
     out: Vec<f32>,
     state: Vec<f32>,
 }
@@ -20,19 +23,20 @@ fn padded(values: impl IntoIterator<Item = f32>, t_pad_len: usize, fill: f32) ->
     values
 }
 
-/// `kda_chunk_prepare` on `q, k, v, gate, beta` (scale `1/√d`), its outputs `gc, u, w` each
-/// holding `outputs` and `aqk` holding `attention` before the launch.
+/// `kda_chunk_prepare` on `q, k, v, gate, beta` (scale `1/√d`), its outputs `gc, u, w, qdec,
+/// kdec` each holding `outputs`, `aqk` holding `attention` and `sdec` holding `decay` before the
+/// launch; the outputs after it in that order (`aqk` fourth, `sdec` last).
 fn try_prepare(
     inputs: [&[f32]; 5],
-    (outputs, attention): (&[f32], &[f32]),
+    (outputs, attention, decay): (&[f32], &[f32], &[f32]),
     sizes: [usize; 4],
-) -> Launched<[Vec<f32>; 4]> {
+) -> Launched<[Vec<f32>; 7]> {
     let scale = scale(sizes[2]);
     let [t, h, d, c] = u32s(sizes);
     let dev = Device::new();
     let [q, k, v, gate, beta] = inputs.map(|input| dev.up(input));
-    let [mut gc, mut u, mut w] = [(); 3].map(|()| dev.up(outputs));
-    let mut aqk = dev.up(attention);
+    let [mut gc, mut u, mut w, mut qdec, mut kdec] = [(); 5].map(|()| dev.up(outputs));
+    let (mut aqk, mut sdec) = (dev.up(attention), dev.up(decay));
     let args = glm5next_kda::chunk_prepare {
         q: q.view(),
         k: k.view(),
@@ -43,6 +47,9 @@ fn try_prepare(
         u: u.view_mut(),
         w: w.view_mut(),
         aqk: aqk.view_mut(),
+        qdec: qdec.view_mut(),
+        kdec: kdec.view_mut(),
+        sdec: sdec.view_mut(),
         t,
         h,
         d,
@@ -52,26 +59,25 @@ fn try_prepare(
     // (`c = 0` must reach the launch's check, not divide by zero here.)
     let geometry = launch::chunk_prepare(t.div_ceil(c.max(1)), h);
     let result = dev.kernels.launch_chunk_prepare(&dev.gpu, geometry, args);
-    Launched { result, written: [&gc, &u, &w, &aqk].map(|output| dev.down(output)) }
+    Launched { result, written: [&gc, &u, &w, &aqk, &qdec, &kdec, &sdec].map(|output| dev.down(output)) }
 }
 
-/// `kda_chunk_scan` on `q, k, gc, u, w, aqk` (scale `1/√d`) with a state holding `state` and an
-/// output holding `out`: the state and the output after it.
+/// `kda_chunk_scan` on `qdec, kdec, sdec, u, w, aqk` with a state holding `state` and an output
+/// holding `out`: the state and the output after it.
 fn try_scan(
     inputs: [&[f32]; 6],
     state: &[f32],
     out: &[f32],
     sizes: [usize; 4],
 ) -> Launched<(Vec<f32>, Vec<f32>)> {
-    let scale = scale(sizes[2]);
     let [t, h, d, c] = u32s(sizes);
     let dev = Device::new();
-    let [q, k, gc, u, w, aqk] = inputs.map(|input| dev.up(input));
+    let [qdec, kdec, sdec, u, w, aqk] = inputs.map(|input| dev.up(input));
     let (mut state, mut out) = (dev.up(state), dev.up(out));
     let args = glm5next_kda::chunk_scan {
-        q: q.view(),
-        k: k.view(),
-        gc: gc.view(),
+        qdec: qdec.view(),
+        kdec: kdec.view(),
+        sdec: sdec.view(),
         u: u.view(),
         w: w.view(),
         aqk: aqk.view(),
@@ -81,7 +87,6 @@ fn try_scan(
         h,
         d,
         c,
-        scale,
     };
     let result = dev.kernels.launch_chunk_scan(&dev.gpu, launch::chunk_scan(h, d), args);
     Launched { result, written: (dev.down(&state), dev.down(&out)) }
@@ -97,10 +102,11 @@ fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32
     let gate = padded(inputs.gate.iter().copied(), len, fill);
     let beta = padded(inputs.beta.iter().copied(), beta_len, fill);
     let (sizes, poisoned) = ([t, h, d, c], vec![fill; len]);
-    let attention = vec![fill; t_pad * h * c];
-    let [gc, u, w, aqk] = try_prepare([&q, &k, &v, &gate, &beta], (&poisoned, &attention), sizes).ok();
-    let (state, out) = try_scan([&q, &k, &gc, &u, &w, &aqk], &inputs.state, &poisoned, sizes).ok();
-    Chunked { gc, u, w, aqk, out, state }
+    let (attention, decay) = (vec![fill; t_pad * h * c], vec![fill; t_pad / c * h * d]);
+    let [gc, u, w, aqk, qdec, kdec, sdec] =
+        try_prepare([&q, &k, &v, &gate, &beta], (&poisoned, &attention, &decay), sizes).ok();
+    let (state, out) = try_scan([&qdec, &kdec, &sdec, &u, &w, &aqk], &inputs.state, &poisoned, sizes).ok();
+    Chunked { gc, u, w, aqk, qdec, kdec, sdec, out, state }
 }
 
 #[test]
@@ -146,6 +152,9 @@ fn chunk_padding_is_never_read() {
     assert_eq!(bits(&clean.u), bits(&poisoned.u));
     assert_eq!(bits(&clean.w), bits(&poisoned.w));
     assert_eq!(bits(&clean.aqk), bits(&poisoned.aqk));
+    assert_eq!(bits(&clean.qdec), bits(&poisoned.qdec));
+    assert_eq!(bits(&clean.kdec), bits(&poisoned.kdec));
+    assert_eq!(bits(&clean.sdec), bits(&poisoned.sdec));
     assert_eq!(bits(&clean.state), bits(&poisoned.state));
     assert_eq!(bits(&clean.out[..real]), bits(&poisoned.out[..real]));
     // Scan writes only the real rows.
@@ -157,7 +166,8 @@ fn chunk_prepare_hand_case() {
     // One head, two tokens in channel 0 (d = 1 alone: the other channels and the padding are 0),
     // k = 1, no decay, β = (0.5, 0.25), v = (2, 4): A = [[1, 0], [−β₁, 1]];
     // u = (β₀v₀, −β₁β₀v₀ + β₁v₁) = (1, 0.75); w = (β₀, −β₁β₀ + β₁) = (0.5, 0.125);
-    // q = 1 too: aqk = scale·q·k = 1/√32 on and below the diagonal of the two rows, 0 elsewhere.
+    // q = 1 too: aqk = scale·q·k = 1/√32 on and below the diagonal of the two rows, 0 elsewhere;
+    // qdec = scale·q, kdec = k on those rows and the state's decay 1 in every channel.
     let (d, c) = (32, 32);
     let inputs = KdaInputs {
         q: bf16s(&first_channel(&[1.0, 1.0], d)),
@@ -176,6 +186,9 @@ fn chunk_prepare_hand_case() {
     let mut aqk = vec![0.0; c * c];
     (aqk[0], aqk[c], aqk[c + 1]) = (scale, scale, scale);
     assert_eq!(result.aqk, aqk);
+    assert_eq!(result.qdec, chunk(&[scale, scale]));
+    assert_eq!(result.kdec, chunk(&[1.0, 1.0]));
+    assert_eq!(result.sdec, [1.0; 32]);
 }
 
 #[test]
@@ -185,9 +198,9 @@ fn chunk_kernels_refuse_bad_sizes() {
     let (len, beta_len) = (32 * h * d, 32 * h);
     let (input, beta, outputs) = (vec![0.5; len], vec![0.5; beta_len], vec![7.5; len]);
     // (aqk [1 chunk, h, 32, 32] is as long as the others at d = 32.)
-    let untouched = [outputs.clone(), outputs.clone(), outputs.clone(), outputs.clone()];
+    let untouched = [(); 7].map(|()| outputs.clone());
     let prepare = |c: usize, beta: &[f32]| {
-        try_prepare([&input, &input, &input, &input, beta], (&outputs, &outputs), [t, h, d, c])
+        try_prepare([&input, &input, &input, &input, beta], (&outputs, &outputs, &outputs), [t, h, d, c])
             .refused(&untouched)
     };
     let reason = prepare(16, &beta);

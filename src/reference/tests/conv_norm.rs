@@ -206,7 +206,7 @@ fn try_l2(data: &[bf16], sizes: [usize; 4]) -> Launched<Vec<bf16>> {
     let dev = Device::new();
     let mut buffer = dev.up(data);
     let args = glm5next_kda::l2 { data: buffer.view_mut(), rows, row_stride, heads, head_dim, eps: 1e-6 };
-    let result = dev.kernels.launch_l2(&dev.gpu, launch::norm(rows * heads, head_dim), args);
+    let result = dev.kernels.launch_l2(&dev.gpu, launch::norm(rows * heads), args);
     Launched { result, written: dev.down(&buffer) }
 }
 

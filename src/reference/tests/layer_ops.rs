@@ -101,7 +101,7 @@ fn o_norm_is_a_sigmoid_gated_rms_norm_per_head() {
         d: d_u32,
         eps: 1e-5,
     };
-    dev.kernels.launch_o_norm(&dev.gpu, launch::norm(rows_u32, d_u32), args).unwrap();
+    dev.kernels.launch_o_norm(&dev.gpu, launch::norm(rows_u32), args).unwrap();
     let x = widen_f32(&x);
     let want: Vec<f64> = (0..rows * d)
         .map(|i| {
