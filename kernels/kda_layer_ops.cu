@@ -1,11 +1,11 @@
 // kda_layer_ops: the small kernels around the KDA core (docs/kernels.md): the sigmoid-gated output
-// norm, q|k|v packing and splitting, the beta sigmoid and the fill.
+// norm, q|k|v splitting, the beta sigmoid and the fill.
 //
 // Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows)`: one warp per row,
 // grid-strided over the warps of the grid, any block of whole warps (≤ 1024 threads). The
 // elementwise kernels run `launch::elementwise(n)` and grid-stride, so any 1-D geometry covers
-// them; the two q|k|v kernels move 16-byte chunks of 8 values where every pointer is 16-byte
-// aligned and qkv a multiple of 8, and single values otherwise.
+// them; the q|k|v split moves 16-byte chunks of 8 values where every pointer is 16-byte aligned and
+// qkv a multiple of 8, and single values otherwise.
 #include "kda_common.cuh"
 
 // x [rows, d] f32, gate [rows, d] bf16, weight [d] bf16 -> out [rows, d] bf16:
@@ -65,25 +65,4 @@ extern "C" __global__ void kda_sigmoid_bf16_f32(const bf16* __restrict__ x, floa
 extern "C" __global__ void kda_fill_f32(float* __restrict__ dst, u32 n, float value) {
     const u32 stride = gridDim.x * blockDim.x;
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = value;
-}
-
-// q, k, v [t, qkv] -> dst [t, 3·qkv] = q[τ] | k[τ] | v[τ].
-extern "C" __global__ void kda_pack_qkv_bf16(const bf16* __restrict__ q, const bf16* __restrict__ k,
-                                             const bf16* __restrict__ v, bf16* __restrict__ dst, u32 t, u32 qkv) {
-    if (qkv == 0) return;
-    const size_t n = static_cast<size_t>(t) * 3 * qkv;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    if (qkv % 8 == 0 && aligned16(q) && aligned16(k) && aligned16(v) && aligned16(dst)) {
-        for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 8; i += stride) {
-            const QkvPosition at = qkv_position(i * 8, qkv);
-            const bf16* src = at.part == 0 ? q : (at.part == 1 ? k : v);
-            reinterpret_cast<uint4*>(dst)[i] = *reinterpret_cast<const uint4*>(src + at.row * qkv + at.col);
-        }
-        return;
-    }
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const QkvPosition at = qkv_position(i, qkv);
-        const bf16* src = at.part == 0 ? q : (at.part == 1 ? k : v);
-        dst[i] = src[at.row * qkv + at.col];
-    }
 }

@@ -32,9 +32,8 @@ fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
     LaunchGeometry { grid: (grid.0.max(1), grid.1.max(1), grid.2.max(1)), block, shared_mem_bytes: 0 }
 }
 
-/// The elementwise kernels (`kda_sigmoid_bf16_f32`, `kda_fill_f32`; `kda_gate_bf16`,
-/// `kda_split_widen` and `kda_pack_qkv_bf16` through [`elementwise_by`]): one thread per element
-/// of `n`. They grid-stride, so this is a sizing choice, not a contract.
+/// The elementwise kernels (`kda_sigmoid_bf16_f32`, `kda_fill_f32`; `kda_gate_bf16` and
+/// `kda_split_widen` through [`elementwise_by`]): one thread per element of `n`. They grid-stride, so this is a sizing choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)
 }
@@ -42,8 +41,7 @@ pub fn elementwise(n: u32) -> LaunchGeometry {
 /// Values a thread of `kda_gate_bf16` takes at a time where it can (4 channels of one head).
 pub const GATE_VALUES_PER_THREAD: u32 = 4;
 
-/// Values a thread of `kda_split_widen` and `kda_pack_qkv_bf16` takes at a time where it can (one
-/// 16-byte chunk of bf16).
+/// Values a thread of `kda_split_widen` takes at a time where it can (one 16-byte chunk of bf16).
 pub const QKV_VALUES_PER_THREAD: u32 = 8;
 
 /// An elementwise kernel over `n` values that takes `per_thread` of them a thread where it can:

@@ -52,13 +52,14 @@ pub struct WeightsError {
     pub found: usize,
 }
 
-/// One layer's weights on a backend; the same fields as [`HostWeights`].
+/// One layer's weights on a backend: the fields of [`HostWeights`], but q, k and v's projections
+/// stacked into one, so that one product reads the block input once and writes the q | k | v rows
+/// the conv takes.
 #[derive(Debug)]
 #[allow(missing_docs)] // Each field is documented on `HostWeights`.
 pub struct DeviceWeights {
-    pub q_proj: DeviceBuffer,
-    pub k_proj: DeviceBuffer,
-    pub v_proj: DeviceBuffer,
+    /// `[3·qkv, hidden]`: the rows of `q_proj`, then `k_proj`, then `v_proj`.
+    pub qkv_proj: DeviceBuffer,
     pub conv: DeviceBuffer,
     pub f_a: DeviceBuffer,
     pub f_b: DeviceBuffer,
@@ -73,11 +74,9 @@ pub struct DeviceWeights {
 
 impl DeviceWeights {
     /// Every weight, in field order: what a recorded step binds as read-only.
-    pub fn buffers(&self) -> [&DeviceBuffer; 13] {
+    pub fn buffers(&self) -> [&DeviceBuffer; 11] {
         [
-            &self.q_proj,
-            &self.k_proj,
-            &self.v_proj,
+            &self.qkv_proj,
             &self.conv,
             &self.f_a,
             &self.f_b,
@@ -161,12 +160,10 @@ impl HostWeights {
         }
     }
 
-    /// A copy of these weights on `gpu`.
+    /// A copy of these weights on `gpu`, q, k and v's projections stacked.
     pub fn upload(&self, gpu: &dyn GpuBackend) -> Result<DeviceWeights, BackendError> {
         Ok(DeviceWeights {
-            q_proj: gpu.upload(&self.q_proj)?,
-            k_proj: gpu.upload(&self.k_proj)?,
-            v_proj: gpu.upload(&self.v_proj)?,
+            qkv_proj: gpu.upload(&[&self.q_proj[..], &self.k_proj, &self.v_proj].concat())?,
             conv: gpu.upload(&self.conv)?,
             f_a: gpu.upload(&self.f_a)?,
             f_b: gpu.upload(&self.f_b)?,

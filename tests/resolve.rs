@@ -7,9 +7,9 @@ use kda_runtime::testing::FakeBackend;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
-fn the_table_counts_16_entries_14_required_2_optional() {
-    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 16);
-    assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 14);
+fn the_table_counts_15_entries_13_required_2_optional() {
+    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 15);
+    assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 13);
     assert_eq!(Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS, 2);
     assert_eq!(<Glm5NextKda as KernelTable>::NAME, "glm5next_kda");
     assert_eq!(<Glm5NextKda as KernelTable>::ENTRIES, &Glm5NextKdaKernels::ENTRIES);
@@ -53,7 +53,7 @@ fn every_entry_present_resolves_each_once_in_manifest_order() {
         Glm5NextKdaKernels::ENTRIES.iter().map(|e| (e.module.to_owned(), e.entry.to_owned())).collect();
     assert_eq!(gpu.lookups(), expected);
     assert_eq!(kernels.gemm, gpu.lookup(glm5next_kda::gemm::ENTRY).unwrap());
-    assert_eq!(kernels.pack, gpu.lookup(glm5next_kda::pack::ENTRY).unwrap());
+    assert_eq!(kernels.fill, gpu.lookup(glm5next_kda::fill::ENTRY).unwrap());
     assert!(kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some());
     assert_ne!(kernels.recurrent, kernels.recurrent_smem.unwrap());
 }
@@ -82,7 +82,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
     assert_eq!(missing, ["gemm", "chunk_scan", "fill"]);
     assert_eq!(error.failures().count(), 0);
     // Nothing stops early: every entry was looked up.
-    assert_eq!(gpu.lookups().len(), 16);
+    assert_eq!(gpu.lookups().len(), 15);
     let message = error.to_string();
     let namespace = Glm5NextKdaKernels::NAMESPACE;
     assert_eq!(

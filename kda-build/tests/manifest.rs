@@ -34,8 +34,7 @@ fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
             "o_norm",
             "split_widen",
             "sigmoid",
-            "fill",
-            "pack"
+            "fill"
         ]
     );
     let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();

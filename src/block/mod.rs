@@ -414,22 +414,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mm = |x: View<'_>, weight: &DeviceBuffer, y: ViewMut<'_>, n: u32, k: u32| {
             dense_mm_bf16_into(gpu, &self.kernels, x, weight.view(), y, (t, n, k))
         };
-        mm(hidden.clone(), &w.q_proj, front.q.view_mut(), qkv, g.hidden)?;
-        mm(hidden.clone(), &w.k_proj, front.k.view_mut(), qkv, g.hidden)?;
-        mm(hidden.clone(), &w.v_proj, front.v.view_mut(), qkv, g.hidden)?;
-        self.kernels.launch_pack(
-            gpu,
-            launch::elementwise_by(size("t·3·qkv", &[t, 3, qkv])?, launch::QKV_VALUES_PER_THREAD),
-            args::pack {
-                q: front.q.view(),
-                k: front.k.view(),
-                v: front.v.view(),
-                dst: front.packed.view_mut(),
-                t,
-                qkv,
-            },
-        )?;
-
+        // q, k and v in one product: the stacked weight's rows give each token its q | k | v row.
+        mm(hidden.clone(), &w.qkv_proj, front.packed.view_mut(), 3 * qkv, g.hidden)?;
         mm(hidden.clone(), &w.f_a, front.f_a.view_mut(), d, g.hidden)?;
         mm(front.f_a.view(), &w.f_b, front.g_raw.view_mut(), qkv, d)?;
         self.kernels.launch_gate(

@@ -11,11 +11,7 @@ use crate::geometry::KdaGeometry;
 /// `t_pad` rows, zero past `t` (every allocation starts zeroed and no kernel writes past `t`), for
 /// the chunked form.
 pub(super) struct FrontEnd {
-    /// `[t, qkv]` bf16 each: the q, k and v projections.
-    pub(super) q: DeviceBuffer,
-    pub(super) k: DeviceBuffer,
-    pub(super) v: DeviceBuffer,
-    /// `[t, 3·qkv]` bf16: q | k | v per token, the conv's input.
+    /// `[t, 3·qkv]` bf16: the q, k and v projections, q | k | v per token, the conv's input.
     pub(super) packed: DeviceBuffer,
     /// `[t, D]` bf16: the gate's low-rank down projection.
     pub(super) f_a: DeviceBuffer,
@@ -40,9 +36,6 @@ impl FrontEnd {
         let f32_padded =
             |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
         Ok(Self {
-            q: bf16("t·qkv", qkv)?,
-            k: bf16("t·qkv", qkv)?,
-            v: bf16("t·qkv", qkv)?,
             packed: bf16("t·3·qkv", 3 * qkv)?,
             f_a: bf16("t·D", d)?,
             g_raw: bf16("t·qkv", qkv)?,
@@ -54,9 +47,9 @@ impl FrontEnd {
         })
     }
 
-    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 11] {
-        let Self { q, k, v, packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate } = self;
-        [q, k, v, packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate]
+    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 8] {
+        let Self { packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate } = self;
+        [packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate]
     }
 }
 

@@ -15,7 +15,7 @@ use super::*;
 /// reference.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Check {
-    /// Bit for bit: pack, split_widen, fill, the conv state, and untouched padding.
+    /// Bit for bit: split_widen, fill, the conv state, and untouched padding.
     Exact,
     /// Every element within this relative error: sigmoid (1e-6), the softplus gate (2e-6).
     Relative(f64),

@@ -324,18 +324,6 @@ impl KernelCase {
                 ];
                 (|k| Some(k.fill), launch::elementwise(len), args)
             }
-            "pack" => {
-                let n = s.t * s.qkv;
-                let args = vec![
-                    read("q", activations(&mut rng, n)),
-                    read("k", activations(&mut rng, n)),
-                    read("v", activations(&mut rng, n)),
-                    write(DType::Bf16, "dst", 3 * n, Check::Exact),
-                    CaseArg::u32("t", s.t),
-                    CaseArg::u32("qkv", s.qkv),
-                ];
-                (|k| Some(k.pack), launch::elementwise_by(3 * n, launch::QKV_VALUES_PER_THREAD), args)
-            }
             other => return Err(CaseError::NoCase(other.to_owned())),
         };
         Ok(KernelCase { entry, handle, launch, args, tokens: t, offset: 0 })

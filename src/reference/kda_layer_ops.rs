@@ -1,5 +1,5 @@
 //! `kda_layer_ops`: the small kernels around the KDA core: the gated output norm, the q|k|v
-//! packing and splitting, the beta sigmoid and the fill.
+//! splitting, the beta sigmoid and the fill.
 
 use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
@@ -13,7 +13,6 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
         .with_kernel(glm5next_kda::split_widen::ENTRY, kda_split_widen)
         .with_kernel(glm5next_kda::sigmoid::ENTRY, kda_sigmoid_bf16_f32)
         .with_kernel(glm5next_kda::fill::ENTRY, kda_fill_f32)
-        .with_kernel(glm5next_kda::pack::ENTRY, kda_pack_qkv_bf16)
 }
 
 /// `x [rows, d] f32, gate [rows, d], weight [d], out [rows, d], rows, d, eps`: per head (row),
@@ -55,21 +54,6 @@ fn kda_split_widen(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
             dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
         });
     }
-    Ok(())
-}
-
-/// `q, k, v [t, qkv], dst [t, 3·qkv], t, qkv`: `dst[τ] = q[τ] | k[τ] | v[τ]`.
-fn kda_pack_qkv_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let parts = [args.const_bf16(0)?, args.const_bf16(1)?, args.const_bf16(2)?];
-    let dst = args.mut_bf16(3)?;
-    let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
-    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(parts) {
-        require(name, part.len(), &[t, qkv])?;
-    }
-    require("dst [t, 3·qkv]", dst.len(), &[t, 3, qkv])?;
-    par_rows_mut(dst, 3 * t, qkv)
-        .enumerate()
-        .for_each(|(row, dst)| dst.copy_from_slice(&parts[row % 3][row / 3 * qkv..][..qkv]));
     Ok(())
 }
 

@@ -41,7 +41,7 @@ mod tests;
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
-/// A CPU backend carrying all 16 entries of `[glm5next_kda]`, run by the reference kernels.
+/// A CPU backend carrying all 15 entries of `[glm5next_kda]`, run by the reference kernels.
 ///
 /// Use [`CpuBackend::without`] on it to emulate a target that lacks the optional entries.
 pub fn backend() -> CpuBackend {

@@ -41,7 +41,7 @@ use super::{LaunchModel, RooflineError};
 ///   (c·d·(2·d + 1)); `inter = qdec·S` (2·c·d²); `out = inter + aqk·vnew` (2·R·d + c·d); the
 ///   state update: `sdec` applied (d²), `kdec`'s product with `vnew` summed over the chunk
 ///   (2·c·d²), added to the decayed state (d²).
-/// - **`split_widen`, `pack`, `fill`**: 0: data movement (and exact widening) only.
+/// - **`split_widen`, `fill`**: 0: data movement (and exact widening) only.
 pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
     let s = |name| launch.need(name);
     Ok(match launch.field {
@@ -76,7 +76,7 @@ pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
             };
             chunks * s("h")? * per_chunk_head
         }
-        "split_widen" | "pack" | "fill" => 0,
+        "split_widen" | "fill" => 0,
         field => return Err(RooflineError::NoModel { field, param: "-" }),
     })
 }

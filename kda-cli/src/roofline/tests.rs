@@ -33,29 +33,29 @@ fn the_scenarios_are_decode_at_1_and_64_and_a_prefill_of_4096() {
 }
 
 #[test]
-fn the_decode_gemv_of_q_proj_moves_its_weight_once() {
+fn the_decode_gemv_of_the_stacked_qkv_projection_moves_its_weight_once() {
     let decode = &glm5().scenarios[0];
-    // The block's first launch is q_proj: x [1, 4096] · w [8192, 4096]ᵀ, all bf16.
-    let q_proj = &decode.launches[0];
-    assert_eq!((q_proj.field, q_proj.shape().as_str()), ("gemv", "1×8192×4096"));
-    let weight = 8192 * 4096 * 2;
-    assert_eq!(weight, 67_108_864);
-    assert_eq!(q_proj.bytes, weight + 4096 * 2 + 8192 * 2);
-    assert_eq!(q_proj.flops, 2 * 8192 * 4096);
-    assert_eq!(q_proj.bound(), Bound::Memory);
-    let time = 67_133_440.0 / 4.8e12;
-    assert!((q_proj.time() - time).abs() <= 1e-9 * time, "{}", q_proj.time());
+    // The block's first launch is q | k | v: x [1, 4096] · w [3·8192, 4096]ᵀ, all bf16.
+    let qkv_proj = &decode.launches[0];
+    assert_eq!((qkv_proj.field, qkv_proj.shape().as_str()), ("gemv", "1×24576×4096"));
+    let weight = 24576 * 4096 * 2;
+    assert_eq!(weight, 201_326_592);
+    assert_eq!(qkv_proj.bytes, weight + 4096 * 2 + 24576 * 2);
+    assert_eq!(qkv_proj.flops, 2 * 24576 * 4096);
+    assert_eq!(qkv_proj.bound(), Bound::Memory);
+    let time = 201_383_936.0 / 4.8e12;
+    assert!((qkv_proj.time() - time).abs() <= 1e-9 * time, "{}", qkv_proj.time());
     // The last is o_proj: x [1, 8192] · w [4096, 8192]ᵀ.
     let o_proj = decode.launches.last().unwrap();
     assert_eq!((o_proj.field, o_proj.shape().as_str()), ("gemv", "1×4096×8192"));
     assert_eq!(o_proj.bytes, 4096 * 8192 * 2 + 8192 * 2 + 4096 * 2);
-    // The prefill's q_proj is a GEMM at m = 4096 on tensor cores, compute-bound.
+    // The prefill's q | k | v is a GEMM at m = 4096 on tensor cores, compute-bound.
     let prefill = &glm5().scenarios[2].launches[0];
     assert_eq!((prefill.field, prefill.peak), ("gemm", Peak::TensorBf16));
-    assert_eq!(prefill.bytes, (4096 * 4096 + 8192 * 4096 + 4096 * 8192) * 2);
-    assert_eq!(prefill.flops, 2 * 4096 * 8192 * 4096);
+    assert_eq!(prefill.bytes, (4096 * 4096 + 24576 * 4096 + 4096 * 24576) * 2);
+    assert_eq!(prefill.flops, 2 * 4096 * 24576 * 4096);
     assert_eq!(prefill.bound(), Bound::Compute);
-    let time = 2.0 * 4096.0 * 8192.0 * 4096.0 / 989e12;
+    let time = 2.0 * 4096.0 * 24576.0 * 4096.0 / 989e12;
     assert!((prefill.time() - time).abs() <= 1e-9 * time, "{}", prefill.time());
 }
 
@@ -79,10 +79,11 @@ fn decode_at_b_64_runs_the_gemm_and_at_b_1_the_gemv() {
     let dense = |scenario: &ScenarioModel| -> Vec<&'static str> {
         fields(scenario).into_iter().filter(|field| DENSE.contains(field)).collect()
     };
-    // q, k, v, f_a, f_b, b_proj, g_a, g_b and o_proj: nine products per call.
-    assert_eq!(dense(one), ["gemv"; 9]);
-    assert_eq!(dense(sixty_four), ["gemm"; 9]);
-    assert_eq!(dense(prefill), ["gemm"; 9]);
+    // q | k | v (one product over the stacked weight), f_a, f_b, b_proj, g_a, g_b and o_proj:
+    // seven products per call.
+    assert_eq!(dense(one), ["gemv"; 7]);
+    assert_eq!(dense(sixty_four), ["gemm"; 7]);
+    assert_eq!(dense(prefill), ["gemm"; 7]);
     for launch in sixty_four.launches.iter().filter(|l| l.field == "gemm") {
         assert_eq!(launch.scalar("m"), Some(64));
     }
@@ -143,10 +144,11 @@ fn the_model_is_the_block_run_at_the_real_head_count() {
         assert_eq!(modelled.scenario, *scenario);
         assert_same_launches(&modelled.launches, recorded, &scenario.to_string());
     }
-    // The same launch counts at glm5-flash: decode 11 front-end launches, the conv, the
-    // recurrent step, the norm and o_proj; prefill the front end and 7 more.
+    // The same launch counts at glm5-flash: decode 8 front-end launches (q | k | v, f_a, f_b,
+    // the gate, b_proj, the sigmoid, g_a, g_b), the conv, the recurrent step, the norm and
+    // o_proj; prefill the front end and 7 more.
     let counts: Vec<usize> = report.scenarios.iter().map(|s| s.launches.len()).collect();
-    assert_eq!(counts, [15, 15, 18]);
+    assert_eq!(counts, [12, 12, 15]);
     let glm5_counts: Vec<usize> = glm5().scenarios.iter().map(|s| s.launches.len()).collect();
     assert_eq!(glm5_counts, counts);
     for (mid, glm5) in report.scenarios.iter().zip(&glm5().scenarios) {
@@ -201,7 +203,6 @@ fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
         "gemv_batchm",
         "l2",
         "o_norm",
-        "pack",
         "recurrent_smem",
         "sigmoid",
         "split_widen",
@@ -250,7 +251,7 @@ fn every_kernel_of_the_table_has_a_flop_count() {
             })
             .collect();
         let launch = LaunchModel::new(case.field(), args).unwrap();
-        let moves_only = ["split_widen", "pack", "fill"].contains(&case.field());
+        let moves_only = ["split_widen", "fill"].contains(&case.field());
         assert_eq!(launch.flops == 0, moves_only, "{}: {} FLOPs", case.field(), launch.flops);
         assert!(launch.bytes > 0, "{}", case.field());
     }
@@ -322,9 +323,9 @@ fn sizes_off_the_line_through_1_and_2_heads_are_refused() {
 
 #[test]
 fn measured_cases_sit_beside_the_launches_of_their_sizes() {
-    // The CPU reference stands in for a device: the cases at T = 64 have the sizes of the
-    // B = 1 GEMVs, of most of the B = 64 step and of most of the prefill (at `tiny`
-    // qkv = hidden = 64, so o_proj has q_proj's sizes too).
+    // The CPU reference stands in for a device: the cases at T = 64 have the sizes of o_proj's
+    // GEMV at B = 1 (at `tiny` qkv = hidden = 64; the stacked q | k | v projection, 3·qkv wide,
+    // has no case), and of most of the B = 64 step and of the prefill.
     let geometry = KdaGeometry::tiny();
     let options = BenchOptions { geometry, tokens: 64, iterations: 1, seed: 1, copy_bytes: 1 << 16 };
     let timings = bench::run(&kda::reference::backend(), &options, &mut |_| {}).unwrap();
@@ -332,8 +333,8 @@ fn measured_cases_sit_beside_the_launches_of_their_sizes() {
     let matched = |s: &ScenarioModel| -> Vec<&str> {
         s.launches.iter().filter(|l| l.measured.is_some()).map(|l| l.field).collect()
     };
-    assert_eq!(matched(&report.scenarios[0]), ["gemv"; 4]);
-    let front = ["gemm", "gemm", "gemm", "pack", "gate", "sigmoid"];
+    assert_eq!(matched(&report.scenarios[0]), ["gemv"]);
+    let front = ["gate", "sigmoid"];
     let back = ["o_norm", "gemm"];
     let decode: Vec<&str> =
         front.iter().chain(&["conv_decode", "recurrent_smem"]).chain(&back).copied().collect();
@@ -344,7 +345,7 @@ fn measured_cases_sit_beside_the_launches_of_their_sizes() {
     let text = report.to_string();
     assert!(text.contains("measured on CPU reference backend"), "{text}");
     assert!(
-        text.contains("measured µs  of roofline") && text.contains("13 of 18 launches beside a case"),
+        text.contains("measured µs  of roofline") && text.contains("9 of 15 launches beside a case"),
         "{text}"
     );
     // Another layer's timings sit beside nothing.

@@ -132,17 +132,6 @@ fn fill_writes_the_first_n() {
     );
 }
 
-/// `q | k | v` rows of `t` tokens into a `dst` holding `dst`.
-fn try_pack(parts: [&[bf16]; 3], dst: &[bf16], sizes: [usize; 2]) -> Launched<Vec<bf16>> {
-    let [t, qkv] = u32s(sizes);
-    let dev = Device::new();
-    let [q, k, v] = parts.map(|part| dev.up(part));
-    let mut packed = dev.up(dst);
-    let args = glm5next_kda::pack { q: q.view(), k: k.view(), v: v.view(), dst: packed.view_mut(), t, qkv };
-    let result = dev.kernels.launch_pack(&dev.gpu, launch::elementwise(3 * t * qkv), args);
-    Launched { result, written: dev.down(&packed) }
-}
-
 /// Packed `src` rows of `t` tokens split into `q`, `k` and `v` holding `parts`.
 fn try_split(src: &[bf16], parts: [&[f32]; 3], sizes: [usize; 2]) -> Launched<[Vec<f32>; 3]> {
     let [t, qkv] = u32s(sizes);
@@ -162,13 +151,9 @@ fn try_split(src: &[bf16], parts: [&[f32]; 3], sizes: [usize; 2]) -> Launched<[V
 }
 
 #[test]
-fn pack_interleaves_and_split_widens_back() {
+fn split_widen_takes_q_k_and_v_apart() {
     let (t, qkv) = (2, 2);
-    let (q, k, v) =
-        (bf16s(&[1.0, 2.0, 3.0, 4.0]), bf16s(&[5.0, 6.0, 7.0, 8.0]), bf16s(&[9.0, 10.0, 11.0, 12.0]));
-    let packed = try_pack([&q, &k, &v], &vec![bf16::ZERO; 3 * t * qkv], [t, qkv]).ok();
-    let want = [1.0, 2.0, 5.0, 6.0, 9.0, 10.0, 3.0, 4.0, 7.0, 8.0, 11.0, 12.0];
-    assert_eq!(packed, bf16s(&want));
+    let packed = bf16s(&[1.0, 2.0, 5.0, 6.0, 9.0, 10.0, 3.0, 4.0, 7.0, 8.0, 11.0, 12.0]);
 
     // Split into buffers one row longer than t: the pad row stays as it was.
     let pad = |x: f32| vec![x; (t + 1) * qkv];
@@ -179,7 +164,7 @@ fn pack_interleaves_and_split_widens_back() {
 }
 
 #[test]
-fn split_and_pack_refuse_short_buffers() {
+fn split_widen_refuses_short_buffers() {
     let (short, long) = (vec![0.5f32; 3], vec![0.5f32; 4]);
     let reason = try_split(&[bf16::ONE; 12], [&long, &short, &long], [2, 2]).refused(&[
         long.clone(),
@@ -189,12 +174,5 @@ fn split_and_pack_refuse_short_buffers() {
     assert_eq!(
         reason,
         "`glm5next_kda.split_widen.k`: expected at least 4 elements (`t*qkv`), found a view of 3 elements"
-    );
-    let part = vec![bf16::ONE; 4];
-    let dst = vec![bf16::ZERO; 11];
-    let reason = try_pack([&part, &part, &part], &dst, [2, 2]).refused(&dst);
-    assert_eq!(
-        reason,
-        "`glm5next_kda.pack.dst`: expected at least 12 elements (`t*3*qkv`), found a view of 11 elements"
     );
 }
