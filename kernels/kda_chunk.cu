@@ -26,7 +26,7 @@
 //            Columns of the state are independent (every coupling runs along k), so the V split
 //            is exact; the blocks of a head share `aqk`.
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
-// d = 128 (prepare 42,752 B, scan 41,088 B): no dynamic bytes, no opt-in attribute.
+// d = 128 (prepare 42,752 B, scan 40,960 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
@@ -52,7 +52,7 @@ constexpr u32 CMAX = KDA_MAX_CHUNK;
 constexpr u32 DMAX = KDA_MAX_HEAD_DIM;
 constexpr u32 VT = CHUNK_SCAN_VT;   // state columns per scan block: one per lane
 constexpr u32 PREP_TD = 32;         // d tile of prepare: one column per lane
-constexpr u32 SCAN_TK = 32;         // k tile of the scan's products with the state
+constexpr u32 SCAN_TK = 16;         // k tile of the scan's products with the state
 static_assert(NT % 32 == 0 && NT >= CMAX, "CHUNK_THREADS: whole warps, at least one thread per chunk row");
 static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split evenly over the warps");
 static_assert(VT == 32, "the scan maps one lane to one state column");
@@ -71,7 +71,8 @@ static_assert(CMAX % SUB == 0 && CMAX / SUB <= NW, "one warp per diagonal sub-bl
 static_assert(SUB % QUAD == 0 && PREP_TD % ATT_TD == 0, "whole units, whole tiles");
 
 constexpr u32 cmax(u32 a, u32 b) { return a > b ? a : b; }
-constexpr u32 SCAN_STAGE = cmax(2 * CMAX * SCAN_TK, CMAX * CMAX);
+constexpr u32 SCAN_TILE = 2 * CMAX * SCAN_TK;  // one staged k tile: w and qdec rows, or kdec rows
+constexpr u32 SCAN_STAGE = 2 * SCAN_TILE;        // two: the tile in use and the next one landing
 
 // Row (position i of the chunk starting at `first`, head) of a [t_pad, h, d] tensor.
 struct Rows {
@@ -144,7 +145,6 @@ struct OffDiagonalUnits {
 // sub-block, and the right factor k_j·e^{gc_r − gc_j} of each off-diagonal column.
 template <u32 C>
 struct AttentionStage {
-    static constexpr u32 ROWS = 5 * C - 2 * SUB + OffDiagonalUnits<C>::COLUMNS;
     float* base;
     __device__ __forceinline__ float& k(u32 i, u32 x) const { return base[i * ATT_STR + x]; }
     __device__ __forceinline__ float& q(u32 i, u32 x) const { return base[(C + i) * ATT_STR + x]; }
@@ -155,7 +155,9 @@ struct AttentionStage {
         return base[(5 * C - 2 * SUB + column) * ATT_STR + x];
     }
 };
-constexpr u32 PREP_STAGE = cmax(AttentionStage<CMAX>::ROWS * ATT_STR, 3 * CMAX * PREP_TD);
+// Prepare's stage: the attention phase's rows (AttentionStage: 3·C raw, 2·(C − SUB) left factors,
+// COLUMNS right factors) or the u/w phase's three C × PREP_TD tiles.
+constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalUnits<CMAX>::COLUMNS) * ATT_STR, 3 * CMAX * PREP_TD);
 
 // ---------------------------------------------------------------------------------------------
 // prepare, one (chunk, head):
@@ -347,51 +349,93 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
 //   S[k,v]     ← S[k,v]·sdec[k] + Σ_{i<real} kdec[i,k]·vnew[i,v]
 // with qdec = (q·scale)·e^{gc}, kdec = k·e^{gc_l − gc} and sdec = e^{gc_l} from prepare, l the
 // chunk's last real position. The state tile stays in shared memory for all chunks.
+//
+// The products with the state take their operands in k tiles of SCAN_TK columns: for each chunk,
+// the tiles of w and qdec (vnew and inter), then those of kdec (the update). Every tile is staged
+// into one of two buffers while the block computes on the other: at the start of tile T all
+// threads wait for T's copies and meet at a barrier, so the other buffer (tile T − 1's) is free,
+// and T + 1's copies go out before T's products. Only rows < t are staged, and only they are
+// read. aqk is read straight from global memory: a row of it is one broadcast per warp.
+
+// The staging of a [t_pad, h, d] tensor's rows 0..real, columns k0 .. k0 + SCAN_TK, into
+// dst[i·SCAN_TK + kk]: 16-byte cp.async copies where `async` (the tensor 16-byte aligned), plain
+// copies otherwise. The caller commits the group and waits for it.
+__device__ __forceinline__ void stage_tile(float* dst, const float* src, const Rows& at, u32 real, u32 k0,
+                                           bool async) {
+    constexpr u32 CHUNKS = SCAN_TK / 4;
+    for (u32 e = threadIdx.x; e < real * CHUNKS; e += SNT) {
+        const u32 i = e / CHUNKS, c = e % CHUNKS;
+        const float* from = src + at(i) + k0 + 4 * c;
+        float* to = dst + i * SCAN_TK + 4 * c;
+        if (async) {
+            cp_async_16(to, from);
+        } else {
+#pragma unroll
+            for (u32 x = 0; x < 4; ++x) to[x] = from[x];
+        }
+    }
+}
+
 template <u32 C>
 __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, const float* __restrict__ kdec,
                                              const float* __restrict__ sdec, const float* __restrict__ u,
                                              const float* __restrict__ w, const float* __restrict__ aqk,
                                              float* __restrict__ state, float* __restrict__ out, u32 t, u32 h,
-                                             u32 d, u32 head, u32 v0, float* S_s, float* vn_s, float* dec_s,
-                                             float* stage) {
+                                             u32 d, u32 head, u32 v0, float* S_s, float* vn_s, float* stage) {
     constexpr u32 RPW = C / SNW;
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const bool async = aligned16(w) && aligned16(qdec) && aligned16(kdec);
 
     // S_s[k·VT + v] = S[head][k][v0 + v].
     float* S_g = state + static_cast<size_t>(head) * d * d + v0;
     for (u32 e = tid; e < d * VT; e += SNT) S_s[e] = S_g[static_cast<size_t>(e / VT) * d + e % VT];
 
-    const u32 chunks = (t + C - 1) / C;
+    // Tile T of the walk: chunk T / (2·n), then the first n tiles w and qdec, the next n kdec.
+    const u32 n = d / SCAN_TK, chunks = (t + C - 1) / C, tiles = chunks * 2 * n;
+    const auto issue = [&](u32 tile) {
+        const u32 chunk = tile / (2 * n), within = tile % (2 * n), k0 = within % n * SCAN_TK;
+        const u32 first = chunk * C;
+        const Rows at{first, h, head, d};
+        float* buffer = stage + (tile & 1) * SCAN_TILE;
+        if (within < n) {
+            stage_tile(buffer, w, at, min(C, t - first), k0, async);
+            stage_tile(buffer + C * SCAN_TK, qdec, at, min(C, t - first), k0, async);
+        } else {
+            stage_tile(buffer, kdec, at, min(C, t - first), k0, async);
+        }
+        cp_async_commit();
+    };
+    // Waits for tile T, frees the other buffer for T + 1 and sends T + 1's copies; T's buffer.
+    const auto next = [&](u32 tile) -> const float* {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (tile + 1 < tiles) issue(tile + 1);
+        return stage + (tile & 1) * SCAN_TILE;
+    };
+    if (tiles > 0) issue(0);
+
     for (u32 chunk = 0; chunk < chunks; ++chunk) {
         const u32 first = chunk * C;
         const u32 real = min(C, t - first);
         const Rows at{first, h, head, d};
 
-        // vnew and inter: k tiles of w and qdec; lane = column v, rows i = warp + SNW·r.
+        // vnew and inter: lane = column v, rows i = warp + SNW·r.
         float av[RPW], ao[RPW];
 #pragma unroll
         for (u32 r = 0; r < RPW; ++r) av[r] = ao[r] = 0.0f;
-        {
-            float* ws = stage;
-            float* qg = stage + C * SCAN_TK;
-            for (u32 k0 = 0; k0 < d; k0 += SCAN_TK) {
-                __syncthreads();
-                for (u32 e = tid; e < C * SCAN_TK; e += SNT) {
-                    const u32 i = e / SCAN_TK, kk = e % SCAN_TK;
-                    const bool ok = i < real;
-                    ws[e] = ok ? w[at(i) + k0 + kk] : 0.0f;
-                    qg[e] = ok ? qdec[at(i) + k0 + kk] : 0.0f;
-                }
-                __syncthreads();
-                for (u32 kk = 0; kk < SCAN_TK; ++kk) {
-                    const float s = S_s[(k0 + kk) * VT + lane];
+        for (u32 tile = 0; tile < n; ++tile) {
+            const float* ws = next(chunk * 2 * n + tile);
+            const float* qg = ws + C * SCAN_TK;
+            const u32 k0 = tile * SCAN_TK;
+#pragma unroll 4
+            for (u32 kk = 0; kk < SCAN_TK; ++kk) {
+                const float s = S_s[(k0 + kk) * VT + lane];
 #pragma unroll
-                    for (u32 r = 0; r < RPW; ++r) {
-                        const u32 i = warp + SNW * r;
-                        if (i < real) {
-                            av[r] = av[r] + ws[i * SCAN_TK + kk] * s;
-                            ao[r] = ao[r] + qg[i * SCAN_TK + kk] * s;
-                        }
+                for (u32 r = 0; r < RPW; ++r) {
+                    const u32 i = warp + SNW * r;
+                    if (i < real) {
+                        av[r] = av[r] + ws[i * SCAN_TK + kk] * s;
+                        ao[r] = ao[r] + qg[i * SCAN_TK + kk] * s;
                     }
                 }
             }
@@ -401,47 +445,31 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
             const u32 i = warp + SNW * r;
             vn_s[i * VT + lane] = i < real ? u[at(i) + v0 + lane] - av[r] : 0.0f;
         }
+        __syncthreads();  // publishes vn_s
 
-        // The chunk's attention block into the stage (only its entries j ≤ i < real are read
-        // below); the barrier also publishes vn_s.
-        {
-            const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
-            __syncthreads();
-#pragma unroll 4
-            for (u32 e = tid; e < C * C; e += SNT) stage[e] = block[e];
-            __syncthreads();
-        }
-
-        // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j], rows < t only.
+        // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j], rows < t only (aqk's entries j ≤ i < real).
+        const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
 #pragma unroll
         for (u32 r = 0; r < RPW; ++r) {
             const u32 i = warp + SNW * r;
             if (i >= real) continue;
             float al = 0.0f;
-            for (u32 j = 0; j <= i; ++j) al = al + stage[i * C + j] * vn_s[j * VT + lane];
+            for (u32 j = 0; j <= i; ++j) al = al + block[i * C + j] * vn_s[j * VT + lane];
             out[at(i) + v0 + lane] = ao[r] + al;
         }
 
-        // State update, k tiles of kdec and sdec; lane = column v, warp rows kk = warp + SNW·r.
-        {
-            const float* closing = sdec + (static_cast<size_t>(chunk) * h + head) * d;
-            float* kd = stage;
-            for (u32 k0 = 0; k0 < d; k0 += SCAN_TK) {
-                __syncthreads();
-                for (u32 e = tid; e < C * SCAN_TK; e += SNT) {
-                    const u32 i = e / SCAN_TK, kk = e % SCAN_TK;
-                    kd[e] = i < real ? kdec[at(i) + k0 + kk] : 0.0f;
-                }
-                if (tid < SCAN_TK) dec_s[tid] = closing[k0 + tid];
-                __syncthreads();
+        // State update: lane = column v, warp rows kk = warp + SNW·r of each tile.
+        const float* closing = sdec + (static_cast<size_t>(chunk) * h + head) * d;
+        for (u32 tile = 0; tile < n; ++tile) {
+            const float* kd = next(chunk * 2 * n + n + tile);
+            const u32 k0 = tile * SCAN_TK;
 #pragma unroll
-                for (u32 r = 0; r < SCAN_TK / SNW; ++r) {
-                    const u32 kk = warp + SNW * r;
-                    float acc = 0.0f;
-                    for (u32 i = 0; i < real; ++i) acc = acc + kd[i * SCAN_TK + kk] * vn_s[i * VT + lane];
-                    const u32 idx = (k0 + kk) * VT + lane;
-                    S_s[idx] = S_s[idx] * dec_s[kk] + acc;
-                }
+            for (u32 r = 0; r < SCAN_TK / SNW; ++r) {
+                const u32 kk = warp + SNW * r;
+                float acc = 0.0f;
+                for (u32 i = 0; i < real; ++i) acc = acc + kd[i * SCAN_TK + kk] * vn_s[i * VT + lane];
+                const u32 idx = (k0 + kk) * VT + lane;
+                S_s[idx] = S_s[idx] * closing[k0 + kk] + acc;
             }
         }
     }
@@ -490,17 +518,17 @@ extern "C" __global__ void __launch_bounds__(CHUNK_SCAN_THREADS, 2)
                    float* __restrict__ state, float* __restrict__ out, u32 t, u32 h, u32 d, u32 c) {
     __shared__ float S_s[DMAX * VT];
     __shared__ float vn_s[CMAX * VT];
-    __shared__ float dec_s[SCAN_TK];
-    __shared__ float stage[SCAN_STAGE];
+    __shared__ uint4 stage_words[SCAN_STAGE / 4];  // 16-byte aligned for cp.async
+    float* const stage = reinterpret_cast<float*>(stage_words);
     if (blockDim.x != SNT || blockDim.y != 1 || blockDim.z != 1) return;
     if ((c != 32 && c != 64) || c > CMAX || d == 0 || d > DMAX) return;
     if (d % VT != 0 || d % SCAN_TK != 0) return;
     for (u32 head = blockIdx.x; head < h; head += gridDim.x) {
         for (u32 v0 = blockIdx.y * VT; v0 < d; v0 += gridDim.y * VT) {
             if (c == 32)
-                scan_columns<32>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, dec_s, stage);
+                scan_columns<32>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, stage);
             else
-                scan_columns<64>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, dec_s, stage);
+                scan_columns<64>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, stage);
             __syncthreads();
         }
     }
