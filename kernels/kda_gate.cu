@@ -1,6 +1,6 @@
 // kda_gate: the forget gate as a per-channel log-decay g ≤ 0 (docs/kernels.md, gate).
 //
-// Geometry (src/launch.rs): `launch::elementwise(t·h·d)`; the kernel grid-strides, so any 1-D
+// Geometry (src/launch.rs): `launch::elementwise_by(t·h·d, 4)`; the kernel grid-strides, so any 1-D
 // geometry covers it. Where every pointer allows it and d is a multiple of 4, a thread takes 4
 // channels of one head at a time (8-byte loads of g_raw, 16-byte loads and stores of f32).
 #include "kda_common.cuh"

@@ -3,9 +3,9 @@
 //
 // Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows)`: one warp per row,
 // grid-strided over the warps of the grid, any block of whole warps (≤ 1024 threads). The
-// elementwise kernels run `launch::elementwise(n)` and grid-stride, so any 1-D geometry covers
-// them; the q|k|v split moves 16-byte chunks of 8 values where every pointer is 16-byte aligned and
-// qkv a multiple of 8, and single values otherwise.
+// elementwise kernels run `launch::elementwise(n)` (the q|k|v split `launch::elementwise_by(n, 8)`)
+// and grid-stride, so any 1-D geometry covers them; the split moves 16-byte chunks of 8 values
+// where every pointer is 16-byte aligned and qkv a multiple of 8, and single values otherwise.
 #include "kda_common.cuh"
 
 // x [rows, d] f32, gate [rows, d] bf16, weight [d] bf16 -> out [rows, d] bf16:
