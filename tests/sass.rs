@@ -1,7 +1,8 @@
 //! What the kernels compile to, read from their SASS: the GEMM runs on the tensor cores (`HMMA`,
 //! fed by `LDSM`, ldmatrix), and no other module does, so the check tells the GEMM apart and a
-//! GEMM that fell back to scalar FMAs fails it. No GPU is needed, only nvcc and nvdisasm, which
-//! scripts/install-cuda.sh installs; CI runs it with `cargo test -p kda --test sass -- --ignored`.
+//! GEMM that fell back to scalar FMAs fails it; and the build lets nvcc contract products into
+//! FMAs. No GPU is needed, only nvcc and nvdisasm, which scripts/install-cuda.sh installs; CI runs
+//! it with `cargo test -p kda --test sass -- --ignored`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -92,4 +93,16 @@ fn the_gemm_uses_the_tensor_cores_and_no_other_module_does() {
         modules.push(image.module.as_str());
     }
     assert!(modules.contains(&"gemm") && modules.len() > 1, "modules built: {modules:?}");
+}
+
+#[test]
+#[ignore = "needs nvcc and nvdisasm: .ci/run installs them (scripts/install-cuda.sh) and runs this with --ignored"]
+fn the_build_lets_nvcc_fuse_products_outside_the_bit_identical_pairs() {
+    // No `--fmad=false`: the GEMM's scalar path `acc + a·b`, its module's only floating-point
+    // multiply-add (no expf, sqrt or division, whose library code fuses on its own), is one FFMA
+    // only if nvcc contracts it.
+    let output = build_for_sm_90();
+    let gemm = output.images.iter().find(|image| image.module == "gemm").expect("the gemm module");
+    let opcodes = opcodes(&gemm.cubins[0].1);
+    assert!(opcodes.contains("FFMA"), "the GEMM's scalar path does not fuse: {opcodes:?}");
 }
