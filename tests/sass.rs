@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use kda_build::cuda::{Arch, BuildOutput, KernelBuild, Target};
 
@@ -26,6 +27,12 @@ fn nvdisasm() -> PathBuf {
     std::env::var_os("KDA_NVDISASM")
         .map(PathBuf::from)
         .unwrap_or_else(|| install_prefix().join("cuda/bin/nvdisasm"))
+}
+
+/// [`build_for_sm_90`] once for all the tests of this file, which run in parallel over one folder.
+fn sm_90_build() -> &'static BuildOutput {
+    static BUILD: OnceLock<BuildOutput> = OnceLock::new();
+    BUILD.get_or_init(build_for_sm_90)
 }
 
 /// Every module of kernels.toml built by the crate's own build step (build.rs: the same units,
@@ -77,7 +84,7 @@ fn opcodes(cubin: &Path) -> BTreeSet<String> {
 #[test]
 #[ignore = "needs nvcc and nvdisasm: .ci/run installs them (scripts/install-cuda.sh) and runs this with --ignored"]
 fn the_gemm_uses_the_tensor_cores_and_no_other_module_does() {
-    let output = build_for_sm_90();
+    let output = sm_90_build();
     let mut modules = Vec::new();
     for image in &output.images {
         let [(arch, cubin)] = image.cubins.as_slice() else { panic!("{}: {:?}", image.module, image.cubins) };
@@ -101,7 +108,7 @@ fn the_build_lets_nvcc_fuse_products_outside_the_bit_identical_pairs() {
     // No `--fmad=false`: the GEMM's scalar path `acc + a·b`, its module's only floating-point
     // multiply-add (no expf, sqrt or division, whose library code fuses on its own), is one FFMA
     // only if nvcc contracts it.
-    let output = build_for_sm_90();
+    let output = sm_90_build();
     let gemm = output.images.iter().find(|image| image.module == "gemm").expect("the gemm module");
     let opcodes = opcodes(&gemm.cubins[0].1);
     assert!(opcodes.contains("FFMA"), "the GEMM's scalar path does not fuse: {opcodes:?}");
