@@ -1,11 +1,12 @@
 // causal_conv1d: the depthwise causal conv (width W ≤ CONV_MAX_WIDTH) with SiLU, carrying a
-// [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest (docs/kernels.md).
+// [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest, followed by the
+// per-head L2 norm of the q and k channels (docs/kernels.md).
 //
-// Geometry (src/launch.rs): `launch::conv(dim, rows)`: one thread per channel, blockDim.x ==
-// CONV_BLOCK, grid (⌈dim / CONV_BLOCK⌉, rows). The decode entry takes one batch row per
-// blockIdx.y and needs exactly that block, so that its L2 heads never straddle blocks (CONV_BLOCK
-// is a multiple of every head_dim); the prefill entry takes `launch::conv_prefill(dim, t)`, one
-// grid row per tile of CONV_PREFILL_TOKENS tokens.
+// Geometry (src/launch.rs): the decode entry takes `launch::conv(dim, rows)`: one thread per
+// channel, blockDim.x == CONV_BLOCK, grid (⌈dim / CONV_BLOCK⌉, rows), one batch row per
+// blockIdx.y; it needs exactly that block, so that its L2 heads never straddle blocks (CONV_BLOCK
+// is a multiple of every head_dim). The prefill entry takes `launch::conv_prefill(qkv, head_dim,
+// t)`: one warp per head and tile of CONV_PREFILL_TOKENS tokens.
 //
 // Per channel c and token: shift state[c][0..W−1] ← state[c][1..W], state[c][W−1] ← f32(x[c]);
 // a = Σ_{s<W} state[c][s]·f32(w[c][s]) (one accumulator from 0, ascending s: tap 0 multiplies the
@@ -117,52 +118,158 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool,
     if (active) out[row_base + c] = narrow(y);
 }
 
-// Prefill, t tokens: x, out [t, dim]; out[τ][c] = bf16(silu(a)), no L2. The final state holds
-// the last W inputs (with the old state's tail when t < W). A width-W filter has no recurrence, so
-// the tokens run in parallel: thread (c, tile) computes channel c over the CONV_PREFILL_TOKENS
-// tokens of its tile, its window seeded with the W inputs before the tile (from x, or from the old
-// state before token 0) and then carried in registers, each token's a in the same order as
-// decode. Grid-stride over channels (x) and tiles (y), any block shape. The state of channel c is
-// read and written only by the thread that runs (c, tile 0), so no block reads a window another
-// writes. Requires 1 ≤ width ≤ CONV_MAX_WIDTH.
-extern "C" __global__ void causal_conv1d_update_prefill(float* __restrict__ state, const bf16* __restrict__ x,
-                                                        const bf16* __restrict__ weight, bf16* __restrict__ out,
-                                                        u32 dim, u32 width, u32 t) {
-    if (width == 0 || width > CONV_MAX_WIDTH) return;
-    const u32 tiles = (t + CONV_PREFILL_TOKENS - 1) / CONV_PREFILL_TOKENS;
-    for (u32 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
-        for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < dim; c += gridDim.x * blockDim.x) {
-            const u32 first = tile * CONV_PREFILL_TOKENS;
-            const u32 last = min(t, first + CONV_PREFILL_TOKENS);
-            // The W inputs before the tile: the old state before token 0; x past the first tile
-            // (first ≥ CONV_PREFILL_TOKENS ≥ W, so they all lie in x).
-            // Only tile 0 reads the state: the others never touch what it writes.
-            float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
-            const size_t base = static_cast<size_t>(c) * width;
+
+namespace {
+
+// N consecutive bf16 from p, widened exactly: one load of 2·N bytes where `vector` (p aligned to
+// them), else element by element.
+template <u32 N>
+__device__ __forceinline__ void load_widened(const bf16* p, bool vector, float (&out)[N]) {
+    if constexpr (N == 4) {
+        if (vector) {
+            const uint2 words = *reinterpret_cast<const uint2*>(p);
+            out[0] = bf16_lo(words.x), out[1] = bf16_hi(words.x), out[2] = bf16_lo(words.y), out[3] = bf16_hi(words.y);
+            return;
+        }
+    } else if constexpr (N == 2) {
+        if (vector) {
+            const uint32_t word = *reinterpret_cast<const uint32_t*>(p);
+            out[0] = bf16_lo(word), out[1] = bf16_hi(word);
+            return;
+        }
+    }
+#pragma unroll
+    for (u32 j = 0; j < N; ++j) out[j] = widen(p[j]);
+}
+
+// N f32 to p: one store of 4·N bytes where `vector` (p aligned to them), else element by element.
+template <u32 N>
+__device__ __forceinline__ void store_f32s(float* p, bool vector, const float (&values)[N]) {
+    if constexpr (N == 4) {
+        if (vector) {
+            *reinterpret_cast<float4*>(p) = make_float4(values[0], values[1], values[2], values[3]);
+            return;
+        }
+    } else if constexpr (N == 2) {
+        if (vector) {
+            *reinterpret_cast<float2*>(p) = make_float2(values[0], values[1]);
+            return;
+        }
+    }
+#pragma unroll
+    for (u32 j = 0; j < N; ++j) p[j] = values[j];
+}
+
+// The prefill with heads of 32·CPL channels, CPL consecutive channels a lane (see the entry).
+template <u32 CPL>
+__device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, const bf16* __restrict__ x,
+                                                   const bf16* __restrict__ weight, float* __restrict__ q,
+                                                   float* __restrict__ k, float* __restrict__ v, u32 t, u32 qkv,
+                                                   u32 width, float eps) {
+    constexpr u32 HEAD = 32 * CPL;
+    const size_t dim = 3 * static_cast<size_t>(qkv);
+    const u32 heads = qkv / HEAD;  // of each of q, k and v
+    const size_t groups = 3 * static_cast<size_t>(heads);
+    const size_t units = (t + CONV_PREFILL_TOKENS - 1) / CONV_PREFILL_TOKENS * groups;
+    // Every offset below is a multiple of CPL elements (qkv is a multiple of HEAD), so aligned
+    // bases make every access aligned.
+    const bool vector = aligned_to(x, 2 * CPL) && aligned_to(q, 4 * CPL) && aligned_to(k, 4 * CPL) &&
+                        aligned_to(v, 4 * CPL);
+    const u32 lane = threadIdx.x & 31;
+    for (size_t unit = warp_index(); unit < units; unit += warp_count()) {
+        const u32 tile = static_cast<u32>(unit / groups);
+        const size_t group = unit - tile * groups;
+        const u32 part = static_cast<u32>(group / heads);  // 0 q, 1 k, 2 v: warp-uniform
+        const size_t c0 = group * HEAD + lane * CPL;        // the lane's first channel of x's rows
+        const size_t col0 = c0 - part * static_cast<size_t>(qkv);
+        float* const dst = part == 0 ? q : (part == 1 ? k : v);
+        const u32 first = tile * CONV_PREFILL_TOKENS;
+        const u32 last = min(t, first + CONV_PREFILL_TOKENS);
+        // The W inputs before the tile: the old state before token 0; x past the first tile
+        // (first ≥ CONV_PREFILL_TOKENS ≥ W, so they all lie in x). Only tile 0 reads the state:
+        // the other tiles never touch what it writes.
+        float win[CPL][CONV_MAX_WIDTH], tap[CPL][CONV_MAX_WIDTH];
+#pragma unroll
+        for (u32 j = 0; j < CPL; ++j) {
+            const size_t base = (c0 + j) * width;
 #pragma unroll
             for (u32 s = 0; s < CONV_MAX_WIDTH; ++s) {
-                tap[s] = s < width ? widen(weight[base + s]) : 0.0f;
+                tap[j][s] = s < width ? widen(weight[base + s]) : 0.0f;
                 if (s >= width) {
-                    win[s] = 0.0f;
+                    win[j][s] = 0.0f;
                 } else if (first == 0) {
-                    win[s] = state[base + s];
+                    win[j][s] = state[base + s];
                 } else {
-                    win[s] = widen(x[static_cast<size_t>(first - width + s) * dim + c]);
+                    win[j][s] = widen(x[static_cast<size_t>(first - width + s) * dim + c0 + j]);
                 }
             }
-            for (u32 tau = first; tau < last; ++tau) {
-                const size_t at = static_cast<size_t>(tau) * dim + c;
-                out[at] = narrow(silu(push(win, tap, width, widen(x[at]))));
+        }
+#pragma unroll 4
+        for (u32 tau = first; tau < last; ++tau) {
+            float y[CPL];
+            load_widened<CPL>(x + tau * dim + c0, vector, y);
+            float squares = 0.0f;
+#pragma unroll
+            for (u32 j = 0; j < CPL; ++j) {
+                y[j] = silu(push(win[j], tap[j], width, y[j]));
+                squares = squares + y[j] * y[j];
             }
-            if (tile == 0) {
+            if (part < 2) {
+                const float norm = sqrtf(warp_sum(squares) + eps);
+#pragma unroll
+                for (u32 j = 0; j < CPL; ++j) y[j] = y[j] / norm;
+            }
+#pragma unroll
+            for (u32 j = 0; j < CPL; ++j) y[j] = widen(narrow(y[j]));
+            store_f32s<CPL>(dst + tau * static_cast<size_t>(qkv) + col0, vector, y);
+        }
+        if (tile == 0) {
+#pragma unroll
+            for (u32 j = 0; j < CPL; ++j) {
                 // One tile: the window now holds the last W inputs. More: they all lie in x.
                 if (t > CONV_PREFILL_TOKENS) {
 #pragma unroll
                     for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
-                        if (s < width) win[s] = widen(x[static_cast<size_t>(t - width + s) * dim + c]);
+                        if (s < width) win[j][s] = widen(x[static_cast<size_t>(t - width + s) * dim + c0 + j]);
                 }
-                store_channel(state, c, width, win);
+                store_channel(state, static_cast<u32>(c0 + j), width, win[j]);
             }
         }
+    }
+}
+
+}  // namespace
+
+// Prefill, t tokens of packed q | k | v rows, x [t, 3·qkv] (dim = 3·qkv channels): every
+// channel's conv and SiLU, then each q and k head (head_dim channels) divided by
+// sqrt(Σ_head y² + eps) as in decode, rounded once to bf16 and written widened (exactly) to f32 into
+// q, k, v [t, qkv], the chunked form's inputs; rows ≥ t are untouched. The final state holds the
+// last W inputs (with the old state's tail when t < W).
+//
+// A width-W filter has no recurrence, so the tokens run in parallel: a warp takes one head of
+// q, k or v over the CONV_PREFILL_TOKENS tokens of one tile, lane l its channels l·CPL ..
+// l·CPL + CPL − 1 (CPL = head_dim / 32). Each window is seeded with the W inputs before the tile
+// (from x, or from the old state before token 0), then carried in registers, each token's a in
+// the same order as decode. The Σy² order: each lane over its channels ascending, then a warp
+// butterfly (the ABI leaves it free). Consecutive warps take consecutive heads of one tile, so a
+// token's row is read whole. Values move CPL at a time (8- and 16-byte accesses for D = 128) where
+// x and q, k, v are aligned to that, element by element otherwise. A channel's state is read and
+// written only by the warp that takes its head in tile 0, so no warp reads a window another writes.
+//
+// Geometry (src/launch.rs): `launch::conv_prefill(qkv, head_dim, t)`, one warp per (tile, head),
+// grid-strided over the grid's warps: any 1-D block of whole warps. Requires head_dim 32, 64 or
+// 128, qkv a multiple of it and 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is written.
+extern "C" __global__ void causal_conv1d_prefill_l2norm_split(float* __restrict__ state, const bf16* __restrict__ x,
+                                                              const bf16* __restrict__ weight, float* __restrict__ q,
+                                                              float* __restrict__ k, float* __restrict__ v, u32 t,
+                                                              u32 qkv, u32 width, u32 head_dim, float eps) {
+    if ((blockDim.x & 31u) != 0 || blockDim.y != 1 || blockDim.z != 1) return;
+    if (width == 0 || width > CONV_MAX_WIDTH) return;
+    if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
+    if (qkv % head_dim != 0) return;
+    switch (head_dim) {
+        case 32: conv_prefill_heads<1>(state, x, weight, q, k, v, t, qkv, width, eps); break;
+        case 64: conv_prefill_heads<2>(state, x, weight, q, k, v, t, qkv, width, eps); break;
+        default: conv_prefill_heads<4>(state, x, weight, q, k, v, t, qkv, width, eps); break;
     }
 }

@@ -111,9 +111,10 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4],
 }
 #endif
 
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+__device__ __forceinline__ bool aligned_to(const void* p, u32 bytes) {
+    return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
+__device__ __forceinline__ bool aligned16(const void* p) { return aligned_to(p, 16); }
 
 // Eight consecutive bf16 of `row` from position p, as 4 words, element by element: zeros past k
 // or for a missing row (the tail and edge path of the 16-byte loads of the GEMM and GEMV).
@@ -127,19 +128,6 @@ __device__ __forceinline__ uint4 load_chunk_scalar(const bf16* row, bool row_ok,
         words[e] = lo | (hi << 16);
     }
     return make_uint4(words[0], words[1], words[2], words[3]);
-}
-
-// Where element i of packed q|k|v rows ([t, 3·qkv]) lives: its row, which of q, k, v (0, 1, 2),
-// and its column in that tensor's [t, qkv] rows.
-struct QkvPosition {
-    size_t row, part, col;
-};
-
-__device__ __forceinline__ QkvPosition qkv_position(size_t i, u32 qkv) {
-    const size_t width = 3 * static_cast<size_t>(qkv);
-    const size_t row = i / width, rem = i - row * width;
-    const size_t part = rem / qkv;
-    return {row, part, rem - part * qkv};
 }
 
 // The pool slot batch row `row` of a decode step addresses: slot[row], or KDA_NO_SLOT when that

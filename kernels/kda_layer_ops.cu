@@ -1,11 +1,10 @@
 // kda_layer_ops: the small kernels around the KDA core (docs/kernels.md): the sigmoid-gated output
-// norm, q|k|v splitting, the beta sigmoid and the fill.
+// norm, the beta sigmoid and the fill.
 //
 // Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows)`: one warp per row,
 // grid-strided over the warps of the grid, any block of whole warps (≤ 1024 threads). The
-// elementwise kernels run `launch::elementwise(n)` (the q|k|v split `launch::elementwise_by(n, 8)`)
-// and grid-stride, so any 1-D geometry covers them; the split moves 16-byte chunks of 8 values
-// where every pointer is 16-byte aligned and qkv a multiple of 8, and single values otherwise.
+// elementwise kernels run `launch::elementwise(n)` and grid-stride, so any 1-D geometry covers
+// them.
 #include "kda_common.cuh"
 
 // x [rows, d] f32, gate [rows, d] bf16, weight [d] bf16 -> out [rows, d] bf16:
@@ -29,29 +28,6 @@ extern "C" __global__ void kda_o_norm_gated_bf16(const float* __restrict__ x, co
             const float value = x[base + i] * r * widen(weight[i]) * sigmoidf_acc(widen(gate[base + i]));
             out[base + i] = narrow(value);
         }
-    }
-}
-
-// src [t, 3·qkv] bf16 -> q, k, v [t, qkv] f32, exact; rows ≥ t untouched.
-extern "C" __global__ void kda_split_widen(const bf16* __restrict__ src, float* __restrict__ q,
-                                           float* __restrict__ k, float* __restrict__ v, u32 t, u32 qkv) {
-    if (qkv == 0) return;
-    const size_t n = static_cast<size_t>(t) * 3 * qkv;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    if (qkv % 8 == 0 && aligned16(src) && aligned16(q) && aligned16(k) && aligned16(v)) {
-        for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 8; i += stride) {
-            const QkvPosition at = qkv_position(i * 8, qkv);
-            const uint4 word = reinterpret_cast<const uint4*>(src)[i];
-            float4* dst = reinterpret_cast<float4*>((at.part == 0 ? q : (at.part == 1 ? k : v)) + at.row * qkv + at.col);
-            dst[0] = make_float4(bf16_lo(word.x), bf16_hi(word.x), bf16_lo(word.y), bf16_hi(word.y));
-            dst[1] = make_float4(bf16_lo(word.z), bf16_hi(word.z), bf16_lo(word.w), bf16_hi(word.w));
-        }
-        return;
-    }
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const QkvPosition at = qkv_position(i, qkv);
-        float* dst = at.part == 0 ? q : (at.part == 1 ? k : v);
-        dst[at.row * qkv + at.col] = widen(src[i]);
     }
 }
 

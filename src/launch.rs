@@ -14,9 +14,10 @@ use kda_runtime::LaunchGeometry;
 /// Threads per block of the elementwise kernels (they grid-stride, so any block size works).
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 
-/// Threads per block of the norm kernels (one warp per head row, 8 rows a block): a sizing
-/// choice of this file, the norm kernels take any block of whole warps.
-pub const NORM_BLOCK: u32 = 256;
+/// Threads per block of the kernels that give each unit of work one warp (the output norm a head
+/// row, the prefill conv a head over a token tile), 8 units a block: a sizing choice of this file,
+/// those kernels take any block of whole warps.
+pub const WARP_BLOCK: u32 = 256;
 
 /// The constants the kernels are compiled with, from the `[defines]` of `kernels.toml` (each
 /// documented there).
@@ -32,8 +33,8 @@ fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
     LaunchGeometry { grid: (grid.0.max(1), grid.1.max(1), grid.2.max(1)), block, shared_mem_bytes: 0 }
 }
 
-/// The elementwise kernels (`kda_sigmoid_bf16_f32`, `kda_fill_f32`; `kda_gate_bf16` and
-/// `kda_split_widen` through [`elementwise_by`]): one thread per element of `n`. They
+/// The elementwise kernels (`kda_sigmoid_bf16_f32`, `kda_fill_f32`; `kda_gate_bf16` through
+/// [`elementwise_by`]): one thread per element of `n`. They
 /// grid-stride, so this is a sizing choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)
@@ -41,9 +42,6 @@ pub fn elementwise(n: u32) -> LaunchGeometry {
 
 /// Values a thread of `kda_gate_bf16` takes at a time where it can (4 channels of one head).
 pub const GATE_VALUES_PER_THREAD: u32 = 4;
-
-/// Values a thread of `kda_split_widen` takes at a time where it can (one 16-byte chunk of bf16).
-pub const QKV_VALUES_PER_THREAD: u32 = 8;
 
 /// An elementwise kernel over `n` values that takes `per_thread` of them a thread where it can:
 /// one thread per `per_thread` values. A sizing choice like [`elementwise`]: the kernels
@@ -76,18 +74,23 @@ pub fn conv(dim: u32, rows: u32) -> LaunchGeometry {
     blocks((dim.div_ceil(CONV_BLOCK), rows, 1), (CONV_BLOCK, 1, 1))
 }
 
-/// `causal_conv1d_update_prefill` over `dim` channels of `t` tokens: one thread per channel,
-/// [`CONV_BLOCK`] per block, one grid row per tile of [`CONV_PREFILL_TOKENS`] tokens (the kernel
-/// grid-strides over both, so this is a sizing choice).
-pub fn conv_prefill(dim: u32, t: u32) -> LaunchGeometry {
-    blocks((dim.div_ceil(CONV_BLOCK), t.div_ceil(CONV_PREFILL_TOKENS), 1), (CONV_BLOCK, 1, 1))
+/// `causal_conv1d_prefill_l2norm_split` on `t` tokens of packed q | k | v rows of `3·qkv`
+/// channels: one warp per head of `head_dim` channels and tile of [`CONV_PREFILL_TOKENS`] tokens
+/// (the kernel grid-strides over them by warp, so this is a sizing choice).
+pub fn conv_prefill(qkv: u32, head_dim: u32, t: u32) -> LaunchGeometry {
+    let heads = 3 * (qkv / head_dim.max(1));
+    warp_per_unit(t.div_ceil(CONV_PREFILL_TOKENS).saturating_mul(heads))
 }
 
-/// `l2_norm_bf16` (`rows` = tokens × q/k heads) and `kda_o_norm_gated_bf16` (`rows` = tokens ×
-/// heads): one warp per head row, [`NORM_BLOCK`] threads a block (the kernels grid-stride over the
-/// rows by warp, so this is a sizing choice).
+/// `kda_o_norm_gated_bf16` on `rows` = tokens × heads: one warp per head row (the kernel
+/// grid-strides over the rows by warp, so this is a sizing choice).
 pub fn norm(rows: u32) -> LaunchGeometry {
-    blocks((rows.div_ceil(NORM_BLOCK / 32), 1, 1), (NORM_BLOCK, 1, 1))
+    warp_per_unit(rows)
+}
+
+/// One warp per unit of `units`, [`WARP_BLOCK`] threads a block.
+fn warp_per_unit(units: u32) -> LaunchGeometry {
+    blocks((units.div_ceil(WARP_BLOCK / 32), 1, 1), (WARP_BLOCK, 1, 1))
 }
 
 /// `kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem` (the same geometry, so decode
@@ -120,8 +123,16 @@ mod tests {
         }
         assert_eq!(conv(24576, 1).grid, (96, 1, 1));
         assert_eq!(conv(24576, 64).grid, (96, 64, 1));
-        assert_eq!(conv_prefill(24576, 4096).grid, (96, 4096 / CONV_PREFILL_TOKENS, 1));
-        assert_eq!(conv_prefill(100, 1).grid, (1, 1, 1));
+    }
+
+    #[test]
+    fn prefill_conv_gives_each_head_and_token_tile_a_warp() {
+        // glm5-flash: 3 · 64 heads of 128 over 4096 / 64 tiles, 8 warps a block.
+        assert_eq!(conv_prefill(8192, 128, 4096).grid, (3 * 64 * 4096 / CONV_PREFILL_TOKENS / 8, 1, 1));
+        assert_eq!(conv_prefill(8192, 128, 4096).block, (WARP_BLOCK, 1, 1));
+        // tiny: 3 · 2 heads of 32, one tile of 5 tokens.
+        assert_eq!(conv_prefill(64, 32, 5).grid, (1, 1, 1));
+        assert_eq!(conv_prefill(64, 32, 0).grid, (1, 1, 1));
     }
 
     #[test]
@@ -153,8 +164,8 @@ mod tests {
 
     #[test]
     fn norm_blocks_hold_a_warp_per_row() {
-        assert_eq!(norm(10).block, (NORM_BLOCK, 1, 1));
-        assert_eq!(NORM_BLOCK % 32, 0);
+        assert_eq!(norm(10).block, (WARP_BLOCK, 1, 1));
+        assert_eq!(WARP_BLOCK % 32, 0);
         assert_eq!(norm(16).grid, (2, 1, 1));
         assert_eq!(norm(17).grid, (3, 1, 1));
         assert_eq!(norm(0).grid, (1, 1, 1));
@@ -168,7 +179,7 @@ mod tests {
             gemv(1, 5),
             gemv(7, 5),
             conv(768, 3),
-            conv_prefill(768, 100),
+            conv_prefill(256, 64, 100),
             norm(4),
             recurrent(2, 128, 5),
             chunk_prepare(3, 2),

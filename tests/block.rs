@@ -21,9 +21,16 @@ mod f64_kda;
 
 use f64_kda::{Law, Mutant, Sequence};
 
-/// The ABI's whole-block bound against f64 without intermediate rounding, which also bounds
-/// chunked prefill against per-token decode once bf16 rounding of q and k is counted.
+/// The ABI's whole-block bound against f64 without intermediate rounding (and against per-token
+/// decode for chunked prefill on any backend).
 const BLOCK_VS_F64: f64 = 1e-2;
+
+/// Chunked prefill against per-token decode on the reference, which rounds q, k and v the same way
+/// on both paths and whose dense products do not depend on the kernel: the two differ only where
+/// the chunked form reassociates f32 sums, measured at most 4.7e-7 on the state and 2.6e-5 on the
+/// bf16 outputs (a few roundings flipped). Rounding q and k twice in prefill, once in decode, as
+/// an earlier prefill did, gave about 5e-3 on the outputs.
+const PREFILL_VS_DECODE: f64 = 1e-4;
 
 /// The conv window holds the bf16 projections widened to f32; the f64 block holds them unrounded.
 /// Round-to-nearest bf16 is within 2⁻⁹ relative per element, so within 2⁻⁹ in relative RMS; the
@@ -234,8 +241,8 @@ fn decode_and_prefill_match_the_f64_block_head_dim_64_chunk_64() {
 // Chunked prefill + decode against decode alone.
 
 /// `warm` decode steps, a prefill of `t`, `n` decode steps; against `warm + t + n` decode steps.
-/// Outputs and recurrent state within the ABI's 1e-2 (prefill rounds q and k to bf16 twice,
-/// decode once); the conv window bit-exact after the prefill and at the end.
+/// Outputs and recurrent state within [`PREFILL_VS_DECODE`]; the conv window bit-exact after the
+/// prefill and at the end.
 fn check_prefill_then_decode(geometry: KdaGeometry, warm: usize, t: usize, n: usize) {
     let name = format!("{geometry}, warm {warm}, t {t}, n {n}");
     let gpu = kda::reference::backend();
@@ -269,7 +276,7 @@ fn check_prefill_then_decode(geometry: KdaGeometry, warm: usize, t: usize, n: us
         &format!("{name}: prefill outputs vs decode"),
         &widen(&chunked[prefilled.clone()]),
         &widen(&decoded[prefilled]),
-        BLOCK_VS_F64,
+        PREFILL_VS_DECODE,
     );
     if n > 0 {
         let after = (warm + t) * width..;
@@ -277,7 +284,7 @@ fn check_prefill_then_decode(geometry: KdaGeometry, warm: usize, t: usize, n: us
             &format!("{name}: decode outputs after prefill vs decode"),
             &widen(&chunked[after.clone()]),
             &widen(&decoded[after]),
-            BLOCK_VS_F64,
+            PREFILL_VS_DECODE,
         );
     }
     let d = geometry.head_dim as usize;
@@ -289,7 +296,7 @@ fn check_prefill_then_decode(geometry: KdaGeometry, warm: usize, t: usize, n: us
             &format!("{name}: recurrent state {when} vs decode"),
             &widen32(&ours.recurrent),
             &reference,
-            BLOCK_VS_F64,
+            PREFILL_VS_DECODE,
         );
         let wrong_layout = agreement(
             &format!("{name}: recurrent state {when}, transposed, vs decode"),

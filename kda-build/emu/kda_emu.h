@@ -48,11 +48,15 @@ struct alignas(16) uint4 {
 struct alignas(8) uint2 {
     unsigned int x, y;
 };
+struct alignas(8) float2 {
+    float x, y;
+};
 struct alignas(16) float4 {
     float x, y, z, w;
 };
 inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return {x, y, z, w}; }
 inline uint2 make_uint2(unsigned int x, unsigned int y) { return {x, y}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 extern thread_local uint3 threadIdx;

@@ -75,6 +75,6 @@ mod tests {
                 .ends_with("absent: falls back to recurrent (reads and writes the state twice)")
         );
         assert!(line("gemv_batchm").contains("FAILED: looking up"), "{report}");
-        assert!(line("split_widen").ends_with("resolved"));
+        assert!(line("conv_prefill").ends_with("resolved"));
     }
 }

@@ -298,54 +298,30 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let (conv_state, recurrent_state) = pool.slot_mut(slot)?;
         let t = self.tokens(hidden)?;
         let (gpu, g) = (self.gpu, self.geometry);
-        let (qkv, dim, t_pad) = (g.qkv(), g.conv_dim(), g.padded(t)?);
+        let (qkv, t_pad) = (g.qkv(), g.padded(t)?);
         let mut front = FrontEnd::new(gpu, &g, t, t_pad)?;
         self.front_end(gpu, hidden.view(), t, &mut front)?;
-
-        let tokens_by_dim = size("t·3·qkv", &[t, dim])?;
-        let mut conv_out = gpu.alloc(DType::Bf16, tokens_by_dim as usize)?;
-        self.kernels.launch_conv_prefill(
-            gpu,
-            launch::conv_prefill(dim, t),
-            args::conv_prefill {
-                state: conv_state,
-                x: front.packed.view(),
-                weight: self.weights.conv.view(),
-                out: conv_out.view_mut(),
-                dim,
-                width: CONV_WIDTH,
-                t,
-            },
-        )?;
-        let qk_heads = 2 * g.heads;
-        self.kernels.launch_l2(
-            gpu,
-            launch::norm(size("t·2·H", &[t, qk_heads])?),
-            args::l2 {
-                data: conv_out.view_mut(),
-                rows: t,
-                row_stride: dim,
-                heads: qk_heads,
-                head_dim: g.head_dim,
-                eps: g.l2_eps,
-            },
-        )?;
 
         // `t_pad` rows, zero past `t` (allocations start zeroed; no kernel writes there): the
         // chunked form reads whole chunks.
         let padded = elements("t_pad·qkv", &[t_pad, qkv])?;
         let padded_f32 = || gpu.alloc(DType::F32, padded);
         let (mut q, mut k, mut v) = (padded_f32()?, padded_f32()?, padded_f32()?);
-        self.kernels.launch_split_widen(
+        self.kernels.launch_conv_prefill(
             gpu,
-            launch::elementwise_by(tokens_by_dim, launch::QKV_VALUES_PER_THREAD),
-            args::split_widen {
-                src: conv_out.view(),
+            launch::conv_prefill(qkv, g.head_dim, t),
+            args::conv_prefill {
+                state: conv_state,
+                x: front.packed.view(),
+                weight: self.weights.conv.view(),
                 q: q.view_mut(),
                 k: k.view_mut(),
                 v: v.view_mut(),
                 t,
                 qkv,
+                width: CONV_WIDTH,
+                head_dim: g.head_dim,
+                eps: g.l2_eps,
             },
         )?;
         let (mut gc, mut u, mut w) = (padded_f32()?, padded_f32()?, padded_f32()?);

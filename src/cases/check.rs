@@ -15,7 +15,7 @@ use super::*;
 /// reference.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Check {
-    /// Bit for bit: split_widen, fill, the conv state, and untouched padding.
+    /// Bit for bit: fill, the conv state, and untouched padding.
     Exact,
     /// Every element within this relative error: sigmoid (1e-6), the softplus gate (2e-6).
     Relative(f64),
@@ -26,8 +26,8 @@ pub enum Check {
     /// Dense products (gemm, gemv, batchm): within 1 bf16 ulp where `|ref| ≥ 1e-2·rms(ref)`, and
     /// within an absolute floor of `2⁻⁸·rms(ref)` everywhere.
     Dense,
-    /// bf16 outputs of one rounding (conv, L2 norm, output norm): within 1 bf16 ulp, and at least
-    /// 99 % of the elements bit-exact.
+    /// bf16 values of one rounding (the convs with their L2 norm, the prefill's widened to f32;
+    /// the output norm): within 1 bf16 ulp, and at least 99 % of the elements bit-exact.
     Bf16Rounded,
     /// f32 results of long sums (recurrent, chunk prepare and scan, the block): relative RMS
     /// within the bound, and no element off by more than 10× the bound times the peak.
@@ -65,7 +65,8 @@ pub struct Measurement {
     pub elements: usize,
     /// Of them, bit-identical to the reference.
     pub exact: usize,
-    /// The largest error in ulps of the reference element, in the buffer's own type.
+    /// The largest error in ulps of the reference element: bf16 ulps under [`Check::Bf16Rounded`],
+    /// whatever the buffer's type, else ulps of the buffer's own type.
     pub max_ulps: f64,
     /// `‖result − reference‖₂ / ‖reference‖₂`.
     pub relative_rms: f64,
@@ -177,6 +178,7 @@ impl Check {
             return Err(mismatch(format!("{used} used elements of a buffer of {}", result.len())));
         }
         let dtype = result.dtype();
+        let ulp_type = if self == Check::Bf16Rounded { DType::Bf16 } else { dtype };
         let (got, want) = (result.to_f64(), reference.to_f64());
         let (got_bits, want_bits) = (result.bits(), reference.bits());
         let (got, want) = (&got[..used], &want[..used]);
@@ -221,7 +223,7 @@ impl Check {
             if error > measurement.max_error {
                 (measurement.max_error, measurement.largest_error_at) = (error, i);
             }
-            measurement.max_ulps = measurement.max_ulps.max(error / ulp(dtype, e));
+            measurement.max_ulps = measurement.max_ulps.max(error / ulp(ulp_type, e));
             if e != 0.0 {
                 measurement.max_relative = measurement.max_relative.max(error / e.abs());
             } else if r != 0.0 {

@@ -214,33 +214,23 @@ impl KernelCase {
             }
             "conv_prefill" => {
                 let (state, weight) = conv_inputs(&mut rng, s);
+                let (real, padded) = (s.t * s.qkv, s.t_pad * s.qkv);
+                // bf16 values widened; rows ≥ t of the padded outputs must stay as they were.
+                let out = |name| write_prefix(DType::F32, name, padded, real, Check::Bf16Rounded);
                 let args = vec![
                     update("state", state, Check::Exact),
                     read("x", activations(&mut rng, s.t * s.dim)),
                     read("weight", weight),
-                    write(DType::Bf16, "out", s.t * s.dim, Check::Bf16Rounded),
-                    CaseArg::u32("dim", s.dim),
-                    CaseArg::u32("width", CONV_WIDTH),
+                    out("q"),
+                    out("k"),
+                    out("v"),
                     CaseArg::u32("t", s.t),
-                ];
-                (|k| Some(k.conv_prefill), launch::conv_prefill(s.dim, s.t), args)
-            }
-            "l2" => {
-                let data = silu_outputs(&mut rng, s.t * s.dim);
-                let mut data = update("data", data, Check::Bf16Rounded);
-                if let CaseArg::Buffer(buffer) = &mut data {
-                    // Only the q and k channels, two thirds of each row, are read and written.
-                    buffer.moved = (s.t * 2 * s.qkv) as usize;
-                }
-                let args = vec![
-                    data,
-                    CaseArg::u32("rows", s.t),
-                    CaseArg::u32("row_stride", s.dim),
-                    CaseArg::u32("heads", 2 * s.h),
+                    CaseArg::u32("qkv", s.qkv),
+                    CaseArg::u32("width", CONV_WIDTH),
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
-                (|k| Some(k.l2), launch::norm(s.t * 2 * s.h), args)
+                (|k| Some(k.conv_prefill), launch::conv_prefill(s.qkv, s.d, s.t), args)
             }
             "gate" => {
                 let law = s.geometry.gate_law;
@@ -286,24 +276,6 @@ impl KernelCase {
                     CaseArg::f32("eps", s.geometry.norm_eps),
                 ];
                 (|k| Some(k.o_norm), launch::norm(rows), args)
-            }
-            "split_widen" => {
-                let (real, padded) = (s.t * s.qkv, s.t_pad * s.qkv);
-                // Rows ≥ t of the padded outputs must stay as they were.
-                let out = |name| write_prefix(DType::F32, name, padded, real, Check::Exact);
-                let args = vec![
-                    read("src", activations(&mut rng, s.t * s.dim)),
-                    out("q"),
-                    out("k"),
-                    out("v"),
-                    CaseArg::u32("t", s.t),
-                    CaseArg::u32("qkv", s.qkv),
-                ];
-                (
-                    |k| Some(k.split_widen),
-                    launch::elementwise_by(s.t * s.dim, launch::QKV_VALUES_PER_THREAD),
-                    args,
-                )
             }
             "sigmoid" => {
                 let n = s.t * s.h;

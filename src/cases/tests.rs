@@ -191,8 +191,10 @@ fn bytes_moved_counts_each_input_and_output_once_and_states_twice() {
     assert_eq!(KernelCase::new("recurrent", &tiny, 7, 1).unwrap().bytes_moved(), recurrent);
     // fill of t = 7 real rows of a padded buffer: 7 · 64 f32 written.
     assert_eq!(KernelCase::new("fill", &tiny, 7, 1).unwrap().bytes_moved(), 7 * 64 * 4);
-    // l2 reads and writes the q and k channels of 7 rows of 192: 7 · 128 bf16, twice.
-    assert_eq!(KernelCase::new("l2", &tiny, 7, 1).unwrap().bytes_moved(), 2 * 7 * 128 * 2);
+    // conv_prefill, 7 tokens of 192 channels: state [192, 4] f32 twice, x [7, 192] and weight
+    // [192, 4] bf16, the 7 real rows of q, k and v [·, 64] f32.
+    let conv = 2 * 192 * 4 * 4 + (7 * 192 + 192 * 4) * 2 + 3 * 7 * 64 * 4;
+    assert_eq!(KernelCase::new("conv_prefill", &tiny, 7, 1).unwrap().bytes_moved(), conv);
 }
 
 #[test]
@@ -278,6 +280,11 @@ fn checks_pass_what_the_abi_allows_and_fail_what_it_does_not() {
     let many = HostData::Bf16(many);
     assert!(Check::Bf16Rounded.compare(&many, &reference, n).is_err());
     assert!(Check::Dense.compare(&many, &reference, n).is_ok());
+    // bf16 values widened to f32 (the prefill conv's outputs) are held to bf16 ulps.
+    let widened = |data: &HostData| HostData::F32(data.to_f64().iter().map(|&x| x as f32).collect());
+    let measured = Check::Bf16Rounded.compare(&widened(&one_ulp), &widened(&reference), n).unwrap();
+    assert_eq!((measured.max_ulps, measured.exact), (1.0, n - 1));
+    assert!(Check::Bf16Rounded.compare(&widened(&two_ulps), &widened(&reference), n).is_err());
     // Relative error on f32 data.
     let f32s = HostData::F32(want.clone());
     let off = HostData::F32(want.iter().map(|x| x * (1.0 + 2e-6)).collect());

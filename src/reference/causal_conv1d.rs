@@ -1,17 +1,18 @@
-//! `causal_conv1d::causal_conv1d_update_l2norm` (decode: one token, with the q/k L2 norm) and
-//! `causal_conv1d::causal_conv1d_update_prefill` (t tokens, no norm): the depthwise causal conv
-//! with SiLU, carrying a `[dim, W]` state of the last W inputs.
+//! `causal_conv1d::causal_conv1d_update_l2norm` (decode: one token of a batch of sequences) and
+//! `causal_conv1d::causal_conv1d_prefill_l2norm_split` (t tokens of one sequence, split into q,
+//! k and v): the depthwise causal conv with SiLU, carrying a `[dim, W]` state of the last W
+//! inputs, then the per-head L2 norm of the q and k channels.
 
 use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::{batch_slots, l2_norm, par_rows_mut, pool_rows, require, silu};
+use super::{batch_slots, par_rows_mut, pool_rows, require, silu};
 use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(glm5next_kda::conv_decode::ENTRY, causal_conv1d_update_l2norm)
-        .with_kernel(glm5next_kda::conv_prefill::ENTRY, causal_conv1d_update_prefill)
+        .with_kernel(glm5next_kda::conv_prefill::ENTRY, causal_conv1d_prefill_l2norm_split)
 }
 
 /// `pool, slot, x, weight, out, b, slots, dim, width, qk_channels, head_dim, eps`: one token for
@@ -39,23 +40,48 @@ fn causal_conv1d_update_l2norm(mut args: CpuArgs<'_>) -> Result<(), KernelError>
     let launches = states.into_iter().zip(x.chunks(dim.max(1))).zip(out[..b * dim].chunks_mut(dim.max(1)));
     for ((state, x), out) in launches {
         let Some(state) = state else { continue };
-        ConvLaunch::new(state, x, weight, out, dim, width, 1)?.run(|y| {
-            for head in y[..qk_channels].chunks_mut(head_dim) {
-                let norm = l2_norm(head.iter().copied(), eps);
-                head.iter_mut().for_each(|y| *y /= norm);
-            }
+        ConvLaunch::new(state, x, weight, out, dim, width, 1)?
+            .run(|y| l2_heads(&mut y[..qk_channels], head_dim, eps));
+    }
+    Ok(())
+}
+
+/// `state, x, weight, q, k, v, t, qkv, width, head_dim, eps`: t tokens of packed q | k | v rows
+/// (`x [t, 3·qkv]`) in order, each q and k head normalised as in decode and rounded once, then
+/// widened exactly into `q, k, v [t, qkv]` f32; their rows ≥ t are untouched.
+fn causal_conv1d_prefill_l2norm_split(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
+    let (state, x, weight) = (args.mut_f32(0)?, args.const_bf16(1)?, args.const_bf16(2)?);
+    let parts = [args.mut_f32(3)?, args.mut_f32(4)?, args.mut_f32(5)?];
+    let (t, qkv, width) = (args.u32(6)? as usize, args.u32(7)? as usize, args.u32(8)? as usize);
+    let (head_dim, eps) = (args.u32(9)? as usize, args.f32(10)?);
+    if head_dim == 0 || !qkv.is_multiple_of(head_dim) {
+        return Err(KernelError::new(format!(
+            "qkv = {qkv} must be a multiple of head_dim = {head_dim} (≥ 1)"
+        )));
+    }
+    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(&parts) {
+        require(name, part.len(), &[t, qkv])?;
+    }
+    let dim = 3 * qkv;
+    let mut packed = vec![bf16::ZERO; t * dim];
+    ConvLaunch::new(state, x, weight, &mut packed, dim, width, t)?
+        .run(|y| l2_heads(&mut y[..2 * qkv], head_dim, eps));
+    for (index, part) in parts.into_iter().enumerate() {
+        par_rows_mut(part, t, qkv).enumerate().for_each(|(row, dst)| {
+            let src = &packed[row * dim + index * qkv..][..qkv];
+            dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
         });
     }
     Ok(())
 }
 
-/// `state, x, weight, out, dim, width, t`: t tokens in order, no norm.
-fn causal_conv1d_update_prefill(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (state, x) = (args.mut_f32(0)?, args.const_bf16(1)?);
-    let (weight, out) = (args.const_bf16(2)?, args.mut_bf16(3)?);
-    let (dim, width, t) = (args.u32(4)? as usize, args.u32(5)? as usize, args.u32(6)? as usize);
-    ConvLaunch::new(state, x, weight, out, dim, width, t)?.run(|_| {});
-    Ok(())
+/// The per-head L2 normalisation: each `head_dim` group of `y` divided by `sqrt(Σ y² + eps)`
+/// over the group (eps inside the root), the squares summed in ascending order.
+fn l2_heads(y: &mut [f32], head_dim: usize, eps: f32) {
+    for head in y.chunks_mut(head_dim) {
+        let norm = (head.iter().fold(0.0, |acc, y| acc + y * y) + eps).sqrt();
+        head.iter_mut().for_each(|y| *y /= norm);
+    }
 }
 
 /// What both entries run on one sequence: `state [dim, W]`, `x [t, dim]`, `weight [dim, W]`,
@@ -91,8 +117,8 @@ impl<'a> ConvLaunch<'a> {
         Ok(Self { state, x, weight, out, dim, width, t })
     }
 
-    /// Computes each token's `silu(conv)` row in f32, lets `finish` adjust it (the decode's L2
-    /// norm), rounds it once into `out`, then leaves the last W inputs in the state.
+    /// Computes each token's `silu(conv)` row in f32, lets `finish` adjust it (the L2 norm of the
+    /// q and k heads), rounds it once into `out`, then leaves the last W inputs in the state.
     fn run(self, finish: impl Fn(&mut [f32]) + Sync) {
         let Self { state, x, weight, out, dim, width, t } = self;
         if t == 0 {

@@ -1,5 +1,5 @@
-//! `kda_layer_ops`: the small kernels around the KDA core: the gated output norm, the q|k|v
-//! splitting, the beta sigmoid and the fill.
+//! `kda_layer_ops`: the small kernels around the KDA core: the gated output norm, the beta
+//! sigmoid and the fill.
 
 use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
@@ -10,7 +10,6 @@ use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(glm5next_kda::o_norm::ENTRY, kda_o_norm_gated_bf16)
-        .with_kernel(glm5next_kda::split_widen::ENTRY, kda_split_widen)
         .with_kernel(glm5next_kda::sigmoid::ENTRY, kda_sigmoid_bf16_f32)
         .with_kernel(glm5next_kda::fill::ENTRY, kda_fill_f32)
 }
@@ -36,24 +35,6 @@ fn kda_o_norm_gated_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
             *out = bf16::from_f32(value);
         }
     });
-    Ok(())
-}
-
-/// `src [t, 3·qkv], q, k, v [t, qkv] f32, t, qkv`: exact widening; rows ≥ t untouched.
-fn kda_split_widen(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let src = args.const_bf16(0)?;
-    let parts = [args.mut_f32(1)?, args.mut_f32(2)?, args.mut_f32(3)?];
-    let (t, qkv) = (args.u32(4)? as usize, args.u32(5)? as usize);
-    require("src [t, 3·qkv]", src.len(), &[t, 3, qkv])?;
-    for (name, part) in ["q [t, qkv]", "k [t, qkv]", "v [t, qkv]"].iter().zip(&parts) {
-        require(name, part.len(), &[t, qkv])?;
-    }
-    for (index, part) in parts.into_iter().enumerate() {
-        par_rows_mut(part, t, qkv).enumerate().for_each(|(row, dst)| {
-            let src = &src[(3 * row + index) * qkv..][..qkv];
-            dst.iter_mut().zip(src).for_each(|(d, s)| *d = s.to_f32());
-        });
-    }
     Ok(())
 }
 

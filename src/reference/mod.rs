@@ -34,22 +34,20 @@ mod kda_chunk;
 mod kda_gate;
 mod kda_layer_ops;
 mod kda_recurrent;
-mod norm;
 #[cfg(test)]
 mod tests;
 
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
-/// A CPU backend carrying all 15 entries of `[glm5next_kda]`, run by the reference kernels.
+/// A CPU backend carrying all 13 entries of `[glm5next_kda]`, run by the reference kernels.
 ///
 /// Use [`CpuBackend::without`] on it to emulate a target that lacks the optional entries.
 pub fn backend() -> CpuBackend {
-    let modules: [fn(CpuBackend) -> CpuBackend; 8] = [
+    let modules: [fn(CpuBackend) -> CpuBackend; 7] = [
         gemm::register,
         gemv::register,
         causal_conv1d::register,
-        norm::register,
         kda_gate::register,
         kda_chunk::register,
         kda_recurrent::register,
@@ -66,13 +64,6 @@ fn sigmoid(x: f32) -> f32 {
 /// `silu(x) = x·σ(x)`.
 fn silu(x: f32) -> f32 {
     x * sigmoid(x)
-}
-
-/// `sqrt(Σ x² + eps)`, the divisor of the per-head L2 normalisation (eps inside the root), with
-/// the squares summed in ascending order.
-fn l2_norm(values: impl IntoIterator<Item = f32>, eps: f32) -> f32 {
-    let sum = values.into_iter().fold(0.0, |acc, x| acc + x * x);
-    (sum + eps).sqrt()
 }
 
 /// Checks that the buffer described by `name` (its shape written in, e.g. "a [m, k]") holds the

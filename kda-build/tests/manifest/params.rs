@@ -84,7 +84,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     assert_eq!((eps.name.as_str(), &eps.ty), ("eps", &ParamType::Scalar(ScalarType::F32)));
 
     // `cdiv(t,c)*c*h*d`: `*` is left-associative, `cdiv` an operand.
-    let chunk_prepare = &table.entries[7];
+    let chunk_prepare = &table.entries[6];
     let ParamType::Buffer { extent, extent_text, .. } = &chunk_prepare.params.as_ref().unwrap()[0].ty else {
         panic!("q is a buffer")
     };

@@ -12,9 +12,9 @@ use super::{LaunchModel, RooflineError};
 ///   `σ(a) = 1/(1 + e^{−a})` (exp, add, divide, multiply: 4). Per q/k channel the L2 norm: square
 ///   and sum (2), divide by the root (1); per q/k head: `+ eps` and `sqrt` (2). The window shift
 ///   moves data only.
-/// - **`conv_prefill`**: `t·dim·(2·width + 4)`: the same conv and SiLU per token, no norm.
-/// - **`l2`**: `rows·heads·(3·head_dim + 2)`: per value square, sum and divide (3); per head
-///   `+ eps` and `sqrt` (2).
+/// - **`conv_prefill`**: the same per token, over `dim = 3·qkv` channels of which
+///   `qk_channels = 2·qkv` are normalised, with `t` in place of `b`; the split into q, k and v
+///   moves data only.
 /// - **`gate`**: law 0 `6·t·h·d + h`, law 1 `4·t·h·d + h`. Per channel `x = g + dt_bias` (1);
 ///   law 0 `lower_bound·σ(e·x)`: multiply, σ (exp, add, divide), multiply (5); law 1
 ///   `−e·softplus(x)` = `−e·log1p(e^x)`: exp, log1p, multiply (3). `e = exp(a_log)` once per
@@ -41,18 +41,17 @@ use super::{LaunchModel, RooflineError};
 ///   (c·d·(2·d + 1)); `inter = qdec·S` (2·c·d²); `out = inter + aqk·vnew` (2·R·d + c·d); the
 ///   state update: `sdec` applied (d²), `kdec`'s product with `vnew` summed over the chunk
 ///   (2·c·d²), added to the decayed state (d²).
-/// - **`split_widen`, `fill`**: 0: data movement (and exact widening) only.
+/// - **`fill`**: 0: data movement only.
 pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
     let s = |name| launch.need(name);
     Ok(match launch.field {
         "gemm" | "gemv_batchm" => 2 * s("m")? * s("n")? * s("k")?,
         "gemv" => 2 * s("n")? * s("k")?,
-        "conv_decode" => {
-            let (qk, head_dim) = (s("qk_channels")?, s("head_dim")?.max(1));
-            s("b")? * (s("dim")? * (2 * s("width")? + 4) + 3 * qk + 2 * (qk / head_dim))
+        "conv_decode" => s("b")? * conv_token(s("dim")?, s("qk_channels")?, s("width")?, s("head_dim")?),
+        "conv_prefill" => {
+            let qkv = s("qkv")?;
+            s("t")? * conv_token(3 * qkv, 2 * qkv, s("width")?, s("head_dim")?)
         }
-        "conv_prefill" => s("t")? * s("dim")? * (2 * s("width")? + 4),
-        "l2" => s("rows")? * s("heads")? * (3 * s("head_dim")? + 2),
         "gate" => {
             let per_channel = if s("law")? == 0 { 6 } else { 4 };
             per_channel * s("t")? * s("h")? * s("d")? + s("h")?
@@ -76,7 +75,13 @@ pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
             };
             chunks * s("h")? * per_chunk_head
         }
-        "split_widen" | "fill" => 0,
+        "fill" => 0,
         field => return Err(RooflineError::NoModel { field, param: "-" }),
     })
+}
+
+/// One token of the conv over `dim` channels, `qk_channels` of them L2-normalised in heads of
+/// `head_dim` (see [`flops`], `conv_decode`).
+fn conv_token(dim: u64, qk_channels: u64, width: u64, head_dim: u64) -> u64 {
+    dim * (2 * width + 4) + 3 * qk_channels + 2 * (qk_channels / head_dim.max(1))
 }

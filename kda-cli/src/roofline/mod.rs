@@ -31,11 +31,11 @@
 //!
 //! Each buffer argument counts its elements at the kernel's element type (bf16 2 bytes, f32 and
 //! u32 4) once: read once if `const`, written once if written. The buffers a kernel reads and
-//! writes in place count twice ([`READ_WRITE`]: the conv windows, the recurrent states, the
-//! in-place L2 norm), and weights count once per launch. Two kernels touch less than the view the
-//! block hands them, and count what they touch:
-//! - `l2` normalises the first `heads·head_dim` values of each of its `rows` rows (q and k; the v
-//!   channels of the same rows are left alone): `rows·heads·head_dim` elements, read and written;
+//! writes in place count twice ([`READ_WRITE`]: the conv windows and the recurrent states), and
+//! weights count once per launch. Two kernels touch less than the view the block hands them, and
+//! count what they touch:
+//! - `conv_prefill` writes the first `t` rows of its `q`, `k` and `v` (the rows past them are the
+//!   chunk padding): `t·qkv` elements each;
 //! - the decode kernels' `pool [slots, …]` is touched only in the `b` slots the batch rows name:
 //!   `b` slots' worth of it (the model's pools have `slots = b`, so this is the whole pool there).
 //!
@@ -88,12 +88,11 @@ pub const DECODE_BATCH: u32 = MAX_CASE_BATCH;
 const SAMPLE_HEADS: [u32; 3] = [1, 2, 3];
 
 /// The written buffer parameters that are also read, as `(field, param)`: the conv windows, the
-/// recurrent states and the in-place L2 norm (the launch cases' `ReadWrite` arguments, which a
-/// test compares this with). Every other written parameter is written without being read.
-pub const READ_WRITE: [(&str, &str); 6] = [
+/// recurrent states (the launch cases' `ReadWrite` arguments, which a test compares this with).
+/// Every other written parameter is written without being read.
+pub const READ_WRITE: [(&str, &str); 5] = [
     ("conv_decode", "pool"),
     ("conv_prefill", "state"),
-    ("l2", "data"),
     ("chunk_scan", "state"),
     ("recurrent", "pool"),
     ("recurrent_smem", "pool"),
@@ -350,8 +349,8 @@ impl LaunchModel {
         for arg in &self.args {
             let LaunchArg::Buffer { name, dtype, len, .. } = *arg else { continue };
             let touched = match (self.field, name) {
-                // The first heads·head_dim values of each row: q and k, not v.
-                ("l2", "data") => self.need("rows")? * self.need("heads")? * self.need("head_dim")?,
+                // The t real rows, not the chunk padding.
+                ("conv_prefill", "q" | "k" | "v") => self.need("t")? * self.need("qkv")?,
                 // Only the b batch rows' slots of the pool.
                 ("conv_decode" | "recurrent" | "recurrent_smem", "pool") => {
                     let slots = self.need("slots")?.max(1);

@@ -1,4 +1,4 @@
-//! causal_conv1d (decode and prefill) and l2_norm_bf16.
+//! causal_conv1d: decode, and prefill into q, k and v, each with the L2 norm of q and k.
 
 use half::bf16;
 
@@ -79,33 +79,67 @@ fn try_decode(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 3]) -> Launched<
     Launched { result, written: (dev.down(&state), dev.down(&out)) }
 }
 
-/// A prefill of `t` tokens on `inputs` into an output holding `out`.
-fn try_prefill(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 2]) -> Launched<ConvWritten> {
-    let [dim, t] = u32s(sizes);
+/// What a prefill writes: the state, then q, k and v.
+type PrefillWritten = (Vec<f32>, [Vec<f32>; 3]);
+
+/// A prefill of `t` tokens of `3·qkv` channels on `inputs` into q, k and v holding `parts`.
+fn try_prefill(inputs: &ConvInputs, parts: [&[f32]; 3], sizes: [usize; 3]) -> Launched<PrefillWritten> {
+    let [qkv, head_dim, t] = u32s(sizes);
     let dev = Device::new();
     let (mut state, x, weight) = (dev.up(&inputs.state), dev.up(&inputs.x), dev.up(&inputs.weight));
-    let mut out = dev.up(out);
+    let [mut q, mut k, mut v] = parts.map(|part| dev.up(part));
     let args = glm5next_kda::conv_prefill {
         state: state.view_mut(),
         x: x.view(),
         weight: weight.view(),
-        out: out.view_mut(),
-        dim,
-        width: WIDTH as u32,
+        q: q.view_mut(),
+        k: k.view_mut(),
+        v: v.view_mut(),
         t,
+        qkv,
+        width: WIDTH as u32,
+        head_dim,
+        eps: 1e-6,
     };
-    let result = dev.kernels.launch_conv_prefill(&dev.gpu, launch::conv(dim, 1), args);
-    Launched { result, written: (dev.down(&state), dev.down(&out)) }
+    let result = dev.kernels.launch_conv_prefill(&dev.gpu, launch::conv_prefill(qkv, head_dim, t), args);
+    Launched { result, written: (dev.down(&state), [&q, &k, &v].map(|part| dev.down(part))) }
+}
+
+/// The value a prefill must leave in the row of q, k and v past its tokens.
+const PAD: f32 = -7.0;
+
+/// `(state, [q, k, v])` after a prefill of `t` tokens into buffers of `t + 1` rows, whose last
+/// row must come back as it was.
+fn prefill(inputs: &ConvInputs, qkv: usize, head_dim: usize, t: usize) -> PrefillWritten {
+    let pad = vec![PAD; (t + 1) * qkv];
+    let (state, parts) = try_prefill(inputs, [&pad, &pad, &pad], [qkv, head_dim, t]).ok();
+    for part in &parts {
+        assert!(part[t * qkv..].iter().all(|&x| x == PAD), "the row past t was written");
+    }
+    (
+        state,
+        parts.map(|mut part| {
+            part.truncate(t * qkv);
+            part
+        }),
+    )
+}
+
+/// `values`, which must all be bf16 values, as bf16.
+fn exactly_bf16(what: &str, values: &[f32]) -> Vec<bf16> {
+    values
+        .iter()
+        .map(|&x| {
+            let narrow = bf16::from_f32(x);
+            assert_eq!(narrow.to_f32().to_bits(), x.to_bits(), "{what}: {x} is not a bf16 value");
+            narrow
+        })
+        .collect()
 }
 
 /// `(state, out)` after a decode step.
 fn decode(inputs: &ConvInputs, dim: usize, qk: usize, head_dim: usize) -> ConvWritten {
     try_decode(inputs, &vec![bf16::ZERO; dim], [dim, qk, head_dim]).ok()
-}
-
-/// `(state, out)` after a prefill of `t` tokens.
-fn prefill(inputs: &ConvInputs, dim: usize, t: usize) -> ConvWritten {
-    try_prefill(inputs, &vec![bf16::ZERO; t * dim], [dim, t]).ok()
 }
 
 #[test]
@@ -126,13 +160,21 @@ fn conv_decode_normalises_q_and_k_heads_only() {
 }
 
 #[test]
-fn conv_prefill_matches_f64_and_keeps_the_last_inputs() {
-    let dim = 24;
+fn conv_prefill_matches_f64_normalises_q_and_k_and_keeps_the_last_inputs() {
+    // H = 2 heads of D = 32: q, k and v are 64 channels each.
+    let (qkv, head_dim) = (64, 32);
+    let dim = 3 * qkv;
     for t in [1, 2, 7] {
         let inputs = conv_inputs(11 + t as u64, dim, t);
-        let (state, out) = prefill(&inputs, dim, t);
-        let (want, want_state) = conv64(&inputs.state, &inputs.x, &inputs.weight, dim, t);
-        assert_bf16_rounded(&format!("conv prefill, t = {t}"), &out, &want);
+        let (state, parts) = prefill(&inputs, qkv, head_dim, t);
+        let (mut want, want_state) = conv64(&inputs.state, &inputs.x, &inputs.weight, dim, t);
+        want.chunks_mut(dim).for_each(|row| l2_heads64(&mut row[..2 * qkv], head_dim, 1e-6));
+        for (index, part) in parts.iter().enumerate() {
+            let what = format!("conv prefill, t = {t}, {}", ["q", "k", "v"][index]);
+            let want: Vec<f64> =
+                want.chunks(dim).flat_map(|row| &row[index * qkv..][..qkv]).copied().collect();
+            assert_bf16_rounded(&what, &exactly_bf16(&what, part), &want);
+        }
         // Moving values around is exact, so the f64 state is the f32 one widened.
         assert_eq!(widen_f32(&state), want_state, "t = {t}");
     }
@@ -140,24 +182,32 @@ fn conv_prefill_matches_f64_and_keeps_the_last_inputs() {
 
 #[test]
 fn conv_state_after_two_tokens_keeps_the_old_tail() {
-    let dim = 1;
+    let (qkv, head_dim) = (32, 32);
+    let dim = 3 * qkv;
     let inputs = ConvInputs {
-        state: vec![1.0, 2.0, 3.0, 4.0],
-        x: vec![bf16::from_f32(5.0), bf16::from_f32(6.0)],
-        weight: vec![bf16::ZERO, bf16::ZERO, bf16::ZERO, bf16::ONE],
+        state: (0..dim).flat_map(|c| [1.0, 2.0, 3.0, 4.0].map(|x| x + c as f32)).collect(),
+        x: bf16s(&[[5.0; 96], [6.0; 96]].concat()),
+        // Only the newest tap is on: y = silu(x).
+        weight: bf16s(&[0.0, 0.0, 0.0, 1.0].repeat(dim)),
     };
-    let (state, out) = prefill(&inputs, dim, 2);
-    assert_eq!(state, [3.0, 4.0, 5.0, 6.0]);
-    // Only the newest tap is on: y = silu(x).
-    let want: Vec<bf16> = [5.0f64, 6.0].iter().map(|&x| bf16::from_f64(silu64(x))).collect();
-    assert_eq!(out, want);
+    let (state, [q, k, v]) = prefill(&inputs, qkv, head_dim, 2);
+    for c in 0..dim {
+        let old = c as f32;
+        assert_eq!(state[c * WIDTH..][..WIDTH], [3.0 + old, 4.0 + old, 5.0, 6.0], "channel {c}");
+    }
+    // v is not normalised; a q or k head of 32 equal values y becomes 1/sqrt(32) each.
+    let silu = |x: f64| bf16::from_f64(silu64(x)).to_f32();
+    assert_eq!(v, [[silu(5.0); 32], [silu(6.0); 32]].concat());
+    let unit = bf16::from_f64(1.0 / 32f64.sqrt()).to_f32();
+    assert_eq!((q.clone(), k), (vec![unit; 64], q));
 }
 
 #[test]
-fn conv_prefill_is_decode_without_the_norm_token_by_token() {
-    let (dim, t) = (40, 5);
+fn conv_prefill_is_decode_token_by_token() {
+    let (qkv, head_dim, t) = (64, 32, 5);
+    let dim = 3 * qkv;
     let inputs = conv_inputs(12, dim, t);
-    let (prefill_state, prefill_out) = prefill(&inputs, dim, t);
+    let (prefill_state, parts) = prefill(&inputs, qkv, head_dim, t);
     let mut state = inputs.state.clone();
     for tau in 0..t {
         let step = ConvInputs {
@@ -165,8 +215,11 @@ fn conv_prefill_is_decode_without_the_norm_token_by_token() {
             x: inputs.x[tau * dim..(tau + 1) * dim].to_vec(),
             weight: inputs.weight.clone(),
         };
-        let (next, out) = decode(&step, dim, 0, 32);
-        assert_eq!(out, prefill_out[tau * dim..(tau + 1) * dim], "token {tau}");
+        let (next, out) = decode(&step, dim, 2 * qkv, head_dim);
+        for (index, part) in parts.iter().enumerate() {
+            let decoded: Vec<f32> = out[index * qkv..][..qkv].iter().map(|x| x.to_f32()).collect();
+            assert_eq!(decoded, part[tau * qkv..][..qkv], "token {tau}, part {index}");
+        }
         state = next;
     }
     assert_eq!(state, prefill_state);
@@ -190,58 +243,23 @@ fn conv_refuses_bad_sizes() {
         reason,
         "`glm5next_kda.conv_decode.weight`: expected at least 256 elements (`dim*width`), found a view of 255 elements"
     );
+}
+
+#[test]
+fn conv_prefill_refuses_bad_sizes() {
+    let (qkv, head_dim) = (32, 32);
+    let part = vec![0.5f32; 3 * qkv];
+    let before = |inputs: &ConvInputs| (inputs.state.clone(), [part.clone(), part.clone(), part.clone()]);
     // Two tokens of input for a prefill of three.
-    let inputs = ConvInputs { x: vec![bf16::ZERO; 2 * dim], ..conv_inputs(14, dim, 0) };
-    let out = vec![bf16::ZERO; 3 * dim];
-    let reason = try_prefill(&inputs, &out, [dim, 3]).refused(&(inputs.state.clone(), out.clone()));
+    let inputs = ConvInputs { x: vec![bf16::ZERO; 2 * 3 * qkv], ..conv_inputs(14, 3 * qkv, 0) };
+    let reason = try_prefill(&inputs, [&part, &part, &part], [qkv, head_dim, 3]).refused(&before(&inputs));
     assert_eq!(
         reason,
-        "`glm5next_kda.conv_prefill.x`: expected at least 192 elements (`t*dim`), found a view of 128 elements"
+        "`glm5next_kda.conv_prefill.x`: expected at least 288 elements (`t*3*qkv`), found a view of 192 elements"
     );
-}
-
-/// The in-place L2 norm of `data` (eps 1e-6), one block per head row.
-fn try_l2(data: &[bf16], sizes: [usize; 4]) -> Launched<Vec<bf16>> {
-    let [rows, row_stride, heads, head_dim] = u32s(sizes);
-    let dev = Device::new();
-    let mut buffer = dev.up(data);
-    let args = glm5next_kda::l2 { data: buffer.view_mut(), rows, row_stride, heads, head_dim, eps: 1e-6 };
-    let result = dev.kernels.launch_l2(&dev.gpu, launch::norm(rows * heads), args);
-    Launched { result, written: dev.down(&buffer) }
-}
-
-#[test]
-fn l2_norm_normalises_the_leading_heads_of_each_row() {
-    let (rows, stride, heads, head_dim) = (3, 192, 4, 32);
-    let data = Rng::new(14).bf16s(rows * stride, -1.5, 1.5);
-    let out = try_l2(&data, [rows, stride, heads, head_dim]).ok();
-    let width = heads * head_dim;
-    for r in 0..rows {
-        let row = r * stride..(r + 1) * stride;
-        let mut want = widen(&data[row.start..row.start + width]);
-        l2_heads64(&mut want, head_dim, 1e-6);
-        assert_bf16_rounded(&format!("l2 row {r}"), &out[row.start..row.start + width], &want);
-        assert_eq!(out[row.start + width..row.end], data[row.start + width..row.end]);
-    }
-}
-
-#[test]
-fn l2_norm_of_a_hand_case() {
-    // (3, 4) / 5 = (0.6, 0.8) up to eps = 1e-6.
-    let data = [bf16::from_f32(3.0), bf16::from_f32(4.0)];
-    let out = try_l2(&data, [1, 2, 1, 2]).ok();
-    assert_eq!(out, [bf16::from_f32(0.6), bf16::from_f32(0.8)]);
-}
-
-#[test]
-fn l2_norm_refuses_heads_wider_than_a_row_and_short_data() {
-    let data = vec![bf16::ONE; 64];
-    let reason = try_l2(&data, [2, 32, 2, 32]).refused(&data);
-    let refusal = "`glm5next_kda.l2`: the launch does not meet `heads * head_dim <= row_stride`";
+    // Heads that do not divide q, k and v.
+    let inputs = conv_inputs(15, 3 * 48, 1);
+    let reason = try_prefill(&inputs, [&part, &part, &part], [48, head_dim, 1]).refused(&before(&inputs));
+    let refusal = "`glm5next_kda.conv_prefill`: the launch does not meet `qkv % head_dim == 0`";
     assert!(reason.starts_with(refusal), "{reason}");
-    let reason = try_l2(&data, [3, 32, 1, 32]).refused(&data);
-    assert_eq!(
-        reason,
-        "`glm5next_kda.l2.data`: expected at least 96 elements (`rows*row_stride`), found a view of 64 elements"
-    );
 }
