@@ -1,6 +1,8 @@
 //! The weights of one KDA layer: synthetic ones from a seeded generator, on the host, and their
 //! copy on a backend.
 
+use std::ops::Range;
+
 use half::bf16;
 use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt};
 
@@ -52,21 +54,19 @@ pub struct WeightsError {
     pub found: usize,
 }
 
-/// One layer's weights on a backend: the fields of [`HostWeights`], but q, k and v's projections
-/// stacked into one, so that one product reads the block input once and writes the q | k | v rows
-/// the conv takes.
+/// One layer's weights on a backend: the fields of [`HostWeights`], but the six projections of
+/// the block input stacked into one (see [`InputProjection`]), so that one product reads the block
+/// input once for all of them where the rows allow.
 #[derive(Debug)]
 #[allow(missing_docs)] // Each field is documented on `HostWeights`.
 pub struct DeviceWeights {
-    /// `[3·qkv, hidden]`: the rows of `q_proj`, then `k_proj`, then `v_proj`.
-    pub qkv_proj: DeviceBuffer,
+    /// `[3·qkv + 2·D + H, hidden]`: the rows of `q_proj`, `k_proj`, `v_proj`, `f_a`, `g_a`, then
+    /// `b_proj`; [`InputProjection::part`] at `rows = hidden` gives each projection's elements.
+    pub input_proj: DeviceBuffer,
     pub conv: DeviceBuffer,
-    pub f_a: DeviceBuffer,
     pub f_b: DeviceBuffer,
     pub dt_bias: DeviceBuffer,
     pub a_log: DeviceBuffer,
-    pub b_proj: DeviceBuffer,
-    pub g_a: DeviceBuffer,
     pub g_b: DeviceBuffer,
     pub o_norm: DeviceBuffer,
     pub o_proj: DeviceBuffer,
@@ -74,20 +74,62 @@ pub struct DeviceWeights {
 
 impl DeviceWeights {
     /// Every weight, in field order: what a recorded step binds as read-only.
-    pub fn buffers(&self) -> [&DeviceBuffer; 11] {
+    pub fn buffers(&self) -> [&DeviceBuffer; 8] {
         [
-            &self.qkv_proj,
+            &self.input_proj,
             &self.conv,
-            &self.f_a,
             &self.f_b,
             &self.dt_bias,
             &self.a_log,
-            &self.b_proj,
-            &self.g_a,
             &self.g_b,
             &self.o_norm,
             &self.o_proj,
         ]
+    }
+}
+
+/// The projections of the block input, in the order their weights are stacked in
+/// [`DeviceWeights::input_proj`], and the order of their parts in a buffer of their outputs.
+///
+/// A buffer of the outputs for `rows` rows holds each projection's `[rows, width]` in turn
+/// ([`Self::part`]). For one row that is exactly the row a single product over the whole stacked
+/// weight writes; for more rows, each projection is its own product over its rows of the weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputProjection {
+    /// q | k | v per row (`3·qkv`), the conv's input.
+    Qkv,
+    /// The gate's low-rank down projection (`D`).
+    GateDown,
+    /// The output gate's down projection (`D`).
+    OutGateDown,
+    /// The beta projection, before the sigmoid (`H`).
+    Beta,
+}
+
+impl InputProjection {
+    /// All of them, in stacking order.
+    pub const ALL: [Self; 4] = [Self::Qkv, Self::GateDown, Self::OutGateDown, Self::Beta];
+
+    /// Its outputs per row of the block input.
+    pub fn width(self, geometry: &KdaGeometry) -> u32 {
+        match self {
+            Self::Qkv => 3 * geometry.qkv(),
+            Self::GateDown | Self::OutGateDown => geometry.head_dim,
+            Self::Beta => geometry.heads,
+        }
+    }
+
+    /// The outputs of all of them per row: the stacked weight's rows.
+    pub fn stacked_width(geometry: &KdaGeometry) -> u32 {
+        Self::ALL.iter().map(|p| p.width(geometry)).sum()
+    }
+
+    /// Its elements in a stacked buffer of `rows` rows: `rows·width` after those of the
+    /// projections before it. At `rows = hidden`, its rows of the stacked weight.
+    pub fn part(self, geometry: &KdaGeometry, rows: u32) -> Range<usize> {
+        let before: u32 = Self::ALL.iter().take_while(|&&p| p != self).map(|p| p.width(geometry)).sum();
+        let (start, len) = (before as usize * rows as usize, self.width(geometry) as usize * rows as usize);
+        start..start + len
     }
 }
 
@@ -160,17 +202,26 @@ impl HostWeights {
         }
     }
 
-    /// A copy of these weights on `gpu`, q, k and v's projections stacked.
+    /// The weights of `projection`, `[width, hidden]` together.
+    fn projection(&self, projection: InputProjection) -> Vec<&[bf16]> {
+        match projection {
+            InputProjection::Qkv => vec![&self.q_proj, &self.k_proj, &self.v_proj],
+            InputProjection::GateDown => vec![&self.f_a],
+            InputProjection::OutGateDown => vec![&self.g_a],
+            InputProjection::Beta => vec![&self.b_proj],
+        }
+    }
+
+    /// A copy of these weights on `gpu`, the projections of the block input stacked.
     pub fn upload(&self, gpu: &dyn GpuBackend) -> Result<DeviceWeights, BackendError> {
+        let stacked: Vec<bf16> =
+            InputProjection::ALL.iter().flat_map(|&p| self.projection(p).concat()).collect();
         Ok(DeviceWeights {
-            qkv_proj: gpu.upload(&[&self.q_proj[..], &self.k_proj, &self.v_proj].concat())?,
+            input_proj: gpu.upload(&stacked)?,
             conv: gpu.upload(&self.conv)?,
-            f_a: gpu.upload(&self.f_a)?,
             f_b: gpu.upload(&self.f_b)?,
             dt_bias: gpu.upload(&self.dt_bias)?,
             a_log: gpu.upload(&self.a_log)?,
-            b_proj: gpu.upload(&self.b_proj)?,
-            g_a: gpu.upload(&self.g_a)?,
             g_b: gpu.upload(&self.g_b)?,
             o_norm: gpu.upload(&self.o_norm)?,
             o_proj: gpu.upload(&self.o_proj)?,
@@ -192,4 +243,28 @@ pub fn bf16_vec(values: &[f32]) -> Vec<bf16> {
 /// residual stream is.
 pub fn synthetic_hidden(geometry: &KdaGeometry, t: usize, seed: u64) -> Vec<bf16> {
     bf16_vec(&SplitMix64::new(seed).uniform_vec(t * geometry.hidden as usize, 1.7))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_projection_finds_its_own_weights_in_the_stacked_one() {
+        // tiny: hidden 64, 2 heads of 32, so q | k | v 192 rows, f_a and g_a 32, b_proj 2.
+        let g = KdaGeometry::tiny();
+        assert_eq!(InputProjection::stacked_width(&g), 192 + 32 + 32 + 2);
+        let host = HostWeights::synthetic(&g, 3);
+        let gpu = crate::reference::backend();
+        let stacked: Vec<bf16> = gpu.download(&host.upload(&gpu).unwrap().input_proj).unwrap();
+        assert_eq!(stacked.len(), 258 * 64);
+        let rows = |p: InputProjection| &stacked[p.part(&g, g.hidden)];
+        assert_eq!(rows(InputProjection::Qkv), [&host.q_proj[..], &host.k_proj, &host.v_proj].concat());
+        assert_eq!(rows(InputProjection::GateDown), host.f_a);
+        assert_eq!(rows(InputProjection::OutGateDown), host.g_a);
+        assert_eq!(rows(InputProjection::Beta), host.b_proj);
+        // The outputs of 5 rows: each projection's [5, width] in turn.
+        assert_eq!(InputProjection::Qkv.part(&g, 5), 0..5 * 192);
+        assert_eq!(InputProjection::Beta.part(&g, 5), 5 * 256..5 * 258);
+    }
 }

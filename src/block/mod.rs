@@ -19,7 +19,7 @@ use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use crate::launch;
 use crate::ops::dense_mm_bf16_into;
-use crate::weights::{DeviceWeights, HostWeights, WeightsError};
+use crate::weights::{DeviceWeights, HostWeights, InputProjection, WeightsError};
 
 pub use pool::{KdaState, KdaStatePool, SlotError};
 pub use replay::DecodeReplay;
@@ -244,7 +244,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
             args::conv_decode {
                 pool: conv_pool.view_mut(),
                 slot: rows.slot.clone(),
-                x: front.packed.view(),
+                x: front.input(InputProjection::Qkv),
                 weight: self.weights.conv.view(),
                 out: scratch.conv_out.view_mut(),
                 b,
@@ -312,7 +312,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
             launch::conv_prefill(qkv, g.head_dim, t),
             args::conv_prefill {
                 state: conv_state,
-                x: front.packed.view(),
+                x: front.input(InputProjection::Qkv),
                 weight: self.weights.conv.view(),
                 q: q.view_mut(),
                 k: k.view_mut(),
@@ -387,13 +387,26 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let g = self.geometry;
         let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
         let w = &self.weights;
-        let mm = |x: View<'_>, weight: &DeviceBuffer, y: ViewMut<'_>, n: u32, k: u32| {
-            dense_mm_bf16_into(gpu, &self.kernels, x, weight.view(), y, (t, n, k))
+        let mm = |x: View<'_>, weight: View<'_>, y: ViewMut<'_>, n: u32, k: u32| {
+            dense_mm_bf16_into(gpu, &self.kernels, x, weight, y, (t, n, k))
         };
-        // q, k and v in one product: the stacked weight's rows give each token its q | k | v row.
-        mm(hidden.clone(), &w.qkv_proj, front.packed.view_mut(), 3 * qkv, g.hidden)?;
-        mm(hidden.clone(), &w.f_a, front.f_a.view_mut(), d, g.hidden)?;
-        mm(front.f_a.view(), &w.f_b, front.g_raw.view_mut(), qkv, d)?;
+        // The projections of the block input: for one row, one product over the stacked weight
+        // writes them all (each row's outputs lie one projection after another); for more, one
+        // product per projection over its rows of the weight into its part.
+        if t == 1 {
+            let n = InputProjection::stacked_width(&g);
+            mm(hidden.clone(), w.input_proj.view(), front.projected.view_mut(), n, g.hidden)?;
+        } else {
+            for projection in InputProjection::ALL {
+                let weight = w.input_proj.slice(projection.part(&g, g.hidden));
+                let out = front.projected.slice_mut(front.part(projection));
+                mm(hidden.clone(), weight, out, projection.width(&g), g.hidden)?;
+            }
+        }
+        let parts = [InputProjection::GateDown, InputProjection::OutGateDown, InputProjection::Beta]
+            .map(|projection| front.part(projection));
+        let [gate_down, out_gate_down, beta] = parts.map(|part| front.projected.slice(part));
+        mm(gate_down, w.f_b.view(), front.g_raw.view_mut(), qkv, d)?;
         self.kernels.launch_gate(
             gpu,
             launch::elementwise_by(size("t·qkv", &[t, qkv])?, launch::GATE_VALUES_PER_THREAD),
@@ -409,15 +422,13 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 lower_bound: g.gate_law.lower_bound(),
             },
         )?;
-        mm(hidden.clone(), &w.b_proj, front.b_raw.view_mut(), heads, g.hidden)?;
         let n = size("t·H", &[t, heads])?;
         self.kernels.launch_sigmoid(
             gpu,
             launch::elementwise(n),
-            args::sigmoid { x: front.b_raw.view(), y: front.beta.view_mut(), n },
+            args::sigmoid { x: beta, y: front.beta.view_mut(), n },
         )?;
-        mm(hidden.clone(), &w.g_a, front.g_a.view_mut(), d, g.hidden)?;
-        mm(front.g_a.view(), &w.g_b, front.out_gate.view_mut(), qkv, d)?;
+        mm(out_gate_down, w.g_b.view(), front.out_gate.view_mut(), qkv, d)?;
         Ok(())
     }
 

@@ -2,54 +2,63 @@
 //! number of rows: by each prefill for its tokens, and once per recorded decode step for the
 //! rows of its dispatch class, so that a replay allocates nothing.
 
-use kda_runtime::{DType, DeviceBuffer, GpuBackend};
+use std::ops::Range;
+
+use kda_runtime::{DType, DeviceBuffer, GpuBackend, View};
 
 use super::{BlockError, elements};
 use crate::geometry::KdaGeometry;
+use crate::weights::InputProjection;
 
 /// The products of the block input that the stateful part reads, for `t` rows; gate and beta get
 /// `t_pad` rows, zero past `t` (every allocation starts zeroed and no kernel writes past `t`), for
 /// the chunked form.
 pub(super) struct FrontEnd {
-    /// `[t, 3·qkv]` bf16: the q, k and v projections, q | k | v per token, the conv's input.
-    pub(super) packed: DeviceBuffer,
-    /// `[t, D]` bf16: the gate's low-rank down projection.
-    pub(super) f_a: DeviceBuffer,
+    /// bf16: the projections of the block input, each one's `[t, width]` in turn
+    /// ([`InputProjection::part`]).
+    pub(super) projected: DeviceBuffer,
+    /// The geometry and the rows `projected` is laid out for.
+    layout: (KdaGeometry, u32),
     /// `[t, qkv]` bf16: the gate's up projection, before the gate law.
     pub(super) g_raw: DeviceBuffer,
     /// `[t_pad, H, D]` f32 log-decays.
     pub(super) gate: DeviceBuffer,
-    /// `[t, H]` bf16: the beta projection, before the sigmoid.
-    pub(super) b_raw: DeviceBuffer,
     /// `[t_pad, H]` f32.
     pub(super) beta: DeviceBuffer,
-    /// `[t, D]` bf16: the output gate's down projection.
-    pub(super) g_a: DeviceBuffer,
     /// `[t, qkv]` bf16: the output gate.
     pub(super) out_gate: DeviceBuffer,
 }
 
 impl FrontEnd {
     pub(super) fn new(gpu: &dyn GpuBackend, g: &KdaGeometry, t: u32, t_pad: u32) -> Result<Self, BlockError> {
-        let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
+        let qkv = g.qkv();
         let bf16 = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::Bf16, elements(what, &[t, width])?)?);
         let f32_padded =
             |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
         Ok(Self {
-            packed: bf16("t·3·qkv", 3 * qkv)?,
-            f_a: bf16("t·D", d)?,
+            projected: bf16("t·(3·qkv + 2·D + H)", InputProjection::stacked_width(g))?,
+            layout: (*g, t),
             g_raw: bf16("t·qkv", qkv)?,
             gate: f32_padded("t_pad·qkv", qkv)?,
-            b_raw: bf16("t·H", heads)?,
-            beta: f32_padded("t_pad·H", heads)?,
-            g_a: bf16("t·D", d)?,
+            beta: f32_padded("t_pad·H", g.heads)?,
             out_gate: bf16("t·qkv", qkv)?,
         })
     }
 
-    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 8] {
-        let Self { packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate } = self;
-        [packed, f_a, g_raw, gate, b_raw, beta, g_a, out_gate]
+    /// The range of `projection`'s outputs in `projected`.
+    pub(super) fn part(&self, projection: InputProjection) -> Range<usize> {
+        let (geometry, rows) = &self.layout;
+        projection.part(geometry, *rows)
+    }
+
+    /// `projection`'s outputs, `[t, width]`.
+    pub(super) fn input(&self, projection: InputProjection) -> View<'_> {
+        self.projected.slice(self.part(projection))
+    }
+
+    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 5] {
+        let Self { projected, layout: _, g_raw, gate, beta, out_gate } = self;
+        [projected, g_raw, gate, beta, out_gate]
     }
 }
 
