@@ -3,12 +3,14 @@
 //
 // The ABI leaves a GEMM's summation order free (its tolerance is the dense products' one), so the
 // products run on tensor cores: bf16 inputs, f32 accumulation, `mma.sync.m16n8k16` (not wgmma:
-// the emulator runs warp-level mma only). A block of GEMM_THREADS = 256 threads (8 warps, 2 along
-// m by 4 along n) computes a GEMM_TILE_M × GEMM_TILE_N = 128 × 128 tile of c, each warp 64 × 32
-// (4 × 4 mma tiles, 64 f32 accumulators a thread): per 16 of K a warp issues 6 `ldmatrix.x4` for
-// 16 mma (32 × 32 warp tiles take 4 for 8), and a block loads 1/32 byte of operand per product
-// where a 128 × 64 tile loads 3/64. K tiles of BK = 32 are staged in shared memory three deep by
-// `cp.async`, so the loads of the two tiles ahead overlap the products of this one.
+// the emulator runs warp-level mma only). A block of GEMM_THREADS = 128 threads (4 warps, 2 along
+// m by 2 along n) computes a GEMM_TILE_M × GEMM_TILE_N = 128 × 128 tile of c, each warp 64 × 64
+// (4 × 8 mma tiles, 128 f32 accumulators a thread): per 16 of K a warp issues 8 `ldmatrix.x4` for
+// 32 mma (64 × 32 warp tiles take 6 for 16, 32 × 32 ones 4 for 8), and a block loads 1/32 byte of
+// operand per product where a 128 × 64 tile loads 3/64. On an H200 a throwaway harness timed this
+// at 668 µs against 754 for 8 warps of 64 × 32 (4096 × 8192 × 4096), with a third fewer `ldmatrix`
+// per mma. K tiles of BK = 32 are staged in shared memory three deep by `cp.async`, so the loads of
+// the two tiles ahead overlap the products of this one.
 //
 // Shared memory is static and capped at 48 KiB (no dynamic opt-in): (128 + 128) rows × 32 bf16 ×
 // 2 B × 3 stages = 48 KiB exactly, so rows are not padded. Their 64 bytes are four 16-byte chunks,
@@ -20,6 +22,7 @@
 // rows r and r + 2 would collide: a 4-way conflict). The `cp.async` stores are conflict-free too:
 // 8 consecutive threads write all 4 chunks of 2 adjacent rows, again 8 distinct groups. Since every
 // fragment row is a multiple of 8 plus a lane offset, the XOR term is the lane's own (lane >> 1) & 3.
+// Each thread stages 8 chunks a K tile (4 of a, 4 of b, 32 rows apart), all at the same swizzle.
 // Tiles past m or n, and K chunks past k, are zero-filled in shared memory (zeros add nothing).
 //
 // Blocks walk the tiles in row order with one linear grid-stride index (nested m and n loops
@@ -29,9 +32,10 @@
 // c does not depend on the other rows.
 //
 // The tensor-core path needs 16-byte rows (k % 8 == 0) and 16-byte aligned operands; any other
-// launch takes the scalar path, the same tile as eight 64 × 32 register-blocked sub-tiles of f32
-// products in ascending p, which the emulated cases exercise with odd k and offset views. c is
-// written two bf16 at a time where n is even and c 4-byte aligned, else element by element.
+// launch takes the scalar path, the same tile as four 64 × 64 register-blocked sub-tiles of f32
+// products in ascending p (32 outputs a thread), which the emulated cases exercise with odd k and
+// offset views. Both paths write c two bf16 at a time where n is even and c 4-byte aligned, else
+// element by element.
 //
 // Geometry (src/launch.rs): `launch::gemm(m, n)`: blockDim = (GEMM_THREADS, 1, 1),
 // grid (⌈n / GEMM_TILE_N⌉, ⌈m / GEMM_TILE_M⌉), a grid-stride loop over further tiles (any grid
@@ -48,28 +52,32 @@
 #error "GEMM_THREADS must be defined by the build (kernels.toml [defines])"
 #endif
 
-static_assert(GEMM_TILE_M == 128 && GEMM_TILE_N == 128 && GEMM_THREADS == 256,
-              "dense_gemm_bf16 is written for 128 x 128 tiles of 256 threads (8 warps of 64 x 32)");
+static_assert(GEMM_TILE_M == 128 && GEMM_TILE_N == 128 && GEMM_THREADS == 128,
+              "dense_gemm_bf16 is written for 128 x 128 tiles of 128 threads (4 warps of 64 x 64)");
 
 namespace {
 constexpr u32 BM = GEMM_TILE_M, BN = GEMM_TILE_N, BK = 32;
 constexpr u32 STAGES = 3;
 constexpr u32 CHUNKS = BK / 8;                       // 16-byte chunks per tile row: 4 (64 bytes)
-constexpr u32 WARPS_M = 2, WARPS_N = 4;              // warp grid of a block
-constexpr u32 WM = BM / WARPS_M, WN = BN / WARPS_N;  // 64 x 32 per warp
-constexpr u32 MT = WM / 16, NT = WN / 8;             // mma tiles per warp: 4 x 4
+constexpr u32 WARPS_M = 2, WARPS_N = 2;              // warp grid of a block
+constexpr u32 WM = BM / WARPS_M, WN = BN / WARPS_N;  // 64 x 64 per warp
+constexpr u32 MT = WM / 16, NT = WN / 8;             // mma tiles per warp: 4 x 8
 constexpr u32 STAGE_ELEMS = (BM + BN) * BK;          // bf16 per stage: a rows, then b rows
-constexpr u32 LOADS = (BM + BN) * CHUNKS / GEMM_THREADS;  // chunks a thread stages per K tile: 4
-constexpr u32 LOAD_ROWS = GEMM_THREADS / CHUNKS;          // rows between a thread's chunks: 64
-static_assert(WARPS_M * WARPS_N * 32 == GEMM_THREADS, "one warp per 64 x 32 sub-tile");
+constexpr u32 LOADS = (BM + BN) * CHUNKS / GEMM_THREADS;  // chunks a thread stages per K tile: 8
+constexpr u32 LOAD_ROWS = GEMM_THREADS / CHUNKS;          // rows between a thread's chunks: 32
+static_assert(WARPS_M * WARPS_N * 32 == GEMM_THREADS, "one warp per 64 x 64 sub-tile");
 constexpr u32 LINE_ROWS = 128 / (BK * 2);            // tile rows per 128 bytes (one sweep of the 32 banks): 2
 static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0 && LINE_ROWS * CHUNKS == 8,
               "whole ldmatrix.x4 tiles; the swizzle's period is 8 rows");
 static_assert((BM + BN) * CHUNKS % GEMM_THREADS == 0 && BM % LOAD_ROWS == 0 && LOAD_ROWS % 8 == 0,
               "whole chunks per thread, each in a or in b, all at the same swizzle");
 
-// The scalar path: a 64 × 32 sub-tile per pass, 4 × 2 outputs per thread, K tiles of SK.
-constexpr u32 SM = 64, SN = 32, SK = 32;
+// The scalar path: a 64 × 64 sub-tile per pass, K tiles of SK. A thread owns SR rows, SQ pairs of
+// adjacent columns in each (8 × 2 × 2 = 32 outputs), from a grid of S_TX × S_TY threads.
+constexpr u32 SM = 64, SN = 64, SK = 32;
+constexpr u32 S_TX = 16, S_TY = GEMM_THREADS / S_TX;  // 16 × 8 threads
+constexpr u32 SR = SM / S_TY, SQ = SN / (2 * S_TX);    // 8 rows, 2 column pairs a thread
+static_assert(S_TX * S_TY == GEMM_THREADS && SR * S_TY == SM && SQ * 2 * S_TX == SN, "the sub-tile, shared out");
 constexpr u32 SCALAR_BYTES = SK * (SM + 1) * 4 + SK * (SN + 1) * 4;
 constexpr u32 TENSOR_BYTES = STAGES * STAGE_ELEMS * 2;
 constexpr u32 SHARED_BYTES = TENSOR_BYTES > SCALAR_BYTES ? TENSOR_BYTES : SCALAR_BYTES;
@@ -153,8 +161,20 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
            (static_cast<uint32_t>(__bfloat16_as_ushort(narrow(hi))) << 16);
 }
 
-// The tensor-core tile at (m0, n0); k % 8 == 0 and a, b 16-byte aligned. `pairs`: n is even and c
-// 4-byte aligned, so each thread's two adjacent outputs go out as one word.
+// Writes outputs (row, col) and (row, col + 1) of c, each where it lies inside c; col is even.
+// `pairs`: n is even and c 4-byte aligned, so the two are one aligned word, inside c together.
+__device__ __forceinline__ void store_pair(bf16* c, u32 m, u32 n, u32 row, u32 col, float lo, float hi, bool pairs) {
+    if (row >= m || col >= n) return;
+    bf16* out = c + static_cast<size_t>(row) * n + col;
+    if (pairs) {
+        *reinterpret_cast<uint32_t*>(out) = pack_bf16(lo, hi);
+    } else {
+        out[0] = narrow(lo);
+        if (col + 1 < n) out[1] = narrow(hi);
+    }
+}
+
+// The tensor-core tile at (m0, n0); k % 8 == 0 and a, b 16-byte aligned. `pairs`: as store_pair.
 __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf16* b, bf16* c, u32 m, u32 n, u32 k,
                                             u32 m0, u32 n0, bool pairs) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -230,31 +250,23 @@ __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf1
 #pragma unroll
         for (u32 j = 0; j < NT; ++j)
 #pragma unroll
-            for (u32 h = 0; h < 2; ++h) {
-                const u32 row = m0 + wm + i * 16 + g + h * 8;
-                const u32 col = n0 + wn + j * 8 + 2 * t;
-                if (row >= m || col >= n) continue;
-                bf16* out = c + static_cast<size_t>(row) * n + col;
-                if (pairs) {
-                    *reinterpret_cast<uint32_t*>(out) = pack_bf16(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-                } else {
-                    out[0] = narrow(acc[i][j][2 * h]);
-                    if (col + 1 < n) out[1] = narrow(acc[i][j][2 * h + 1]);
-                }
-            }
+            for (u32 h = 0; h < 2; ++h)
+                store_pair(c, m, n, m0 + wm + i * 16 + g + h * 8, n0 + wn + j * 8 + 2 * t, acc[i][j][2 * h],
+                           acc[i][j][2 * h + 1], pairs);
 }
 
-// The scalar path's sub-tile at (m0, n0): SM × SN outputs, thread (tx, ty) owning rows ty + 16·r
-// and columns tx + 16·q, over K tiles staged as f32 (k-major: a broadcast column of a and a
-// contiguous row of b per step). Every thread of the block takes part (barriers).
+// The scalar path's sub-tile at (m0, n0): SM × SN outputs, thread (tx, ty) owning rows ty + S_TY·r
+// and columns 2·tx + 2·S_TX·q and the one after, over K tiles staged as f32 (k-major: a broadcast
+// column of a and a contiguous row of b per step, where a warp's 16 tx read 16 distinct banks).
+// Every thread of the block takes part (barriers).
 __device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* a, const bf16* b, bf16* c, u32 m,
-                                               u32 n, u32 k, u32 m0, u32 n0) {
+                                               u32 n, u32 k, u32 m0, u32 n0, bool pairs) {
     auto a_tile = reinterpret_cast<float(*)[SM + 1]>(smem);
     auto b_tile = reinterpret_cast<float(*)[SN + 1]>(smem + SK * (SM + 1) * 4);
-    const u32 tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    float acc[4][2] = {};
+    const u32 tid = threadIdx.x, tx = tid % S_TX, ty = tid / S_TX;
+    float acc[SR][SQ][2] = {};
     for (u32 k0 = 0; k0 < k; k0 += SK) {
-        // Each thread widens up to 8 a and 4 b elements of the tile (row-major reads, k-major
+        // Each thread widens up to 16 a and 16 b elements of the tile (row-major reads, k-major
         // stores).
         for (u32 i = tid; i < SK * (SM + SN); i += GEMM_THREADS) {
             const u32 row = i / SK, p = i % SK, gp = k0 + p;
@@ -269,33 +281,36 @@ __device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* 
         __syncthreads();
         for (u32 p = 0; p < SK; ++p) {
 #pragma unroll
-            for (u32 r = 0; r < 4; ++r)
+            for (u32 r = 0; r < SR; ++r)
 #pragma unroll
-                for (u32 q = 0; q < 2; ++q) acc[r][q] = acc[r][q] + a_tile[p][ty + 16 * r] * b_tile[p][tx + 16 * q];
+                for (u32 q = 0; q < SQ; ++q)
+#pragma unroll
+                    for (u32 e = 0; e < 2; ++e)
+                        acc[r][q][e] = acc[r][q][e] + a_tile[p][ty + S_TY * r] * b_tile[p][2 * (tx + S_TX * q) + e];
         }
         __syncthreads();
     }
 #pragma unroll
-    for (u32 r = 0; r < 4; ++r)
+    for (u32 r = 0; r < SR; ++r)
 #pragma unroll
-        for (u32 q = 0; q < 2; ++q) {
-            const u32 i = m0 + ty + 16 * r, j = n0 + tx + 16 * q;
-            if (i < m && j < n) c[static_cast<size_t>(i) * n + j] = narrow(acc[r][q]);
-        }
+        for (u32 q = 0; q < SQ; ++q)
+            store_pair(c, m, n, m0 + ty + S_TY * r, n0 + 2 * (tx + S_TX * q), acc[r][q][0], acc[r][q][1], pairs);
 }
 
 // The scalar path's tile at (m0, n0), as its sub-tiles.
 __device__ __forceinline__ void scalar_tile(unsigned char* smem, const bf16* a, const bf16* b, bf16* c, u32 m, u32 n,
-                                            u32 k, u32 m0, u32 n0) {
+                                            u32 k, u32 m0, u32 n0, bool pairs) {
     for (u32 sm = 0; sm < BM; sm += SM)
-        for (u32 sn = 0; sn < BN; sn += SN) scalar_subtile(smem, a, b, c, m, n, k, m0 + sm, n0 + sn);
+        for (u32 sn = 0; sn < BN; sn += SN) scalar_subtile(smem, a, b, c, m, n, k, m0 + sm, n0 + sn, pairs);
 }
 }  // namespace
 
-// Two blocks per SM (2 × 48 KiB of shared memory, 16 warps to hide latency): room for 128
-// registers a thread, which the tensor path's 64 accumulators and 24 fragment registers fit
-// without spilling. One block per SM (ptxas then takes ~137) measured 40 % slower on an H200.
-extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 2)
+// Three blocks per SM (3 × 48 KiB of shared memory, 12 warps to hide latency): room for 168
+// registers a thread, which the tensor path's 128 accumulators and 32 fragment registers fit
+// without spilling (ptxas takes 166). Four blocks would cap it at 128 and spill; two leave 8 warps
+// an SM (ptxas then takes 216), and warps an SM counted on an H200: the 8-warp 64 × 32 kernel ran
+// 40 % slower at one block per SM than at two.
+extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     dense_gemm_bf16(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict__ c, u32 m, u32 n,
                     u32 k) {
     // Words of 16 bytes: aligned for cp.async and ldmatrix, then viewed as each path's tiles.
@@ -308,9 +323,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 2)
     const size_t tiles = static_cast<size_t>(m / BM + (m % BM != 0)) * tiles_n;
     const size_t first = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
     const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
+    const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(c) & 3u) == 0;
     // Uniform over the launch: every thread of every block takes the same path.
     if ((k % 8 == 0) && aligned16(a) && aligned16(b)) {
-        const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(c) & 3u) == 0;
         for (size_t t = first; t < tiles; t += stride) {
             const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
             tensor_tile(reinterpret_cast<bf16*>(smem), a, b, c, m, n, k, m0, n0, pairs);
@@ -318,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 2)
     } else {
         for (size_t t = first; t < tiles; t += stride) {
             const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
-            scalar_tile(smem, a, b, c, m, n, k, m0, n0);
+            scalar_tile(smem, a, b, c, m, n, k, m0, n0, pairs);
         }
     }
 }

@@ -136,8 +136,9 @@ fn every_kernel_agrees_with_every_pointer_off_alignment() {
 fn the_grid_stride_kernels_agree_on_one_block() {
     // One block for everything: the output norm's warps walk further rows; the GEMM's
     // tensor-core path loops over two row and two column tiles, reusing its pipeline's shared
-    // stages; the prefill conv's warps walk further heads and two token tiles, the first of which
-    // alone carries the state.
+    // stages, and its scalar path (odd k, unaligned views) over the same tiles, reusing its
+    // sub-tiles' shared buffer; the prefill conv's warps walk further heads and two token tiles,
+    // the first of which alone carries the state.
     let (gpu, kernels) = emulated();
     let one_block =
         |field: &str, tokens| KernelCase::new(field, &d64(), tokens, support::SEED).unwrap().with_blocks(1);
@@ -145,6 +146,7 @@ fn the_grid_stride_kernels_agree_on_one_block() {
         one_block("o_norm", 5),
         one_block("conv_prefill", 65),
         KernelCase::dense("gemm", 130, 129, 264, 0, support::SEED).unwrap().with_blocks(1),
+        KernelCase::dense("gemm", 130, 129, 263, 1, support::SEED).unwrap().with_blocks(1),
     ];
     let mut failures = Vec::new();
     for case in &cases {

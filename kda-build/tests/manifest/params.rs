@@ -69,7 +69,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
         [Comparison {
             lhs: Expr::Launch(LaunchDim::BlockX),
             op: CompareOp::Eq,
-            rhs: Expr::Define { name: "GEMM_THREADS".to_owned(), value: 256 },
+            rhs: Expr::Define { name: "GEMM_THREADS".to_owned(), value: 128 },
         }]
     );
     assert_eq!(gemm.requires[0].text, "block.x == GEMM_THREADS");
