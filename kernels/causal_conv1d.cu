@@ -2,23 +2,25 @@
 // [dim, W] f32 state of the last W inputs, channel-major, slot W−1 the newest, followed by the
 // per-head L2 norm of the q and k channels (docs/kernels.md).
 //
-// Geometry (src/launch.rs): the decode entry takes `launch::conv(dim, rows)`: one thread per
-// channel, blockDim.x == CONV_BLOCK, grid (⌈dim / CONV_BLOCK⌉, rows), one batch row per
-// blockIdx.y; it needs exactly that block, so that its L2 heads never straddle blocks (CONV_BLOCK
-// is a multiple of every head_dim). The prefill entry takes `launch::conv_prefill(qkv, head_dim,
-// t)`: one warp per head and tile of CONV_PREFILL_TOKENS tokens.
+// Both entries give a warp one head of head_dim channels (a q, k or v head of the packed q | k | v
+// rows), lane l its channels l·CPL .. l·CPL + CPL − 1 (CPL = head_dim / 32), and run each token
+// of a head through one function, `head_token`, so decode and prefill compute the same values the
+// same way: the conv and SiLU per channel, then for a q or k head y ← y / sqrt(Σ_head y² + eps),
+// the Σy² each lane over its channels ascending, then a warp butterfly (the ABI leaves it free).
+// No barrier, no shared memory. Values move CPL at a time (8-byte loads at D = 128) where the
+// pointers are aligned to that, element by element otherwise.
+//
+// Geometry (src/launch.rs): `launch::conv_decode(dim, head_dim, rows)`, one warp per (batch row,
+// head), and `launch::conv_prefill(qkv, head_dim, t)`, one warp per (token tile, head); both
+// grid-stride over the grid's warps, so any 1-D block of whole warps runs them.
 //
 // Per channel c and token: shift state[c][0..W−1] ← state[c][1..W], state[c][W−1] ← f32(x[c]);
 // a = Σ_{s<W} state[c][s]·f32(w[c][s]) (one accumulator from 0, ascending s: tap 0 multiplies the
 // oldest input); y = silu(a) = a·(1/(1+e^{−a})).
 #include "kda_common.cuh"
 
-#ifndef KDA_MAX_HEAD_DIM
-#error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
-#endif
-#ifndef CONV_BLOCK
-#error "CONV_BLOCK must be defined by the build (kernels.toml [defines])"
-#endif
+#include <type_traits>
+
 #ifndef CONV_MAX_WIDTH
 #error "CONV_MAX_WIDTH must be defined by the build (kernels.toml [defines])"
 #endif
@@ -26,8 +28,6 @@
 #error "CONV_PREFILL_TOKENS must be defined by the build (kernels.toml [defines])"
 #endif
 
-static_assert(CONV_BLOCK % 32 == 0 && CONV_BLOCK <= 1024, "CONV_BLOCK must be whole warps");
-static_assert(CONV_BLOCK % KDA_MAX_HEAD_DIM == 0, "a conv block must hold whole L2 heads");
 static_assert(CONV_PREFILL_TOKENS >= CONV_MAX_WIDTH, "a later token tile's window lies in x");
 
 __device__ __forceinline__ float silu(float a) { return a * (1.0f / (1.0f + expf(-a))); }
@@ -65,59 +65,6 @@ __device__ __forceinline__ void store_channel(float* state, u32 c, u32 width, co
     for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
         if (s < width) state[base + s] = win[s];
 }
-
-// Batched decode, one token for each of b sequences: x, out [b, dim]; batch row r updates the
-// window in pool slot batch_slot(slot, r, slots) ([slots, dim, W]; a row without one writes
-// nothing). Then for c < qk_channels (the q and k heads, head_dim consecutive channels each):
-// y ← y / sqrt(Σ_head y² + eps); out[r][c] = bf16(y), one rounding. The Σy² order is warp
-// butterflies then the head's warp partials in order (the ABI leaves it free). Grid
-// (⌈dim / CONV_BLOCK⌉, ≥ b): blockIdx.y is the batch row. Requires blockDim.x == CONV_BLOCK,
-// head_dim a multiple of 32 dividing CONV_BLOCK, qk_channels a multiple of head_dim and ≤ dim,
-// 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is written.
-extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool, const u32* __restrict__ slot,
-                                                       const bf16* __restrict__ x, const bf16* __restrict__ weight,
-                                                       bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 width,
-                                                       u32 qk_channels, u32 head_dim, float eps) {
-    __shared__ float partial[CONV_BLOCK / 32];
-    if (blockDim.x != CONV_BLOCK || width == 0 || width > CONV_MAX_WIDTH) return;
-    if (head_dim == 0 || head_dim % 32 != 0 || CONV_BLOCK % head_dim != 0) return;
-    if (qk_channels % head_dim != 0 || qk_channels > dim) return;
-    const u32 row = blockIdx.y;
-    if (row >= b) return;
-    // Block-uniform: every thread of the block returns here or none does.
-    const u32 s = batch_slot(slot, row, slots);
-    if (s == KDA_NO_SLOT) return;
-    float* const state = pool + static_cast<size_t>(s) * dim * width;
-    const size_t row_base = static_cast<size_t>(row) * dim;
-
-    const u32 block_start = blockIdx.x * CONV_BLOCK;
-    const u32 c = block_start + threadIdx.x;
-    const bool active = c < dim;
-    float y = 0.0f;
-    if (active) {
-        float win[CONV_MAX_WIDTH], tap[CONV_MAX_WIDTH];
-        load_channel(state, weight, c, width, win, tap);
-        y = silu(push(win, tap, width, widen(x[row_base + c])));
-        store_channel(state, c, width, win);
-    }
-    // Block-uniform: does this block hold any q/k channel? (Heads never straddle blocks.)
-    if (block_start < qk_channels) {
-        const bool normed = c < qk_channels;
-        const float sq = warp_sum(normed ? y * y : 0.0f);
-        const u32 warp = threadIdx.x >> 5;
-        if ((threadIdx.x & 31) == 0) partial[warp] = sq;
-        __syncthreads();
-        if (normed) {
-            const u32 warps_per_head = head_dim >> 5;
-            const u32 first = (threadIdx.x / head_dim) * warps_per_head;
-            float total = 0.0f;
-            for (u32 i = 0; i < warps_per_head; ++i) total = total + partial[first + i];
-            y = y / sqrtf(total + eps);
-        }
-    }
-    if (active) out[row_base + c] = narrow(y);
-}
-
 
 namespace {
 
@@ -158,6 +105,87 @@ __device__ __forceinline__ void store_f32s(float* p, bool vector, const float (&
     }
 #pragma unroll
     for (u32 j = 0; j < N; ++j) p[j] = values[j];
+}
+
+// N values to p, each rounded to bf16: one store of 2·N bytes where `vector` (p aligned to them),
+// else element by element.
+template <u32 N>
+__device__ __forceinline__ void store_bf16s(bf16* p, bool vector, const float (&values)[N]) {
+    if constexpr (N == 4) {
+        if (vector) {
+            const uint32_t lo = pack_bf16(values[0], values[1]), hi = pack_bf16(values[2], values[3]);
+            *reinterpret_cast<uint2*>(p) = make_uint2(lo, hi);
+            return;
+        }
+    } else if constexpr (N == 2) {
+        if (vector) {
+            *reinterpret_cast<uint32_t*>(p) = pack_bf16(values[0], values[1]);
+            return;
+        }
+    }
+#pragma unroll
+    for (u32 j = 0; j < N; ++j) p[j] = narrow(values[j]);
+}
+
+// One token of one head for one lane, the step both entries share: y holds the lane's CPL inputs
+// and becomes its outputs before rounding, silu(a) of each channel (win advanced by the input),
+// divided by the head's sqrt(Σ y² + eps) where `normed` (a q or k head; uniform over the warp,
+// whose 32 lanes must all take part).
+template <u32 CPL>
+__device__ __forceinline__ void head_token(float (&win)[CPL][CONV_MAX_WIDTH], const float (&tap)[CPL][CONV_MAX_WIDTH],
+                                           u32 width, bool normed, float eps, float (&y)[CPL]) {
+    float squares = 0.0f;
+#pragma unroll
+    for (u32 j = 0; j < CPL; ++j) {
+        y[j] = silu(push(win[j], tap[j], width, y[j]));
+        squares = squares + y[j] * y[j];
+    }
+    if (normed) {
+        const float norm = sqrtf(warp_sum(squares) + eps);
+#pragma unroll
+        for (u32 j = 0; j < CPL; ++j) y[j] = y[j] / norm;
+    }
+}
+
+// Runs body(CPL) with CPL = head_dim / 32 as a compile-time constant (head_dim 32, 64 or 128).
+template <typename Body>
+__device__ __forceinline__ void with_channels_per_lane(u32 head_dim, Body body) {
+    switch (head_dim) {
+        case 32: body(std::integral_constant<u32, 1>{}); break;
+        case 64: body(std::integral_constant<u32, 2>{}); break;
+        default: body(std::integral_constant<u32, 4>{}); break;
+    }
+}
+
+// Batched decode with heads of 32·CPL channels (see the decode entry).
+template <u32 CPL>
+__device__ __forceinline__ void conv_decode_heads(float* __restrict__ pool, const u32* __restrict__ slot,
+                                                  const bf16* __restrict__ x, const bf16* __restrict__ weight,
+                                                  bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 width,
+                                                  u32 qk_channels, float eps) {
+    constexpr u32 HEAD = 32 * CPL;
+    const u32 heads = dim / HEAD;
+    const size_t units = static_cast<size_t>(b) * heads;
+    // Every offset below is a multiple of CPL elements (dim is a multiple of HEAD).
+    const bool vector = aligned_to(x, 2 * CPL) && aligned_to(out, 2 * CPL);
+    const u32 lane = threadIdx.x & 31;
+    for (size_t unit = warp_index(); unit < units; unit += warp_count()) {
+        const u32 row = static_cast<u32>(unit / heads), head = static_cast<u32>(unit % heads);
+        // Uniform over the warp: a row without a slot writes nothing.
+        const u32 s = batch_slot(slot, row, slots);
+        if (s == KDA_NO_SLOT) continue;
+        float* const state = pool + static_cast<size_t>(s) * dim * width;
+        const u32 c0 = head * HEAD + lane * CPL;
+        const size_t at = static_cast<size_t>(row) * dim + c0;
+        float win[CPL][CONV_MAX_WIDTH], tap[CPL][CONV_MAX_WIDTH], y[CPL];
+#pragma unroll
+        for (u32 j = 0; j < CPL; ++j) load_channel(state, weight, c0 + j, width, win[j], tap[j]);
+        load_widened<CPL>(x + at, vector, y);
+        head_token<CPL>(win, tap, width, head * HEAD < qk_channels, eps, y);
+#pragma unroll
+        for (u32 j = 0; j < CPL; ++j) store_channel(state, c0 + j, width, win[j]);
+        store_bf16s<CPL>(out + at, vector, y);
+    }
 }
 
 // The prefill with heads of 32·CPL channels, CPL consecutive channels a lane (see the entry).
@@ -208,17 +236,7 @@ __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, co
         for (u32 tau = first; tau < last; ++tau) {
             float y[CPL];
             load_widened<CPL>(x + tau * dim + c0, vector, y);
-            float squares = 0.0f;
-#pragma unroll
-            for (u32 j = 0; j < CPL; ++j) {
-                y[j] = silu(push(win[j], tap[j], width, y[j]));
-                squares = squares + y[j] * y[j];
-            }
-            if (part < 2) {
-                const float norm = sqrtf(warp_sum(squares) + eps);
-#pragma unroll
-                for (u32 j = 0; j < CPL; ++j) y[j] = y[j] / norm;
-            }
+            head_token<CPL>(win, tap, width, part < 2, eps, y);
 #pragma unroll
             for (u32 j = 0; j < CPL; ++j) y[j] = widen(narrow(y[j]));
             store_f32s<CPL>(dst + tau * static_cast<size_t>(qkv) + col0, vector, y);
@@ -239,6 +257,25 @@ __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, co
 }
 
 }  // namespace
+
+// Batched decode, one token for each of b sequences: x, out [b, dim]; batch row r updates the
+// window in pool slot batch_slot(slot, r, slots) ([slots, dim, W]; a row without one writes
+// nothing), then the channels c < qk_channels (the q and k heads) are L2-normalised per head and
+// out[r][c] = bf16(y), one rounding. One warp per (row, head), grid-strided. Requires head_dim 32,
+// 64 or 128, dim and qk_channels multiples of it, qk_channels ≤ dim and 1 ≤ width ≤
+// CONV_MAX_WIDTH; otherwise nothing is written.
+extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool, const u32* __restrict__ slot,
+                                                       const bf16* __restrict__ x, const bf16* __restrict__ weight,
+                                                       bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 width,
+                                                       u32 qk_channels, u32 head_dim, float eps) {
+    if ((blockDim.x & 31u) != 0 || blockDim.y != 1 || blockDim.z != 1) return;
+    if (width == 0 || width > CONV_MAX_WIDTH) return;
+    if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
+    if (dim % head_dim != 0 || qk_channels % head_dim != 0 || qk_channels > dim) return;
+    with_channels_per_lane(head_dim, [&](auto cpl) {
+        conv_decode_heads<decltype(cpl)::value>(pool, slot, x, weight, out, b, slots, dim, width, qk_channels, eps);
+    });
+}
 
 // Prefill, t tokens of packed q | k | v rows, x [t, 3·qkv] (dim = 3·qkv channels): every
 // channel's conv and SiLU, then each q and k head (head_dim channels) divided by
@@ -267,9 +304,7 @@ extern "C" __global__ void causal_conv1d_prefill_l2norm_split(float* __restrict_
     if (width == 0 || width > CONV_MAX_WIDTH) return;
     if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
     if (qkv % head_dim != 0) return;
-    switch (head_dim) {
-        case 32: conv_prefill_heads<1>(state, x, weight, q, k, v, t, qkv, width, eps); break;
-        case 64: conv_prefill_heads<2>(state, x, weight, q, k, v, t, qkv, width, eps); break;
-        default: conv_prefill_heads<4>(state, x, weight, q, k, v, t, qkv, width, eps); break;
-    }
+    with_channels_per_lane(head_dim, [&](auto cpl) {
+        conv_prefill_heads<decltype(cpl)::value>(state, x, weight, q, k, v, t, qkv, width, eps);
+    });
 }

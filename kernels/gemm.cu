@@ -155,12 +155,6 @@ __device__ __forceinline__ void load_stage(bf16* stage, Loader& l, const bf16* a
     l.col += BK;
 }
 
-// Two bf16 as one 32-bit word, the first at the lower address.
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    return static_cast<uint32_t>(__bfloat16_as_ushort(narrow(lo))) |
-           (static_cast<uint32_t>(__bfloat16_as_ushort(narrow(hi))) << 16);
-}
-
 // Writes outputs (row, col) and (row, col + 1) of c, each where it lies inside c; col is even.
 // `pairs`: n is even and c 4-byte aligned, so the two are one aligned word, inside c together.
 __device__ __forceinline__ void store_pair(bf16* c, u32 m, u32 n, u32 row, u32 col, float lo, float hi, bool pairs) {

@@ -26,6 +26,12 @@ __device__ __forceinline__ float widen(bf16 x) { return __bfloat162float(x); }
 // Round to nearest even (the ABI's only f32 -> bf16 rounding).
 __device__ __forceinline__ bf16 narrow(float x) { return __float2bfloat16_rn(x); }
 
+// Two values rounded to bf16 as one 32-bit word, the first at the lower address.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    return static_cast<uint32_t>(__bfloat16_as_ushort(narrow(lo))) |
+           (static_cast<uint32_t>(__bfloat16_as_ushort(narrow(hi))) << 16);
+}
+
 // σ(x) = 1/(1+e^{-x}), with the accurate expf (no fast-math intrinsics anywhere in this project).
 __device__ __forceinline__ float sigmoidf_acc(float x) { return 1.0f / (1.0f + expf(-x)); }
 

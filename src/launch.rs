@@ -15,14 +15,14 @@ use kda_runtime::LaunchGeometry;
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 
 /// Threads per block of the kernels that give each unit of work one warp (the output norm a head
-/// row, the prefill conv a head over a token tile), 8 units a block: a sizing choice of this file,
-/// those kernels take any block of whole warps.
+/// row, the convs a head of a row or of a token tile), 8 units a block: a sizing choice of this
+/// file, those kernels take any block of whole warps.
 pub const WARP_BLOCK: u32 = 256;
 
 /// The constants the kernels are compiled with, from the `[defines]` of `kernels.toml` (each
 /// documented there).
 pub use crate::kernels::defines::{
-    CHUNK_SCAN_THREADS, CHUNK_SCAN_VT, CHUNK_THREADS, CONV_BLOCK, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS,
+    CHUNK_SCAN_THREADS, CHUNK_SCAN_VT, CHUNK_THREADS, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS,
     DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS,
     GEMV_COLS_PER_BLOCK, GEMV_WARPS, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
 };
@@ -68,10 +68,11 @@ pub fn gemv(m: u32, n: u32) -> LaunchGeometry {
 /// row (y for the conv, z for the recurrent step), and CUDA grids hold at most 65,535 in y and z.
 pub const MAX_DECODE_BATCH: u32 = 65_535;
 
-/// `causal_conv1d_update_l2norm` over `dim` channels of `rows` sequences: one thread per channel,
-/// [`CONV_BLOCK`] per block (the kernel requires exactly that block), one grid row per sequence.
-pub fn conv(dim: u32, rows: u32) -> LaunchGeometry {
-    blocks((dim.div_ceil(CONV_BLOCK), rows, 1), (CONV_BLOCK, 1, 1))
+/// `causal_conv1d_update_l2norm` on one token of each of `rows` sequences, `dim` channels: one
+/// warp per head of `head_dim` channels and row (the kernel grid-strides over them by warp, so
+/// this is a sizing choice).
+pub fn conv_decode(dim: u32, head_dim: u32, rows: u32) -> LaunchGeometry {
+    warp_per_unit(rows.saturating_mul(dim / head_dim.max(1)))
 }
 
 /// `causal_conv1d_prefill_l2norm_split` on `t` tokens of packed q | k | v rows of `3·qkv`
@@ -116,13 +117,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn conv_blocks_hold_whole_heads_of_every_head_dim() {
+    fn decode_conv_gives_each_head_of_each_row_a_warp() {
+        // glm5-flash: 3 · 64 heads of 128 a row, 8 warps a block.
+        assert_eq!(conv_decode(24576, 128, 1).grid, (192 / 8, 1, 1));
+        assert_eq!(conv_decode(24576, 128, 64).grid, (64 * 192 / 8, 1, 1));
+        assert_eq!(conv_decode(24576, 128, 1).block, (WARP_BLOCK, 1, 1));
+        // Whole warps a head at every head dim the kernels take.
         for head_dim in crate::geometry::HEAD_DIMS {
-            assert_eq!(CONV_BLOCK % head_dim, 0, "head_dim {head_dim}");
+            assert_eq!(head_dim % 32, 0, "head_dim {head_dim}");
             assert!(head_dim <= KDA_MAX_HEAD_DIM);
         }
-        assert_eq!(conv(24576, 1).grid, (96, 1, 1));
-        assert_eq!(conv(24576, 64).grid, (96, 64, 1));
     }
 
     #[test]
@@ -178,7 +182,7 @@ mod tests {
             gemm(3, 5),
             gemv(1, 5),
             gemv(7, 5),
-            conv(768, 3),
+            conv_decode(768, 64, 3),
             conv_prefill(256, 64, 100),
             norm(4),
             recurrent(2, 128, 5),

@@ -18,8 +18,8 @@ use kda_runtime::GpuBackend;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
-    assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
-    d128, tiny,
+    assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
+    assert_recurrent_pair_identical, d64, d128, tiny,
 };
 
 /// The emulation backend with the resolved table; every entry, optional ones included, must be
@@ -67,6 +67,15 @@ fn recurrent_smem_is_bit_identical_to_recurrent() {
     let (gpu, kernels) = emulated();
     for (name, geometry) in [("tiny", tiny()), ("d64", d64())] {
         assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
+    }
+}
+
+#[test]
+fn the_prefill_conv_is_the_decode_conv_token_by_token() {
+    let (gpu, kernels) = emulated();
+    // Every head dim; 66 tokens cross a token tile (64) with a window seeded from x.
+    for (name, geometry, t) in [("tiny", tiny(), 66), ("d64", d64(), 5), ("d128", d128(), 3)] {
+        assert_prefill_conv_is_decode_conv(&gpu, &kernels, name, geometry, t);
     }
 }
 

@@ -19,8 +19,8 @@ use kda_runtime::cuda::CudaBackend;
 use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
-    assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_recurrent_pair_identical, d64,
-    d128, tiny,
+    assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
+    assert_recurrent_pair_identical, d64, d128, tiny,
 };
 
 /// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
@@ -83,6 +83,17 @@ fn recurrent_smem_is_bit_identical_to_recurrent() {
     let (gpu, kernels) = cuda();
     for (name, geometry) in [("tiny", tiny()), ("d64", d64()), ("glm5-flash", KdaGeometry::glm5_flash())] {
         assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn the_prefill_conv_is_the_decode_conv_token_by_token() {
+    let (gpu, kernels) = cuda();
+    for (name, geometry, t) in
+        [("tiny", tiny(), 66), ("d64", d64(), 5), ("glm5-flash", KdaGeometry::glm5_flash(), 3)]
+    {
+        assert_prefill_conv_is_decode_conv(&gpu, &kernels, name, geometry, t);
     }
 }
 

@@ -240,7 +240,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let (conv_pool, recurrent_pool) = pool.buffers_mut();
         self.kernels.launch_conv_decode(
             gpu,
-            launch::conv(dim, b),
+            launch::conv_decode(dim, g.head_dim, b),
             args::conv_decode {
                 pool: conv_pool.view_mut(),
                 slot: rows.slot.clone(),

@@ -210,7 +210,7 @@ impl KernelCase {
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
-                (|k| Some(k.conv_decode), launch::conv(s.dim, s.batch), args)
+                (|k| Some(k.conv_decode), launch::conv_decode(s.dim, s.d, s.batch), args)
             }
             "conv_prefill" => {
                 let (state, weight) = conv_inputs(&mut rng, s);

@@ -7,9 +7,11 @@ pub mod decode;
 
 use kda::block::Glm5NextKdaBlock;
 use kda::cases::{Check, HostData, HostOutput, KernelCase};
-use kda::geometry::KdaGeometry;
-use kda::kernels::Glm5NextKdaKernels;
-use kda::weights::{HostWeights, synthetic_hidden};
+use kda::geometry::{CONV_WIDTH, KdaGeometry};
+use kda::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
+use kda::launch;
+use kda::rng::SplitMix64;
+use kda::weights::{HostWeights, bf16_vec, synthetic_hidden};
 use kda_runtime::cpu::CpuBackend;
 use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
 
@@ -172,6 +174,83 @@ pub fn assert_recurrent_pair_identical(
             assert_eq!(wrong, 0, "{what}: recurrent_smem is not bit-identical to recurrent");
         }
     }
+}
+
+/// A prefill conv of `t` tokens against `t` decode conv steps of one sequence on `gpu`, from the
+/// same window: the two entries run each token of a head through one function, so q, k and v must
+/// be the decode outputs widened, bit for bit, and the two windows must end equal.
+pub fn assert_prefill_conv_is_decode_conv(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    name: &str,
+    geometry: KdaGeometry,
+    t: u32,
+) {
+    let (qkv, dim, head_dim, eps) = (geometry.qkv(), geometry.conv_dim(), geometry.head_dim, geometry.l2_eps);
+    let (rows, channels) = (t as usize, dim as usize);
+    let mut rng = SplitMix64::new(SEED);
+    let window = rng.uniform_vec(channels * CONV_WIDTH as usize, 1.0);
+    let x = bf16_vec(&rng.uniform_vec(rows * channels, 2.0));
+    let weight = gpu.upload(&bf16_vec(&rng.uniform_vec(channels * CONV_WIDTH as usize, 0.5))).unwrap();
+
+    let mut state = gpu.upload(&window).unwrap();
+    let inputs = gpu.upload(&x).unwrap();
+    let [mut q, mut k, mut v] = [(); 3].map(|_| gpu.zeros::<f32>(rows * qkv as usize).unwrap());
+    let prefill = args::conv_prefill {
+        state: state.view_mut(),
+        x: inputs.view(),
+        weight: weight.view(),
+        q: q.view_mut(),
+        k: k.view_mut(),
+        v: v.view_mut(),
+        t,
+        qkv,
+        width: CONV_WIDTH,
+        head_dim,
+        eps,
+    };
+    kernels.launch_conv_prefill(gpu, launch::conv_prefill(qkv, head_dim, t), prefill).unwrap();
+    let parts: Vec<Vec<f32>> = [&q, &k, &v].iter().map(|part| gpu.download(part).unwrap()).collect();
+
+    let (mut pool, slot) = (gpu.upload(&window).unwrap(), gpu.upload(&[0u32]).unwrap());
+    let mut out = gpu.zeros::<bf16>(channels).unwrap();
+    for (tau, token) in x.chunks(channels).enumerate() {
+        let token = gpu.upload(token).unwrap();
+        let step = args::conv_decode {
+            pool: pool.view_mut(),
+            slot: slot.view(),
+            x: token.view(),
+            weight: weight.view(),
+            out: out.view_mut(),
+            b: 1,
+            slots: 1,
+            dim,
+            width: CONV_WIDTH,
+            qk_channels: 2 * qkv,
+            head_dim,
+            eps,
+        };
+        kernels.launch_conv_decode(gpu, launch::conv_decode(dim, head_dim, 1), step).unwrap();
+        let decoded: Vec<bf16> = gpu.download(&out).unwrap();
+        for (index, (part, decoded)) in parts.iter().zip(decoded.chunks(qkv as usize)).enumerate() {
+            let want: Vec<u32> = decoded.iter().map(|x| x.to_f32().to_bits()).collect();
+            let got: Vec<u32> =
+                part[tau * qkv as usize..][..qkv as usize].iter().map(|x| x.to_bits()).collect();
+            let wrong = differing(&got, &want);
+            assert_eq!(
+                wrong,
+                0,
+                "{name}, token {tau} of {t}: {wrong} {} values differ",
+                ["q", "k", "v"][index]
+            );
+        }
+    }
+    let [prefilled, decoded]: [Vec<f32>; 2] = [&state, &pool].map(|window| gpu.download(window).unwrap());
+    assert!(
+        prefilled.iter().zip(&decoded).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "{name}: the windows differ"
+    );
+    println!("{name}, t = {t}: the prefill conv is {t} decode conv steps, bit for bit");
 }
 
 /// What a run of the block leaves: its outputs and the state after them.

@@ -76,8 +76,8 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
 
     let conv_decode = &table.entries[3];
     assert_eq!(conv_decode.field, "conv_decode");
-    assert_eq!(conv_decode.requires.len(), 9);
-    let head_dim = &conv_decode.requires[6];
+    assert_eq!(conv_decode.requires.len(), 8);
+    let head_dim = &conv_decode.requires[4];
     assert_eq!(head_dim.text, "head_dim == 32 || head_dim == 64 || head_dim == 128");
     assert_eq!(head_dim.any_of.len(), 3);
     let eps = conv_decode.params.as_ref().unwrap().last().unwrap();

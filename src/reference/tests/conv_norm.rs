@@ -75,7 +75,7 @@ fn try_decode(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 3]) -> Launched<
         head_dim,
         eps: 1e-6,
     };
-    let result = dev.kernels.launch_conv_decode(&dev.gpu, launch::conv(dim, 1), args);
+    let result = dev.kernels.launch_conv_decode(&dev.gpu, launch::conv_decode(dim, head_dim, 1), args);
     Launched { result, written: (dev.down(&state), dev.down(&out)) }
 }
 
