@@ -33,9 +33,9 @@ static_assert(CONV_PREFILL_TOKENS >= CONV_MAX_WIDTH, "a later token tile's windo
 __device__ __forceinline__ float silu(float a) { return a * (1.0f / (1.0f + expf(-a))); }
 
 // Loads channel c's window into win[0..width) and its taps into tap[0..width).
-__device__ __forceinline__ void load_channel(const float* state, const bf16* weight, u32 c, u32 width,
+__device__ __forceinline__ void load_channel(const float* state, const bf16* weight, size_t c, u32 width,
                                              float (&win)[CONV_MAX_WIDTH], float (&tap)[CONV_MAX_WIDTH]) {
-    const size_t base = static_cast<size_t>(c) * width;
+    const size_t base = c * width;
 #pragma unroll
     for (u32 s = 0; s < CONV_MAX_WIDTH; ++s) {
         win[s] = s < width ? state[base + s] : 0.0f;
@@ -59,8 +59,8 @@ __device__ __forceinline__ float push(float (&win)[CONV_MAX_WIDTH], const float 
     return a;
 }
 
-__device__ __forceinline__ void store_channel(float* state, u32 c, u32 width, const float (&win)[CONV_MAX_WIDTH]) {
-    const size_t base = static_cast<size_t>(c) * width;
+__device__ __forceinline__ void store_channel(float* state, size_t c, u32 width, const float (&win)[CONV_MAX_WIDTH]) {
+    const size_t base = c * width;
 #pragma unroll
     for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
         if (s < width) state[base + s] = win[s];
@@ -250,7 +250,7 @@ __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, co
                     for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
                         if (s < width) win[j][s] = widen(x[static_cast<size_t>(t - width + s) * dim + c0 + j]);
                 }
-                store_channel(state, static_cast<u32>(c0 + j), width, win[j]);
+                store_channel(state, c0 + j, width, win[j]);
             }
         }
     }
