@@ -43,8 +43,8 @@ __device__ __forceinline__ float warp_sum(float x) {
     return x;
 }
 
-// The warp's index in the grid (1-D launches) and the number of warps of the grid: the units of
-// the kernels that give each row one warp and grid-stride over the rest.
+// The warp's index in the grid (1-D launches) and the number of warps of the grid: for the kernels
+// that give each unit of work (a row, a head) one warp and grid-stride over the rest.
 __device__ __forceinline__ size_t warp_index() {
     return (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
 }

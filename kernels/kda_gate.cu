@@ -25,8 +25,7 @@ extern "C" __global__ void kda_gate_bf16(const bf16* __restrict__ g_raw, const f
     const size_t n = static_cast<size_t>(t) * row;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const bool by_four = d % 4 == 0 && (reinterpret_cast<uintptr_t>(g_raw) & 7u) == 0 && aligned16(dt_bias) &&
-                         aligned16(gate);
+    const bool by_four = d % 4 == 0 && aligned_to(g_raw, 8) && aligned16(dt_bias) && aligned16(gate);
     if (by_four) {
         for (size_t i = first; i < n / 4; i += stride) {
             const size_t channel = (i * 4) % row;

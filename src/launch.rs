@@ -34,8 +34,8 @@ fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
 }
 
 /// The elementwise kernels (`kda_sigmoid_bf16_f32`, `kda_fill_f32`; `kda_gate_bf16` through
-/// [`elementwise_by`]): one thread per element of `n`. They
-/// grid-stride, so this is a sizing choice, not a contract.
+/// [`elementwise_by`]): one thread per element of `n`. They grid-stride, so this is a sizing
+/// choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)
 }
