@@ -34,8 +34,8 @@ use super::{LaunchModel, RooflineError};
 ///   (3·d); the forward substitution: a product and a sum per triple (2·Q) and the update of each
 ///   pair (P); `u`: `a = A[i][j]·β_j` per pair (1) and `a·v` summed per channel (2·d); `w`:
 ///   `k̃ = k·exp(gc)` once per (position, channel) (2·c·d) and `a·k̃` summed per pair and channel
-///   (2·d); what the scan takes: `qdec = q_s·exp(gc)` over the same `q_s` (2·c·d), `kdec = k·exp(gc_l − gc_i)`
-///   (3·c·d) and the closing decay `sdec = exp(gc_l)` (d). In all
+///   (2·d); what the scan takes: `qdec = q_s·exp(gc)` over the same `q_s` (2·c·d),
+///   `kdec = k·exp(gc_l − gc_i)` (3·c·d) and the closing decay `sdec = exp(gc_l)` (d). In all
 ///   `11·c·d + P·(5·d + 2) + 2·Q + R·(7·d + 1) + d`.
 /// - **`chunk_scan`**: per (chunk, head): `6·c·d² + 2·c·d + 2·R·d + 2·d²`. `vnew = u − w·S`
 ///   (c·d·(2·d + 1)); `inter = qdec·S` (2·c·d²); `out = inter + aqk·vnew` (2·R·d + c·d); the

@@ -324,8 +324,8 @@ fn sizes_off_the_line_through_1_and_2_heads_are_refused() {
 #[test]
 fn measured_cases_sit_beside_the_launches_of_their_sizes() {
     // The CPU reference stands in for a device: the cases at T = 64 have the sizes of o_proj's
-    // GEMV at B = 1 (at `tiny` qkv = hidden = 64; the stacked q | k | v projection, 3·qkv wide,
-    // has no case), and of most of the B = 64 step and of the prefill.
+    // GEMV at B = 1 (at `tiny` qkv = hidden = 64; the stacked input projection, 3·qkv + 2·D + H
+    // wide, has no case), and of most of the B = 64 step and of the prefill.
     let geometry = KdaGeometry::tiny();
     let options = BenchOptions { geometry, tokens: 64, iterations: 1, seed: 1, copy_bytes: 1 << 16 };
     let timings = bench::run(&kda::reference::backend(), &options, &mut |_| {}).unwrap();
