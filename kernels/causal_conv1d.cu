@@ -161,13 +161,13 @@ __device__ __forceinline__ void with_channels_per_lane(u32 head_dim, Body body) 
 template <u32 CPL>
 __device__ __forceinline__ void conv_decode_heads(float* __restrict__ pool, const u32* __restrict__ slot,
                                                   const bf16* __restrict__ x, const bf16* __restrict__ weight,
-                                                  bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 width,
-                                                  u32 qk_channels, float eps) {
+                                                  bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 ldx,
+                                                  u32 width, u32 qk_channels, float eps) {
     constexpr u32 HEAD = 32 * CPL;
     const u32 heads = dim / HEAD;
     const size_t units = static_cast<size_t>(b) * heads;
-    // Every offset below is a multiple of CPL elements (dim is a multiple of HEAD).
-    const bool vector = aligned_to(x, 2 * CPL) && aligned_to(out, 2 * CPL);
+    // Every offset below is a multiple of CPL elements where ldx is (dim is a multiple of HEAD).
+    const bool vector = ldx % CPL == 0 && aligned_to(x, 2 * CPL) && aligned_to(out, 2 * CPL);
     const u32 lane = threadIdx.x & 31;
     for (size_t unit = warp_index(); unit < units; unit += warp_count()) {
         const u32 row = static_cast<u32>(unit / heads), head = static_cast<u32>(unit % heads);
@@ -176,15 +176,14 @@ __device__ __forceinline__ void conv_decode_heads(float* __restrict__ pool, cons
         if (s == KDA_NO_SLOT) continue;
         float* const state = pool + static_cast<size_t>(s) * dim * width;
         const u32 c0 = head * HEAD + lane * CPL;
-        const size_t at = static_cast<size_t>(row) * dim + c0;
         float win[CPL][CONV_MAX_WIDTH], tap[CPL][CONV_MAX_WIDTH], y[CPL];
 #pragma unroll
         for (u32 j = 0; j < CPL; ++j) load_channel(state, weight, c0 + j, width, win[j], tap[j]);
-        load_widened<CPL>(x + at, vector, y);
+        load_widened<CPL>(x + static_cast<size_t>(row) * ldx + c0, vector, y);
         head_token<CPL>(win, tap, width, head * HEAD < qk_channels, eps, y);
 #pragma unroll
         for (u32 j = 0; j < CPL; ++j) store_channel(state, c0 + j, width, win[j]);
-        store_bf16s<CPL>(out + at, vector, y);
+        store_bf16s<CPL>(out + static_cast<size_t>(row) * dim + c0, vector, y);
     }
 }
 
@@ -193,16 +192,15 @@ template <u32 CPL>
 __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, const bf16* __restrict__ x,
                                                    const bf16* __restrict__ weight, float* __restrict__ q,
                                                    float* __restrict__ k, float* __restrict__ v, u32 t, u32 qkv,
-                                                   u32 width, float eps) {
+                                                   u32 ldx, u32 width, float eps) {
     constexpr u32 HEAD = 32 * CPL;
-    const size_t dim = 3 * static_cast<size_t>(qkv);
     const u32 heads = qkv / HEAD;  // of each of q, k and v
     const size_t groups = 3 * static_cast<size_t>(heads);
     const size_t units = (t + CONV_PREFILL_TOKENS - 1) / CONV_PREFILL_TOKENS * groups;
-    // Every offset below is a multiple of CPL elements (qkv is a multiple of HEAD), so aligned
-    // bases make every access aligned.
-    const bool vector = aligned_to(x, 2 * CPL) && aligned_to(q, 4 * CPL) && aligned_to(k, 4 * CPL) &&
-                        aligned_to(v, 4 * CPL);
+    // Every offset below is a multiple of CPL elements where ldx is (qkv is a multiple of HEAD), so
+    // aligned bases make every access aligned.
+    const bool vector = ldx % CPL == 0 && aligned_to(x, 2 * CPL) && aligned_to(q, 4 * CPL) &&
+                        aligned_to(k, 4 * CPL) && aligned_to(v, 4 * CPL);
     const u32 lane = threadIdx.x & 31;
     for (size_t unit = warp_index(); unit < units; unit += warp_count()) {
         const u32 tile = static_cast<u32>(unit / groups);
@@ -228,14 +226,14 @@ __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, co
                 } else if (first == 0) {
                     win[j][s] = state[base + s];
                 } else {
-                    win[j][s] = widen(x[static_cast<size_t>(first - width + s) * dim + c0 + j]);
+                    win[j][s] = widen(x[static_cast<size_t>(first - width + s) * ldx + c0 + j]);
                 }
             }
         }
 #pragma unroll 4
         for (u32 tau = first; tau < last; ++tau) {
             float y[CPL];
-            load_widened<CPL>(x + tau * dim + c0, vector, y);
+            load_widened<CPL>(x + static_cast<size_t>(tau) * ldx + c0, vector, y);
             head_token<CPL>(win, tap, width, part < 2, eps, y);
 #pragma unroll
             for (u32 j = 0; j < CPL; ++j) y[j] = widen(narrow(y[j]));
@@ -248,7 +246,7 @@ __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, co
                 if (t > CONV_PREFILL_TOKENS) {
 #pragma unroll
                     for (u32 s = 0; s < CONV_MAX_WIDTH; ++s)
-                        if (s < width) win[j][s] = widen(x[static_cast<size_t>(t - width + s) * dim + c0 + j]);
+                        if (s < width) win[j][s] = widen(x[static_cast<size_t>(t - width + s) * ldx + c0 + j]);
                 }
                 store_channel(state, c0 + j, width, win[j]);
             }
@@ -258,30 +256,33 @@ __device__ __forceinline__ void conv_prefill_heads(float* __restrict__ state, co
 
 }  // namespace
 
-// Batched decode, one token for each of b sequences: x, out [b, dim]; batch row r updates the
-// window in pool slot batch_slot(slot, r, slots) ([slots, dim, W]; a row without one writes
-// nothing), then the channels c < qk_channels (the q and k heads) are L2-normalised per head and
+// Batched decode, one token for each of b sequences: x [b, dim] (rows ldx ≥ dim elements apart:
+// the q | k | v columns of a wider projection), out [b, dim]; batch row r updates the window in
+// pool slot batch_slot(slot, r, slots) ([slots, dim, W]; a row without one writes nothing), then
+// the channels c < qk_channels (the q and k heads) are L2-normalised per head and
 // out[r][c] = bf16(y), one rounding. One warp per (row, head), grid-strided. Requires head_dim 32,
-// 64 or 128, dim and qk_channels multiples of it, qk_channels ≤ dim and 1 ≤ width ≤
+// 64 or 128, dim and qk_channels multiples of it, qk_channels ≤ dim ≤ ldx and 1 ≤ width ≤
 // CONV_MAX_WIDTH; otherwise nothing is written.
 extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool, const u32* __restrict__ slot,
                                                        const bf16* __restrict__ x, const bf16* __restrict__ weight,
-                                                       bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 width,
-                                                       u32 qk_channels, u32 head_dim, float eps) {
+                                                       bf16* __restrict__ out, u32 b, u32 slots, u32 dim, u32 ldx,
+                                                       u32 width, u32 qk_channels, u32 head_dim, float eps) {
     if ((blockDim.x & 31u) != 0 || blockDim.y != 1 || blockDim.z != 1) return;
     if (width == 0 || width > CONV_MAX_WIDTH) return;
     if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
-    if (dim % head_dim != 0 || qk_channels % head_dim != 0 || qk_channels > dim) return;
+    if (dim % head_dim != 0 || qk_channels % head_dim != 0 || qk_channels > dim || ldx < dim) return;
     with_channels_per_lane(head_dim, [&](auto cpl) {
-        conv_decode_heads<decltype(cpl)::value>(pool, slot, x, weight, out, b, slots, dim, width, qk_channels, eps);
+        conv_decode_heads<decltype(cpl)::value>(pool, slot, x, weight, out, b, slots, dim, ldx, width, qk_channels,
+                                                eps);
     });
 }
 
-// Prefill, t tokens of packed q | k | v rows, x [t, 3·qkv] (dim = 3·qkv channels): every
-// channel's conv and SiLU, then each q and k head (head_dim channels) divided by
-// sqrt(Σ_head y² + eps) as in decode, rounded once to bf16 and written widened (exactly) to f32 into
-// q, k, v [t, qkv], the chunked form's inputs; rows ≥ t are untouched. The final state holds the
-// last W inputs (with the old state's tail when t < W).
+// Prefill, t tokens of packed q | k | v rows, x [t, 3·qkv] (dim = 3·qkv channels; rows ldx ≥ dim
+// elements apart, the q | k | v columns of a wider projection): every channel's conv and SiLU,
+// then each q and k head (head_dim channels) divided by sqrt(Σ_head y² + eps) as in decode,
+// rounded once to bf16 and written widened (exactly) to f32 into q, k, v [t, qkv], the chunked
+// form's inputs; rows ≥ t are untouched. The final state holds the last W inputs (with the old
+// state's tail when t < W).
 //
 // A width-W filter has no recurrence, so the tokens run in parallel: a warp takes one head of
 // q, k or v over the CONV_PREFILL_TOKENS tokens of one tile, lane l its channels l·CPL ..
@@ -295,16 +296,17 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool,
 //
 // Geometry (src/launch.rs): `launch::conv_prefill(qkv, head_dim, t)`, one warp per (tile, head),
 // grid-strided over the grid's warps: any 1-D block of whole warps. Requires head_dim 32, 64 or
-// 128, qkv a multiple of it and 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is written.
+// 128, qkv a multiple of it, ldx ≥ 3·qkv and 1 ≤ width ≤ CONV_MAX_WIDTH; otherwise nothing is
+// written.
 extern "C" __global__ void causal_conv1d_prefill_l2norm_split(float* __restrict__ state, const bf16* __restrict__ x,
                                                               const bf16* __restrict__ weight, float* __restrict__ q,
                                                               float* __restrict__ k, float* __restrict__ v, u32 t,
-                                                              u32 qkv, u32 width, u32 head_dim, float eps) {
+                                                              u32 qkv, u32 ldx, u32 width, u32 head_dim, float eps) {
     if ((blockDim.x & 31u) != 0 || blockDim.y != 1 || blockDim.z != 1) return;
     if (width == 0 || width > CONV_MAX_WIDTH) return;
     if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
-    if (qkv % head_dim != 0) return;
+    if (qkv % head_dim != 0 || ldx < 3 * static_cast<size_t>(qkv)) return;
     with_channels_per_lane(head_dim, [&](auto cpl) {
-        conv_prefill_heads<decltype(cpl)::value>(state, x, weight, q, k, v, t, qkv, width, eps);
+        conv_prefill_heads<decltype(cpl)::value>(state, x, weight, q, k, v, t, qkv, ldx, width, eps);
     });
 }

@@ -82,20 +82,21 @@ __device__ __forceinline__ float gemv_reduce4(const float (&v)[GEMV_COLUMNS_PER_
     return total;
 }
 
-// x [m, k], w [n, k], y [m, n], 1 ≤ m ≤ MAXM; blockDim must be (32, GROUPS).
+// x [m, k] (rows ldx ≥ k elements apart), w [n, k], y [m, n], 1 ≤ m ≤ MAXM; blockDim must be
+// (32, GROUPS).
 template <u32 MAXM, u32 GROUPS>
 __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                                bf16* __restrict__ y, u32 m, u32 n, u32 k) {
+                                                bf16* __restrict__ y, u32 m, u32 n, u32 k, u32 ldx) {
     constexpr u32 COLS = GEMV_COLS_PER_BLOCK, PASS = GEMV_COLUMNS_PER_PASS, PARTS = GEMV_K_PARTS;
     constexpr u32 PASSES = COLS / PASS, UNITS = PASSES * PARTS;
     static_assert(COLS % PASS == 0 && UNITS % GROUPS == 0, "whole units per warp");
     // The part totals of the block's outputs: [row][part][column].
     __shared__ float part_totals[MAXM][PARTS][COLS];
     if (blockDim.x != COLS || blockDim.y != GROUPS || blockDim.z != 1) return;
-    if (m == 0 || m > MAXM) return;
+    if (m == 0 || m > MAXM || ldx < k) return;
     const u32 lane = threadIdx.x, warp = threadIdx.y, tid = warp * COLS + lane;
     // Uniform: vector loads need every row start 16-byte aligned.
-    const bool vector_ok = (k % 8 == 0) && aligned16(x) && aligned16(w);
+    const bool vector_ok = k % 8 == 0 && ldx % 8 == 0 && aligned16(x) && aligned16(w);
     const u32 chunks = (k + 7) / 8;
     // Chunks per part: whole groups of 32, one chunk a lane.
     const u32 span = ((chunks + 31) / 32 + PARTS - 1) / PARTS * 32;
@@ -124,7 +125,7 @@ __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, cons
 #pragma unroll
                 for (u32 i = 0; i < MAXM; ++i) {
                     if (i >= m) break;
-                    const uint4 xv = gemv_chunk(x + static_cast<size_t>(i) * k, q * 8, k, vector_ok);
+                    const uint4 xv = gemv_chunk(x + static_cast<size_t>(i) * ldx, q * 8, k, vector_ok);
 #pragma unroll
                     for (u32 c = 0; c < PASS; ++c) acc[i][c] = gemv_fma8(acc[i][c], xv, wv[c]);
                 }

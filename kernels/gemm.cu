@@ -1,5 +1,6 @@
-// gemm: dense_gemm_bf16, c[i][j] = bf16(Σ_p f32(a[i][p])·f32(b[j][p])) with a [m, k], b [n, k]
-// (a Linear weight), c [m, n], no output stride (docs/kernels.md).
+// gemm: dense_gemm_bf16, c[i][j] = bf16(Σ_p f32(a[i][p])·f32(b[j][p])) with a [m, k] (rows lda
+// elements apart: a column range of a wider matrix), b [n, k] (a Linear weight), c [m, n], no
+// output stride (docs/kernels.md).
 //
 // The ABI leaves a GEMM's summation order free (its tolerance is the dense products' one), so the
 // products run on tensor cores: bf16 inputs, f32 accumulation, `mma.sync.m16n8k16` (not wgmma:
@@ -31,7 +32,7 @@
 // order stays. Each output's sum runs over the K tiles in the same order whatever m is, so a row of
 // c does not depend on the other rows.
 //
-// The tensor-core path needs 16-byte rows (k % 8 == 0) and 16-byte aligned operands; any other
+// The tensor-core path needs 16-byte rows (k and lda multiples of 8) and 16-byte aligned operands; any other
 // launch takes the scalar path, the same tile as four 64 × 64 register-blocked sub-tiles of f32
 // products in ascending p (32 outputs a thread), which the emulated cases exercise with odd k and
 // offset views. Both paths write c two bf16 at a time where n is even and c 4-byte aligned, else
@@ -92,9 +93,10 @@ __device__ __forceinline__ u32 swizzled(u32 r, u32 q) { return r * BK + ((q ^ ((
 // (row lrow of a and of b, advanced by BK a tile) and one row step keep few registers live (ptxas
 // recomputed four pointers every tile at the 128-register cap).
 struct Loader {
-    size_t a_at;  // (m0 + lrow)·k + lchunk·8 in a, then + BK per K tile
+    size_t a_at;  // (m0 + lrow)·lda + lchunk·8 in a, then + BK per K tile
     size_t b_at;  // (n0 + lrow)·k + lchunk·8 in b, likewise
-    size_t step;  // LOAD_ROWS rows of either operand
+    size_t a_step;  // LOAD_ROWS rows of a
+    size_t b_step;  // LOAD_ROWS rows of b
     u32 row_ok;   // bit j: stage row lrow + LOAD_ROWS·j lies inside its operand
     u32 dst;      // the chunk of row lrow in a stage (bf16); row lrow + LOAD_ROWS·j is LOAD_ROWS·j·BK on
     u32 col;      // the K column of this thread's chunk in the next tile
@@ -102,12 +104,13 @@ struct Loader {
 
 constexpr u32 A_LOADS = BM / LOAD_ROWS;  // of a thread's LOADS chunks, the ones in a
 
-__device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 m0, u32 n0) {
+__device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 lda, u32 m0, u32 n0) {
     Loader l;
     const u32 lrow = threadIdx.x / CHUNKS, lchunk = threadIdx.x % CHUNKS;
     l.dst = swizzled(lrow, lchunk);  // the same swizzle for every r = lrow + LOAD_ROWS·j (LOAD_ROWS % 8 == 0)
-    l.step = static_cast<size_t>(LOAD_ROWS) * k;
-    l.a_at = static_cast<size_t>(m0 + lrow) * k + lchunk * 8;
+    l.a_step = static_cast<size_t>(LOAD_ROWS) * lda;
+    l.b_step = static_cast<size_t>(LOAD_ROWS) * k;
+    l.a_at = static_cast<size_t>(m0 + lrow) * lda + lchunk * 8;
     l.b_at = static_cast<size_t>(n0 + lrow) * k + lchunk * 8;
     l.row_ok = 0;
 #pragma unroll
@@ -147,7 +150,8 @@ __device__ __forceinline__ void load_stage(bf16* stage, Loader& l, const bf16* a
     for (u32 j = 0; j < LOADS; ++j) {
         const bool copy = ((l.row_ok >> j) & 1) && in_k;
         const bf16* operand = j < A_LOADS ? a : b;
-        const size_t at = (j < A_LOADS ? l.a_at : l.b_at) + (j < A_LOADS ? j : j - A_LOADS) * l.step;
+        const size_t at = j < A_LOADS ? l.a_at + j * l.a_step
+                                      : l.b_at + (j - A_LOADS) * l.b_step;
         cp_async_16_or_zero(stage + l.dst + LOAD_ROWS * j * BK, copy ? operand + at : operand, copy);
     }
     l.a_at += BK;
@@ -168,13 +172,14 @@ __device__ __forceinline__ void store_pair(bf16* c, u32 m, u32 n, u32 row, u32 c
     }
 }
 
-// The tensor-core tile at (m0, n0); k % 8 == 0 and a, b 16-byte aligned. `pairs`: as store_pair.
+// The tensor-core tile at (m0, n0); k and lda multiples of 8, a and b 16-byte aligned. `pairs`: as
+// store_pair.
 __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf16* b, bf16* c, u32 m, u32 n, u32 k,
-                                            u32 m0, u32 n0, bool pairs) {
+                                            u32 lda, u32 m0, u32 n0, bool pairs) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
     const u32 tiles = (k + BK - 1) / BK;
-    Loader loader = make_loader(m, n, k, m0, n0);
+    Loader loader = make_loader(m, n, k, lda, m0, n0);
 
     // ldmatrix addresses (bf16 from a stage) for the two 16-wide K steps s of a tile. A 16 × 16 (mma
     // tile i adds 16 rows): lanes 0-15 address rows 0-15 at chunk 2s, lanes 16-31 the same rows at
@@ -254,7 +259,7 @@ __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf1
 // column of a and a contiguous row of b per step, where a warp's 16 tx read 16 distinct banks).
 // Every thread of the block takes part (barriers).
 __device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* a, const bf16* b, bf16* c, u32 m,
-                                               u32 n, u32 k, u32 m0, u32 n0, bool pairs) {
+                                               u32 n, u32 k, u32 lda, u32 m0, u32 n0, bool pairs) {
     auto a_tile = reinterpret_cast<float(*)[SM + 1]>(smem);
     auto b_tile = reinterpret_cast<float(*)[SN + 1]>(smem + SK * (SM + 1) * 4);
     const u32 tid = threadIdx.x, tx = tid % S_TX, ty = tid / S_TX;
@@ -266,7 +271,7 @@ __device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* 
             const u32 row = i / SK, p = i % SK, gp = k0 + p;
             if (row < SM) {
                 const u32 r = m0 + row;
-                a_tile[p][row] = (r < m && gp < k) ? widen(a[static_cast<size_t>(r) * k + gp]) : 0.0f;
+                a_tile[p][row] = (r < m && gp < k) ? widen(a[static_cast<size_t>(r) * lda + gp]) : 0.0f;
             } else {
                 const u32 r = n0 + (row - SM);
                 b_tile[p][row - SM] = (r < n && gp < k) ? widen(b[static_cast<size_t>(r) * k + gp]) : 0.0f;
@@ -293,9 +298,9 @@ __device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* 
 
 // The scalar path's tile at (m0, n0), as its sub-tiles.
 __device__ __forceinline__ void scalar_tile(unsigned char* smem, const bf16* a, const bf16* b, bf16* c, u32 m, u32 n,
-                                            u32 k, u32 m0, u32 n0, bool pairs) {
+                                            u32 k, u32 lda, u32 m0, u32 n0, bool pairs) {
     for (u32 sm = 0; sm < BM; sm += SM)
-        for (u32 sn = 0; sn < BN; sn += SN) scalar_subtile(smem, a, b, c, m, n, k, m0 + sm, n0 + sn, pairs);
+        for (u32 sn = 0; sn < BN; sn += SN) scalar_subtile(smem, a, b, c, m, n, k, lda, m0 + sm, n0 + sn, pairs);
 }
 }  // namespace
 
@@ -306,11 +311,12 @@ __device__ __forceinline__ void scalar_tile(unsigned char* smem, const bf16* a, 
 // 40 % slower at one block per SM than at two.
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     dense_gemm_bf16(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict__ c, u32 m, u32 n,
-                    u32 k) {
+                    u32 k, u32 lda) {
     // Words of 16 bytes: aligned for cp.async and ldmatrix, then viewed as each path's tiles.
     __shared__ uint4 smem_words[SHARED_BYTES / 16];
     unsigned char* smem = reinterpret_cast<unsigned char*>(smem_words);
     if (blockDim.x != GEMM_THREADS || blockDim.y != 1 || blockDim.z != 1) return;
+    if (lda < k) return;  // a's rows would overlap
     // The tiles in row order, t = tile row · tiles_n + tile column; block (x, y) takes tile
     // y·gridDim.x + x (its own under launch::gemm's grid) and every grid's worth after it.
     const u32 tiles_n = n / BN + (n % BN != 0);
@@ -319,15 +325,15 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
     const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(c) & 3u) == 0;
     // Uniform over the launch: every thread of every block takes the same path.
-    if ((k % 8 == 0) && aligned16(a) && aligned16(b)) {
+    if (k % 8 == 0 && lda % 8 == 0 && aligned16(a) && aligned16(b)) {
         for (size_t t = first; t < tiles; t += stride) {
             const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
-            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, c, m, n, k, m0, n0, pairs);
+            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, c, m, n, k, lda, m0, n0, pairs);
         }
     } else {
         for (size_t t = first; t < tiles; t += stride) {
             const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
-            scalar_tile(smem, a, b, c, m, n, k, m0, n0, pairs);
+            scalar_tile(smem, a, b, c, m, n, k, lda, m0, n0, pairs);
         }
     }
 }

@@ -17,5 +17,5 @@
 
 extern "C" __global__ void __launch_bounds__(GEMV_COLS_PER_BLOCK * GEMV_WARPS, 2)
     dense_gemv_bf16(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y, u32 n, u32 k) {
-    dense_gemv_body</*MAXM=*/1, GEMV_WARPS>(x, w, y, 1, n, k);
+    dense_gemv_body</*MAXM=*/1, GEMV_WARPS>(x, w, y, 1, n, k, /*ldx=*/k);
 }

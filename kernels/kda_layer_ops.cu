@@ -1,10 +1,9 @@
 // kda_layer_ops: the small kernels around the KDA core (docs/kernels.md): the sigmoid-gated output
-// norm, the beta sigmoid and the fill.
+// norm and the fill.
 //
 // Geometry (src/launch.rs): `kda_o_norm_gated_bf16` runs `launch::norm(rows)`: one warp per row,
-// grid-strided over the warps of the grid, any block of whole warps (≤ 1024 threads). The
-// elementwise kernels run `launch::elementwise(n)` and grid-stride, so any 1-D geometry covers
-// them.
+// grid-strided over the warps of the grid, any block of whole warps (≤ 1024 threads). The fill
+// runs `launch::elementwise(n)` and grid-strides, so any 1-D geometry covers it.
 #include "kda_common.cuh"
 
 // x [rows, d] f32, gate [rows, d] bf16, weight [d] bf16 -> out [rows, d] bf16:
@@ -29,12 +28,6 @@ extern "C" __global__ void kda_o_norm_gated_bf16(const float* __restrict__ x, co
             out[base + i] = narrow(value);
         }
     }
-}
-
-// y[i] = σ(f32(x[i])), i < n.
-extern "C" __global__ void kda_sigmoid_bf16_f32(const bf16* __restrict__ x, float* __restrict__ y, u32 n) {
-    const u32 stride = gridDim.x * blockDim.x;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = sigmoidf_acc(widen(x[i]));
 }
 
 // dst[i] = value, i < n.

@@ -21,9 +21,9 @@ pub fn dense_mm_kernel(kernels: &Glm5NextKdaKernels, m: u32) -> (KernelHandle, D
 pub enum DenseKernel {
     /// `dense_gemv_bf16(x, w, y, n, k)`.
     Gemv,
-    /// `dense_gemv_bf16_batchm(x, w, y, m, n, k)`.
+    /// `dense_gemv_bf16_batchm(x, w, y, m, n, k, ldx)`.
     GemvBatchM,
-    /// `dense_gemm_bf16(a, b, c, m, n, k)`.
+    /// `dense_gemm_bf16(a, b, c, m, n, k, lda)`.
     Gemm,
 }
 
@@ -54,22 +54,35 @@ pub fn dense_mm_bf16(
     let len = usize::try_from(u64::from(m) * u64::from(n))
         .map_err(|_| BackendError::TooLarge { dtype: DType::Bf16, len: usize::MAX })?;
     let mut y = gpu.alloc(DType::Bf16, len)?;
-    dense_mm_bf16_into(gpu, kernels, x.view(), w.view(), y.view_mut(), (m, n, k))?;
+    let x = StridedRows { view: x.view(), ld: k };
+    dense_mm_bf16_into(gpu, kernels, x, w.view(), y.view_mut(), (m, n, k))?;
     Ok(y)
 }
 
-/// [`dense_mm_bf16`] into `y`, which must hold at least `m·n` bf16 elements (a workspace that
-/// allocates once). Every launch is checked against the kernel's params, so short views are an
-/// `Err` before anything runs.
+/// The rows of a dense product's input: each row's `k` bf16 at the start of `ld ≥ k`. `ld = k` is
+/// a buffer of whole rows; more is a column range of a wider matrix, such as one projection's
+/// outputs among those of the block input's stacked projections.
+#[derive(Clone, Debug)]
+pub struct StridedRows<'a> {
+    /// From the first row's first element to (at least) the last row's last.
+    pub view: View<'a>,
+    /// Elements from one row's start to the next's.
+    pub ld: u32,
+}
+
+/// [`dense_mm_bf16`] of `m` rows `x` (each [`StridedRows::ld`] apart) into `y`, which must hold
+/// at least `m·n` bf16 elements (a workspace that allocates once). Every launch is checked against
+/// the kernel's params, so short views are an `Err` before anything runs.
 pub fn dense_mm_bf16_into(
     gpu: &dyn GpuBackend,
     kernels: &Glm5NextKdaKernels,
-    x: View<'_>,
+    x: StridedRows<'_>,
     w: View<'_>,
     y: ViewMut<'_>,
     (m, n, k): (u32, u32, u32),
 ) -> Result<(), BackendError> {
     let (_, family) = dense_mm_kernel(kernels, m);
+    let StridedRows { view: x, ld } = x;
     match family {
         DenseKernel::Gemv => {
             kernels.launch_gemv(gpu, launch::gemv(m, n), glm5next_kda::gemv { x, w, y, n, k })
@@ -77,11 +90,13 @@ pub fn dense_mm_bf16_into(
         DenseKernel::GemvBatchM => kernels.launch_gemv_batchm(
             gpu,
             launch::gemv(m, n),
-            glm5next_kda::gemv_batchm { x, w, y, m, n, k },
+            glm5next_kda::gemv_batchm { x, w, y, m, n, k, ldx: ld },
         ),
-        DenseKernel::Gemm => {
-            kernels.launch_gemm(gpu, launch::gemm(m, n), glm5next_kda::gemm { a: x, b: w, c: y, m, n, k })
-        }
+        DenseKernel::Gemm => kernels.launch_gemm(
+            gpu,
+            launch::gemm(m, n),
+            glm5next_kda::gemm { a: x, b: w, c: y, m, n, k, lda: ld },
+        ),
     }
 }
 

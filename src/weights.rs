@@ -7,6 +7,7 @@ use half::bf16;
 use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt};
 
 use crate::geometry::{CONV_WIDTH, KdaGeometry};
+use crate::ops::StridedRows;
 use crate::rng::SplitMix64;
 
 /// One layer's weights on the host (Linear layout `[out, in]`; bf16 but `dt_bias`, `a_log`).
@@ -56,12 +57,12 @@ pub struct WeightsError {
 
 /// One layer's weights on a backend: the fields of [`HostWeights`], but the six projections of
 /// the block input stacked into one (see [`InputProjection`]), so that one product reads the block
-/// input once for all of them where the rows allow.
+/// input once for all of them.
 #[derive(Debug)]
 #[allow(missing_docs)] // Each field is documented on `HostWeights`.
 pub struct DeviceWeights {
     /// `[3·qkv + 2·D + H, hidden]`: the rows of `q_proj`, `k_proj`, `v_proj`, `f_a`, `g_a`, then
-    /// `b_proj`; [`InputProjection::part`] at `rows = hidden` gives each projection's elements.
+    /// `b_proj`; [`InputProjection::columns`] gives each projection's rows.
     pub input_proj: DeviceBuffer,
     pub conv: DeviceBuffer,
     pub f_b: DeviceBuffer,
@@ -89,11 +90,9 @@ impl DeviceWeights {
 }
 
 /// The projections of the block input, in the order their weights are stacked in
-/// [`DeviceWeights::input_proj`], and the order of their parts in a buffer of their outputs.
-///
-/// A buffer of the outputs for `rows` rows holds each projection's `[rows, width]` in turn
-/// ([`Self::part`]). For one row that is exactly the row a single product over the whole stacked
-/// weight writes; for more rows, each projection is its own product over its rows of the weight.
+/// [`DeviceWeights::input_proj`]: one product over the stacked weight writes rows of
+/// [`Self::stacked_width`] outputs, each projection's in its [`Self::columns`]. Its consumers read
+/// those columns in place, with the stacked row as their row stride.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputProjection {
     /// q | k | v per row (`3·qkv`), the conv's input.
@@ -124,12 +123,18 @@ impl InputProjection {
         Self::ALL.iter().map(|p| p.width(geometry)).sum()
     }
 
-    /// Its elements in a stacked buffer of `rows` rows: `rows·width` after those of the
-    /// projections before it. At `rows = hidden`, its rows of the stacked weight.
-    pub fn part(self, geometry: &KdaGeometry, rows: u32) -> Range<usize> {
+    /// Its outputs within a stacked row (after those of the projections before it), which are
+    /// also its rows of the stacked weight.
+    pub fn columns(self, geometry: &KdaGeometry) -> Range<u32> {
         let before: u32 = Self::ALL.iter().take_while(|&&p| p != self).map(|p| p.width(geometry)).sum();
-        let (start, len) = (before as usize * rows as usize, self.width(geometry) as usize * rows as usize);
-        start..start + len
+        before..before + self.width(geometry)
+    }
+
+    /// Its outputs in `stacked`, rows of the stacked products: `[rows, width]` in place, its
+    /// columns of each row, a stacked row apart.
+    pub fn outputs<'a>(self, geometry: &KdaGeometry, stacked: &'a DeviceBuffer) -> StridedRows<'a> {
+        let first = self.columns(geometry).start as usize;
+        StridedRows { view: stacked.slice(first..stacked.len()), ld: Self::stacked_width(geometry) }
     }
 }
 
@@ -258,13 +263,17 @@ mod tests {
         let gpu = crate::reference::backend();
         let stacked: Vec<bf16> = gpu.download(&host.upload(&gpu).unwrap().input_proj).unwrap();
         assert_eq!(stacked.len(), 258 * 64);
-        let rows = |p: InputProjection| &stacked[p.part(&g, g.hidden)];
+        let hidden = g.hidden as usize;
+        let rows = |p: InputProjection| {
+            let columns = p.columns(&g);
+            &stacked[columns.start as usize * hidden..columns.end as usize * hidden]
+        };
         assert_eq!(rows(InputProjection::Qkv), [&host.q_proj[..], &host.k_proj, &host.v_proj].concat());
         assert_eq!(rows(InputProjection::GateDown), host.f_a);
         assert_eq!(rows(InputProjection::OutGateDown), host.g_a);
         assert_eq!(rows(InputProjection::Beta), host.b_proj);
-        // The outputs of 5 rows: each projection's [5, width] in turn.
-        assert_eq!(InputProjection::Qkv.part(&g, 5), 0..5 * 192);
-        assert_eq!(InputProjection::Beta.part(&g, 5), 5 * 256..5 * 258);
+        assert_eq!(InputProjection::Qkv.columns(&g), 0..192);
+        assert_eq!(InputProjection::OutGateDown.columns(&g), 224..256);
+        assert_eq!(InputProjection::Beta.columns(&g), 256..258);
     }
 }

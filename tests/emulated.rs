@@ -154,8 +154,8 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     let cases = [
         one_block("o_norm", 5),
         one_block("conv_prefill", 65),
-        KernelCase::dense("gemm", 130, 129, 264, 0, support::SEED).unwrap().with_blocks(1),
-        KernelCase::dense("gemm", 130, 129, 263, 1, support::SEED).unwrap().with_blocks(1),
+        KernelCase::dense("gemm", (130, 129, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
+        KernelCase::dense("gemm", (130, 129, 263), 263, 1, support::SEED).unwrap().with_blocks(1),
     ];
     let mut failures = Vec::new();
     for case in &cases {

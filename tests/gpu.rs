@@ -130,12 +130,27 @@ fn a_buffer_written_on_one_stream_is_read_on_another_in_order() {
     let values =
         |offset: usize| (0..n).map(|i| bf16::from_f32(((i + offset) % 61) as f32 / 6.0 - 5.0)).collect();
     let (first, second): (Vec<bf16>, Vec<bf16>) = (values(0), values(7));
-    // Written on stream A, read by a kernel on stream B, then overwritten on A: the kernel must
-    // see the first write whole and none of the second.
+    // Written on stream A, read by a kernel on stream B (beta, the sigmoid of b_raw, of n tokens
+    // of one head), then overwritten on A: the kernel must see the first write whole and none of
+    // the second.
     let mut x = a.upload(&first).unwrap();
-    let mut y = b.zeros::<f32>(n).unwrap();
-    let args = glm5next_kda::sigmoid { x: x.view(), y: y.view_mut(), n: n as u32 };
-    kernels.launch_sigmoid(&*b, launch::elementwise(n as u32), args).unwrap();
+    let (g_raw, one) = (b.zeros::<bf16>(n).unwrap(), b.zeros::<f32>(1).unwrap());
+    let (mut gate, mut y) = (b.zeros::<f32>(n).unwrap(), b.zeros::<f32>(n).unwrap());
+    let args = glm5next_kda::gate {
+        g_raw: g_raw.view(),
+        dt_bias: one.view(),
+        a_log: one.view(),
+        b_raw: x.view(),
+        gate: gate.view_mut(),
+        beta: y.view_mut(),
+        t: n as u32,
+        h: 1,
+        d: 1,
+        ldb: 1,
+        law: 0,
+        lower_bound: -5.0,
+    };
+    kernels.launch_gate(&*b, launch::elementwise(n as u32), args).unwrap();
     a.write(&second, &mut x).unwrap();
     let got = b.download::<f32>(&y).unwrap();
     let sigmoid = |x: bf16| 1.0 / (1.0 + (-x.to_f64()).exp());

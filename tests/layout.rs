@@ -46,11 +46,11 @@ fn a_stale_image_is_told_apart_naming_the_parameter() {
     }
     let gemm = Glm5NextKdaKernels::ENTRIES[0].signature.unwrap();
     let layout = compiled_layout("gemm", "dense_gemm_bf16");
-    // A kernel that lost its last parameter, and one whose `m` became 64-bit.
-    let shorter = Signature { params: &gemm.params[..5], requires: &[] };
+    // A manifest that lost the kernel's last parameter, and one whose `m` became 64-bit.
+    let shorter = Signature { params: &gemm.params[..6], requires: &[] };
     let error = compare_layout(&shorter, &layout).unwrap_err();
-    assert!(error.starts_with("the manifest declares 5 parameters ("), "{error}");
-    assert!(error.ends_with("the loaded kernel takes 6"), "{error}");
+    assert!(error.starts_with("the manifest declares 6 parameters ("), "{error}");
+    assert!(error.ends_with("the loaded kernel takes 7"), "{error}");
     let wide_m: &'static [KernelParam] = Box::leak(
         gemm.params
             .iter()

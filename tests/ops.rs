@@ -35,7 +35,7 @@ fn two_to_sixteen_rows_run_batchm_where_the_target_has_it() {
     for m in [2, 9, 16] {
         let (kernel, args) = launched_for(&gpu, m);
         assert_eq!(kernel, "dense_gemv_bf16_batchm::dense_gemv_bf16_batchm", "m = {m}");
-        assert_eq!(&args[3..], [FakeArg::U32(m), FakeArg::U32(N), FakeArg::U32(K)]);
+        assert_eq!(&args[3..], [FakeArg::U32(m), FakeArg::U32(N), FakeArg::U32(K), FakeArg::U32(K)]);
     }
 }
 
@@ -55,7 +55,7 @@ fn more_than_sixteen_rows_run_gemm() {
     let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
     let (kernel, args) = launched_for(&gpu, 17);
     assert_eq!(kernel, "gemm::dense_gemm_bf16");
-    assert_eq!(&args[3..], [FakeArg::U32(17), FakeArg::U32(N), FakeArg::U32(K)]);
+    assert_eq!(&args[3..], [FakeArg::U32(17), FakeArg::U32(N), FakeArg::U32(K), FakeArg::U32(K)]);
 }
 
 /// `x · wᵀ` in f64 from the same bf16 values.

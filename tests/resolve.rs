@@ -7,9 +7,9 @@ use kda_runtime::testing::FakeBackend;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
-fn the_table_counts_13_entries_11_required_2_optional() {
-    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 13);
-    assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 11);
+fn the_table_counts_12_entries_10_required_2_optional() {
+    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 12);
+    assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 10);
     assert_eq!(Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS, 2);
     assert_eq!(<Glm5NextKda as KernelTable>::NAME, "glm5next_kda");
     assert_eq!(<Glm5NextKda as KernelTable>::ENTRIES, &Glm5NextKdaKernels::ENTRIES);
@@ -82,7 +82,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
     assert_eq!(missing, ["gemm", "chunk_scan", "fill"]);
     assert_eq!(error.failures().count(), 0);
     // Nothing stops early: every entry was looked up.
-    assert_eq!(gpu.lookups().len(), 13);
+    assert_eq!(gpu.lookups().len(), 12);
     let message = error.to_string();
     let namespace = Glm5NextKdaKernels::NAMESPACE;
     assert_eq!(
@@ -92,7 +92,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
              3 required entry points missing\n  \
              - field `gemm`: gemm::dense_gemm_bf16 (required, kernels.toml:13): module `gemm` of `{namespace}` is not built for this target\n  \
              - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:41): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
-             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:60): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
+             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:57): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
         )
     );
 }
@@ -160,8 +160,8 @@ fn every_entry_of_the_table_carries_its_signature_from_the_manifest() {
     }
     let gemm = glm5next_kda::gemm::ENTRY.signature.unwrap();
     let names: Vec<&str> = gemm.params.iter().map(|p| p.name).collect();
-    assert_eq!(names, ["a", "b", "c", "m", "n", "k"]);
-    assert_eq!(gemm.params[0].kind.to_string(), "const bf16[m*k]");
+    assert_eq!(names, ["a", "b", "c", "m", "n", "k", "lda"]);
+    assert_eq!(gemm.params[0].kind.to_string(), "const bf16[(m-1)*lda+k]");
     assert_eq!(gemm.params[2].kind.to_string(), "bf16[m*n]");
     // The two kernels of the bit-identical pair share one contract.
     assert_eq!(glm5next_kda::recurrent::ENTRY.signature, glm5next_kda::recurrent_smem::ENTRY.signature);
@@ -176,7 +176,8 @@ fn a_launch_of_an_absent_optional_entry_is_an_error() {
     let (x, w) =
         (gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap(), gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap());
     let mut y = gpu.alloc(kda_runtime::DType::Bf16, 4).unwrap();
-    let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m: 2, n: 2, k: 4 };
+    let args =
+        glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m: 2, n: 2, k: 4, ldx: 4 };
     let error = kernels.launch_gemv_batchm(&gpu, kda::launch::gemv(2, 2), args).unwrap_err();
     assert_eq!(
         error.to_string(),

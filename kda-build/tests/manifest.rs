@@ -31,13 +31,12 @@ fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
             "recurrent",
             "recurrent_smem",
             "o_norm",
-            "sigmoid",
             "fill"
         ]
     );
     let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
     assert_eq!(optional, ["gemv_batchm", "recurrent_smem"]);
-    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (13, 11, 2));
+    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (12, 10, 2));
     assert!(table.entries.iter().all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty())));
     let smem = &table.entries[9];
     assert_eq!(

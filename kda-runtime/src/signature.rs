@@ -321,9 +321,9 @@ pub fn extents(
 }
 
 /// Checks a launch of `entry` with `geometry` and `args` against the entry's signature: the
-/// argument count, every argument's kind, element type, access and extent, and every
-/// requirement. This is what makes a safe launch safe; backends run it before anything reaches
-/// the device.
+/// argument count, every scalar's kind, every requirement, then every buffer argument's kind,
+/// element type, access and extent. This is what makes a safe launch safe; backends run it before
+/// anything reaches the device.
 ///
 /// A buffer argument may be longer than its extent (the kernel touches a prefix); a read-only
 /// parameter takes a mutable view too, as C passes `T*` for `const T*`.
@@ -354,6 +354,27 @@ pub fn check(
             return Err(argument(param, kind.name().to_owned(), arg.describe()));
         }
     }
+    // Then the requirements (they read only scalars and the geometry): a requirement such as
+    // `m >= 1` is what keeps an extent like `(m-1)*lda+k` from going below zero.
+    for requirement in signature.requires {
+        match evaluate(requirement.program, args, geometry) {
+            Ok(0) => {
+                return Err(BackendError::Requirement {
+                    entry: Box::new(*entry),
+                    requirement: requirement.text,
+                    detail: describe_launch(params, args, geometry),
+                });
+            }
+            Ok(_) => {}
+            Err(error) => {
+                return Err(BackendError::Requirement {
+                    entry: Box::new(*entry),
+                    requirement: requirement.text,
+                    detail: format!("cannot be evaluated: {error}"),
+                });
+            }
+        }
+    }
     for (param, arg) in params.iter().zip(args) {
         let ParamKind::Buffer { dtype, access, extent } = param.kind else { continue };
         let Some((view_dtype, len, writable)) = arg.view() else {
@@ -374,25 +395,6 @@ pub fn check(
                 format!("at least {needed} elements (`{extent}`)"),
                 format!("a view of {len} elements"),
             ));
-        }
-    }
-    for requirement in signature.requires {
-        match evaluate(requirement.program, args, geometry) {
-            Ok(0) => {
-                return Err(BackendError::Requirement {
-                    entry: Box::new(*entry),
-                    requirement: requirement.text,
-                    detail: describe_launch(params, args, geometry),
-                });
-            }
-            Ok(_) => {}
-            Err(error) => {
-                return Err(BackendError::Requirement {
-                    entry: Box::new(*entry),
-                    requirement: requirement.text,
-                    detail: format!("cannot be evaluated: {error}"),
-                });
-            }
         }
     }
     Ok(())

@@ -18,7 +18,7 @@ use kda_runtime::{
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use crate::launch;
-use crate::ops::dense_mm_bf16_into;
+use crate::ops::{StridedRows, dense_mm_bf16_into};
 use crate::weights::{DeviceWeights, HostWeights, InputProjection, WeightsError};
 
 pub use pool::{KdaState, KdaStatePool, SlotError};
@@ -238,18 +238,20 @@ impl<'g> Glm5NextKdaBlock<'g> {
         self.front_end(gpu, rows.hidden, b, &mut scratch.front)?;
         let front = &scratch.front;
         let (conv_pool, recurrent_pool) = pool.buffers_mut();
+        let x = InputProjection::Qkv.outputs(&g, &front.projected);
         self.kernels.launch_conv_decode(
             gpu,
             launch::conv_decode(dim, g.head_dim, b),
             args::conv_decode {
                 pool: conv_pool.view_mut(),
                 slot: rows.slot.clone(),
-                x: front.input(InputProjection::Qkv),
+                x: x.view,
                 weight: self.weights.conv.view(),
                 out: scratch.conv_out.view_mut(),
                 b,
                 slots: capacity,
                 dim,
+                ldx: x.ld,
                 width: CONV_WIDTH,
                 qk_channels: 2 * qkv,
                 head_dim: g.head_dim,
@@ -307,18 +309,20 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let padded = elements("t_pad·qkv", &[t_pad, qkv])?;
         let padded_f32 = || gpu.alloc(DType::F32, padded);
         let (mut q, mut k, mut v) = (padded_f32()?, padded_f32()?, padded_f32()?);
+        let x = InputProjection::Qkv.outputs(&g, &front.projected);
         self.kernels.launch_conv_prefill(
             gpu,
             launch::conv_prefill(qkv, g.head_dim, t),
             args::conv_prefill {
                 state: conv_state,
-                x: front.input(InputProjection::Qkv),
+                x: x.view,
                 weight: self.weights.conv.view(),
                 q: q.view_mut(),
                 k: k.view_mut(),
                 v: v.view_mut(),
                 t,
                 qkv,
+                ldx: x.ld,
                 width: CONV_WIDTH,
                 head_dim: g.head_dim,
                 eps: g.l2_eps,
@@ -387,26 +391,22 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let g = self.geometry;
         let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
         let w = &self.weights;
-        let mm = |x: View<'_>, weight: View<'_>, y: ViewMut<'_>, n: u32, k: u32| {
+        let mm = |x: StridedRows<'_>, weight: View<'_>, y: ViewMut<'_>, n: u32, k: u32| {
             dense_mm_bf16_into(gpu, &self.kernels, x, weight, y, (t, n, k))
         };
-        // The projections of the block input: for one row, one product over the stacked weight
-        // writes them all (each row's outputs lie one projection after another); for more, one
-        // product per projection over its rows of the weight into its part.
-        if t == 1 {
-            let n = InputProjection::stacked_width(&g);
-            mm(hidden.clone(), w.input_proj.view(), front.projected.view_mut(), n, g.hidden)?;
-        } else {
-            for projection in InputProjection::ALL {
-                let weight = w.input_proj.slice(projection.part(&g, g.hidden));
-                let out = front.projected.slice_mut(front.part(projection));
-                mm(hidden.clone(), weight, out, projection.width(&g), g.hidden)?;
-            }
-        }
-        let parts = [InputProjection::GateDown, InputProjection::OutGateDown, InputProjection::Beta]
-            .map(|projection| front.part(projection));
-        let [gate_down, out_gate_down, beta] = parts.map(|part| front.projected.slice(part));
-        mm(gate_down, w.f_b.view(), front.g_raw.view_mut(), qkv, d)?;
+        // One product over the stacked weight reads the block input once for all six
+        // projections; each consumer reads its columns of the rows in place.
+        let hidden = StridedRows { view: hidden, ld: g.hidden };
+        let stacked = InputProjection::stacked_width(&g);
+        mm(hidden, w.input_proj.view(), front.projected.view_mut(), stacked, g.hidden)?;
+        mm(
+            InputProjection::GateDown.outputs(&g, &front.projected),
+            w.f_b.view(),
+            front.g_raw.view_mut(),
+            qkv,
+            d,
+        )?;
+        let b_raw = InputProjection::Beta.outputs(&g, &front.projected);
         self.kernels.launch_gate(
             gpu,
             launch::elementwise_by(size("t·qkv", &[t, qkv])?, launch::GATE_VALUES_PER_THREAD),
@@ -414,21 +414,24 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 g_raw: front.g_raw.view(),
                 dt_bias: w.dt_bias.view(),
                 a_log: w.a_log.view(),
+                b_raw: b_raw.view,
                 gate: front.gate.view_mut(),
+                beta: front.beta.view_mut(),
                 t,
                 h: heads,
                 d,
+                ldb: b_raw.ld,
                 law: g.gate_law.code(),
                 lower_bound: g.gate_law.lower_bound(),
             },
         )?;
-        let n = size("t·H", &[t, heads])?;
-        self.kernels.launch_sigmoid(
-            gpu,
-            launch::elementwise(n),
-            args::sigmoid { x: beta, y: front.beta.view_mut(), n },
+        mm(
+            InputProjection::OutGateDown.outputs(&g, &front.projected),
+            w.g_b.view(),
+            front.out_gate.view_mut(),
+            qkv,
+            d,
         )?;
-        mm(out_gate_down, w.g_b.view(), front.out_gate.view_mut(), qkv, d)?;
         Ok(())
     }
 
@@ -458,7 +461,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
             },
         )?;
         let o_proj = self.weights.o_proj.view();
-        Ok(dense_mm_bf16_into(gpu, &self.kernels, normed.view(), o_proj, out, (t, g.hidden, g.qkv()))?)
+        let normed = StridedRows { view: normed.view(), ld: g.qkv() };
+        Ok(dense_mm_bf16_into(gpu, &self.kernels, normed, o_proj, out, (t, g.hidden, g.qkv()))?)
     }
 
     /// The number of tokens in a block input, at most [`KdaGeometry::max_tokens`].

@@ -2,9 +2,7 @@
 //! number of rows: by each prefill for its tokens, and once per recorded decode step for the
 //! rows of its dispatch class, so that a replay allocates nothing.
 
-use std::ops::Range;
-
-use kda_runtime::{DType, DeviceBuffer, GpuBackend, View};
+use kda_runtime::{DType, DeviceBuffer, GpuBackend};
 
 use super::{BlockError, elements};
 use crate::geometry::KdaGeometry;
@@ -14,11 +12,9 @@ use crate::weights::InputProjection;
 /// `t_pad` rows, zero past `t` (every allocation starts zeroed and no kernel writes past `t`), for
 /// the chunked form.
 pub(super) struct FrontEnd {
-    /// bf16: the projections of the block input, each one's `[t, width]` in turn
-    /// ([`InputProjection::part`]).
+    /// `[t, 3·qkv + 2·D + H]` bf16: the projections of the block input, each row one product's
+    /// over the stacked weight ([`InputProjection::outputs`]).
     pub(super) projected: DeviceBuffer,
-    /// The geometry and the rows `projected` is laid out for.
-    layout: (KdaGeometry, u32),
     /// `[t, qkv]` bf16: the gate's up projection, before the gate law.
     pub(super) g_raw: DeviceBuffer,
     /// `[t_pad, H, D]` f32 log-decays.
@@ -37,7 +33,6 @@ impl FrontEnd {
             |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
         Ok(Self {
             projected: bf16("t·(3·qkv + 2·D + H)", InputProjection::stacked_width(g))?,
-            layout: (*g, t),
             g_raw: bf16("t·qkv", qkv)?,
             gate: f32_padded("t_pad·qkv", qkv)?,
             beta: f32_padded("t_pad·H", g.heads)?,
@@ -45,19 +40,8 @@ impl FrontEnd {
         })
     }
 
-    /// The range of `projection`'s outputs in `projected`.
-    pub(super) fn part(&self, projection: InputProjection) -> Range<usize> {
-        let (geometry, rows) = &self.layout;
-        projection.part(geometry, *rows)
-    }
-
-    /// `projection`'s outputs, `[t, width]`.
-    pub(super) fn input(&self, projection: InputProjection) -> View<'_> {
-        self.projected.slice(self.part(projection))
-    }
-
     fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 5] {
-        let Self { projected, layout: _, g_raw, gate, beta, out_gate } = self;
+        let Self { projected, g_raw, gate, beta, out_gate } = self;
         [projected, g_raw, gate, beta, out_gate]
     }
 }

@@ -17,7 +17,7 @@ use super::*;
 pub enum Check {
     /// Bit for bit: fill, the conv state, and untouched padding.
     Exact,
-    /// Every element within this relative error: sigmoid (1e-6), the softplus gate (2e-6).
+    /// Every element within this relative error: beta (1e-6), the softplus gate (2e-6).
     Relative(f64),
     /// Every element within this absolute error: the bounded gate (1e-6·|lower_bound|), where a
     /// 1-ulp difference in `e^{a_log}` between the device and the host's libm is amplified by

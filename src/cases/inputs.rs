@@ -13,38 +13,41 @@ pub(super) use crate::weights::bf16_vec;
 
 use super::*;
 
-/// The buffer names of the GEMM's `a [m, k]`, `b [n, k]`, `c [m, n]`.
-pub(super) const GEMM: [&str; 3] = ["a", "b", "c"];
+/// The names of the GEMM's `a [m, k]`, `b [n, k]`, `c [m, n]` and a's row stride.
+pub(super) const GEMM: [&str; 4] = ["a", "b", "c", "lda"];
 
-/// The buffer names of the GEMVs' `x [m, k]`, `w [n, k]`, `y [m, n]`.
-pub(super) const GEMV: [&str; 3] = ["x", "w", "y"];
+/// The names of the GEMVs' `x [m, k]`, `w [n, k]`, `y [m, n]` and x's row stride (the batched
+/// GEMV's; the single-row one has none).
+pub(super) const GEMV: [&str; 4] = ["x", "w", "y", "ldx"];
 
-/// `x, w, y[, m], n, k` of a dense product under the buffer `names` ([`GEMM`] or [`GEMV`]; `m`
-/// absent for the GEMV), `y` poisoned.
+/// `x, w, y[, m], n, k[, ld]` of a dense product under the `names` ([`GEMM`] or [`GEMV`]; `m` and
+/// the row stride absent for the single-row GEMV), x's rows packed, `y` poisoned.
 pub(super) fn dense_args(
-    names: [&'static str; 3],
+    names: [&'static str; 4],
     x: Vec<bf16>,
     w: Vec<bf16>,
     m: Option<u32>,
     n: u32,
     k: u32,
 ) -> Vec<CaseArg> {
-    dense_args_at(names, x, w, m, n, k, 0)
+    dense_args_at(names, x, w, (m, n, k), k, 0)
 }
 
-/// [`dense_args`] with the operands `offset` elements into their buffers (poison before them):
-/// `offset % 8 != 0` leaves them unaligned for 16-byte loads, as a slice of a packed buffer is.
+/// [`dense_args`] with x's rows `ld ≥ k` elements apart (poison between them; a single-row
+/// product takes `ld = k`) and the operands `offset` elements into their buffers (poison before
+/// them): `offset % 8 != 0` leaves them unaligned for 16-byte loads, as a slice of a packed buffer
+/// is.
 pub(super) fn dense_args_at(
-    names: [&'static str; 3],
+    names: [&'static str; 4],
     x: Vec<bf16>,
     w: Vec<bf16>,
-    m: Option<u32>,
-    n: u32,
-    k: u32,
+    (m, n, k): (Option<u32>, u32, u32),
+    ld: u32,
     offset: usize,
 ) -> Vec<CaseArg> {
-    let [x_name, w_name, y_name] = names;
+    let [x_name, w_name, y_name, ld_name] = names;
     let rows = m.unwrap_or(1);
+    let x = spread_rows(&x, k, ld);
     let y = write(DType::Bf16, y_name, rows * n, Check::Dense);
     let operand = |name, data: Vec<bf16>| {
         if offset == 0 {
@@ -58,7 +61,35 @@ pub(super) fn dense_args_at(
     let mut args = vec![operand(x_name, x), operand(w_name, w), y];
     args.extend(m.map(|m| CaseArg::u32("m", m)));
     args.extend([CaseArg::u32("n", n), CaseArg::u32("k", k)]);
+    args.extend(m.map(|_| CaseArg::u32(ld_name, ld)));
     args
+}
+
+/// The rows of `width` elements packed in `rows`, placed `ld ≥ width` apart with [`POISON`]
+/// between them: a column range of a wider matrix, as the block's stacked projections leave each
+/// projection's outputs. Ends with the last row.
+pub(super) fn spread_rows(rows: &[bf16], width: u32, ld: u32) -> Vec<bf16> {
+    let (width, ld) = (width as usize, ld as usize);
+    if ld == width || rows.is_empty() {
+        return rows.to_vec();
+    }
+    let count = rows.len() / width;
+    let mut spread = vec![bf16::from_f32(POISON); (count - 1) * ld + width];
+    for (row, values) in rows.chunks_exact(width).enumerate() {
+        spread[row * ld..][..width].copy_from_slice(values);
+    }
+    spread
+}
+
+/// `x`, rows of `width` that a kernel reads `ld` apart (see [`spread_rows`]); a launch moves only
+/// the rows.
+pub(super) fn read_rows(name: &'static str, rows: Vec<bf16>, width: u32, ld: u32) -> CaseArg {
+    let moved = rows.len();
+    let mut arg = read(name, spread_rows(&rows, width, ld));
+    if let CaseArg::Buffer(buffer) = &mut arg {
+        buffer.moved = moved;
+    }
+    arg
 }
 
 /// A conv state (the last W inputs, bf16 projections widened) and conv taps within ±0.5.

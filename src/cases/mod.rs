@@ -42,6 +42,7 @@ use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::Glm5NextKdaKernels;
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::launch;
+use crate::weights::InputProjection;
 
 pub use check::{Check, Comparison, HostOutput, Measurement, Mismatch};
 use data::*;
@@ -84,6 +85,9 @@ struct Shape {
     hidden: u32,
     /// The sequences of a batched decode case: `t`, at most [`MAX_CASE_BATCH`].
     batch: u32,
+    /// The row stride of the block's stacked projections, with which the conv and the gate read
+    /// their inputs in place ([`InputProjection`]).
+    stacked: u32,
 }
 
 /// The largest batch of the decode cases (whatever their token count): the batch the benchmarks
@@ -110,6 +114,7 @@ impl Shape {
             dim: geometry.conv_dim(),
             hidden: geometry.hidden,
             batch: t.min(MAX_CASE_BATCH),
+            stacked: InputProjection::stacked_width(geometry),
         })
     }
 }
@@ -199,12 +204,13 @@ impl KernelCase {
                 let args = vec![
                     batch.pool("pool", pool, Check::Exact),
                     batch.slot_arg(),
-                    read("x", activations(&mut rng, s.batch * s.dim)),
+                    read_rows("x", activations(&mut rng, s.batch * s.dim), s.dim, s.stacked),
                     read("weight", weight),
                     write(DType::Bf16, "out", s.batch * s.dim, Check::Bf16Rounded),
                     CaseArg::u32("b", s.batch),
                     CaseArg::u32("slots", batch.capacity),
                     CaseArg::u32("dim", s.dim),
+                    CaseArg::u32("ldx", s.stacked),
                     CaseArg::u32("width", CONV_WIDTH),
                     CaseArg::u32("qk_channels", 2 * s.qkv),
                     CaseArg::u32("head_dim", s.d),
@@ -219,13 +225,14 @@ impl KernelCase {
                 let out = |name| write_prefix(DType::F32, name, padded, real, Check::Bf16Rounded);
                 let args = vec![
                     update("state", state, Check::Exact),
-                    read("x", activations(&mut rng, s.t * s.dim)),
+                    read_rows("x", activations(&mut rng, s.t * s.dim), s.dim, s.stacked),
                     read("weight", weight),
                     out("q"),
                     out("k"),
                     out("v"),
                     CaseArg::u32("t", s.t),
                     CaseArg::u32("qkv", s.qkv),
+                    CaseArg::u32("ldx", s.stacked),
                     CaseArg::u32("width", CONV_WIDTH),
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
@@ -239,10 +246,13 @@ impl KernelCase {
                     // Biases as trained, in [−4, −1]: σ's argument mostly negative, mild decays.
                     read("dt_bias", uniform(&mut rng, s.qkv, -4.0, -1.0)),
                     read("a_log", uniform(&mut rng, s.h, -0.5, 0.5)),
+                    read_rows("b_raw", activations(&mut rng, s.t * s.h), s.h, s.stacked),
                     write(DType::F32, "gate", s.t * s.qkv, Check::gate(law)),
+                    write(DType::F32, "beta", s.t * s.h, Check::Relative(1e-6)),
                     CaseArg::u32("t", s.t),
                     CaseArg::u32("h", s.h),
                     CaseArg::u32("d", s.d),
+                    CaseArg::u32("ldb", s.stacked),
                     CaseArg::u32("law", law.code()),
                     CaseArg::f32("lower_bound", law.lower_bound()),
                 ];
@@ -277,15 +287,6 @@ impl KernelCase {
                 ];
                 (|k| Some(k.o_norm), launch::norm(rows), args)
             }
-            "sigmoid" => {
-                let n = s.t * s.h;
-                let args = vec![
-                    read("x", activations(&mut rng, n)),
-                    write(DType::F32, "y", n, Check::Relative(1e-6)),
-                    CaseArg::u32("n", n),
-                ];
-                (|k| Some(k.sigmoid), launch::elementwise(n), args)
-            }
             "fill" => {
                 // The real rows of a padded buffer: the rows past them must stay as they were.
                 let (n, len) = (s.t * s.qkv, s.t_pad * s.qkv);
@@ -302,14 +303,14 @@ impl KernelCase {
     }
 
     /// A case of a dense product at any shape: `gemm` (`m ≥ 1`), `gemv` (`m = 1`) or
-    /// `gemv_batchm` (`2 ≤ m ≤ 16`) of `x [m, k]` by `w [n, k]`, the operands `offset` elements into
-    /// their buffers (`offset % 8 != 0`: unaligned for the kernels' 16-byte loads). For the edge
-    /// shapes the model's geometries do not reach: n and k off the tiles, k % 8 != 0, odd m.
+    /// `gemv_batchm` (`2 ≤ m ≤ 16`) of `x [m, k]` by `w [n, k]`, x's rows `ld ≥ k` elements apart
+    /// (the single-row `gemv` takes `ld = k`), the operands `offset` elements into their buffers
+    /// (`offset % 8 != 0`: unaligned for the kernels' 16-byte loads). For the edge shapes the
+    /// model's geometries do not reach: n and k off the tiles, k % 8 != 0, odd m, strides.
     pub fn dense(
         field: &str,
-        m: u32,
-        n: u32,
-        k: u32,
+        (m, n, k): (u32, u32, u32),
+        ld: u32,
         offset: u32,
         seed: u64,
     ) -> Result<KernelCase, CaseError> {
@@ -317,9 +318,17 @@ impl KernelCase {
             .iter()
             .find(|entry| entry.field == field)
             .ok_or_else(|| CaseError::NoCase(field.to_owned()))?;
-        let bad = |why: &str| CaseError::Dense(format!("{field} with m = {m}, n = {n}, k = {k}: {why}"));
+        let bad =
+            |why: &str| CaseError::Dense(format!("{field} with m = {m}, n = {n}, k = {k}, ld = {ld}: {why}"));
+        if ld < k || (m == 1 && field == "gemv" && ld != k) {
+            return Err(bad("x's rows must lie k or more apart (the single-row gemv: exactly k)"));
+        }
         let elements = |rows: u32| rows.checked_mul(k).ok_or_else(|| bad("the operands overflow 32 bits"));
         let (x_len, w_len) = (elements(m)?, elements(n)?);
+        m.saturating_sub(1)
+            .checked_mul(ld)
+            .and_then(|rows| rows.checked_add(k))
+            .ok_or_else(|| bad("x's rows overflow 32 bits"))?;
         m.checked_mul(n).ok_or_else(|| bad("the output overflows 32 bits"))?;
         let mut rng = stream(seed, field);
         let (x, w) = (activations(&mut rng, x_len), linear(&mut rng, n, k));
@@ -336,15 +345,16 @@ impl KernelCase {
             }
             other => return Err(CaseError::NoCase(other.to_owned())),
         };
-        let args = dense_args_at(names, x, w, m_arg, n, k, offset);
+        let args = dense_args_at(names, x, w, (m_arg, n, k), ld, offset);
         Ok(KernelCase { entry, handle, launch, args, tokens: m, offset: 0 })
     }
 
     /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 128
     /// for the GEMM, 32 columns for the GEMVs), k % 8 != 0 (no 16-byte loads), k % 8 == 0 over
-    /// several of a GEMV lane's 16-byte chunks (its vector loads), operands one element off
-    /// alignment, and m at each dispatch class. `thorough`: every m of 1..=17 and 65 (the GEMM),
-    /// 1 (the GEMV) and 2..=16 (the batched GEMV), each at every (n, k, offset) of the grid.
+    /// several of a GEMV lane's 16-byte chunks (its vector loads), x's rows further apart than k
+    /// (a multiple of 8 or not), operands one element off alignment, and m at each dispatch class.
+    /// `thorough`: every m of 1..=17 and 65 (the GEMM), 1 (the GEMV) and 2..=16 (the batched
+    /// GEMV), each at every (n, k, offset) of the grid, packed and strided.
     pub fn dense_edges(seed: u64, thorough: bool) -> Result<Vec<KernelCase>, CaseError> {
         let field = |m: u32| match m {
             1 => "gemv",
@@ -355,29 +365,40 @@ impl KernelCase {
         if thorough {
             for m in (1..=17).chain([65]) {
                 for (n, k) in [(33, 100), (65, 264), (40, 263)] {
-                    for offset in [0, 1] {
-                        cases.push(Self::dense("gemm", m, n, k, offset, seed)?);
-                        if m <= DENSE_GEMV_BATCHM_MAX_M {
-                            cases.push(Self::dense(field(m), m, n, k, offset, seed)?);
+                    for (offset, pad) in [(0, 0), (1, 0), (0, 8), (0, 3)] {
+                        let (shape, ld) = ((m, n, k), k + pad);
+                        cases.push(Self::dense("gemm", shape, ld, offset, seed)?);
+                        if m == 1 && pad == 0 || (2..=DENSE_GEMV_BATCHM_MAX_M).contains(&m) {
+                            cases.push(Self::dense(field(m), shape, ld, offset, seed)?);
                         }
                     }
                 }
             }
         } else {
-            for (m, n, k, offset) in [
-                (1, 65, 264, 0),
-                (1, 40, 263, 0),
-                (1, 33, 264, 1),
-                (2, 65, 264, 0),
-                (7, 40, 100, 1),
-                (16, 33, 264, 0),
+            for (m, n, k, ld, offset) in [
+                (1, 65, 264, 264, 0),
+                (1, 40, 263, 263, 0),
+                (1, 33, 264, 264, 1),
+                (2, 65, 264, 264, 0),
+                (7, 40, 100, 100, 1),
+                (16, 33, 264, 264, 0),
+                // Strided rows: 16-byte loads (ld % 8 == 0), then element by element.
+                (5, 65, 264, 272, 0),
+                (3, 40, 264, 267, 0),
             ] {
-                cases.push(Self::dense(field(m), m, n, k, offset, seed)?);
+                cases.push(Self::dense(field(m), (m, n, k), ld, offset, seed)?);
             }
-            // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile; its scalar
-            // path (k % 8 != 0, or unaligned).
-            for (m, n, k, offset) in [(17, 65, 100, 0), (65, 40, 72, 1), (1, 33, 264, 0), (130, 65, 264, 0)] {
-                cases.push(Self::dense("gemm", m, n, k, offset, seed)?);
+            // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile, packed and
+            // strided; its scalar path (k % 8 != 0, unaligned, or ld % 8 != 0).
+            for (m, n, k, ld, offset) in [
+                (17, 65, 100, 100, 0),
+                (65, 40, 72, 72, 1),
+                (1, 33, 264, 264, 0),
+                (130, 65, 264, 264, 0),
+                (130, 65, 264, 280, 0),
+                (40, 33, 72, 75, 0),
+            ] {
+                cases.push(Self::dense("gemm", (m, n, k), ld, offset, seed)?);
             }
         }
         Ok(cases)
@@ -602,8 +623,9 @@ impl KernelCase {
             return None;
         }
         let (m, n, k) = (self.u32_arg("m")?, self.u32_arg("n")?, self.u32_arg("k")?);
+        let ld = self.u32_arg("ldx")? as usize;
         let (x, w) = (self.buffer("x")?.data.as_bf16()?, self.buffer("w")?.data.as_bf16()?);
-        let x = x.chunks_exact(k as usize).take(m as usize).nth(row as usize)?;
+        let x = x.get(row as usize * ld..)?.get(..k as usize).filter(|_| row < m)?;
         let gemv = *Glm5NextKdaKernels::ENTRIES.iter().find(|entry| entry.field == "gemv")?;
         Some(KernelCase {
             entry: gemv,

@@ -7,7 +7,7 @@ use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::{batch_slots, par_rows_mut, pool_rows, require, silu};
+use super::{batch_slots, packed_rows, par_rows_mut, pool_rows, require, silu};
 use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
@@ -15,17 +15,17 @@ pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
         .with_kernel(glm5next_kda::conv_prefill::ENTRY, causal_conv1d_prefill_l2norm_split)
 }
 
-/// `pool, slot, x, weight, out, b, slots, dim, width, qk_channels, head_dim, eps`: one token for
-/// each of `b` rows, row r's window in pool slot `slot[r]` (`[slots, dim, W]`; a row without a
+/// `pool, slot, x, weight, out, b, slots, dim, ldx, width, qk_channels, head_dim, eps`: one token
+/// for each of `b` rows (x's `ldx` apart), row r's window in pool slot `slot[r]` (`[slots, dim, W]`; a row without a
 /// slot, see [`batch_slots`], writes nothing), then each `head_dim` group of the first
 /// `qk_channels` channels divided by `sqrt(Σ y² + eps)` before the single bf16 rounding.
 fn causal_conv1d_update_l2norm(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (pool, slot) = (args.mut_f32(0)?, args.const_u32(1)?);
     let (x, weight, out) = (args.const_bf16(2)?, args.const_bf16(3)?, args.mut_bf16(4)?);
     let (b, slots) = (args.u32(5)? as usize, args.u32(6)? as usize);
-    let (dim, width) = (args.u32(7)? as usize, args.u32(8)? as usize);
-    let (qk_channels, head_dim) = (args.u32(9)? as usize, args.u32(10)? as usize);
-    let eps = args.f32(11)?;
+    let (dim, ldx, width) = (args.u32(7)? as usize, args.u32(8)? as usize, args.u32(9)? as usize);
+    let (qk_channels, head_dim) = (args.u32(10)? as usize, args.u32(11)? as usize);
+    let eps = args.f32(12)?;
     if head_dim == 0 || !qk_channels.is_multiple_of(head_dim) || qk_channels > dim {
         return Err(KernelError::new(format!(
             "qk_channels = {qk_channels} must be a multiple of head_dim = {head_dim} (≥ 1) \
@@ -33,7 +33,7 @@ fn causal_conv1d_update_l2norm(mut args: CpuArgs<'_>) -> Result<(), KernelError>
         )));
     }
     require("pool [slots, dim, width]", pool.len(), &[slots, dim, width])?;
-    require("x [b, dim]", x.len(), &[b, dim])?;
+    let x = packed_rows("x [b, dim], rows ldx apart", x, (b, dim, ldx))?;
     require("out [b, dim]", out.len(), &[b, dim])?;
     let rows = batch_slots(slot, b, slots)?;
     let states = pool_rows(&mut pool[..slots * dim * width], dim * width, &rows);
@@ -46,14 +46,15 @@ fn causal_conv1d_update_l2norm(mut args: CpuArgs<'_>) -> Result<(), KernelError>
     Ok(())
 }
 
-/// `state, x, weight, q, k, v, t, qkv, width, head_dim, eps`: t tokens of packed q | k | v rows
-/// (`x [t, 3·qkv]`) in order, each q and k head normalised as in decode and rounded once, then
+/// `state, x, weight, q, k, v, t, qkv, ldx, width, head_dim, eps`: t tokens of packed q | k | v
+/// rows (`x [t, 3·qkv]`, rows `ldx` apart) in order, each q and k head normalised as in decode and rounded once, then
 /// widened exactly into `q, k, v [t, qkv]` f32; their rows ≥ t are untouched.
 fn causal_conv1d_prefill_l2norm_split(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (state, x, weight) = (args.mut_f32(0)?, args.const_bf16(1)?, args.const_bf16(2)?);
     let parts = [args.mut_f32(3)?, args.mut_f32(4)?, args.mut_f32(5)?];
-    let (t, qkv, width) = (args.u32(6)? as usize, args.u32(7)? as usize, args.u32(8)? as usize);
-    let (head_dim, eps) = (args.u32(9)? as usize, args.f32(10)?);
+    let (t, qkv) = (args.u32(6)? as usize, args.u32(7)? as usize);
+    let (ldx, width) = (args.u32(8)? as usize, args.u32(9)? as usize);
+    let (head_dim, eps) = (args.u32(10)? as usize, args.f32(11)?);
     if head_dim == 0 || !qkv.is_multiple_of(head_dim) {
         return Err(KernelError::new(format!(
             "qkv = {qkv} must be a multiple of head_dim = {head_dim} (≥ 1)"
@@ -63,8 +64,9 @@ fn causal_conv1d_prefill_l2norm_split(mut args: CpuArgs<'_>) -> Result<(), Kerne
         require(name, part.len(), &[t, qkv])?;
     }
     let dim = 3 * qkv;
+    let x = packed_rows("x [t, 3·qkv], rows ldx apart", x, (t, dim, ldx))?;
     let mut packed = vec![bf16::ZERO; t * dim];
-    ConvLaunch::new(state, x, weight, &mut packed, dim, width, t)?
+    ConvLaunch::new(state, &x, weight, &mut packed, dim, width, t)?
         .run(|y| l2_heads(&mut y[..2 * qkv], head_dim, eps));
     for (index, part) in parts.into_iter().enumerate() {
         par_rows_mut(part, t, qkv).enumerate().for_each(|(row, dst)| {

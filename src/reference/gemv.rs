@@ -1,11 +1,13 @@
 //! `gemv::dense_gemv_bf16` and `dense_gemv_bf16_batchm::dense_gemv_bf16_batchm`, and the per-row
 //! computation they share with `gemm::dense_gemm_bf16`.
 
+use std::borrow::Cow;
+
 use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::require;
+use super::{packed_rows, require};
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::kernels::glm5next_kda;
 
@@ -25,7 +27,8 @@ fn dense_gemv_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// `x, w, y, m, n, k` with `2 ≤ m ≤ 16`: each row of `y` exactly as `dense_gemv_bf16` computes it.
+/// `x, w, y, m, n, k, ldx` with `2 ≤ m ≤ 16`: each row of `y` exactly as `dense_gemv_bf16`
+/// computes it.
 fn dense_gemv_bf16_batchm(args: CpuArgs<'_>) -> Result<(), KernelError> {
     let launch = RowsLaunch::read(args)?;
     let max = DENSE_GEMV_BATCHM_MAX_M as usize;
@@ -105,9 +108,11 @@ const COLUMNS: usize = 8;
 /// overlaps.
 const ROWS: usize = 4;
 
-/// A checked `a, b, c, m, n, k` launch (the gemm and batchm signature): `c[m, n] = a[m, k]·b[n, k]ᵀ`.
+/// A checked `a, b, c, m, n, k, lda` launch (the gemm and batchm signature):
+/// `c[m, n] = a[m, k]·b[n, k]ᵀ`, a's rows `lda` apart.
 pub(super) struct RowsLaunch<'a> {
-    a: &'a [bf16],
+    /// a's `m` rows, packed.
+    a: Cow<'a, [bf16]>,
     b: &'a [bf16],
     c: &'a mut [bf16],
     /// Rows of `a` and `c`.
@@ -121,7 +126,7 @@ impl<'a> RowsLaunch<'a> {
     pub(super) fn read(mut args: CpuArgs<'a>) -> Result<Self, KernelError> {
         let (a, b, c) = (args.const_bf16(0)?, args.const_bf16(1)?, args.mut_bf16(2)?);
         let (m, n, k) = (args.u32(3)? as usize, args.u32(4)? as usize, args.u32(5)? as usize);
-        require("a [m, k]", a.len(), &[m, k])?;
+        let a = packed_rows("a [m, k], rows lda apart", a, (m, k, args.u32(6)? as usize))?;
         require("b [n, k]", b.len(), &[n, k])?;
         require("c [m, n]", c.len(), &[m, n])?;
         Ok(Self { a, b, c, m, n, k })
@@ -130,6 +135,6 @@ impl<'a> RowsLaunch<'a> {
     /// Computes every row of `c` as a GEMV of the matching row of `a` would.
     pub(super) fn run(self) {
         let Self { a, b, c, m, n, k } = self;
-        matmul(a, &b[..n * k], c, m, n, k);
+        matmul(&a, &b[..n * k], c, m, n, k);
     }
 }

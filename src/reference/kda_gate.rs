@@ -1,9 +1,10 @@
-//! `kda_gate::kda_gate_bf16`: the forget gate as a per-channel log-decay `g ≤ 0`, under either law.
+//! `kda_gate::kda_gate_bf16`: the forget gate as a per-channel log-decay `g ≤ 0`, under either law,
+//! and beta, the sigmoid of the b projection.
 
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
-use super::{par_rows_mut, require, sigmoid};
+use super::{packed_rows, par_rows_mut, require, sigmoid};
 use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
@@ -34,13 +35,15 @@ impl Law {
     }
 }
 
-/// `g_raw [t, h, d], dt_bias [h·d], a_log [h], gate [t, h, d], t, h, d, law, lower_bound`.
+/// `g_raw [t, h, d], dt_bias [h·d], a_log [h], b_raw [t, h] (rows ldb apart), gate [t, h, d],
+/// beta [t, h], t, h, d, ldb, law, lower_bound`.
 fn kda_gate_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (g_raw, dt_bias, a_log) = (args.const_bf16(0)?, args.const_f32(1)?, args.const_f32(2)?);
-    let gate = args.mut_f32(3)?;
-    let (t, h, d) = (args.u32(4)? as usize, args.u32(5)? as usize, args.u32(6)? as usize);
-    let law = match args.u32(7)? {
-        0 => Law::Bounded { lower_bound: args.f32(8)? },
+    let (b_raw, gate, beta) = (args.const_bf16(3)?, args.mut_f32(4)?, args.mut_f32(5)?);
+    let (t, h, d) = (args.u32(6)? as usize, args.u32(7)? as usize, args.u32(8)? as usize);
+    let ldb = args.u32(9)? as usize;
+    let law = match args.u32(10)? {
+        0 => Law::Bounded { lower_bound: args.f32(11)? },
         1 => Law::Softplus,
         other => {
             return Err(KernelError::new(format!("law = {other} is neither 0 (bounded) nor 1 (softplus)")));
@@ -50,6 +53,9 @@ fn kda_gate_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     require("dt_bias [h·d]", dt_bias.len(), &[h, d])?;
     require("a_log [h]", a_log.len(), &[h])?;
     require("gate [t, h, d]", gate.len(), &[t, h, d])?;
+    require("beta [t, h]", beta.len(), &[t, h])?;
+    let b_raw = packed_rows("b_raw [t, h], rows ldb apart", b_raw, (t, h, ldb))?;
+    beta[..t * h].par_iter_mut().zip(&b_raw[..]).for_each(|(beta, b)| *beta = sigmoid(b.to_f32()));
     let row = h * d;
     par_rows_mut(gate, t, row).zip(g_raw[..t * row].par_chunks(row.max(1))).for_each(|(gate, g_raw)| {
         for (channel, (gate, g)) in gate.iter_mut().zip(g_raw).enumerate() {

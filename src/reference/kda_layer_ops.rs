@@ -1,5 +1,4 @@
-//! `kda_layer_ops`: the small kernels around the KDA core: the gated output norm, the beta
-//! sigmoid and the fill.
+//! `kda_layer_ops`: the small kernels around the KDA core: the gated output norm and the fill.
 
 use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
@@ -10,7 +9,6 @@ use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(glm5next_kda::o_norm::ENTRY, kda_o_norm_gated_bf16)
-        .with_kernel(glm5next_kda::sigmoid::ENTRY, kda_sigmoid_bf16_f32)
         .with_kernel(glm5next_kda::fill::ENTRY, kda_fill_f32)
 }
 
@@ -35,15 +33,6 @@ fn kda_o_norm_gated_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
             *out = bf16::from_f32(value);
         }
     });
-    Ok(())
-}
-
-/// `x, y, n`: `y[i] = σ(f32(x[i]))`.
-fn kda_sigmoid_bf16_f32(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (x, y, n) = (args.const_bf16(0)?, args.mut_f32(1)?, args.u32(2)? as usize);
-    require("x [n]", x.len(), &[n])?;
-    require("y [n]", y.len(), &[n])?;
-    y[..n].par_iter_mut().zip(&x[..n]).for_each(|(y, x)| *y = sigmoid(x.to_f32()));
     Ok(())
 }
 

@@ -37,10 +37,13 @@ mod kda_recurrent;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
+
+use half::bf16;
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
-/// A CPU backend carrying all 13 entries of `[glm5next_kda]`, run by the reference kernels.
+/// A CPU backend carrying all 12 entries of `[glm5next_kda]`, run by the reference kernels.
 ///
 /// Use [`CpuBackend::without`] on it to emulate a target that lacks the optional entries.
 pub fn backend() -> CpuBackend {
@@ -82,6 +85,33 @@ fn require(name: &str, len: usize, dims: &[usize]) -> Result<(), KernelError> {
             format!("`{name}` holds {len} elements, needs {needed}")
         })),
         Some(_) => Ok(()),
+    }
+}
+
+/// The `rows` rows of `width` elements that lie `ld` apart in `data` (a column range of a wider
+/// matrix, as a kernel's strided operand takes it), packed one after another; borrowed where they
+/// already are. Refuses `ld < width` (rows that overlap) and a `data` that ends before the last
+/// row does.
+fn packed_rows<'a>(
+    name: &str,
+    data: &'a [bf16],
+    (rows, width, ld): (usize, usize, usize),
+) -> Result<Cow<'a, [bf16]>, KernelError> {
+    if ld < width {
+        return Err(KernelError::new(format!("`{name}`: rows {ld} apart cannot hold {width} elements each")));
+    }
+    let Some(last) = rows.checked_sub(1) else { return Ok(Cow::Borrowed(&[])) };
+    let needed = last.checked_mul(ld).and_then(|start| start.checked_add(width));
+    match needed {
+        Some(needed) if data.len() >= needed => Ok(if ld == width {
+            Cow::Borrowed(&data[..rows * width])
+        } else {
+            Cow::Owned((0..rows).flat_map(|row| &data[row * ld..][..width]).copied().collect())
+        }),
+        _ => Err(KernelError::new(format!(
+            "`{name}` holds {} elements, too few for {rows} rows of {width}, {ld} apart",
+            data.len()
+        ))),
     }
 }
 

@@ -50,12 +50,13 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     assert_eq!(
         shape,
         [
-            ("a", "const bf16[m*k]".to_owned()),
+            ("a", "const bf16[(m-1)*lda+k]".to_owned()),
             ("b", "const bf16[n*k]".to_owned()),
             ("c", "bf16[m*n]".to_owned()),
             ("m", "u32".to_owned()),
             ("n", "u32".to_owned()),
             ("k", "u32".to_owned()),
+            ("lda", "u32".to_owned()),
         ]
     );
     let ParamType::Buffer { element, writable, extent, .. } = &params[2].ty else { panic!("c is a buffer") };
@@ -63,7 +64,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     // Scalars are found by position, also when declared after the buffer.
     assert_eq!(*extent, *binary(BinaryOp::Mul, scalar("m", 3), scalar("n", 4)));
     assert_eq!(params[0].location.line, 15);
-    assert_eq!(gemm.requires.len(), 2);
+    assert_eq!(gemm.requires.len(), 4);
     assert_eq!(
         gemm.requires[0].any_of,
         [Comparison {
@@ -76,8 +77,8 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
 
     let conv_decode = &table.entries[3];
     assert_eq!(conv_decode.field, "conv_decode");
-    assert_eq!(conv_decode.requires.len(), 8);
-    let head_dim = &conv_decode.requires[4];
+    assert_eq!(conv_decode.requires.len(), 10);
+    let head_dim = &conv_decode.requires[6];
     assert_eq!(head_dim.text, "head_dim == 32 || head_dim == 64 || head_dim == 128");
     assert_eq!(head_dim.any_of.len(), 3);
     let eps = conv_decode.params.as_ref().unwrap().last().unwrap();
@@ -97,7 +98,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     );
     assert_eq!(*extent, *expected);
     // Entries without `requires` have none.
-    assert!(table.entries[12].requires.is_empty());
+    assert!(table.entries[11].requires.is_empty());
 }
 
 #[test]

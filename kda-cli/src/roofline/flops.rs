@@ -15,11 +15,10 @@ use super::{LaunchModel, RooflineError};
 /// - **`conv_prefill`**: the same per token, over `dim = 3·qkv` channels of which
 ///   `qk_channels = 2·qkv` are normalised, with `t` in place of `b`; the split into q, k and v
 ///   moves data only.
-/// - **`gate`**: law 0 `6·t·h·d + h`, law 1 `4·t·h·d + h`. Per channel `x = g + dt_bias` (1);
-///   law 0 `lower_bound·σ(e·x)`: multiply, σ (exp, add, divide), multiply (5); law 1
-///   `−e·softplus(x)` = `−e·log1p(e^x)`: exp, log1p, multiply (3). `e = exp(a_log)` once per
-///   head (h).
-/// - **`sigmoid`**: `3·n`: exp, add, divide per element.
+/// - **`gate`**: law 0 `6·t·h·d + 3·t·h + h`, law 1 `4·t·h·d + 3·t·h + h`. Per channel
+///   `x = g + dt_bias` (1); law 0 `lower_bound·σ(e·x)`: multiply, σ (exp, add, divide), multiply
+///   (5); law 1 `−e·softplus(x)` = `−e·log1p(e^x)`: exp, log1p, multiply (3). `e = exp(a_log)`
+///   once per head (h). Beta: σ per (token, head): exp, add, divide (3).
 /// - **`o_norm`**: `rows·(8·d + 4)`. Per value: square and sum (2), `x·r`, `·w` (2), σ of the
 ///   gate (3), the gating product (1); per row: `/d`, `+ eps`, `sqrt`, the reciprocal (4).
 /// - **`recurrent`, `recurrent_smem`**: `b·h·(7·d² + 4·d)`. Per (row, head): `α = exp(g)` and
@@ -54,9 +53,9 @@ pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
         }
         "gate" => {
             let per_channel = if s("law")? == 0 { 6 } else { 4 };
-            per_channel * s("t")? * s("h")? * s("d")? + s("h")?
+            let (t, h) = (s("t")?, s("h")?);
+            per_channel * t * h * s("d")? + 3 * t * h + h
         }
-        "sigmoid" => 3 * s("n")?,
         "o_norm" => s("rows")? * (8 * s("d")? + 4),
         "recurrent" | "recurrent_smem" => {
             let d = s("d")?;

@@ -32,8 +32,12 @@
 //! Each buffer argument counts its elements at the kernel's element type (bf16 2 bytes, f32 and
 //! u32 4) once: read once if `const`, written once if written. The buffers a kernel reads and
 //! writes in place count twice ([`READ_WRITE`]: the conv windows and the recurrent states), and
-//! weights count once per launch. Two kernels touch less than the view the block hands them, and
+//! weights count once per launch. Some kernels touch less than the view the block hands them, and
 //! count what they touch:
+//! - an operand read in rows a stride apart (the columns of one projection among the stacked
+//!   projections' outputs: the dense products' `a` or `x`, the convs' `x`, the gate's `b_raw`)
+//!   counts its rows times their width, not the view that spans them (nor, for the single-row
+//!   `gemv`, the rest of the stacked row after its `k` elements);
 //! - `conv_prefill` writes the first `t` rows of its `q`, `k` and `v` (the rows past them are the
 //!   chunk padding): `t·qkv` elements each;
 //! - the decode kernels' `pool [slots, …]` is touched only in the `b` slots the batch rows name:
@@ -349,6 +353,12 @@ impl LaunchModel {
         for arg in &self.args {
             let LaunchArg::Buffer { name, dtype, len, .. } = *arg else { continue };
             let touched = match (self.field, name) {
+                // Rows of a wider matrix: their elements, not the view that spans them.
+                ("gemm", "a") | ("gemv_batchm", "x") => self.need("m")? * self.need("k")?,
+                ("gemv", "x") => self.need("k")?,
+                ("conv_decode", "x") => self.need("b")? * self.need("dim")?,
+                ("conv_prefill", "x") => self.need("t")? * 3 * self.need("qkv")?,
+                ("gate", "b_raw") => self.need("t")? * self.need("h")?,
                 // The t real rows, not the chunk padding.
                 ("conv_prefill", "q" | "k" | "v") => self.need("t")? * self.need("qkv")?,
                 // Only the b batch rows' slots of the pool.

@@ -50,13 +50,13 @@ fn the_decode_gemv_of_the_stacked_input_projections_moves_their_weights_once() {
     let o_proj = decode.launches.last().unwrap();
     assert_eq!((o_proj.field, o_proj.shape().as_str()), ("gemv", "1×4096×8192"));
     assert_eq!(o_proj.bytes, 4096 * 8192 * 2 + 8192 * 2 + 4096 * 2);
-    // The prefill's q | k | v is a GEMM at m = 4096 on tensor cores, compute-bound.
+    // The prefill's stacked projections are one GEMM at m = 4096 on tensor cores, compute-bound.
     let prefill = &glm5().scenarios[2].launches[0];
     assert_eq!((prefill.field, prefill.peak), ("gemm", Peak::TensorBf16));
-    assert_eq!(prefill.bytes, (4096 * 4096 + 24576 * 4096 + 4096 * 24576) * 2);
-    assert_eq!(prefill.flops, 2 * 4096 * 24576 * 4096);
+    assert_eq!(prefill.bytes, (4096 * 4096 + 24896 * 4096 + 4096 * 24896) * 2);
+    assert_eq!(prefill.flops, 2 * 4096 * 24896 * 4096);
     assert_eq!(prefill.bound(), Bound::Compute);
-    let time = 2.0 * 4096.0 * 24576.0 * 4096.0 / 989e12;
+    let time = 2.0 * 4096.0 * 24896.0 * 4096.0 / 989e12;
     assert!((prefill.time() - time).abs() <= 1e-9 * time, "{}", prefill.time());
 }
 
@@ -80,11 +80,11 @@ fn decode_at_b_64_runs_the_gemm_and_at_b_1_the_gemv() {
     let dense = |scenario: &ScenarioModel| -> Vec<&'static str> {
         fields(scenario).into_iter().filter(|field| DENSE.contains(field)).collect()
     };
-    // q | k | v, f_a, g_a and b_proj (at B = 1 one product over the stacked weight, else four),
-    // f_b, g_b and o_proj.
+    // The stacked projections of the block input (q | k | v, f_a, g_a and b_proj in one product),
+    // f_b and g_b (reading f_a's and g_a's columns in place), and o_proj.
     assert_eq!(dense(one), ["gemv"; 4]);
-    assert_eq!(dense(sixty_four), ["gemm"; 7]);
-    assert_eq!(dense(prefill), ["gemm"; 7]);
+    assert_eq!(dense(sixty_four), ["gemm"; 4]);
+    assert_eq!(dense(prefill), ["gemm"; 4]);
     for launch in sixty_four.launches.iter().filter(|l| l.field == "gemm") {
         assert_eq!(launch.scalar("m"), Some(64));
     }
@@ -145,12 +145,12 @@ fn the_model_is_the_block_run_at_the_real_head_count() {
         assert_eq!(modelled.scenario, *scenario);
         assert_same_launches(&modelled.launches, recorded, &scenario.to_string());
     }
-    // The same launch counts at glm5-flash: decode at B = 64 8 front-end launches (q | k | v,
-    // f_a, g_a, b_proj, f_b, the gate, the sigmoid, g_b), the conv, the recurrent step, the norm
-    // and o_proj; at B = 1 the first four are one; prefill the front end and 5 more (the conv
-    // into q, k and v, the chunk pair, the norm and o_proj).
+    // The same launch counts at glm5-flash: decode at any B 4 front-end launches (the stacked
+    // projections, f_b, the gate with beta, g_b), the conv, the recurrent step, the norm and
+    // o_proj; prefill the front end and 5 more (the conv into q, k and v, the chunk pair, the norm
+    // and o_proj).
     let counts: Vec<usize> = report.scenarios.iter().map(|s| s.launches.len()).collect();
-    assert_eq!(counts, [9, 12, 13]);
+    assert_eq!(counts, [8, 8, 9]);
     let glm5_counts: Vec<usize> = glm5().scenarios.iter().map(|s| s.launches.len()).collect();
     assert_eq!(glm5_counts, counts);
     for (mid, glm5) in report.scenarios.iter().zip(&glm5().scenarios) {
@@ -205,7 +205,6 @@ fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
         "gemv_batchm",
         "o_norm",
         "recurrent_smem",
-        "sigmoid",
     ];
     assert_eq!(compared.into_iter().collect::<Vec<_>>(), expected);
 }
@@ -285,32 +284,35 @@ fn absent_optional_kernels_are_absent_from_the_model() {
     assert!(!without.contains(&"recurrent_smem") && without.contains(&"recurrent"), "{without:?}");
 }
 
-fn sigmoid(n: u32, module: &str) -> FakeLaunch {
-    let buffer = |dtype, writable| FakeArg::Buffer { dtype, len: n as usize, writable };
+fn fill(n: u32, module: &str) -> FakeLaunch {
     FakeLaunch {
         stream: 0,
         module: module.to_owned(),
-        entry: "kda_sigmoid_bf16_f32".to_owned(),
+        entry: "kda_fill_f32".to_owned(),
         geometry: LaunchGeometry::linear(n, 256),
-        args: vec![buffer(DType::Bf16, false), buffer(DType::F32, true), FakeArg::U32(n)],
+        args: vec![
+            FakeArg::Buffer { dtype: DType::F32, len: n as usize, writable: true },
+            FakeArg::U32(n),
+            FakeArg::F32(0.0),
+        ],
     }
 }
 
 #[test]
 fn sizes_off_the_line_through_1_and_2_heads_are_refused() {
     let scenario = Scenario::Decode { batch: 1 };
-    let run = |n| vec![sigmoid(n, "kda_layer_ops")];
+    let run = |n| vec![fill(n, "kda_layer_ops")];
     let (one, two, three) = (run(64), run(128), run(192));
     let launches = extrapolate(&scenario, [&one, &two, &three], 64).unwrap();
     assert_eq!(launches[0].scalar("n"), Some(64 * 64));
-    assert_eq!(launches[0].bytes, 64 * 64 * (2 + 4));
+    assert_eq!(launches[0].bytes, 64 * 64 * 4);
     let quadratic = run(64 * 9);
     let error = extrapolate(&scenario, [&one, &two, &quadratic], 64).unwrap_err();
     assert!(
-        matches!(error, RooflineError::NotAffine { field: "sigmoid", param: "x", expected: 192, .. }),
+        matches!(error, RooflineError::NotAffine { field: "fill", param: "dst", expected: 192, .. }),
         "{error}"
     );
-    let other = vec![sigmoid(192, "elsewhere")];
+    let other = vec![fill(192, "elsewhere")];
     assert!(matches!(
         extrapolate(&scenario, [&one, &two, &other], 64),
         Err(RooflineError::Drift { heads: 3, .. })
@@ -334,7 +336,7 @@ fn measured_cases_sit_beside_the_launches_of_their_sizes() {
         s.launches.iter().filter(|l| l.measured.is_some()).map(|l| l.field).collect()
     };
     assert_eq!(matched(&report.scenarios[0]), ["gemv"]);
-    let front = ["gate", "sigmoid"];
+    let front = ["gate"];
     let back = ["o_norm", "gemm"];
     let decode: Vec<&str> =
         front.iter().chain(&["conv_decode", "recurrent_smem"]).chain(&back).copied().collect();
@@ -345,7 +347,7 @@ fn measured_cases_sit_beside_the_launches_of_their_sizes() {
     let text = report.to_string();
     assert!(text.contains("measured on CPU reference backend"), "{text}");
     assert!(
-        text.contains("measured µs  of roofline") && text.contains("7 of 13 launches beside a case"),
+        text.contains("measured µs  of roofline") && text.contains("6 of 9 launches beside a case"),
         "{text}"
     );
     // Another layer's timings sit beside nothing.

@@ -294,16 +294,42 @@ fn a_view_shorter_than_its_extent_is_refused() {
 #[test]
 fn an_extent_that_cannot_be_evaluated_names_its_parameter() {
     let mut chunk = Chunk::new();
-    let unevaluable = "an extent `cdiv(t,c)*c*h*d` that can be evaluated";
     let mut args = chunk.args();
-    args[C] = 0u32.into();
-    assert_refused(&args, "q", unevaluable, "it divides by zero");
-    let mut args = chunk.args();
-    for index in [T, H, 3] {
+    for index in [T, 3] {
         args[index] = u32::MAX.into();
     }
-    args[C] = 1u32.into();
-    assert_refused(&args, "q", unevaluable, "it overflows u64");
+    assert_refused(&args, "q", "an extent `cdiv(t,c)*c*h*d` that can be evaluated", "it overflows u64");
+    // Without a requirement that guards it, a division by zero in an extent is the extent's error.
+    const SPLIT_SIGNATURE: Signature = Signature {
+        params: &[
+            KernelParam::scalar("n", ScalarKind::U32),
+            KernelParam::scalar("parts", ScalarKind::U32),
+            write("part", DType::F32, "cdiv(n,parts)", &[Op::Scalar(0), Op::Scalar(1), Op::Cdiv]),
+        ],
+        requires: &[],
+    };
+    const SPLIT: KernelEntry = signed("ops", "split", &SPLIT_SIGNATURE);
+    let mut part = buffer(DType::F32, 8);
+    let args: [KernelArg<'_>; 3] = [8u32.into(), 0u32.into(), part.view_mut().into()];
+    match check(&SPLIT, &GEOMETRY, &args) {
+        Err(BackendError::Argument { param: "part", expected, found, .. }) => {
+            assert_eq!(expected, "an extent `cdiv(n,parts)` that can be evaluated");
+            assert_eq!(found, "it divides by zero");
+        }
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_requirements_are_checked_before_the_extents_they_guard() {
+    // c = 0 would divide by zero in q's extent: `c == 32 || c == 64` refuses the launch first.
+    let mut chunk = Chunk::new();
+    let mut args = chunk.args();
+    args[C] = 0u32.into();
+    match check(&CHUNK, &GEOMETRY, &args) {
+        Err(BackendError::Requirement { requirement, .. }) => assert_eq!(requirement, "c == 32 || c == 64"),
+        other => panic!("expected a requirement error, got {other:?}"),
+    }
 }
 
 #[test]

@@ -70,6 +70,7 @@ fn try_decode(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 3]) -> Launched<
         b: 1,
         slots: 1,
         dim,
+        ldx: dim,
         width: WIDTH as u32,
         qk_channels,
         head_dim,
@@ -97,6 +98,7 @@ fn try_prefill(inputs: &ConvInputs, parts: [&[f32]; 3], sizes: [usize; 3]) -> La
         v: v.view_mut(),
         t,
         qkv,
+        ldx: 3 * qkv,
         width: WIDTH as u32,
         head_dim,
         eps: 1e-6,
@@ -255,7 +257,7 @@ fn conv_prefill_refuses_bad_sizes() {
     let reason = try_prefill(&inputs, [&part, &part, &part], [qkv, head_dim, 3]).refused(&before(&inputs));
     assert_eq!(
         reason,
-        "`glm5next_kda.conv_prefill.x`: expected at least 288 elements (`t*3*qkv`), found a view of 192 elements"
+        "`glm5next_kda.conv_prefill.x`: expected at least 288 elements (`(t-1)*ldx+3*qkv`), found a view of 192 elements"
     );
     // Heads that do not divide q, k and v.
     let inputs = conv_inputs(15, 3 * 48, 1);

@@ -28,12 +28,12 @@ fn assert_gemm_close(what: &str, got: &[bf16], want: &[f64]) {
     }
 }
 
-/// `c [m, n] = a [m, k]·b [n, k]ᵀ` into a `c` holding `c` before the launch.
-fn try_gemm(a: &[bf16], b: &[bf16], c: &[bf16], sizes: [usize; 3]) -> Launched<Vec<bf16>> {
-    let [m, n, k] = u32s(sizes);
+/// `c [m, n] = a [m, k]·b [n, k]ᵀ`, a's rows `lda` apart, into a `c` holding `c` before the launch.
+fn try_gemm(a: &[bf16], b: &[bf16], c: &[bf16], [m, n, k, lda]: [usize; 4]) -> Launched<Vec<bf16>> {
+    let [m, n, k, lda] = u32s([m, n, k, lda]);
     let dev = Device::new();
     let (a, b, mut c) = (dev.up(a), dev.up(b), dev.up(c));
-    let args = glm5next_kda::gemm { a: a.view(), b: b.view(), c: c.view_mut(), m, n, k };
+    let args = glm5next_kda::gemm { a: a.view(), b: b.view(), c: c.view_mut(), m, n, k, lda };
     let result = dev.kernels.launch_gemm(&dev.gpu, launch::gemm(m, n), args);
     Launched { result, written: dev.down(&c) }
 }
@@ -49,19 +49,19 @@ fn try_gemv<X: Element>(x: &[X], w: &[bf16], y: &[bf16], sizes: [usize; 2]) -> L
     Launched { result, written: dev.down(&y) }
 }
 
-/// The batched GEMV of `m` rows into a `y` holding `y`, with the batched block shape for any `m`
-/// (so that only `m` itself can be refused).
-fn try_batchm(x: &[bf16], w: &[bf16], y: &[bf16], sizes: [usize; 3]) -> Launched<Vec<bf16>> {
-    let [m, n, k] = u32s(sizes);
+/// The batched GEMV of `m` rows (`ldx` apart) into a `y` holding `y`, with the batched block shape
+/// for any `m` (so that only `m` itself can be refused).
+fn try_batchm(x: &[bf16], w: &[bf16], y: &[bf16], [m, n, k, ldx]: [usize; 4]) -> Launched<Vec<bf16>> {
+    let [m, n, k, ldx] = u32s([m, n, k, ldx]);
     let dev = Device::new();
     let (x, w, mut y) = (dev.up(x), dev.up(w), dev.up(y));
-    let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m, n, k };
+    let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m, n, k, ldx };
     let result = dev.kernels.launch_gemv_batchm(&dev.gpu, launch::gemv(m.max(2), n), args);
     Launched { result, written: dev.down(&y) }
 }
 
 fn gemm(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<bf16> {
-    try_gemm(a, b, &vec![bf16::ZERO; m * n], [m, n, k]).ok()
+    try_gemm(a, b, &vec![bf16::ZERO; m * n], [m, n, k, k]).ok()
 }
 
 fn gemv(x: &[bf16], w: &[bf16], n: usize, k: usize) -> Vec<bf16> {
@@ -102,7 +102,7 @@ fn batchm_rows_are_bit_identical_to_gemv_and_to_gemm() {
     let w = rng.bf16s(n * k, -1.0, 1.0);
     for m in [2, 7, DENSE_GEMV_BATCHM_MAX_M as usize] {
         let x = rng.bf16s(m * k, -2.0, 2.0);
-        let batched = try_batchm(&x, &w, &vec![bf16::ZERO; m * n], [m, n, k]).ok();
+        let batched = try_batchm(&x, &w, &vec![bf16::ZERO; m * n], [m, n, k, k]).ok();
         for i in 0..m {
             let row = gemv(&x[i * k..(i + 1) * k], &w, n, k);
             assert_eq!(batched[i * n..(i + 1) * n], row, "m = {m}, row {i}");
@@ -113,6 +113,29 @@ fn batchm_rows_are_bit_identical_to_gemv_and_to_gemm() {
 }
 
 #[test]
+fn gemm_and_batchm_read_rows_their_stride_apart() {
+    // Rows of k = 67 among 70, the 3 between them junk: the products of the packed rows.
+    let mut rng = Rng::new(3);
+    let (m, n, k, ld) = (5, 19, 67, 70);
+    let w = rng.bf16s(n * k, -1.0, 1.0);
+    let mut spread = rng.bf16s((m - 1) * ld + k, 1e4, 2e4);
+    let packed = rng.bf16s(m * k, -1.0, 1.0);
+    for (row, values) in packed.chunks(k).enumerate() {
+        spread[row * ld..][..k].copy_from_slice(values);
+    }
+    let want = gemm(&packed, &w, m, n, k);
+    assert_gemm_close("packed", &want, &matmul64(&packed, &w, m, n, k));
+    let zeros = vec![bf16::ZERO; m * n];
+    assert_eq!(try_gemm(&spread, &w, &zeros, [m, n, k, ld]).ok(), want);
+    assert_eq!(try_batchm(&spread, &w, &zeros, [m, n, k, ld]).ok(), want);
+    // One element short of the last row, and rows closer than k: refused.
+    let reason = try_gemm(&spread[..spread.len() - 1], &w, &zeros, [m, n, k, ld]).refused(&zeros);
+    assert!(reason.starts_with("`glm5next_kda.gemm.a`: expected at least 347 elements"), "{reason}");
+    let reason = try_batchm(&spread, &w, &zeros, [m, n, k, k - 1]).refused(&zeros);
+    assert!(reason.contains("does not meet `ldx >= k`"), "{reason}");
+}
+
+#[test]
 fn batchm_refuses_m_outside_its_range() {
     let (n, k) = (3, 4);
     let w = vec![bf16::ONE; n * k];
@@ -120,7 +143,7 @@ fn batchm_refuses_m_outside_its_range() {
         [(0, "m >= 2"), (1, "m >= 2"), (DENSE_GEMV_BATCHM_MAX_M as usize + 1, "m <= DENSE_GEMV_BATCHM_MAX_M")]
     {
         let (x, y) = (vec![bf16::ONE; m * k], vec![bf16::ZERO; m * n]);
-        let reason = try_batchm(&x, &w, &y, [m, n, k]).refused(&y);
+        let reason = try_batchm(&x, &w, &y, [m, n, k, k]).refused(&y);
         let refusal =
             format!("`glm5next_kda.gemv_batchm`: the launch does not meet `{requirement}` (m = {m}, ");
         assert!(reason.starts_with(&refusal), "{reason}");
@@ -130,13 +153,13 @@ fn batchm_refuses_m_outside_its_range() {
 #[test]
 fn dense_launches_refuse_short_buffers_and_wrong_element_types() {
     let (ones, zeros) = (|n| vec![bf16::ONE; n], |n| vec![bf16::ZERO; n]);
-    let reason = try_gemm(&ones(5), &ones(6), &zeros(4), [2, 2, 3]).refused(&zeros(4));
+    let reason = try_gemm(&ones(5), &ones(6), &zeros(4), [2, 2, 3, 3]).refused(&zeros(4));
     assert_eq!(
         reason,
-        "`glm5next_kda.gemm.a`: expected at least 6 elements (`m*k`), found a view of 5 elements"
+        "`glm5next_kda.gemm.a`: expected at least 6 elements (`(m-1)*lda+k`), found a view of 5 elements"
     );
     // `c` one element short of m·n: refused before the kernel writes any of it.
-    let reason = try_gemm(&ones(6), &ones(6), &zeros(3), [2, 2, 3]).refused(&zeros(3));
+    let reason = try_gemm(&ones(6), &ones(6), &zeros(3), [2, 2, 3, 3]).refused(&zeros(3));
     assert_eq!(
         reason,
         "`glm5next_kda.gemm.c`: expected at least 4 elements (`m*n`), found a view of 3 elements"

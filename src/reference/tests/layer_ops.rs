@@ -4,31 +4,49 @@ use half::bf16;
 
 use super::*;
 
+/// What the gate kernel writes: the gates, then beta.
+type GateWritten = (Vec<f32>, Vec<f32>);
+
 /// The gate of `t` tokens under `law` (lower bound −5), with `h = a_log.len()` heads of
-/// `dt_bias.len() / h` channels, into a zeroed output.
-fn try_gate(g_raw: &[bf16], dt_bias: &[f32], a_log: &[f32], t: usize, law: u32) -> Launched<Vec<f32>> {
+/// `dt_bias.len() / h` channels, and beta of `b_raw` (rows `ldb` apart), into zeroed outputs.
+fn try_gate_beta(
+    (g_raw, dt_bias, a_log): (&[bf16], &[f32], &[f32]),
+    (b_raw, ldb): (&[bf16], usize),
+    t: usize,
+    law: u32,
+) -> Launched<GateWritten> {
     let (h, hd) = (a_log.len(), dt_bias.len());
-    let [t, h, d] = u32s([t, h, hd / h]);
+    let [t, h, d, ldb] = u32s([t, h, hd / h, ldb]);
     let dev = Device::new();
-    let (g_raw, dt_bias, a_log) = (dev.up(g_raw), dev.up(dt_bias), dev.up(a_log));
+    let (g_raw, dt_bias, a_log, b_raw) = (dev.up(g_raw), dev.up(dt_bias), dev.up(a_log), dev.up(b_raw));
     let mut gate = dev.up(&vec![0.0f32; t as usize * hd]);
+    let mut beta = dev.up(&vec![0.0f32; (t * h) as usize]);
     let args = glm5next_kda::gate {
         g_raw: g_raw.view(),
         dt_bias: dt_bias.view(),
         a_log: a_log.view(),
+        b_raw: b_raw.view(),
         gate: gate.view_mut(),
+        beta: beta.view_mut(),
         t,
         h,
         d,
+        ldb,
         law,
         lower_bound: -5.0,
     };
     let result = dev.kernels.launch_gate(&dev.gpu, launch::elementwise(t * h * d), args);
-    Launched { result, written: dev.down(&gate) }
+    Launched { result, written: (dev.down(&gate), dev.down(&beta)) }
+}
+
+/// [`try_gate_beta`] with b_raw zero: the gates.
+fn try_gate(g_raw: &[bf16], dt_bias: &[f32], a_log: &[f32], t: usize, law: u32) -> Launched<GateWritten> {
+    let b_raw = vec![bf16::ZERO; t * a_log.len()];
+    try_gate_beta((g_raw, dt_bias, a_log), (&b_raw, a_log.len()), t, law)
 }
 
 fn gate(g_raw: &[bf16], dt_bias: &[f32], a_log: &[f32], t: usize, law: u32) -> Vec<f32> {
-    try_gate(g_raw, dt_bias, a_log, t, law).ok()
+    try_gate(g_raw, dt_bias, a_log, t, law).ok().0
 }
 
 #[test]
@@ -60,10 +78,12 @@ fn gate_hand_cases() {
 #[test]
 fn gate_refuses_an_unknown_law_and_short_buffers() {
     let g_raw = vec![bf16::ZERO; 8];
-    let reason = try_gate(&g_raw, &[0.0; 4], &[0.0; 2], 2, 2).refused(&vec![0.0; 8]);
-    let refusal = "`glm5next_kda.gate`: the launch does not meet `law <= 1` (t = 2, h = 2, d = 2, law = 2, ";
+    let untouched = (vec![0.0; 8], vec![0.0; 4]);
+    let reason = try_gate(&g_raw, &[0.0; 4], &[0.0; 2], 2, 2).refused(&untouched);
+    let refusal =
+        "`glm5next_kda.gate`: the launch does not meet `law <= 1` (t = 2, h = 2, d = 2, ldb = 2, law = 2, ";
     assert!(reason.starts_with(refusal), "{reason}");
-    let reason = try_gate(&g_raw, &[0.0; 4], &[0.0; 2], 3, 0).refused(&vec![0.0; 12]);
+    let reason = try_gate(&g_raw, &[0.0; 4], &[0.0; 2], 3, 0).refused(&(vec![0.0; 12], vec![0.0; 6]));
     assert_eq!(
         reason,
         "`glm5next_kda.gate.g_raw`: expected at least 12 elements (`t*h*d`), found a view of 8 elements"
@@ -71,14 +91,19 @@ fn gate_refuses_an_unknown_law_and_short_buffers() {
 }
 
 #[test]
-fn sigmoid_matches_f64() {
-    let x = Rng::new(21).bf16s(100, -8.0, 8.0);
-    let dev = Device::new();
-    let (input, mut y) = (dev.up(&x), dev.up(&[0.0f32; 100]));
-    let args = glm5next_kda::sigmoid { x: input.view(), y: y.view_mut(), n: 100 };
-    dev.kernels.launch_sigmoid(&dev.gpu, launch::elementwise(100), args).unwrap();
-    let want: Vec<f64> = x.iter().map(|x| sigmoid64(x.to_f64())).collect();
-    assert_relative("sigmoid", &dev.down(&y), &want, 1e-6);
+fn beta_is_the_sigmoid_of_b_raw_read_its_stride_apart() {
+    // 25 tokens of 4 heads, rows 7 apart: the 3 between them must not be read.
+    let (t, h, ldb) = (25, 4, 7);
+    let mut rng = Rng::new(21);
+    let b_raw = rng.bf16s((t - 1) * ldb + h, -8.0, 8.0);
+    let g_raw = vec![bf16::ZERO; t * h];
+    let (gates, beta) = try_gate_beta((&g_raw, &[0.0; 4], &[0.0; 4]), (&b_raw, ldb), t, 0).ok();
+    let want: Vec<f64> = (0..t * h).map(|i| sigmoid64(b_raw[i / h * ldb + i % h].to_f64())).collect();
+    assert_relative("beta", &beta, &want, 1e-6);
+    assert_eq!(gates, vec![-2.5; t * h], "the gates of zero pre-activations");
+    let untouched = (vec![0.0; t * h], vec![0.0; t * h]);
+    let reason = try_gate_beta((&g_raw, &[0.0; 4], &[0.0; 4]), (&b_raw, h - 1), t, 0).refused(&untouched);
+    assert!(reason.contains("does not meet `ldb >= h`"), "{reason}");
 }
 
 #[test]
