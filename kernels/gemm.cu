@@ -28,6 +28,9 @@
 //
 // Blocks walk the tiles in row order with one linear grid-stride index (nested m and n loops
 // measured 10 % slower on an H200 at 4096 × 8192 × 4096, through ptxas's register allocation).
+// The split-K entry walks (tile, range of K) units the same way, split-major, each range whole
+// K tiles, and writes f32 partial sums that `dense_gemm_splitk_reduce_bf16` adds in split order:
+// deterministic, no atomics.
 // Grouping tile rows for L2 reuse (8 or 16 rows a group) measured no faster there, so the plain
 // order stays. Each output's sum runs over the K tiles in the same order whatever m is, so a row of
 // c does not depend on the other rows.
@@ -43,21 +46,26 @@
 // works). Shared memory is static: 48 KiB, shared by the two paths.
 #include "kda_common.cuh"
 
+#include <type_traits>
+
 #ifndef GEMM_TILE_M
 #error "GEMM_TILE_M must be defined by the build (kernels.toml [defines])"
 #endif
 #ifndef GEMM_TILE_N
 #error "GEMM_TILE_N must be defined by the build (kernels.toml [defines])"
 #endif
+#ifndef GEMM_TILE_K
+#error "GEMM_TILE_K must be defined by the build (kernels.toml [defines])"
+#endif
 #ifndef GEMM_THREADS
 #error "GEMM_THREADS must be defined by the build (kernels.toml [defines])"
 #endif
 
-static_assert(GEMM_TILE_M == 128 && GEMM_TILE_N == 128 && GEMM_THREADS == 128,
-              "dense_gemm_bf16 is written for 128 x 128 tiles of 128 threads (4 warps of 64 x 64)");
+static_assert(GEMM_TILE_M == 128 && GEMM_TILE_N == 128 && GEMM_TILE_K == 32 && GEMM_THREADS == 128,
+              "dense_gemm_bf16 is written for 128 x 128 tiles of 128 threads (4 warps of 64 x 64), K by 32");
 
 namespace {
-constexpr u32 BM = GEMM_TILE_M, BN = GEMM_TILE_N, BK = 32;
+constexpr u32 BM = GEMM_TILE_M, BN = GEMM_TILE_N, BK = GEMM_TILE_K;
 constexpr u32 STAGES = 3;
 constexpr u32 CHUNKS = BK / 8;                       // 16-byte chunks per tile row: 4 (64 bytes)
 constexpr u32 WARPS_M = 2, WARPS_N = 2;              // warp grid of a block
@@ -93,8 +101,8 @@ __device__ __forceinline__ u32 swizzled(u32 r, u32 q) { return r * BK + ((q ^ ((
 // (row lrow of a and of b, advanced by BK a tile) and one row step keep few registers live (ptxas
 // recomputed four pointers every tile at the 128-register cap).
 struct Loader {
-    size_t a_at;  // (m0 + lrow)·lda + lchunk·8 in a, then + BK per K tile
-    size_t b_at;  // (n0 + lrow)·k + lchunk·8 in b, likewise
+    size_t a_at;  // (m0 + lrow)·lda + k0 + lchunk·8 in a, then + BK per K tile
+    size_t b_at;  // (n0 + lrow)·k + k0 + lchunk·8 in b, likewise
     size_t a_step;  // LOAD_ROWS rows of a
     size_t b_step;  // LOAD_ROWS rows of b
     u32 row_ok;   // bit j: stage row lrow + LOAD_ROWS·j lies inside its operand
@@ -104,21 +112,21 @@ struct Loader {
 
 constexpr u32 A_LOADS = BM / LOAD_ROWS;  // of a thread's LOADS chunks, the ones in a
 
-__device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 lda, u32 m0, u32 n0) {
+__device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 lda, u32 m0, u32 n0, u32 k0) {
     Loader l;
     const u32 lrow = threadIdx.x / CHUNKS, lchunk = threadIdx.x % CHUNKS;
     l.dst = swizzled(lrow, lchunk);  // the same swizzle for every r = lrow + LOAD_ROWS·j (LOAD_ROWS % 8 == 0)
     l.a_step = static_cast<size_t>(LOAD_ROWS) * lda;
     l.b_step = static_cast<size_t>(LOAD_ROWS) * k;
-    l.a_at = static_cast<size_t>(m0 + lrow) * lda + lchunk * 8;
-    l.b_at = static_cast<size_t>(n0 + lrow) * k + lchunk * 8;
+    l.a_at = static_cast<size_t>(m0 + lrow) * lda + k0 + lchunk * 8;
+    l.b_at = static_cast<size_t>(n0 + lrow) * k + k0 + lchunk * 8;
     l.row_ok = 0;
 #pragma unroll
     for (u32 j = 0; j < LOADS; ++j) {
         const bool ok = j < A_LOADS ? m0 + lrow + LOAD_ROWS * j < m : n0 + lrow + LOAD_ROWS * (j - A_LOADS) < n;
         l.row_ok |= static_cast<u32>(ok) << j;
     }
-    l.col = lchunk * 8;
+    l.col = k0 + lchunk * 8;
     return l;
 }
 
@@ -142,10 +150,11 @@ __device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem
 #endif
 
 // Stages the next K tile into `stage` and advances `l` past it: each chunk copied where it lies
-// inside its operand, zeros where it does not (k % 8 == 0: a chunk is all in or all out). A chunk
+// inside its operand and before k1 (the end of the tile's K range), zeros where it does not (k and
+// the range's start are multiples of 8, its end of 32 or k: a chunk is all in or all out). A chunk
 // outside gets the operand's start as its (unread) source, never an address past the operand.
-__device__ __forceinline__ void load_stage(bf16* stage, Loader& l, const bf16* a, const bf16* b, u32 k) {
-    const bool in_k = l.col < k;
+__device__ __forceinline__ void load_stage(bf16* stage, Loader& l, const bf16* a, const bf16* b, u32 k1) {
+    const bool in_k = l.col < k1;
 #pragma unroll
     for (u32 j = 0; j < LOADS; ++j) {
         const bool copy = ((l.row_ok >> j) & 1) && in_k;
@@ -159,27 +168,57 @@ __device__ __forceinline__ void load_stage(bf16* stage, Loader& l, const bf16* a
     l.col += BK;
 }
 
-// Writes outputs (row, col) and (row, col + 1) of c, each where it lies inside c; col is even.
-// `pairs`: n is even and c 4-byte aligned, so the two are one aligned word, inside c together.
-__device__ __forceinline__ void store_pair(bf16* c, u32 m, u32 n, u32 row, u32 col, float lo, float hi, bool pairs) {
-    if (row >= m || col >= n) return;
-    bf16* out = c + static_cast<size_t>(row) * n + col;
-    if (pairs) {
-        *reinterpret_cast<uint32_t*>(out) = pack_bf16(lo, hi);
-    } else {
-        out[0] = narrow(lo);
-        if (col + 1 < n) out[1] = narrow(hi);
+// Where a tile's sums go: outputs (row, col) and (row, col + 1) of an m × n matrix, col even,
+// each where it lies inside. `pairs`: n is even and the matrix aligned to two elements, so the two
+// are one aligned store, inside together. Rounded once to bf16 (`c`), or kept as f32 (a split-K
+// partial).
+template <typename T>
+struct Output {
+    T* out;
+    u32 m, n;
+    bool pairs;
+
+    __device__ __forceinline__ void store(u32 row, u32 col, float lo, float hi) const {
+        if (row >= m || col >= n) return;
+        T* at = out + static_cast<size_t>(row) * n + col;
+        if (pairs) {
+            store_two(at, lo, hi);
+        } else {
+            at[0] = from_f32(lo);
+            if (col + 1 < n) at[1] = from_f32(hi);
+        }
     }
+    static __device__ __forceinline__ T from_f32(float x) {
+        if constexpr (std::is_same_v<T, bf16>) {
+            return narrow(x);
+        } else {
+            return x;
+        }
+    }
+    static __device__ __forceinline__ void store_two(T* at, float lo, float hi) {
+        if constexpr (std::is_same_v<T, bf16>) {
+            *reinterpret_cast<uint32_t*>(at) = pack_bf16(lo, hi);
+        } else {
+            *reinterpret_cast<float2*>(at) = make_float2(lo, hi);
+        }
+    }
+};
+
+template <typename T>
+__device__ __forceinline__ Output<T> output(T* out, u32 m, u32 n) {
+    const bool pairs = n % 2 == 0 && aligned_to(out, 2 * sizeof(T));
+    return Output<T>{out, m, n, pairs};
 }
 
-// The tensor-core tile at (m0, n0); k and lda multiples of 8, a and b 16-byte aligned. `pairs`: as
-// store_pair.
-__device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf16* b, bf16* c, u32 m, u32 n, u32 k,
-                                            u32 lda, u32 m0, u32 n0, bool pairs) {
+// The tensor-core tile at (m0, n0) over K columns k0..k1, into `out`; k and lda multiples of 8,
+// k0 of BK, a and b 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf16* b, const Output<T>& out, u32 k,
+                                            u32 lda, u32 m0, u32 n0, u32 k0, u32 k1) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
-    const u32 tiles = (k + BK - 1) / BK;
-    Loader loader = make_loader(m, n, k, lda, m0, n0);
+    const u32 tiles = (k1 - k0 + BK - 1) / BK;
+    Loader loader = make_loader(out.m, out.n, k, lda, m0, n0, k0);
 
     // ldmatrix addresses (bf16 from a stage) for the two 16-wide K steps s of a tile. A 16 × 16 (mma
     // tile i adds 16 rows): lanes 0-15 address rows 0-15 at chunk 2s, lanes 16-31 the same rows at
@@ -206,14 +245,14 @@ __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf1
     // The first STAGES - 1 tiles in flight; one commit group per tile, empty past the last.
 #pragma unroll
     for (u32 s = 0; s + 1 < STAGES; ++s) {
-        if (s < tiles) load_stage(smem + s * STAGE_ELEMS, loader, a, b, k);
+        if (s < tiles) load_stage(smem + s * STAGE_ELEMS, loader, a, b, k1);
         cp_async_commit();
     }
     u32 read = 0, write = STAGES - 1;  // the stages of this tile and of the one STAGES - 1 ahead
     for (u32 tile = 0; tile < tiles; ++tile) {
         cp_async_wait<STAGES - 2>();  // this tile's group has landed, for this thread's copies
         __syncthreads();              // ... and every thread's; the stage refilled next is free
-        if (tile + STAGES - 1 < tiles) load_stage(smem + write * STAGE_ELEMS, loader, a, b, k);
+        if (tile + STAGES - 1 < tiles) load_stage(smem + write * STAGE_ELEMS, loader, a, b, k1);
         cp_async_commit();
 
         const bf16* stage = smem + read * STAGE_ELEMS;
@@ -250,31 +289,33 @@ __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf1
         for (u32 j = 0; j < NT; ++j)
 #pragma unroll
             for (u32 h = 0; h < 2; ++h)
-                store_pair(c, m, n, m0 + wm + i * 16 + g + h * 8, n0 + wn + j * 8 + 2 * t, acc[i][j][2 * h],
-                           acc[i][j][2 * h + 1], pairs);
+                out.store(m0 + wm + i * 16 + g + h * 8, n0 + wn + j * 8 + 2 * t, acc[i][j][2 * h],
+                          acc[i][j][2 * h + 1]);
 }
 
-// The scalar path's sub-tile at (m0, n0): SM × SN outputs, thread (tx, ty) owning rows ty + S_TY·r
-// and columns 2·tx + 2·S_TX·q and the one after, over K tiles staged as f32 (k-major: a broadcast
-// column of a and a contiguous row of b per step, where a warp's 16 tx read 16 distinct banks).
-// Every thread of the block takes part (barriers).
-__device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* a, const bf16* b, bf16* c, u32 m,
-                                               u32 n, u32 k, u32 lda, u32 m0, u32 n0, bool pairs) {
+// The scalar path's sub-tile at (m0, n0) over K columns k0..k1: SM × SN outputs, thread (tx, ty)
+// owning rows ty + S_TY·r and columns 2·tx + 2·S_TX·q and the one after, over K tiles staged as f32
+// (k-major: a broadcast column of a and a contiguous row of b per step, where a warp's 16 tx read
+// 16 distinct banks). Every thread of the block takes part (barriers).
+template <typename T>
+__device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* a, const bf16* b, const Output<T>& out,
+                                               u32 k, u32 lda, u32 m0, u32 n0, u32 k0, u32 k1) {
+    const u32 m = out.m, n = out.n;
     auto a_tile = reinterpret_cast<float(*)[SM + 1]>(smem);
     auto b_tile = reinterpret_cast<float(*)[SN + 1]>(smem + SK * (SM + 1) * 4);
     const u32 tid = threadIdx.x, tx = tid % S_TX, ty = tid / S_TX;
     float acc[SR][SQ][2] = {};
-    for (u32 k0 = 0; k0 < k; k0 += SK) {
+    for (u32 kt = k0; kt < k1; kt += SK) {
         // Each thread widens up to 16 a and 16 b elements of the tile (row-major reads, k-major
         // stores).
         for (u32 i = tid; i < SK * (SM + SN); i += GEMM_THREADS) {
-            const u32 row = i / SK, p = i % SK, gp = k0 + p;
+            const u32 row = i / SK, p = i % SK, gp = kt + p;
             if (row < SM) {
                 const u32 r = m0 + row;
-                a_tile[p][row] = (r < m && gp < k) ? widen(a[static_cast<size_t>(r) * lda + gp]) : 0.0f;
+                a_tile[p][row] = (r < m && gp < k1) ? widen(a[static_cast<size_t>(r) * lda + gp]) : 0.0f;
             } else {
                 const u32 r = n0 + (row - SM);
-                b_tile[p][row - SM] = (r < n && gp < k) ? widen(b[static_cast<size_t>(r) * k + gp]) : 0.0f;
+                b_tile[p][row - SM] = (r < n && gp < k1) ? widen(b[static_cast<size_t>(r) * k + gp]) : 0.0f;
             }
         }
         __syncthreads();
@@ -293,14 +334,66 @@ __device__ __forceinline__ void scalar_subtile(unsigned char* smem, const bf16* 
     for (u32 r = 0; r < SR; ++r)
 #pragma unroll
         for (u32 q = 0; q < SQ; ++q)
-            store_pair(c, m, n, m0 + ty + S_TY * r, n0 + 2 * (tx + S_TX * q), acc[r][q][0], acc[r][q][1], pairs);
+            out.store(m0 + ty + S_TY * r, n0 + 2 * (tx + S_TX * q), acc[r][q][0], acc[r][q][1]);
 }
 
 // The scalar path's tile at (m0, n0), as its sub-tiles.
-__device__ __forceinline__ void scalar_tile(unsigned char* smem, const bf16* a, const bf16* b, bf16* c, u32 m, u32 n,
-                                            u32 k, u32 lda, u32 m0, u32 n0, bool pairs) {
+template <typename T>
+__device__ __forceinline__ void scalar_tile(unsigned char* smem, const bf16* a, const bf16* b, const Output<T>& out,
+                                            u32 k, u32 lda, u32 m0, u32 n0, u32 k0, u32 k1) {
     for (u32 sm = 0; sm < BM; sm += SM)
-        for (u32 sn = 0; sn < BN; sn += SN) scalar_subtile(smem, a, b, c, m, n, k, lda, m0 + sm, n0 + sn, pairs);
+        for (u32 sn = 0; sn < BN; sn += SN) scalar_subtile(smem, a, b, out, k, lda, m0 + sm, n0 + sn, k0, k1);
+}
+
+// The K columns of split s of `splits`: whole BK tiles, cdiv(cdiv(k, BK), splits) of them a split
+// (the last one shorter, or empty), ending at k.
+struct KRange {
+    u32 begin, end;
+};
+__device__ __forceinline__ KRange split_range(u32 k, u32 splits, u32 s) {
+    const u32 span = ((k + BK - 1) / BK + splits - 1) / splits * BK;
+    const u32 begin = min(k, s * span);
+    return KRange{begin, min(k, begin + span)};
+}
+
+// Every tile of an m × n product over K split into `splits` ranges, the sums of range s into
+// `outs(s)` (one output for an unsplit product), staged through `smem` (SHARED_BYTES): the units
+// (tile, split), split-major, t = tile row · tiles_n + tile column within a split, each a block's,
+// grid-strided (block (x, y) takes unit y·gridDim.x + x, its own under launch::gemm's grid, and
+// every grid's worth after it). Each output's sum runs over the K tiles of its range in the same
+// order whatever m is, so a row of an output does not depend on the other rows.
+template <typename T, typename Outs>
+__device__ __forceinline__ void gemm_units(unsigned char* smem, const bf16* __restrict__ a,
+                                           const bf16* __restrict__ b, u32 m, u32 n, u32 k, u32 lda, u32 splits,
+                                           Outs outs) {
+    const u32 tiles_n = n / BN + (n % BN != 0);
+    const size_t tiles = static_cast<size_t>(m / BM + (m % BM != 0)) * tiles_n;
+    const size_t units = tiles * splits;
+    const size_t first = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
+    // Where unit u's tile lies and which range it sums.
+    const auto unit_at = [=](size_t u, u32& m0, u32& n0, KRange& range) {
+        const size_t t = u % tiles;
+        m0 = static_cast<u32>(t / tiles_n) * BM;
+        n0 = static_cast<u32>(t % tiles_n) * BN;
+        range = split_range(k, splits, static_cast<u32>(u / tiles));
+    };
+    // Uniform over the launch: every thread of every block takes the same path. One loop per path
+    // (a branch inside one loop costs registers the tensor path has none of to spare).
+    u32 m0, n0;
+    KRange range;
+    if (k % 8 == 0 && lda % 8 == 0 && aligned16(a) && aligned16(b)) {
+        for (size_t u = first; u < units; u += stride) {
+            unit_at(u, m0, n0, range);
+            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, outs(static_cast<u32>(u / tiles)), k, lda, m0, n0,
+                        range.begin, range.end);
+        }
+    } else {
+        for (size_t u = first; u < units; u += stride) {
+            unit_at(u, m0, n0, range);
+            scalar_tile(smem, a, b, outs(static_cast<u32>(u / tiles)), k, lda, m0, n0, range.begin, range.end);
+        }
+    }
 }
 }  // namespace
 
@@ -314,26 +407,39 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
                     u32 k, u32 lda) {
     // Words of 16 bytes: aligned for cp.async and ldmatrix, then viewed as each path's tiles.
     __shared__ uint4 smem_words[SHARED_BYTES / 16];
-    unsigned char* smem = reinterpret_cast<unsigned char*>(smem_words);
     if (blockDim.x != GEMM_THREADS || blockDim.y != 1 || blockDim.z != 1) return;
     if (lda < k) return;  // a's rows would overlap
-    // The tiles in row order, t = tile row · tiles_n + tile column; block (x, y) takes tile
-    // y·gridDim.x + x (its own under launch::gemm's grid) and every grid's worth after it.
-    const u32 tiles_n = n / BN + (n % BN != 0);
-    const size_t tiles = static_cast<size_t>(m / BM + (m % BM != 0)) * tiles_n;
-    const size_t first = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
-    const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
-    const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(c) & 3u) == 0;
-    // Uniform over the launch: every thread of every block takes the same path.
-    if (k % 8 == 0 && lda % 8 == 0 && aligned16(a) && aligned16(b)) {
-        for (size_t t = first; t < tiles; t += stride) {
-            const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
-            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, c, m, n, k, lda, m0, n0, pairs);
-        }
-    } else {
-        for (size_t t = first; t < tiles; t += stride) {
-            const u32 m0 = static_cast<u32>(t / tiles_n) * BM, n0 = static_cast<u32>(t % tiles_n) * BN;
-            scalar_tile(smem, a, b, c, m, n, k, lda, m0, n0, pairs);
-        }
+    const Output<bf16> out = output(c, m, n);
+    gemm_units<bf16>(reinterpret_cast<unsigned char*>(smem_words), a, b, m, n, k, lda, 1, [=](u32) { return out; });
+}
+
+// The same products over K split into `splits` ranges of whole K tiles (split_range), range s's
+// f32 sums into partial[s] ([splits, m, n]), for `dense_gemm_splitk_reduce_bf16` to add: for a
+// product with too few output tiles to give every SM one (a decode step's o_proj at B = 64 has 32
+// over K = 8192), so that more blocks stream the weight, each a shorter K. Geometry
+// (src/launch.rs): `launch::gemm_splitk(m, n, splits)`, grid (⌈n / GEMM_TILE_N⌉,
+// ⌈m / GEMM_TILE_M⌉ · splits), any grid works. Registers and shared memory as dense_gemm_bf16.
+extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
+    dense_gemm_bf16_splitk(const bf16* __restrict__ a, const bf16* __restrict__ b, float* __restrict__ partial,
+                           u32 m, u32 n, u32 k, u32 lda, u32 splits) {
+    __shared__ uint4 smem_words[SHARED_BYTES / 16];
+    if (blockDim.x != GEMM_THREADS || blockDim.y != 1 || blockDim.z != 1) return;
+    if (lda < k || splits == 0) return;
+    const size_t slice = static_cast<size_t>(m) * n;
+    gemm_units<float>(reinterpret_cast<unsigned char*>(smem_words), a, b, m, n, k, lda, splits,
+                      [=](u32 s) { return output(partial + s * slice, m, n); });
+}
+
+// c[i] = bf16(((partial[0][i] + partial[1][i]) + …) + partial[splits − 1][i]) for the m·n outputs:
+// the split sums added in split order, one rounding. Geometry: `launch::elementwise(m·n)`, any
+// 1-D geometry (grid-stride).
+extern "C" __global__ void dense_gemm_splitk_reduce_bf16(const float* __restrict__ partial, bf16* __restrict__ c,
+                                                         u32 m, u32 n, u32 splits) {
+    const size_t count = static_cast<size_t>(m) * n;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+        float sum = partial[i];
+        for (u32 s = 1; s < splits; ++s) sum = sum + partial[s * count + i];
+        c[i] = narrow(sum);
     }
 }

@@ -23,7 +23,7 @@ pub const WARP_BLOCK: u32 = 256;
 /// documented there).
 pub use crate::kernels::defines::{
     CHUNK_SCAN_THREADS, CHUNK_SCAN_VT, CHUNK_THREADS, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS,
-    DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS,
+    DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS, GEMM_TILE_K, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS,
     GEMV_COLS_PER_BLOCK, GEMV_WARPS, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
 };
 
@@ -53,8 +53,19 @@ pub fn elementwise_by(n: u32, per_thread: u32) -> LaunchGeometry {
 /// `dense_gemm_bf16` on `c [m, n]`: one block of [`GEMM_THREADS`] per
 /// [`GEMM_TILE_M`] × [`GEMM_TILE_N`] output tile.
 pub fn gemm(m: u32, n: u32) -> LaunchGeometry {
-    blocks((n.div_ceil(GEMM_TILE_N), m.div_ceil(GEMM_TILE_M), 1), (GEMM_THREADS, 1, 1))
+    gemm_splitk(m, n, 1)
 }
+
+/// `dense_gemm_bf16_splitk` on `c [m, n]` over `splits` ranges of K: one block per output tile
+/// and range (a grid `splits` times [`gemm`]'s in y, at most the 65,535 rows CUDA allows, past
+/// which the kernels' grid-stride loop takes the rest).
+pub fn gemm_splitk(m: u32, n: u32, splits: u32) -> LaunchGeometry {
+    let rows = m.div_ceil(GEMM_TILE_M).saturating_mul(splits).min(MAX_GRID_Y);
+    blocks((n.div_ceil(GEMM_TILE_N), rows, 1), (GEMM_THREADS, 1, 1))
+}
+
+/// The most blocks a CUDA grid has in y (and z).
+const MAX_GRID_Y: u32 = 65_535;
 
 /// `dense_gemv_bf16` (`m = 1`) and `dense_gemv_bf16_batchm` (`2 ≤ m ≤ 16`) on `y [m, n]`: one block
 /// per [`GEMV_COLS_PER_BLOCK`] output columns, `(32, GEMV_WARPS)` threads for the GEMV and

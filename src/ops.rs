@@ -1,22 +1,46 @@
 //! Operations that choose among kernels of the table.
 
-use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelEntry, KernelHandle, View, ViewMut};
+use kda_runtime::{BackendError, DType, DeviceBuffer, GpuBackend, KernelEntry, View, ViewMut};
 
-use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::kernels::defines::{DENSE_GEMV_BATCHM_MAX_M, GEMM_TILE_M, GEMM_TILE_N};
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda};
 use crate::launch;
 
-/// Which kernel [`dense_mm_bf16`] runs for `m` rows: 1 → `gemv`; 2..=16 → `gemv_batchm` where the
-/// target has it, else `gemm`; more → `gemm`.
-pub fn dense_mm_kernel(kernels: &Glm5NextKdaKernels, m: u32) -> (KernelHandle, DenseKernel) {
+/// Blocks a split-K product aims for: about two for each of an H200's 132 SMs.
+pub const SPLIT_K_BLOCKS: u32 = 256;
+
+/// The shortest range of K a split takes: 32 of the GEMM's K tiles, so that a block's partial
+/// sums (written once, read once by `gemm_reduce`) stay small beside the weight it streams.
+pub const SPLIT_K_MIN_RANGE: u32 = 1024;
+
+/// Which kernel [`dense_mm_bf16`] runs for a product of `m` rows, `n` columns over `k`: 1 row →
+/// `gemv`; 2..=16 → `gemv_batchm` where the target has it, else the GEMM; more → the GEMM. The
+/// GEMM splits K ([`gemm_splits`]) where the target has `gemm_splitk` and `gemm_reduce`.
+pub fn dense_mm_kernel(kernels: &Glm5NextKdaKernels, (m, n, k): (u32, u32, u32)) -> DenseKernel {
     match (m, kernels.gemv_batchm) {
-        (1, _) => (kernels.gemv, DenseKernel::Gemv),
-        (2..=DENSE_GEMV_BATCHM_MAX_M, Some(batchm)) => (batchm, DenseKernel::GemvBatchM),
-        _ => (kernels.gemm, DenseKernel::Gemm),
+        (1, _) => DenseKernel::Gemv,
+        (2..=DENSE_GEMV_BATCHM_MAX_M, Some(_)) => DenseKernel::GemvBatchM,
+        _ => match (gemm_splits(m, n, k), kernels.gemm_splitk, kernels.gemm_reduce) {
+            (splits @ 2.., Some(_), Some(_)) => DenseKernel::GemmSplitK { splits },
+            _ => DenseKernel::Gemm,
+        },
     }
 }
 
-/// The kernel families of a dense product, which differ in their arguments.
+/// The ranges the GEMM splits K into for a product of this shape: more than 1 only where the
+/// output is one row of tiles (`m ≤ GEMM_TILE_M`, a decode step's rows) with fewer tiles than
+/// [`SPLIT_K_BLOCKS`], each range at least [`SPLIT_K_MIN_RANGE`] long. Within that row of tiles
+/// it depends on `n` and `k` alone, so a row's result does not depend on how many rows there are
+/// (what lets a replay recorded at more rows stand for fewer).
+pub fn gemm_splits(m: u32, n: u32, k: u32) -> u32 {
+    if m > GEMM_TILE_M {
+        return 1;
+    }
+    let tiles = n.div_ceil(GEMM_TILE_N).max(1);
+    (SPLIT_K_BLOCKS / tiles).min(k / SPLIT_K_MIN_RANGE).max(1)
+}
+
+/// The kernels of a dense product, which differ in their arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenseKernel {
     /// `dense_gemv_bf16(x, w, y, n, k)`.
@@ -25,15 +49,31 @@ pub enum DenseKernel {
     GemvBatchM,
     /// `dense_gemm_bf16(a, b, c, m, n, k, lda)`.
     Gemm,
+    /// `dense_gemm_bf16_splitk(a, b, partial, m, n, k, lda, splits)`, then
+    /// `dense_gemm_splitk_reduce_bf16(partial, c, m, n, splits)`.
+    GemmSplitK {
+        /// The ranges K is split into.
+        splits: u32,
+    },
 }
 
 impl DenseKernel {
-    /// The table entry of this family.
+    /// The table entry that reads the operands.
     pub fn entry(self) -> &'static KernelEntry {
         match self {
             DenseKernel::Gemv => glm5next_kda::gemv::ENTRY,
             DenseKernel::GemvBatchM => glm5next_kda::gemv_batchm::ENTRY,
             DenseKernel::Gemm => glm5next_kda::gemm::ENTRY,
+            DenseKernel::GemmSplitK { .. } => glm5next_kda::gemm_splitk::ENTRY,
+        }
+    }
+
+    /// f32 elements of partial sums a product of `m × n` outputs needs on this kernel: `splits·m·n`
+    /// for the split-K GEMM, none otherwise.
+    pub fn partials(self, m: u32, n: u32) -> usize {
+        match self {
+            DenseKernel::GemmSplitK { splits } => splits as usize * m as usize * n as usize,
+            _ => 0,
         }
     }
 }
@@ -48,14 +88,15 @@ pub fn dense_mm_bf16(
     w: &DeviceBuffer,
     (m, n, k): (u32, u32, u32),
 ) -> Result<DeviceBuffer, BackendError> {
-    let (_, family) = dense_mm_kernel(kernels, m);
+    let family = dense_mm_kernel(kernels, (m, n, k));
     check_operand(family, "x", x.view(), m, k)?;
     check_operand(family, "w", w.view(), n, k)?;
     let len = usize::try_from(u64::from(m) * u64::from(n))
         .map_err(|_| BackendError::TooLarge { dtype: DType::Bf16, len: usize::MAX })?;
     let mut y = gpu.alloc(DType::Bf16, len)?;
+    let mut partials = gpu.alloc(DType::F32, family.partials(m, n))?;
     let x = StridedRows { view: x.view(), ld: k };
-    dense_mm_bf16_into(gpu, kernels, x, w.view(), y.view_mut(), (m, n, k))?;
+    dense_mm_bf16_into(gpu, kernels, x, w.view(), y.view_mut(), (m, n, k), &mut partials)?;
     Ok(y)
 }
 
@@ -71,8 +112,10 @@ pub struct StridedRows<'a> {
 }
 
 /// [`dense_mm_bf16`] of `m` rows `x` (each [`StridedRows::ld`] apart) into `y`, which must hold
-/// at least `m·n` bf16 elements (a workspace that allocates once). Every launch is checked against
-/// the kernel's params, so short views are an `Err` before anything runs.
+/// at least `m·n` bf16 elements, with `partials` (f32, at least [`DenseKernel::partials`]
+/// elements; any length where the product does not split K) for the split-K GEMM's partial sums:
+/// workspaces that allocate once. Every launch is checked against the kernel's params, so short
+/// views are an `Err` before anything runs.
 pub fn dense_mm_bf16_into(
     gpu: &dyn GpuBackend,
     kernels: &Glm5NextKdaKernels,
@@ -80,10 +123,10 @@ pub fn dense_mm_bf16_into(
     w: View<'_>,
     y: ViewMut<'_>,
     (m, n, k): (u32, u32, u32),
+    partials: &mut DeviceBuffer,
 ) -> Result<(), BackendError> {
-    let (_, family) = dense_mm_kernel(kernels, m);
     let StridedRows { view: x, ld } = x;
-    match family {
+    match dense_mm_kernel(kernels, (m, n, k)) {
         DenseKernel::Gemv => {
             kernels.launch_gemv(gpu, launch::gemv(m, n), glm5next_kda::gemv { x, w, y, n, k })
         }
@@ -97,6 +140,19 @@ pub fn dense_mm_bf16_into(
             launch::gemm(m, n),
             glm5next_kda::gemm { a: x, b: w, c: y, m, n, k, lda: ld },
         ),
+        DenseKernel::GemmSplitK { splits } => {
+            let partial = partials.view_mut();
+            kernels.launch_gemm_splitk(
+                gpu,
+                launch::gemm_splitk(m, n, splits),
+                glm5next_kda::gemm_splitk { a: x, b: w, partial, m, n, k, lda: ld, splits },
+            )?;
+            kernels.launch_gemm_reduce(
+                gpu,
+                launch::elementwise(m.saturating_mul(n)),
+                glm5next_kda::gemm_reduce { partial: partials.view(), c: y, m, n, splits },
+            )
+        }
     }
 }
 

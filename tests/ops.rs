@@ -118,3 +118,60 @@ fn dense_products_check_their_operands_before_allocating() {
     assert_eq!(gpu.allocations(), allocated);
     assert!(gpu.launches().is_empty());
 }
+
+#[test]
+fn one_row_of_few_tiles_over_a_long_k_splits_k_and_nothing_else_does() {
+    // 20 rows of 128 columns (one output tile) over K = 2048: two ranges of 1024, the partial sums
+    // added by the reduce; the same product without the pair, or over two rows of tiles, or a
+    // shorter K, is one gemm.
+    let (n, k) = (128, 2048);
+    let launched = |gpu: &FakeBackend, m: u32, k: u32| -> Vec<(String, Vec<FakeArg>)> {
+        let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
+        let x = gpu.alloc(DType::Bf16, (m * k) as usize).unwrap();
+        let w = gpu.alloc(DType::Bf16, (n * k) as usize).unwrap();
+        dense_mm_bf16(gpu, &kernels, &x, &w, (m, n, k)).unwrap();
+        gpu.launches().into_iter().map(|l| (format!("{}::{}", l.module, l.entry), l.args)).collect()
+    };
+    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let split = launched(&gpu, 20, k);
+    let names: Vec<&str> = split.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["gemm::dense_gemm_bf16_splitk", "gemm::dense_gemm_splitk_reduce_bf16"]);
+    let partial = FakeArg::Buffer { dtype: DType::F32, len: 2 * 20 * 128, writable: true };
+    assert_eq!(split[0].1[2], partial);
+    assert_eq!(split[0].1[3..], [20, n, k, k, 2].map(FakeArg::U32));
+    assert_eq!(split[1].1[2..], [20, n, 2].map(FakeArg::U32));
+    for (gpu, m, k) in [
+        (
+            FakeBackend::new().with_table::<Glm5NextKda>().without("gemm", "dense_gemm_splitk_reduce_bf16"),
+            20,
+            k,
+        ),
+        (FakeBackend::new().with_table::<Glm5NextKda>(), 129, k),
+        (FakeBackend::new().with_table::<Glm5NextKda>(), 20, 1024),
+    ] {
+        let names: Vec<String> = launched(&gpu, m, k).into_iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["gemm::dense_gemm_bf16"], "m = {m}, k = {k}");
+    }
+}
+
+#[test]
+fn the_split_product_agrees_with_the_unsplit_one_on_the_reference() {
+    let (m, n, k) = (20u32, 128u32, 2048u32);
+    let mut rng = SplitMix64::new(12);
+    let (x, w) = (random_bf16(&mut rng, (m * k) as usize), random_bf16(&mut rng, (n * k) as usize));
+    let product = |gpu: &kda_runtime::cpu::CpuBackend| {
+        let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
+        let (x, w) = (gpu.upload(&x).unwrap(), gpu.upload(&w).unwrap());
+        gpu.download::<bf16>(&dense_mm_bf16(gpu, &kernels, &x, &w, (m, n, k)).unwrap()).unwrap()
+    };
+    let split = product(&kda::reference::backend());
+    let unsplit = product(&kda::reference::backend().without("gemm", "dense_gemm_bf16_splitk"));
+    // Two f32 partial sums added, then one rounding: within a bf16 ulp of the single sum's.
+    let mut differ = 0;
+    for (s, u) in split.iter().zip(&unsplit) {
+        let ulp = 2f64.powi(f64::from(*u).abs().max(1e-3).log2().floor() as i32 - 7);
+        assert!((f64::from(*s) - f64::from(*u)).abs() <= ulp, "{s} vs {u}");
+        differ += usize::from(s != u);
+    }
+    assert!(differ * 10 < split.len(), "{differ} of {} outputs differ", split.len());
+}

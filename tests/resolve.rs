@@ -7,10 +7,10 @@ use kda_runtime::testing::FakeBackend;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
-fn the_table_counts_12_entries_10_required_2_optional() {
-    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 12);
+fn the_table_counts_14_entries_10_required_4_optional() {
+    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 14);
     assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 10);
-    assert_eq!(Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS, 2);
+    assert_eq!(Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS, 4);
     assert_eq!(<Glm5NextKda as KernelTable>::NAME, "glm5next_kda");
     assert_eq!(<Glm5NextKda as KernelTable>::ENTRIES, &Glm5NextKdaKernels::ENTRIES);
 }
@@ -74,7 +74,10 @@ fn an_absent_optional_entry_is_none() {
 fn three_missing_required_entries_are_named_in_one_error() {
     let gpu = FakeBackend::new()
         .with_table::<Glm5NextKda>()
+        // The whole gemm module (its optional split-K pair too): a module the target lacks.
         .without("gemm", "dense_gemm_bf16")
+        .without("gemm", "dense_gemm_bf16_splitk")
+        .without("gemm", "dense_gemm_splitk_reduce_bf16")
         .without("kda_chunk", "kda_chunk_scan")
         .without("kda_layer_ops", "kda_fill_f32");
     let error = Glm5NextKdaKernels::resolve(&gpu).unwrap_err();
@@ -82,7 +85,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
     assert_eq!(missing, ["gemm", "chunk_scan", "fill"]);
     assert_eq!(error.failures().count(), 0);
     // Nothing stops early: every entry was looked up.
-    assert_eq!(gpu.lookups().len(), 12);
+    assert_eq!(gpu.lookups().len(), 14);
     let message = error.to_string();
     let namespace = Glm5NextKdaKernels::NAMESPACE;
     assert_eq!(
@@ -91,8 +94,8 @@ fn three_missing_required_entries_are_named_in_one_error() {
             "kernel table `glm5next_kda` cannot be resolved on fake backend (test double): \
              3 required entry points missing\n  \
              - field `gemm`: gemm::dense_gemm_bf16 (required, kernels.toml:13): module `gemm` of `{namespace}` is not built for this target\n  \
-             - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:41): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
-             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:57): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
+             - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:49): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
+             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:65): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
         )
     );
 }
@@ -109,7 +112,7 @@ fn a_failing_module_under_an_optional_entry_is_an_error_not_none() {
     let message = error.to_string();
     assert!(message.contains("1 lookup failed"), "{message}");
     assert!(message.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"), "{message}");
-    assert!(message.contains("(optional, kernels.toml:21)"), "{message}");
+    assert!(message.contains("(optional, kernels.toml:29)"), "{message}");
 }
 
 #[test]

@@ -21,6 +21,8 @@ fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
         fields,
         [
             "gemm",
+            "gemm_splitk",
+            "gemm_reduce",
             "gemv",
             "gemv_batchm",
             "conv_decode",
@@ -35,10 +37,10 @@ fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
         ]
     );
     let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
-    assert_eq!(optional, ["gemv_batchm", "recurrent_smem"]);
-    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (12, 10, 2));
+    assert_eq!(optional, ["gemm_splitk", "gemm_reduce", "gemv_batchm", "recurrent_smem"]);
+    assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (14, 10, 4));
     assert!(table.entries.iter().all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty())));
-    let smem = &table.entries[9];
+    let smem = &table.entries[11];
     assert_eq!(
         (smem.module.as_str(), smem.entry.as_str()),
         ("kda_recurrent", "kda_recurrent_decode_bf16_smem")

@@ -8,7 +8,9 @@ use kda_runtime::{GpuBackend, KernelEntry, try_kernel};
 use kda::kernels::Glm5NextKdaKernels;
 
 /// What the block runs instead of each optional entry a target lacks.
-pub const FALLBACKS: [(&str, &str); 2] = [
+pub const FALLBACKS: [(&str, &str); 4] = [
+    ("gemm_splitk", "gemm with K unsplit (so does a target without gemm_reduce)"),
+    ("gemm_reduce", "gemm with K unsplit (so does a target without gemm_splitk)"),
     ("gemv_batchm", "gemm for 2..=16 rows"),
     ("recurrent_smem", "recurrent (reads and writes the state twice)"),
 ];

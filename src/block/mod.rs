@@ -18,7 +18,7 @@ use kda_runtime::{
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use crate::launch;
-use crate::ops::{StridedRows, dense_mm_bf16_into};
+use crate::ops::{StridedRows, dense_mm_bf16_into, dense_mm_kernel};
 use crate::weights::{DeviceWeights, HostWeights, InputProjection, WeightsError};
 
 pub use pool::{KdaState, KdaStatePool, SlotError};
@@ -187,7 +187,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
     ) -> Result<DeviceBuffer, BlockError> {
         let b = self.check_decode(pool, slots, hidden, launch::MAX_DECODE_BATCH)?;
         let slot = self.gpu.upload(slots)?;
-        let mut scratch = DecodeScratch::new(self.gpu, &self.geometry, b)?;
+        let mut scratch = DecodeScratch::new(self.gpu, &self.geometry, b, self.partials_len(b))?;
         let mut out = self.gpu.alloc(DType::Bf16, hidden.len())?;
         let rows = DecodeRows { hidden: hidden.view(), slot: slot.view(), out: out.view_mut() };
         self.decode_into(self.gpu, rows, &mut scratch, pool)?;
@@ -278,8 +278,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
             Some(_) => self.kernels.launch_recurrent_smem(gpu, geometry, smem_args(step))?,
             None => self.kernels.launch_recurrent(gpu, geometry, step)?,
         }
-        let gated = (scratch.core.view(), front.out_gate.view());
-        self.back_end(gpu, gated, b, &mut scratch.normed, rows.out)
+        let gated = (scratch.core.view(), scratch.front.out_gate.view());
+        self.back_end(gpu, gated, b, (&mut scratch.normed, &mut scratch.front.partials), rows.out)
     }
 
     /// `t ≥ 1` tokens of one sequence at once through the chunked form: `hidden` is `[t, hidden]`
@@ -301,7 +301,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let t = self.tokens(hidden)?;
         let (gpu, g) = (self.gpu, self.geometry);
         let (qkv, t_pad) = (g.qkv(), g.padded(t)?);
-        let mut front = FrontEnd::new(gpu, &g, t, t_pad)?;
+        let mut front = FrontEnd::new(gpu, &g, (t, t_pad), self.partials_len(t))?;
         self.front_end(gpu, hidden.view(), t, &mut front)?;
 
         // `t_pad` rows, zero past `t` (allocations start zeroed; no kernel writes there): the
@@ -376,7 +376,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
         )?;
         let mut normed = gpu.alloc(DType::Bf16, elements("t·qkv", &[t, qkv])?)?;
         let mut out = gpu.alloc(DType::Bf16, hidden.len())?;
-        self.back_end(gpu, (core.view(), front.out_gate.view()), t, &mut normed, out.view_mut())?;
+        let gated = (core.view(), front.out_gate.view());
+        self.back_end(gpu, gated, t, (&mut normed, &mut front.partials), out.view_mut())?;
         Ok(out)
     }
 
@@ -391,8 +392,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let g = self.geometry;
         let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
         let w = &self.weights;
-        let mm = |x: StridedRows<'_>, weight: View<'_>, y: ViewMut<'_>, n: u32, k: u32| {
-            dense_mm_bf16_into(gpu, &self.kernels, x, weight, y, (t, n, k))
+        let partials = &mut front.partials;
+        let mut mm = |x: StridedRows<'_>, weight: View<'_>, y: ViewMut<'_>, n: u32, k: u32| {
+            dense_mm_bf16_into(gpu, &self.kernels, x, weight, y, (t, n, k), partials)
         };
         // One product over the stacked weight reads the block input once for all six
         // projections; each consumer reads its columns of the rows in place.
@@ -436,13 +438,14 @@ impl<'g> Glm5NextKdaBlock<'g> {
     }
 
     /// The gated output norm of `t` rows of the core output (`gated`: the core output and the
-    /// output gate) into `normed`, then the output projection into `out`.
+    /// output gate) into `normed`, then the output projection into `out` (its split-K partial
+    /// sums, if it splits, in `partials`).
     fn back_end(
         &self,
         gpu: &dyn GpuBackend,
         (core, out_gate): (View<'_>, View<'_>),
         t: u32,
-        normed: &mut DeviceBuffer,
+        (normed, partials): (&mut DeviceBuffer, &mut DeviceBuffer),
         out: ViewMut<'_>,
     ) -> Result<(), BlockError> {
         let g = self.geometry;
@@ -462,7 +465,22 @@ impl<'g> Glm5NextKdaBlock<'g> {
         )?;
         let o_proj = self.weights.o_proj.view();
         let normed = StridedRows { view: normed.view(), ld: g.qkv() };
-        Ok(dense_mm_bf16_into(gpu, &self.kernels, normed, o_proj, out, (t, g.hidden, g.qkv()))?)
+        Ok(dense_mm_bf16_into(gpu, &self.kernels, normed, o_proj, out, (t, g.hidden, g.qkv()), partials)?)
+    }
+
+    /// The `(n, k)` of the layer's dense products: the stacked projections of the block input,
+    /// f_b, g_b and o_proj.
+    fn dense_shapes(&self) -> [(u32, u32); 4] {
+        let g = self.geometry;
+        let (stacked, qkv) = (InputProjection::stacked_width(&g), g.qkv());
+        [(stacked, g.hidden), (qkv, g.head_dim), (qkv, g.head_dim), (g.hidden, qkv)]
+    }
+
+    /// f32 elements of split-K partial sums the dense products of a call of `t` rows need on
+    /// this table: the most any of them takes (0 where none splits K).
+    pub(super) fn partials_len(&self, t: u32) -> usize {
+        let partials = |(n, k)| dense_mm_kernel(&self.kernels, (t, n, k)).partials(t, n);
+        self.dense_shapes().into_iter().map(partials).max().unwrap_or(0)
     }
 
     /// The number of tokens in a block input, at most [`KdaGeometry::max_tokens`].

@@ -3,16 +3,18 @@
 //! has device graphs (CUDA), the recording is captured into one and a step is one graph launch.
 //!
 //! A step of `B` rows runs on the recording of its class, at the class's row count: 1 (the GEMV),
-//! up to 16 (the batched GEMV) and up to the replay's `max_batch` (the GEMM). The rows past `B` get
-//! slot `u32::MAX`, which the stateful kernels skip, so they touch no sequence; every row's
-//! projections are computed on its own, so a padded row changes no other row's result.
+//! up to 16 (the batched GEMV), up to 128 (the GEMM on one row of tiles, which may split K) and up
+//! to the replay's `max_batch` (the GEMM). The rows past `B` get slot `u32::MAX`, which the
+//! stateful kernels skip, so they touch no sequence; every row's projections are computed on its
+//! own, the same way for every row count of a class, so a padded row changes no other row's
+//! result.
 
 use kda_runtime::replay::{CapturedList, LaunchList, LaunchRecorder};
 use kda_runtime::{DType, DeviceBuffer, GpuBackendExt, View};
 
 use super::workspace::DecodeScratch;
 use super::{BlockError, DecodeRows, Glm5NextKdaBlock, KdaStatePool, elements};
-use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::kernels::defines::{DENSE_GEMV_BATCHM_MAX_M, GEMM_TILE_M};
 use crate::launch;
 
 /// The slot of a row that carries no sequence: outside every pool, so the kernels skip it.
@@ -28,8 +30,9 @@ const NO_SLOT: u32 = u32::MAX;
 pub struct DecodeReplay<'b, 'g> {
     block: &'b Glm5NextKdaBlock<'g>,
     max_batch: u32,
-    /// The recording of each class: 1 row, the batched GEMV's rows, `max_batch` rows.
-    classes: [Option<RecordedStep>; 3],
+    /// The recording of each class: 1 row, the batched GEMV's rows, one row of GEMM tiles,
+    /// `max_batch` rows.
+    classes: [Option<RecordedStep>; 4],
     /// The slots of the current step, padded with [`NO_SLOT`]: the host side of the upload.
     slot_rows: Vec<u32>,
     /// Whether to capture device graphs: until the backend first makes none.
@@ -71,7 +74,7 @@ impl DecodeWorkspace {
         Ok(Self {
             hidden: gpu.alloc(DType::Bf16, width)?,
             slot: gpu.upload(&vec![NO_SLOT; rows as usize])?,
-            scratch: DecodeScratch::new(gpu, g, rows)?,
+            scratch: DecodeScratch::new(gpu, g, rows, block.partials_len(rows))?,
             out: gpu.alloc(DType::Bf16, width)?,
         })
     }
@@ -105,7 +108,7 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
                 found: format!("{max_batch}"),
             });
         }
-        Ok(Self { block, max_batch, classes: [None, None, None], slot_rows: Vec::new(), graphs: true })
+        Ok(Self { block, max_batch, classes: [None, None, None, None], slot_rows: Vec::new(), graphs: true })
     }
 
     /// The most sequences one step takes.
@@ -179,12 +182,14 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
         recorded_step(&mut self.classes[class], self.block, rows, pool).map(drop)
     }
 
-    /// The class of a batch of `b` and its row count.
+    /// The class of a batch of `b` and its row count: the dense products' dispatch
+    /// ([`crate::ops::dense_mm_kernel`]) is the same for every batch of a class.
     fn class_of(&self, b: u32) -> (usize, u32) {
         match b {
             0 | 1 => (0, 1),
             2..=DENSE_GEMV_BATCHM_MAX_M => (1, DENSE_GEMV_BATCHM_MAX_M.min(self.max_batch)),
-            _ => (2, self.max_batch),
+            _ if b <= GEMM_TILE_M => (2, GEMM_TILE_M.min(self.max_batch)),
+            _ => (3, self.max_batch),
         }
     }
 }

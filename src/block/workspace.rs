@@ -23,10 +23,20 @@ pub(super) struct FrontEnd {
     pub(super) beta: DeviceBuffer,
     /// `[t, qkv]` bf16: the output gate.
     pub(super) out_gate: DeviceBuffer,
+    /// f32: the split-K partial sums of the call's dense products (the back end's too), as long
+    /// as the longest of them needs (`Glm5NextKdaBlock::partials_len`; empty where none splits).
+    pub(super) partials: DeviceBuffer,
 }
 
 impl FrontEnd {
-    pub(super) fn new(gpu: &dyn GpuBackend, g: &KdaGeometry, t: u32, t_pad: u32) -> Result<Self, BlockError> {
+    /// The buffers of `t` rows (`t_pad` for the chunked form's), with `partials` f32 elements of
+    /// split-K partial sums.
+    pub(super) fn new(
+        gpu: &dyn GpuBackend,
+        g: &KdaGeometry,
+        (t, t_pad): (u32, u32),
+        partials: usize,
+    ) -> Result<Self, BlockError> {
         let qkv = g.qkv();
         let bf16 = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::Bf16, elements(what, &[t, width])?)?);
         let f32_padded =
@@ -37,12 +47,13 @@ impl FrontEnd {
             gate: f32_padded("t_pad·qkv", qkv)?,
             beta: f32_padded("t_pad·H", g.heads)?,
             out_gate: bf16("t·qkv", qkv)?,
+            partials: gpu.alloc(DType::F32, partials)?,
         })
     }
 
-    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 5] {
-        let Self { projected, g_raw, gate, beta, out_gate } = self;
-        [projected, g_raw, gate, beta, out_gate]
+    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 6] {
+        let Self { projected, g_raw, gate, beta, out_gate, partials } = self;
+        [projected, g_raw, gate, beta, out_gate, partials]
     }
 }
 
@@ -58,10 +69,16 @@ pub(super) struct DecodeScratch {
 }
 
 impl DecodeScratch {
-    pub(super) fn new(gpu: &dyn GpuBackend, g: &KdaGeometry, rows: u32) -> Result<Self, BlockError> {
+    /// The buffers of a step of `rows` rows, with `partials` f32 elements of split-K partial sums.
+    pub(super) fn new(
+        gpu: &dyn GpuBackend,
+        g: &KdaGeometry,
+        rows: u32,
+        partials: usize,
+    ) -> Result<Self, BlockError> {
         let (qkv, dim) = (g.qkv(), g.conv_dim());
         Ok(Self {
-            front: FrontEnd::new(gpu, g, rows, rows)?,
+            front: FrontEnd::new(gpu, g, (rows, rows), partials)?,
             conv_out: gpu.alloc(DType::Bf16, elements("B·3·qkv", &[rows, dim])?)?,
             core: gpu.alloc(DType::F32, elements("B·qkv", &[rows, qkv])?)?,
             normed: gpu.alloc(DType::Bf16, elements("B·qkv", &[rows, qkv])?)?,

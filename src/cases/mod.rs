@@ -42,6 +42,7 @@ use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::Glm5NextKdaKernels;
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
 use crate::launch;
+use crate::ops::gemm_splits;
 use crate::weights::InputProjection;
 
 pub use check::{Check, Comparison, HostOutput, Measurement, Mismatch};
@@ -186,6 +187,26 @@ impl KernelCase {
                 let (a, b) = (activations(&mut rng, m * k), linear(&mut rng, n, k));
                 let args = dense_args(GEMM, a, b, Some(m), n, k);
                 (|k| Some(k.gemm), launch::gemm(m, n), args)
+            }
+            "gemm_splitk" => {
+                // A decode step's o_proj, split as the dispatch splits it at this geometry, or in 3
+                // (the last range empty where K is two tiles) where it would not split.
+                let (m, n, k) = (s.batch, s.hidden, s.qkv);
+                let splits = Some(gemm_splits(m, n, k)).filter(|&splits| splits > 1).unwrap_or(3);
+                return Self::split_k((m, n, k), k, splits, 0, seed).map(|case| case.with_tokens(t));
+            }
+            "gemm_reduce" => {
+                let (m, n) = (s.batch, s.hidden);
+                let splits = Some(gemm_splits(m, n, s.qkv)).filter(|&splits| splits > 1).unwrap_or(3);
+                let args = vec![
+                    read("partial", uniform(&mut rng, splits * m * n, -1.0, 1.0)),
+                    // The same additions in the same order: the same bits.
+                    write(DType::Bf16, "c", m * n, Check::Exact),
+                    CaseArg::u32("m", m),
+                    CaseArg::u32("n", n),
+                    CaseArg::u32("splits", splits),
+                ];
+                (|k| k.gemm_reduce, launch::elementwise(m * n), args)
             }
             "gemv" => {
                 let (n, k) = (s.qkv, s.hidden);
@@ -349,6 +370,38 @@ impl KernelCase {
         Ok(KernelCase { entry, handle, launch, args, tokens: m, offset: 0 })
     }
 
+    /// A case of `gemm_splitk` of `x [m, k]` (rows `ld ≥ k` apart) by `w [n, k]` over `splits`
+    /// ranges of K, the operands `offset` elements into their buffers: its f32 partial sums must
+    /// agree with the reference's, range by range.
+    pub fn split_k(
+        (m, n, k): (u32, u32, u32),
+        ld: u32,
+        splits: u32,
+        offset: u32,
+        seed: u64,
+    ) -> Result<KernelCase, CaseError> {
+        let mut case = Self::dense("gemm", (m, n, k), ld, offset, seed)?;
+        case.entry = *Glm5NextKdaKernels::ENTRIES
+            .iter()
+            .find(|entry| entry.field == "gemm_splitk")
+            .ok_or_else(|| CaseError::NoCase("gemm_splitk".to_owned()))?;
+        case.handle = |k| k.gemm_splitk;
+        case.launch = launch::gemm_splitk(m, n, splits);
+        let partials = splits.checked_mul(m * n).ok_or_else(|| {
+            CaseError::Dense(format!("gemm_splitk of {m} × {n} in {splits} splits overflows 32 bits"))
+        })?;
+        // a, b, c → a, b, partial; then m, n, k, lda, splits.
+        case.args[2] = write(DType::F32, "partial", partials, Check::RelativeRms(1e-5));
+        case.args.push(CaseArg::u32("splits", splits));
+        Ok(case)
+    }
+
+    /// The same case counted as `tokens` tokens.
+    fn with_tokens(mut self, tokens: u32) -> KernelCase {
+        self.tokens = tokens;
+        self
+    }
+
     /// The dense cases at the shapes the model's geometries miss: n and k off the tiles (128 × 128
     /// for the GEMM, 32 columns for the GEMVs), k % 8 != 0 (no 16-byte loads), k % 8 == 0 over
     /// several of a GEMV lane's 16-byte chunks (its vector loads), x's rows further apart than k
@@ -400,6 +453,16 @@ impl KernelCase {
             ] {
                 cases.push(Self::dense("gemm", (m, n, k), ld, offset, seed)?);
             }
+        }
+        // Split K: tensor-core ranges of strided rows, the scalar path (odd k, unaligned), two
+        // rows of tiles, and more splits than K tiles (the last ranges empty).
+        for (m, n, k, ld, splits, offset) in [
+            (17, 65, 264, 272, 3, 0),
+            (40, 33, 263, 263, 4, 1),
+            (130, 129, 264, 264, 2, 0),
+            (5, 40, 72, 72, 5, 0),
+        ] {
+            cases.push(Self::split_k((m, n, k), ld, splits, offset, seed)?);
         }
         Ok(cases)
     }

@@ -54,10 +54,17 @@ fn matvec(x: &[bf16], w: &[bf16], y: &mut [bf16]) {
 /// accumulators of one input row form a vector, and runs every input row against them, [`ROWS`]
 /// rows side by side; so a batch reads and widens each weight once, not once per row.
 fn matmul(a: &[bf16], b: &[bf16], c: &mut [bf16], m: usize, n: usize, k: usize) {
+    let sums = dot_sums(a, b, m, n, k);
+    c[..m * n].par_iter_mut().zip(&sums).for_each(|(c, s)| *c = bf16::from_f32(*s));
+}
+
+/// The f32 sums of [`matmul`] before their rounding, `[m, n]`: each one accumulator over
+/// ascending `p`.
+pub(super) fn dot_sums(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut sums = vec![0.0f32; m * n];
     if k == 0 {
         // Empty sums (and no rows to chunk `a` by).
-        c[..m * n].fill(bf16::ZERO);
-        return;
+        return sums;
     }
     let a: Vec<f32> = a[..m * k].iter().map(|v| v.to_f32()).collect();
     let blocks: Vec<Vec<f32>> = (0..n.div_ceil(COLUMNS))
@@ -76,13 +83,14 @@ fn matmul(a: &[bf16], b: &[bf16], c: &mut [bf16], m: usize, n: usize, k: usize) 
             out
         })
         .collect();
-    for (block, sums) in blocks.iter().enumerate() {
+    for (block, block_sums) in blocks.iter().enumerate() {
         let first = block * COLUMNS;
         let columns = COLUMNS.min(n - first);
-        for (row, sums) in c[..m * n].chunks_exact_mut(n).zip(sums.chunks_exact(COLUMNS)) {
-            row[first..first + columns].iter_mut().zip(sums).for_each(|(c, s)| *c = bf16::from_f32(*s));
+        for (row, block_sums) in sums.chunks_exact_mut(n).zip(block_sums.chunks_exact(COLUMNS)) {
+            row[first..first + columns].copy_from_slice(&block_sums[..columns]);
         }
     }
+    sums
 }
 
 /// The sums of up to [`ROWS`] input rows (`rows`, `k` each) against one widened panel, into

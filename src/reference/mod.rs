@@ -43,7 +43,7 @@ use half::bf16;
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
-/// A CPU backend carrying all 12 entries of `[glm5next_kda]`, run by the reference kernels.
+/// A CPU backend carrying all 14 entries of `[glm5next_kda]`, run by the reference kernels.
 ///
 /// Use [`CpuBackend::without`] on it to emulate a target that lacks the optional entries.
 pub fn backend() -> CpuBackend {

@@ -75,7 +75,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     );
     assert_eq!(gemm.requires[0].text, "block.x == GEMM_THREADS");
 
-    let conv_decode = &table.entries[3];
+    let conv_decode = &table.entries[5];
     assert_eq!(conv_decode.field, "conv_decode");
     assert_eq!(conv_decode.requires.len(), 10);
     let head_dim = &conv_decode.requires[6];
@@ -85,7 +85,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     assert_eq!((eps.name.as_str(), &eps.ty), ("eps", &ParamType::Scalar(ScalarType::F32)));
 
     // `cdiv(t,c)*c*h*d`: `*` is left-associative, `cdiv` an operand.
-    let chunk_prepare = &table.entries[6];
+    let chunk_prepare = &table.entries[8];
     let ParamType::Buffer { extent, extent_text, .. } = &chunk_prepare.params.as_ref().unwrap()[0].ty else {
         panic!("q is a buffer")
     };
@@ -98,7 +98,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     );
     assert_eq!(*extent, *expected);
     // Entries without `requires` have none.
-    assert!(table.entries[11].requires.is_empty());
+    assert!(table.entries[13].requires.is_empty());
 }
 
 #[test]

@@ -5,8 +5,9 @@ use super::{LaunchModel, RooflineError};
 /// The FLOPs of one launch, from its kernel and scalars; `docs/kernels.md` §2 has each kernel's
 /// math, and each count below follows it under the conventions of the [roofline](super) module's docs.
 ///
-/// - **`gemm`, `gemv_batchm`**: `2·m·n·k`; **`gemv`**: `2·n·k` (m = 1). One multiply and one add
-///   per term of each of the m·n sums of k terms.
+/// - **`gemm`, `gemm_splitk`, `gemv_batchm`**: `2·m·n·k`; **`gemv`**: `2·n·k` (m = 1). One
+///   multiply and one add per term of each of the m·n sums of k terms (split or not).
+/// - **`gemm_reduce`**: `(splits − 1)·m·n`: the partial sums of each output added.
 /// - **`conv_decode`**: `b·(dim·(2·width + 4) + 3·qk_channels + 2·qk_channels/head_dim)`. Per
 ///   channel: the `width` taps' products and sums (2·width), then SiLU `a·σ(a)` with
 ///   `σ(a) = 1/(1 + e^{−a})` (exp, add, divide, multiply: 4). Per q/k channel the L2 norm: square
@@ -44,7 +45,8 @@ use super::{LaunchModel, RooflineError};
 pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
     let s = |name| launch.need(name);
     Ok(match launch.field {
-        "gemm" | "gemv_batchm" => 2 * s("m")? * s("n")? * s("k")?,
+        "gemm" | "gemm_splitk" | "gemv_batchm" => 2 * s("m")? * s("n")? * s("k")?,
+        "gemm_reduce" => s("splits")?.saturating_sub(1) * s("m")? * s("n")?,
         "gemv" => 2 * s("n")? * s("k")?,
         "conv_decode" => s("b")? * conv_token(s("dim")?, s("qk_channels")?, s("width")?, s("head_dim")?),
         "conv_prefill" => {

@@ -12,7 +12,10 @@
 //! [`Glm5NextKdaBlock::prefill`] run on [`FakeBackend`], which computes nothing and records every
 //! launch with its arguments (buffer views with element type and length, and scalars), so the
 //! kernels, their order, the dense dispatch ([`kda::ops::dense_mm_kernel`]) and every shape are the
-//! ones the block launches; no second list of launches exists to drift from it.
+//! ones the block launches; no second list of launches exists to drift from it. One part of the
+//! dispatch is applied after the extrapolation below: whether the GEMM splits K depends on a
+//! product's size at the real head count, so the sampled runs go without the split-K pair and
+//! each `gemm` the dispatch would split at its real sizes becomes the pair (`split`).
 //!
 //! The fake's buffers are real host memory, zeroed on allocation: at `glm5-flash` one layer's
 //! weights (260 MB of bf16), a prefill of 4,096 tokens (~1.9 GB of activations) and a pool of 64
@@ -68,6 +71,7 @@ use crate::bench::BenchReport;
 mod flops;
 mod record;
 mod report;
+mod split;
 #[cfg(test)]
 mod tests;
 
@@ -255,7 +259,7 @@ impl Peak {
 
     /// The peak of a kernel of the table.
     pub fn of(field: &str) -> Peak {
-        if field == "gemm" { Peak::TensorBf16 } else { Peak::F32 }
+        if matches!(field, "gemm" | "gemm_splitk") { Peak::TensorBf16 } else { Peak::F32 }
     }
 }
 
@@ -347,6 +351,16 @@ impl LaunchModel {
         self.scalar(name).ok_or(RooflineError::NoModel { field: self.field, param: name })
     }
 
+    /// The argument `name`, or the error that the model needs it.
+    fn arg(&self, name: &'static str) -> Result<LaunchArg, RooflineError> {
+        let named = |arg: &&LaunchArg| match arg {
+            LaunchArg::Buffer { name: found, .. }
+            | LaunchArg::Int { name: found, .. }
+            | LaunchArg::F32 { name: found, .. } => *found == name,
+        };
+        self.args.iter().find(named).cloned().ok_or(RooflineError::NoModel { field: self.field, param: name })
+    }
+
     /// Bytes: each buffer's touched elements at its element type, twice for [`READ_WRITE`] ones.
     fn count_bytes(&self) -> Result<u64, RooflineError> {
         let mut bytes = 0;
@@ -354,7 +368,7 @@ impl LaunchModel {
             let LaunchArg::Buffer { name, dtype, len, .. } = *arg else { continue };
             let touched = match (self.field, name) {
                 // Rows of a wider matrix: their elements, not the view that spans them.
-                ("gemm", "a") | ("gemv_batchm", "x") => self.need("m")? * self.need("k")?,
+                ("gemm" | "gemm_splitk", "a") | ("gemv_batchm", "x") => self.need("m")? * self.need("k")?,
                 ("gemv", "x") => self.need("k")?,
                 ("conv_decode", "x") => self.need("b")? * self.need("dim")?,
                 ("conv_prefill", "x") => self.need("t")? * 3 * self.need("qkv")?,
@@ -402,6 +416,11 @@ impl LaunchModel {
             "gemm" | "gemv_batchm" => {
                 let [m, n, k] = ["m", "n", "k"].map(|name| self.scalar(name).unwrap_or(0));
                 format!("{m}×{n}×{k}")
+            }
+            "gemm_splitk" | "gemm_reduce" => {
+                let [m, n, splits] = ["m", "n", "splits"].map(|name| self.scalar(name).unwrap_or(0));
+                let k = self.scalar("k").map(|k| format!("×{k}")).unwrap_or_default();
+                format!("{m}×{n}{k}/{splits}")
             }
             _ => ["b", "t", "rows", "n"]
                 .into_iter()
@@ -516,16 +535,20 @@ pub fn model_scenarios(
         let (Scenario::Decode { batch: t } | Scenario::Prefill { tokens: t }) = *scenario;
         geometry.padded(t)?;
     }
-    // runs[h][s]: the launches of scenario s at SAMPLE_HEADS[h] heads.
+    // runs[h][s]: the launches of scenario s at SAMPLE_HEADS[h] heads, without split K (which
+    // `split_k` applies at the real sizes, where the target has it).
+    let sampled_absent: Vec<&str> = absent.iter().copied().chain(split::SPLIT_K).collect();
     let runs = SAMPLE_HEADS
         .iter()
-        .map(|&heads| record(&KdaGeometry { heads, ..*geometry }, scenarios, absent))
+        .map(|&heads| record(&KdaGeometry { heads, ..*geometry }, scenarios, &sampled_absent))
         .collect::<Result<Vec<_>, _>>()?;
+    let splits_k = !absent.iter().any(|field| split::SPLIT_K.contains(field));
     let scenarios = scenarios
         .iter()
         .enumerate()
         .map(|(s, scenario)| {
             let launches = extrapolate(scenario, [&runs[0][s], &runs[1][s], &runs[2][s]], geometry.heads)?;
+            let launches = if splits_k { split::split_k(launches)? } else { launches };
             Ok(ScenarioModel { scenario: *scenario, launches })
         })
         .collect::<Result<_, RooflineError>>()?;

@@ -28,7 +28,7 @@ impl fmt::Display for RooflineReport {
         writeln!(f, "layer: {}", self.geometry)?;
         writeln!(
             f,
-            "H200 roofs: HBM {:.1} TB/s; {:.0} TFLOPS bf16 tensor cores (gemm), {:.0} TFLOPS f32 (every other kernel)",
+            "H200 roofs: HBM {:.1} TB/s; {:.0} TFLOPS bf16 tensor cores (gemm, gemm_splitk), {:.0} TFLOPS f32 (every other kernel)",
             HBM_BYTES_PER_S / 1e12,
             TENSOR_BF16_FLOPS / 1e12,
             F32_FLOPS / 1e12

@@ -21,7 +21,7 @@ fn fields(scenario: &ScenarioModel) -> Vec<&'static str> {
     scenario.launches.iter().map(|launch| launch.field).collect()
 }
 
-const DENSE: [&str; 3] = ["gemm", "gemv", "gemv_batchm"];
+const DENSE: [&str; 4] = ["gemm", "gemm_splitk", "gemv", "gemv_batchm"];
 
 #[test]
 fn the_scenarios_are_decode_at_1_and_64_and_a_prefill_of_4096() {
@@ -81,13 +81,23 @@ fn decode_at_b_64_runs_the_gemm_and_at_b_1_the_gemv() {
         fields(scenario).into_iter().filter(|field| DENSE.contains(field)).collect()
     };
     // The stacked projections of the block input (q | k | v, f_a, g_a and b_proj in one product),
-    // f_b and g_b (reading f_a's and g_a's columns in place), and o_proj.
+    // f_b and g_b (reading f_a's and g_a's columns in place), and o_proj; at B = 64 o_proj's 32
+    // output tiles over K = 8192 split K in 8 (256 blocks), the rest have tiles enough or K too
+    // short.
     assert_eq!(dense(one), ["gemv"; 4]);
-    assert_eq!(dense(sixty_four), ["gemm"; 4]);
+    assert_eq!(dense(sixty_four), ["gemm", "gemm", "gemm", "gemm_splitk"]);
     assert_eq!(dense(prefill), ["gemm"; 4]);
-    for launch in sixty_four.launches.iter().filter(|l| l.field == "gemm") {
+    for launch in sixty_four.launches.iter().filter(|l| DENSE.contains(&l.field)) {
         assert_eq!(launch.scalar("m"), Some(64));
     }
+    let o_proj = &sixty_four.launches[sixty_four.launches.len() - 2..];
+    assert_eq!((o_proj[0].shape().as_str(), o_proj[1].shape().as_str()), ("64×4096×8192/8", "64×4096/8"));
+    // The partial sums: 8 × 64 × 4096 f32, written once and read once; the reduce's 7 adds each.
+    let partials = 8 * 64 * 4096 * 4;
+    assert_eq!(o_proj[0].bytes, (64 * 8192 + 4096 * 8192) * 2 + partials);
+    assert_eq!(o_proj[1].bytes, partials + 64 * 4096 * 2);
+    assert_eq!((o_proj[0].flops, o_proj[1].flops), (2 * 64 * 4096 * 8192, 7 * 64 * 4096));
+    assert_eq!(o_proj[0].peak, Peak::TensorBf16);
     // Decode uses the shared-memory recurrent step, prefill the chunk pair.
     assert!(fields(one).contains(&"recurrent_smem") && fields(sixty_four).contains(&"recurrent_smem"));
     assert!(fields(prefill).contains(&"chunk_scan") && !fields(prefill).contains(&"recurrent_smem"));
@@ -98,7 +108,9 @@ fn totals_are_the_sums_of_the_rows() {
     for scenario in &glm5().scenarios {
         let bytes: u64 = scenario.launches.iter().map(|l| l.bytes).sum();
         let flops: u64 = scenario.launches.iter().map(|l| l.flops).sum();
-        let peak = |l: &LaunchModel| if l.field == "gemm" { 989e12 } else { 67e12 };
+        let peak = |l: &LaunchModel| {
+            if l.field.starts_with("gemm") && l.field != "gemm_reduce" { 989e12 } else { 67e12 }
+        };
         let time: f64 =
             scenario.launches.iter().map(|l| (l.bytes as f64 / 4.8e12).max(l.flops as f64 / peak(l))).sum();
         assert_eq!((scenario.bytes(), scenario.flops()), (bytes, flops), "{}", scenario.scenario);
@@ -145,17 +157,21 @@ fn the_model_is_the_block_run_at_the_real_head_count() {
         assert_eq!(modelled.scenario, *scenario);
         assert_same_launches(&modelled.launches, recorded, &scenario.to_string());
     }
-    // The same launch counts at glm5-flash: decode at any B 4 front-end launches (the stacked
-    // projections, f_b, the gate with beta, g_b), the conv, the recurrent step, the norm and
-    // o_proj; prefill the front end and 5 more (the conv into q, k and v, the chunk pair, the norm
-    // and o_proj).
+    // Decode at any B: 4 front-end launches (the stacked projections, f_b, the gate with beta,
+    // g_b), the conv, the recurrent step, the norm and o_proj; prefill the front end and 5 more
+    // (the conv into q, k and v, the chunk pair, the norm and o_proj). At glm5-flash the same,
+    // but that o_proj splits K at B = 64: one launch more (no product of `mid` splits).
     let counts: Vec<usize> = report.scenarios.iter().map(|s| s.launches.len()).collect();
     assert_eq!(counts, [8, 8, 9]);
-    let glm5_counts: Vec<usize> = glm5().scenarios.iter().map(|s| s.launches.len()).collect();
-    assert_eq!(glm5_counts, counts);
+    let unsplit = |scenario: &ScenarioModel| -> Vec<&'static str> {
+        let fields = fields(scenario).into_iter().filter(|field| *field != "gemm_reduce");
+        fields.map(|field| if field == "gemm_splitk" { "gemm" } else { field }).collect()
+    };
     for (mid, glm5) in report.scenarios.iter().zip(&glm5().scenarios) {
-        assert_eq!(fields(mid), fields(glm5), "{}", mid.scenario);
+        assert_eq!(fields(mid), unsplit(glm5), "{}", mid.scenario);
     }
+    let glm5_counts: Vec<usize> = glm5().scenarios.iter().map(|s| s.launches.len()).collect();
+    assert_eq!(glm5_counts, [8, 9, 9]);
 }
 
 #[test]
