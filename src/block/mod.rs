@@ -401,14 +401,10 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let hidden = StridedRows { view: hidden, ld: g.hidden };
         let stacked = InputProjection::stacked_width(&g);
         mm(hidden, w.input_proj.view(), front.projected.view_mut(), stacked, g.hidden)?;
-        mm(
-            InputProjection::GateDown.outputs(&g, &front.projected),
-            w.f_b.view(),
-            front.g_raw.view_mut(),
-            qkv,
-            d,
-        )?;
-        let b_raw = InputProjection::Beta.outputs(&g, &front.projected);
+        let [gate_down, out_gate_down, b_raw] =
+            [InputProjection::GateDown, InputProjection::OutGateDown, InputProjection::Beta]
+                .map(|projection| projection.outputs(&g, &front.projected));
+        mm(gate_down, w.f_b.view(), front.g_raw.view_mut(), qkv, d)?;
         self.kernels.launch_gate(
             gpu,
             launch::elementwise_by(size("t·qkv", &[t, qkv])?, launch::GATE_VALUES_PER_THREAD),
@@ -427,13 +423,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 lower_bound: g.gate_law.lower_bound(),
             },
         )?;
-        mm(
-            InputProjection::OutGateDown.outputs(&g, &front.projected),
-            w.g_b.view(),
-            front.out_gate.view_mut(),
-            qkv,
-            d,
-        )?;
+        mm(out_gate_down, w.g_b.view(), front.out_gate.view_mut(), qkv, d)?;
         Ok(())
     }
 

@@ -409,11 +409,6 @@ impl KernelCase {
     /// `thorough`: every m of 1..=17 and 65 (the GEMM), 1 (the GEMV) and 2..=16 (the batched
     /// GEMV), each at every (n, k, offset) of the grid, packed and strided.
     pub fn dense_edges(seed: u64, thorough: bool) -> Result<Vec<KernelCase>, CaseError> {
-        let field = |m: u32| match m {
-            1 => "gemv",
-            2..=DENSE_GEMV_BATCHM_MAX_M => "gemv_batchm",
-            _ => "gemm",
-        };
         let mut cases = Vec::new();
         if thorough {
             for m in (1..=17).chain([65]) {
@@ -421,37 +416,37 @@ impl KernelCase {
                     for (offset, pad) in [(0, 0), (1, 0), (0, 8), (0, 3)] {
                         let (shape, ld) = ((m, n, k), k + pad);
                         cases.push(Self::dense("gemm", shape, ld, offset, seed)?);
-                        if m == 1 && pad == 0 || (2..=DENSE_GEMV_BATCHM_MAX_M).contains(&m) {
-                            cases.push(Self::dense(field(m), shape, ld, offset, seed)?);
+                        match m {
+                            1 if pad == 0 => cases.push(Self::dense("gemv", shape, ld, offset, seed)?),
+                            2..=DENSE_GEMV_BATCHM_MAX_M => {
+                                cases.push(Self::dense("gemv_batchm", shape, ld, offset, seed)?)
+                            }
+                            _ => {}
                         }
                     }
                 }
             }
         } else {
-            for (m, n, k, ld, offset) in [
-                (1, 65, 264, 264, 0),
-                (1, 40, 263, 263, 0),
-                (1, 33, 264, 264, 1),
-                (2, 65, 264, 264, 0),
-                (7, 40, 100, 100, 1),
-                (16, 33, 264, 264, 0),
+            for (field, m, n, k, ld, offset) in [
+                ("gemv", 1, 65, 264, 264, 0),
+                ("gemv", 1, 40, 263, 263, 0),
+                ("gemv", 1, 33, 264, 264, 1),
+                ("gemv_batchm", 2, 65, 264, 264, 0),
+                ("gemv_batchm", 7, 40, 100, 100, 1),
+                ("gemv_batchm", 16, 33, 264, 264, 0),
                 // Strided rows: 16-byte loads (ld % 8 == 0), then element by element.
-                (5, 65, 264, 272, 0),
-                (3, 40, 264, 267, 0),
+                ("gemv_batchm", 5, 65, 264, 272, 0),
+                ("gemv_batchm", 3, 40, 264, 267, 0),
+                // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile, packed
+                // and strided; its scalar path (k % 8 != 0, unaligned, or ld % 8 != 0).
+                ("gemm", 17, 65, 100, 100, 0),
+                ("gemm", 65, 40, 72, 72, 1),
+                ("gemm", 1, 33, 264, 264, 0),
+                ("gemm", 130, 65, 264, 264, 0),
+                ("gemm", 130, 65, 264, 280, 0),
+                ("gemm", 40, 33, 72, 75, 0),
             ] {
-                cases.push(Self::dense(field(m), (m, n, k), ld, offset, seed)?);
-            }
-            // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile, packed and
-            // strided; its scalar path (k % 8 != 0, unaligned, or ld % 8 != 0).
-            for (m, n, k, ld, offset) in [
-                (17, 65, 100, 100, 0),
-                (65, 40, 72, 72, 1),
-                (1, 33, 264, 264, 0),
-                (130, 65, 264, 264, 0),
-                (130, 65, 264, 280, 0),
-                (40, 33, 72, 75, 0),
-            ] {
-                cases.push(Self::dense("gemm", (m, n, k), ld, offset, seed)?);
+                cases.push(Self::dense(field, (m, n, k), ld, offset, seed)?);
             }
         }
         // Split K: tensor-core ranges of strided rows, the scalar path (odd k, unaligned), two
