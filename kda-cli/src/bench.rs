@@ -7,6 +7,8 @@
 //! synchronizations elsewhere), so the figure is the launch rate the device sustains, launch
 //! overhead included. The bandwidth counts [`KernelCase::bytes_moved`]: the bytes a launch must
 //! read and write at least; the copy counts its bytes twice (read and written), the same way.
+//! Where the target has the split-K pair, their case's product is also timed on the plain `gemm`,
+//! so the report says what splitting K buys at that shape ([`SplitKTiming`]).
 //!
 //! `kda bench` then prints the [roofline model](crate::roofline) of one layer (decode at B = 1
 //! and 64, a prefill), with each launch's case time beside it on CUDA where the sizes match
@@ -121,6 +123,23 @@ pub struct BenchReport {
     pub copy: CopyTiming,
     /// One row per entry of the table, in manifest order.
     pub kernels: Vec<KernelTiming>,
+    /// The split-K pair against the plain `gemm` at the pair's case shape, where the target has
+    /// the pair.
+    pub split_k: Option<SplitKTiming>,
+}
+
+/// What splitting K buys at one shape: `gemm_splitk` then `gemm_reduce` on their cases, and
+/// `gemm` on the same product unsplit, in the same run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SplitKTiming {
+    /// `(m, n, k)`.
+    pub shape: (u32, u32, u32),
+    /// The ranges K is split into.
+    pub splits: u32,
+    /// One `gemm_splitk` launch plus one `gemm_reduce` launch.
+    pub split: Duration,
+    /// One `gemm` launch of the same product.
+    pub unsplit: Duration,
 }
 
 impl BenchReport {
@@ -178,19 +197,10 @@ pub fn run(
                 _ => None,
             })
             .collect();
-        let per_launch = match case.kernel(&kernels) {
-            None => None,
-            Some(_) => {
-                let mut prepared = case.prepare(gpu)?;
-                case.launch(gpu, &kernels, &mut prepared)?;
-                let total = gpu.time(&mut || {
-                    (0..options.iterations).try_for_each(|_| case.launch(gpu, &kernels, &mut prepared))
-                })?;
-                Some(total / options.iterations)
-            }
-        };
+        let per_launch = time_case(gpu, &kernels, &case, options.iterations)?;
         timings.push(KernelTiming { field: case.field(), scalars, bytes_moved, per_launch });
     }
+    let split_k = time_split_k(gpu, &kernels, &timings, options)?;
     Ok(BenchReport {
         backend: gpu.describe(),
         geometry: options.geometry,
@@ -198,7 +208,55 @@ pub fn run(
         iterations: options.iterations,
         copy,
         kernels: timings,
+        split_k,
     })
+}
+
+/// One launch of `case`, timed over `iterations` after a warm-up; `None` where the target lacks
+/// its kernel.
+fn time_case(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    case: &KernelCase,
+    iterations: u32,
+) -> Result<Option<Duration>, BenchError> {
+    if case.kernel(kernels).is_none() {
+        return Ok(None);
+    }
+    let mut prepared = case.prepare(gpu)?;
+    case.launch(gpu, kernels, &mut prepared)?;
+    let total =
+        gpu.time(&mut || (0..iterations).try_for_each(|_| case.launch(gpu, kernels, &mut prepared)))?;
+    Ok(Some(total / iterations))
+}
+
+/// The split-K pair's time (from `timings`) against `gemm` on the same product unsplit, where
+/// both of the pair ran.
+fn time_split_k(
+    gpu: &dyn GpuBackend,
+    kernels: &Glm5NextKdaKernels,
+    timings: &[KernelTiming],
+    options: &BenchOptions,
+) -> Result<Option<SplitKTiming>, BenchError> {
+    let timing = |field| timings.iter().find(|timing| timing.field == field);
+    let (Some(split), Some(reduce)) = (timing("gemm_splitk"), timing("gemm_reduce")) else { return Ok(None) };
+    let (Some(split_time), Some(reduce_time)) = (split.per_launch, reduce.per_launch) else {
+        return Ok(None);
+    };
+    let scalar = |name| {
+        split
+            .scalars
+            .iter()
+            .find(|(found, _)| *found == name)
+            .and_then(|(_, value)| u32::try_from(*value).ok())
+    };
+    let (Some(m), Some(n), Some(k), Some(splits)) = (scalar("m"), scalar("n"), scalar("k"), scalar("splits"))
+    else {
+        return Ok(None);
+    };
+    let unsplit = KernelCase::dense("gemm", (m, n, k), k, 0, options.seed)?;
+    let Some(unsplit) = time_case(gpu, kernels, &unsplit, options.iterations)? else { return Ok(None) };
+    Ok(Some(SplitKTiming { shape: (m, n, k), splits, split: split_time + reduce_time, unsplit }))
 }
 
 /// `options.copy_bytes` copied device to device, once to warm up, then `iterations` times.
@@ -255,6 +313,17 @@ impl fmt::Display for BenchReport {
                 _ => writeln!(f, "  {:width$}  absent on this target (optional)", kernel.field)?,
             }
         }
+        if let Some(SplitKTiming { shape: (m, n, k), splits, split, unsplit }) = self.split_k {
+            let us = |time: Duration| time.as_secs_f64() * 1e6;
+            writeln!(
+                f,
+                "split K at {m}×{n}×{k} ({splits} ranges): gemm_splitk + gemm_reduce {:.2} µs, \
+                 gemm unsplit {:.2} µs ({:.2}× the speed)",
+                us(split),
+                us(unsplit),
+                unsplit.as_secs_f64() / split.as_secs_f64().max(f64::MIN_POSITIVE)
+            )?;
+        }
         Ok(())
     }
 }
@@ -298,6 +367,18 @@ mod tests {
         for field in fields {
             assert!(text.lines().any(|line| line.trim_start().starts_with(field)), "{field} in\n{text}");
         }
+        // The split-K pair beside the plain gemm of its case's product: o_proj at B = min(T, 64),
+        // which at `tiny` the dispatch would not split (the case takes 3 ranges then).
+        let split = report.split_k.unwrap();
+        let pair: Duration = ["gemm_splitk", "gemm_reduce"]
+            .map(|field| report.kernels.iter().find(|k| k.field == field).unwrap().per_launch.unwrap())
+            .into_iter()
+            .sum();
+        assert_eq!(
+            (split.shape, split.splits, split.split),
+            ((40, layer.hidden, layer.heads * layer.head_dim), 3, pair)
+        );
+        assert!(text.contains("split K at 40×64×64 (3 ranges): gemm_splitk + gemm_reduce "), "{text}");
     }
 
     #[test]
@@ -307,6 +388,9 @@ mod tests {
         let smem = report.kernels.iter().find(|k| k.field == "recurrent_smem").unwrap();
         assert_eq!((smem.per_launch, smem.gb_per_s()), (None, None));
         assert!(report.to_string().contains("recurrent_smem  absent on this target"), "{report}");
+        // Without half of the split-K pair there is no split to compare.
+        let gpu = kda::reference::backend().without("gemm", "dense_gemm_splitk_reduce_bf16");
+        assert_eq!(run(&gpu, &options(), &mut |_| {}).unwrap().split_k, None);
     }
 
     #[test]
