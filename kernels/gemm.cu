@@ -28,18 +28,17 @@
 //
 // Blocks walk the tiles in row order with one linear grid-stride index (nested m and n loops
 // measured 10 % slower on an H200 at 4096 × 8192 × 4096, through ptxas's register allocation).
-// The split-K entry walks (tile, range of K) units the same way, split-major, each range whole
-// K tiles, and writes f32 partial sums that `dense_gemm_splitk_reduce_bf16` adds in split order:
-// deterministic, no atomics.
 // Grouping tile rows for L2 reuse (8 or 16 rows a group) measured no faster there, so the plain
 // order stays. Each output's sum runs over the K tiles in the same order whatever m is, so a row of
-// c does not depend on the other rows.
+// c does not depend on the other rows. The split-K entry walks (tile, range of K) units the same
+// way, split-major, each range whole K tiles, and writes f32 partial sums that
+// `dense_gemm_splitk_reduce_bf16` adds in split order: deterministic, no atomics.
 //
-// The tensor-core path needs 16-byte rows (k and lda multiples of 8) and 16-byte aligned operands; any other
-// launch takes the scalar path, the same tile as four 64 × 64 register-blocked sub-tiles of f32
-// products in ascending p (32 outputs a thread), which the emulated cases exercise with odd k and
-// offset views. Both paths write c two bf16 at a time where n is even and c 4-byte aligned, else
-// element by element.
+// The tensor-core path needs 16-byte rows (k and lda multiples of 8) and 16-byte aligned operands;
+// any other launch takes the scalar path, the same tile as four 64 × 64 register-blocked
+// sub-tiles of f32 products in ascending p (32 outputs a thread), which the emulated cases exercise
+// with odd k, odd strides and offset views. Both paths write two outputs at a time where n is even
+// and the output aligned to two of them (`Output`), else element by element.
 //
 // Geometry (src/launch.rs): `launch::gemm(m, n)`: blockDim = (GEMM_THREADS, 1, 1),
 // grid (⌈n / GEMM_TILE_N⌉, ⌈m / GEMM_TILE_M⌉), a grid-stride loop over further tiles (any grid
