@@ -125,6 +125,21 @@ fn the_dense_products_agree_at_their_edge_shapes() {
 }
 
 #[test]
+fn the_convs_and_the_gate_read_strided_rows_on_their_vector_paths() {
+    // Four heads of 128: the stacked row is 3·512 + 2·128 + 4 = 1796 elements, a multiple of a
+    // lane's 4 channels, so the convs read x a stacked row apart with 8-byte loads (at two heads
+    // the row is 1026 and they go element by element), and the gate reads b_raw likewise.
+    let (gpu, kernels) = emulated();
+    let geometry = KdaGeometry { heads: 4, ..d128() };
+    let mut failures = Vec::new();
+    for (field, t) in [("conv_decode", 5), ("conv_prefill", 70), ("gate", 70)] {
+        let case = KernelCase::new(field, &geometry, t, support::SEED).unwrap();
+        failures.extend(support::compare_case(&gpu, &kernels, field, &case).1);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn every_kernel_agrees_with_every_pointer_off_alignment() {
     // A safe launch may pass views at any element offset: each kernel's path for operands off
     // 16-byte alignment (element loads instead of vector loads and cp.async) against the
@@ -146,8 +161,8 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     // One block for everything: the output norm's warps walk further rows; the GEMM's
     // tensor-core path loops over two row and two column tiles, reusing its pipeline's shared
     // stages, and its scalar path (odd k, unaligned views) over the same tiles, reusing its
-    // sub-tiles' shared buffer; the prefill conv's warps walk further heads and two token tiles,
-    // the first of which alone carries the state.
+    // sub-tiles' shared buffer; split K walks every range of every tile; the prefill conv's warps
+    // walk further heads and two token tiles, the first of which alone carries the state.
     let (gpu, kernels) = emulated();
     let one_block =
         |field: &str, tokens| KernelCase::new(field, &d64(), tokens, support::SEED).unwrap().with_blocks(1);
@@ -156,6 +171,7 @@ fn the_grid_stride_kernels_agree_on_one_block() {
         one_block("conv_prefill", 65),
         KernelCase::dense("gemm", (130, 129, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
         KernelCase::dense("gemm", (130, 129, 263), 263, 1, support::SEED).unwrap().with_blocks(1),
+        KernelCase::split_k((130, 129, 264), 264, 3, 0, support::SEED).unwrap().with_blocks(1),
     ];
     let mut failures = Vec::new();
     for case in &cases {
