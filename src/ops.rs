@@ -93,8 +93,9 @@ pub fn dense_mm_bf16(
     check_operand(family, "w", w.view(), n, k)?;
     let len = usize::try_from(u64::from(m) * u64::from(n))
         .map_err(|_| BackendError::TooLarge { dtype: DType::Bf16, len: usize::MAX })?;
-    let mut y = gpu.alloc(DType::Bf16, len)?;
-    let mut partials = gpu.alloc(DType::F32, family.partials(m, n))?;
+    // Both written whole before they are read.
+    let mut y = gpu.alloc_for_write(DType::Bf16, len)?;
+    let mut partials = gpu.alloc_for_write(DType::F32, family.partials(m, n))?;
     let x = StridedRows { view: x.view(), ld: k };
     dense_mm_bf16_into(gpu, kernels, x, w.view(), y.view_mut(), (m, n, k), &mut partials)?;
     Ok(y)

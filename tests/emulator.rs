@@ -909,3 +909,15 @@ fn a_fixture_that_does_not_compile_is_a_problem_located_in_its_manifest() {
         output.emulated.iter().map(|library| (library.module.as_str(), library.entry.as_str())).collect();
     assert_eq!(built, [("fine", "fine_copy")]);
 }
+
+#[test]
+fn a_buffer_for_writing_reads_as_nan_until_a_kernel_writes_it() {
+    // The emulator poisons what `alloc_for_write` leaves unspecified, so a kernel that reads such a
+    // buffer before writing it shows in every comparison; `alloc` stays zeroed.
+    let gpu = backend(1);
+    let unwritten = gpu.alloc_for_write(DType::F32, 5).unwrap();
+    assert!(gpu.download::<f32>(&unwritten).unwrap().iter().all(|x| x.is_nan()));
+    let halves = gpu.alloc_for_write(DType::Bf16, 3).unwrap();
+    assert!(gpu.download::<kda_runtime::bf16>(&halves).unwrap().iter().all(|x| x.is_nan()));
+    assert_eq!(gpu.download::<f32>(&gpu.alloc(DType::F32, 5).unwrap()).unwrap(), [0.0; 5]);
+}

@@ -146,6 +146,16 @@ pub trait GpuBackend: Send + Sync {
     /// bytes overflow, or that the device cannot hold, is an `Err`.
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError>;
 
+    /// Allocates `len` elements of `dtype` whose contents are unspecified, for a buffer a kernel
+    /// writes whole before anything reads it: it spares [`Self::alloc`]'s zero-fill (on a device,
+    /// a pass over the memory). A backend may leave the memory as it was or fill it with a poison
+    /// (the emulator fills it with NaN, so that a read before the write shows). Reading it first
+    /// reads arbitrary values, never undefined behaviour: every bit pattern is a valid element of
+    /// every [`DType`]. By default, [`Self::alloc`].
+    fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.alloc(dtype, len)
+    }
+
     /// Copies `src` (exactly `dst.byte_len()` bytes) into `dst`.
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError>;
 

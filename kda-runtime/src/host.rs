@@ -39,6 +39,13 @@ impl HostStorage {
         })
     }
 
+    /// `len` elements of `dtype` with every byte `byte` (0xFF: NaN for bf16 and f32, `u32::MAX`).
+    pub fn filled(dtype: DType, len: usize, byte: u8) -> Result<Self, BackendError> {
+        let mut storage = Self::zeroed(dtype, len)?;
+        storage.bytes_mut().fill(byte);
+        Ok(storage)
+    }
+
     /// The elements as bytes.
     pub fn bytes(&self) -> &[u8] {
         match self {
@@ -105,6 +112,11 @@ impl HostMemory {
     /// A zeroed buffer of `len` elements of `dtype`.
     pub fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::zeroed(dtype, len)?))
+    }
+
+    /// A buffer of `len` elements of `dtype`, every byte `byte`.
+    pub fn alloc_filled(&self, dtype: DType, len: usize, byte: u8) -> Result<DeviceBuffer, BackendError> {
+        DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::filled(dtype, len, byte)?))
     }
 
     /// The storage of `buffer`, if this backend allocated it.

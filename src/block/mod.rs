@@ -304,11 +304,12 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let mut front = FrontEnd::new(gpu, &g, (t, t_pad), self.partials_len(t))?;
         self.front_end(gpu, hidden.view(), t, &mut front)?;
 
-        // `t_pad` rows, zero past `t` (allocations start zeroed; no kernel writes there): the
-        // chunked form reads whole chunks.
+        // The chunked form's buffers have `t_pad` rows, whole chunks; the chunk kernels take t and
+        // neither read the rows past it nor (but for prepare, as if their inputs were zero) write
+        // them. Each buffer is written before it is read: no zero-fill.
         let padded = elements("t_pad·qkv", &[t_pad, qkv])?;
-        let padded_f32 = || gpu.alloc(DType::F32, padded);
-        let (mut q, mut k, mut v) = (padded_f32()?, padded_f32()?, padded_f32()?);
+        let written = |len| gpu.alloc_for_write(DType::F32, len);
+        let (mut q, mut k, mut v) = (written(padded)?, written(padded)?, written(padded)?);
         let x = InputProjection::Qkv.outputs(&g, &front.projected);
         self.kernels.launch_conv_prefill(
             gpu,
@@ -328,10 +329,10 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 eps: g.l2_eps,
             },
         )?;
-        let (mut gc, mut u, mut w) = (padded_f32()?, padded_f32()?, padded_f32()?);
-        let (mut qdec, mut kdec) = (padded_f32()?, padded_f32()?);
-        let mut aqk = gpu.alloc(DType::F32, elements("t_pad·H·C", &[t_pad, g.heads, g.chunk])?)?;
-        let mut sdec = gpu.alloc(DType::F32, elements("t_pad/C·qkv", &[t_pad / g.chunk, qkv])?)?;
+        let (mut gc, mut u, mut w) = (written(padded)?, written(padded)?, written(padded)?);
+        let (mut qdec, mut kdec) = (written(padded)?, written(padded)?);
+        let mut aqk = written(elements("t_pad·H·C", &[t_pad, g.heads, g.chunk])?)?;
+        let mut sdec = written(elements("t_pad/C·qkv", &[t_pad / g.chunk, qkv])?)?;
         self.kernels.launch_chunk_prepare(
             gpu,
             launch::chunk_prepare(t_pad / g.chunk, g.heads),
@@ -355,7 +356,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 scale: g.scale(),
             },
         )?;
-        let mut core = padded_f32()?;
+        let mut core = written(padded)?;
         self.kernels.launch_chunk_scan(
             gpu,
             launch::chunk_scan(g.heads, g.head_dim),
@@ -374,8 +375,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 c: g.chunk,
             },
         )?;
-        let mut normed = gpu.alloc(DType::Bf16, elements("t·qkv", &[t, qkv])?)?;
-        let mut out = gpu.alloc(DType::Bf16, hidden.len())?;
+        let mut normed = gpu.alloc_for_write(DType::Bf16, elements("t·qkv", &[t, qkv])?)?;
+        let mut out = gpu.alloc_for_write(DType::Bf16, hidden.len())?;
         let gated = (core.view(), front.out_gate.view());
         self.back_end(gpu, gated, t, (&mut normed, &mut front.partials), out.view_mut())?;
         Ok(out)

@@ -9,8 +9,7 @@ use crate::geometry::KdaGeometry;
 use crate::weights::InputProjection;
 
 /// The products of the block input that the stateful part reads, for `t` rows; gate and beta get
-/// `t_pad` rows, zero past `t` (every allocation starts zeroed and no kernel writes past `t`), for
-/// the chunked form.
+/// `t_pad` rows for the chunked form, which reads none past `t` (nor does anything else).
 pub(super) struct FrontEnd {
     /// `[t, 3·qkv + 2·D + H]` bf16: the projections of the block input, each row one product's
     /// over the stacked weight ([`InputProjection::outputs`]).
@@ -38,16 +37,21 @@ impl FrontEnd {
         partials: usize,
     ) -> Result<Self, BlockError> {
         let qkv = g.qkv();
-        let bf16 = |what, width| Ok::<_, BlockError>(gpu.alloc(DType::Bf16, elements(what, &[t, width])?)?);
-        let f32_padded =
-            |what, width| Ok::<_, BlockError>(gpu.alloc(DType::F32, elements(what, &[t_pad, width])?)?);
+        // Every buffer is written before it is read (the padded rows past t never are: the chunk
+        // kernels take t), so none needs a zero-fill.
+        let bf16 = |what, width| {
+            Ok::<_, BlockError>(gpu.alloc_for_write(DType::Bf16, elements(what, &[t, width])?)?)
+        };
+        let f32_padded = |what, width| {
+            Ok::<_, BlockError>(gpu.alloc_for_write(DType::F32, elements(what, &[t_pad, width])?)?)
+        };
         Ok(Self {
             projected: bf16("t·(3·qkv + 2·D + H)", InputProjection::stacked_width(g))?,
             g_raw: bf16("t·qkv", qkv)?,
             gate: f32_padded("t_pad·qkv", qkv)?,
             beta: f32_padded("t_pad·H", g.heads)?,
             out_gate: bf16("t·qkv", qkv)?,
-            partials: gpu.alloc(DType::F32, partials)?,
+            partials: gpu.alloc_for_write(DType::F32, partials)?,
         })
     }
 

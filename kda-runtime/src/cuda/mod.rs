@@ -192,6 +192,20 @@ impl CudaBackend {
             source: Box::new(error),
         }
     }
+
+    /// A buffer of `len` elements of `dtype` over the bytes `allocate` gets on this backend's
+    /// stream (at least one: cuMemAlloc refuses zero bytes, so an empty buffer still owns one).
+    fn device_buffer(
+        &self,
+        dtype: DType,
+        len: usize,
+        allocate: impl FnOnce(&Arc<CudaStream>, usize) -> Result<CudaSlice<u8>, DriverError>,
+    ) -> Result<DeviceBuffer, BackendError> {
+        let bytes = dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
+        let bytes =
+            allocate(&self.stream, bytes.max(1)).map_err(|e| self.driver("allocating device memory", e))?;
+        DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes, reads: Reads::default() }))
+    }
 }
 
 fn unavailable(reason: String) -> BackendError {
@@ -251,13 +265,16 @@ impl GpuBackend for CudaBackend {
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        let bytes = dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
-        // cuMemAlloc refuses zero bytes; an empty buffer still owns one.
-        let bytes = self
-            .stream
-            .alloc_zeros::<u8>(bytes.max(1))
-            .map_err(|e| self.driver("allocating device memory", e))?;
-        DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes, reads: Reads::default() }))
+        self.device_buffer(dtype, len, |stream, bytes| stream.alloc_zeros::<u8>(bytes))
+    }
+
+    fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        // SAFETY: cudarc's `alloc` is unsafe only because it leaves the memory unset. These bytes
+        // are never a Rust value: the host sees them only through `copy_to_host`, as bytes, into
+        // elements of which every bit pattern is valid (bf16, f32, u32), so unset memory reads as
+        // arbitrary values, which is `GpuBackend::alloc_for_write`'s contract, not as undefined
+        // behaviour.
+        self.device_buffer(dtype, len, |stream, bytes| unsafe { stream.alloc::<u8>(bytes) })
     }
 
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {

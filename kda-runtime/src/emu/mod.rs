@@ -247,6 +247,12 @@ impl GpuBackend for EmuBackend {
         self.memory.alloc(dtype, len)
     }
 
+    /// Filled with NaN (every byte 0xFF), as the emulator fills shared memory: a kernel that reads
+    /// the buffer before writing it gets NaN, which the comparisons with the reference catch.
+    fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.memory.alloc_filled(dtype, len, 0xFF)
+    }
+
     crate::host::host_copy_methods!(memory);
 
     fn launch(
