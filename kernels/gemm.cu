@@ -370,27 +370,27 @@ __device__ __forceinline__ void gemm_units(unsigned char* smem, const bf16* __re
     const size_t units = tiles * splits;
     const size_t first = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
     const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
-    // Where unit u's tile lies and which range it sums.
-    const auto unit_at = [=](size_t u, u32& m0, u32& n0, KRange& range) {
+    // Where unit u's tile lies; returns its split.
+    const auto unit_at = [=](size_t u, u32& m0, u32& n0) {
         const size_t t = u % tiles;
         m0 = static_cast<u32>(t / tiles_n) * BM;
         n0 = static_cast<u32>(t % tiles_n) * BN;
-        range = split_range(k, splits, static_cast<u32>(u / tiles));
+        return static_cast<u32>(u / tiles);
     };
     // Uniform over the launch: every thread of every block takes the same path. One loop per path
     // (a branch inside one loop costs registers the tensor path has none of to spare).
     u32 m0, n0;
-    KRange range;
     if (k % 8 == 0 && lda % 8 == 0 && aligned16(a) && aligned16(b)) {
         for (size_t u = first; u < units; u += stride) {
-            unit_at(u, m0, n0, range);
-            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, outs(static_cast<u32>(u / tiles)), k, lda, m0, n0,
-                        range.begin, range.end);
+            const u32 s = unit_at(u, m0, n0);
+            const KRange range = split_range(k, splits, s);
+            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, outs(s), k, lda, m0, n0, range.begin, range.end);
         }
     } else {
         for (size_t u = first; u < units; u += stride) {
-            unit_at(u, m0, n0, range);
-            scalar_tile(smem, a, b, outs(static_cast<u32>(u / tiles)), k, lda, m0, n0, range.begin, range.end);
+            const u32 s = unit_at(u, m0, n0);
+            const KRange range = split_range(k, splits, s);
+            scalar_tile(smem, a, b, outs(s), k, lda, m0, n0, range.begin, range.end);
         }
     }
 }

@@ -33,8 +33,8 @@ fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
     LaunchGeometry { grid: (grid.0.max(1), grid.1.max(1), grid.2.max(1)), block, shared_mem_bytes: 0 }
 }
 
-/// The elementwise kernels (`kda_fill_f32`; `kda_gate_bf16` through [`elementwise_by`]): one
-/// thread per element of `n`. They grid-stride, so this is a sizing
+/// The elementwise kernels (`kda_fill_f32`, `dense_gemm_splitk_reduce_bf16`; `kda_gate_bf16`
+/// through [`elementwise_by`]): one thread per element of `n`. They grid-stride, so this is a sizing
 /// choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)

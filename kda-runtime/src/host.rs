@@ -24,26 +24,32 @@ impl HostStorage {
     /// `len` zeroed elements of `dtype`, or an error where the host cannot hold them (instead of
     /// the abort an infallible allocation would be).
     pub fn zeroed(dtype: DType, len: usize) -> Result<Self, BackendError> {
+        Self::filled(dtype, len, 0)
+    }
+
+    /// `len` elements of `dtype` with every byte `byte` (0xFF: NaN for bf16 and f32, `u32::MAX`),
+    /// or an error where the host cannot hold them.
+    pub fn filled(dtype: DType, len: usize, byte: u8) -> Result<Self, BackendError> {
         let too_large = || BackendError::TooLarge { dtype, len };
         dtype.bytes(len).ok_or_else(too_large)?;
-        fn zeros<T: Clone + Default>(len: usize) -> Option<Vec<T>> {
+        fn repeated<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
             let mut data = Vec::new();
             data.try_reserve_exact(len).ok()?;
-            data.resize(len, T::default());
+            data.resize(len, value);
             Some(data)
         }
         Ok(match dtype {
-            DType::Bf16 => HostStorage::Bf16(zeros(len).ok_or_else(too_large)?),
-            DType::F32 => HostStorage::F32(zeros(len).ok_or_else(too_large)?),
-            DType::U32 => HostStorage::U32(zeros(len).ok_or_else(too_large)?),
+            DType::Bf16 => {
+                let value = bf16::from_bits(u16::from_ne_bytes([byte; 2]));
+                HostStorage::Bf16(repeated(len, value).ok_or_else(too_large)?)
+            }
+            DType::F32 => {
+                HostStorage::F32(repeated(len, f32::from_ne_bytes([byte; 4])).ok_or_else(too_large)?)
+            }
+            DType::U32 => {
+                HostStorage::U32(repeated(len, u32::from_ne_bytes([byte; 4])).ok_or_else(too_large)?)
+            }
         })
-    }
-
-    /// `len` elements of `dtype` with every byte `byte` (0xFF: NaN for bf16 and f32, `u32::MAX`).
-    pub fn filled(dtype: DType, len: usize, byte: u8) -> Result<Self, BackendError> {
-        let mut storage = Self::zeroed(dtype, len)?;
-        storage.bytes_mut().fill(byte);
-        Ok(storage)
     }
 
     /// The elements as bytes.

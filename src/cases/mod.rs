@@ -118,6 +118,13 @@ impl Shape {
             stacked: InputProjection::stacked_width(geometry),
         })
     }
+
+    /// The ranges of K the split-K cases take: a decode step's o_proj (`batch` rows, `hidden`
+    /// columns over `qkv`) split as the dispatch splits it at this geometry, or in 3 (the last
+    /// range empty where K is two tiles) where it would not split.
+    fn o_proj_splits(&self) -> u32 {
+        Some(gemm_splits(self.batch, self.hidden, self.qkv)).filter(|&splits| splits > 1).unwrap_or(3)
+    }
 }
 
 /// Picks the handle of one entry out of the resolved table.
@@ -189,15 +196,12 @@ impl KernelCase {
                 (|k| Some(k.gemm), launch::gemm(m, n), args)
             }
             "gemm_splitk" => {
-                // A decode step's o_proj, split as the dispatch splits it at this geometry, or in 3
-                // (the last range empty where K is two tiles) where it would not split.
                 let (m, n, k) = (s.batch, s.hidden, s.qkv);
-                let splits = Some(gemm_splits(m, n, k)).filter(|&splits| splits > 1).unwrap_or(3);
-                return Self::split_k((m, n, k), k, splits, 0, seed).map(|case| case.with_tokens(t));
+                return Self::split_k((m, n, k), k, s.o_proj_splits(), 0, seed)
+                    .map(|case| case.with_tokens(t));
             }
             "gemm_reduce" => {
-                let (m, n) = (s.batch, s.hidden);
-                let splits = Some(gemm_splits(m, n, s.qkv)).filter(|&splits| splits > 1).unwrap_or(3);
+                let (m, n, splits) = (s.batch, s.hidden, s.o_proj_splits());
                 let args = vec![
                     read("partial", uniform(&mut rng, splits * m * n, -1.0, 1.0)),
                     // The same additions in the same order: the same bits.
