@@ -14,9 +14,11 @@
 // or in prepare's attention phase, between sub-blocks, the product of two such differences at a
 // sub-block boundary (below); never exp(gc_i)·exp(−gc_j), which overflows over a chunk.
 //
-// Order: every sum is one f32 accumulator, started at +0, over its index in ascending order, as in
-// the Rust reference (src/reference/kda_chunk.rs); nvcc may fuse a product into the sum it feeds,
-// and the factored decays round once more, all within the ABI's relative-RMS bound.
+// Order: the sums on the CUDA cores are one f32 accumulator, started at +0, over their index in
+// ascending order, as in the Rust reference (src/reference/kda_chunk.rs); nvcc may fuse a product
+// into the sum it feeds, and the factored decays round once more. Prepare's u and w and every
+// product of the scan run on tf32 tensor cores, three tf32 products to an f32 one (mma_f32.cuh),
+// in the hardware's order. All of it stays within the ABI's relative-RMS bound.
 //
 // Geometry (src/launch.rs):
 //   prepare: `launch::chunk_prepare(t_pad / c, h)`: blockDim.x == CHUNK_THREADS (4 warps), grid
@@ -26,8 +28,9 @@
 //            Columns of the state are independent (every coupling runs along k), so the V split
 //            is exact; the blocks of a head share `aqk`.
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
-// d = 128 (prepare 42,752 B, scan 40,960 B): no dynamic bytes, no opt-in attribute.
+// d = 128 (prepare 43,776 B, scan 45,056 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
+#include "mma_f32.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
 #error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
@@ -51,15 +54,19 @@ constexpr u32 NW = NT / 32;
 constexpr u32 CMAX = KDA_MAX_CHUNK;
 constexpr u32 DMAX = KDA_MAX_HEAD_DIM;
 constexpr u32 VT = CHUNK_SCAN_VT;   // state columns per scan block: one per lane
-constexpr u32 PREP_TD = 32;         // d tile of prepare: one column per lane
+constexpr u32 PREP_TD = 32;         // d tile of prepare's u and w
+constexpr u32 PREP_STR = PREP_TD + 8;  // a staged row's floats there: no bank conflicts in B fragments
+constexpr u32 ASTR = CMAX + 4;      // a row of A's floats: no bank conflicts in A fragments
 constexpr u32 SCAN_TK = 16;         // k tile of the scan's products with the state
 static_assert(NT % 32 == 0 && NT >= CMAX, "CHUNK_THREADS: whole warps, at least one thread per chunk row");
 static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split evenly over the warps");
 static_assert(VT == 32, "the scan maps one lane to one state column");
 constexpr u32 SNT = CHUNK_SCAN_THREADS;
 constexpr u32 SNW = SNT / 32;
-static_assert(SNT % 32 == 0 && CMAX % SNW == 0, "CHUNK_SCAN_THREADS: whole warps sharing out the chunk rows");
-static_assert(SCAN_TK % SNW == 0, "the state-update rows must split evenly over the scan's warps");
+constexpr u32 MMA_M = 16, MMA_N = 8, MMA_K = 8;  // the scan's tensor-core tile (mma_tf32_1688)
+constexpr u32 STAGE_STRIDE = SCAN_TK + 4;          // a staged row's floats: 16-byte aligned, no conflicts
+static_assert(SNW * MMA_M == DMAX, "the scan gives each warp 16 rows of the state");
+static_assert(SCAN_TK % MMA_K == 0 && VT % MMA_N == 0, "whole tensor-core tiles");
 
 constexpr u32 SUB = 16;             // rows of a sub-block of prepare's attention phase
 constexpr u32 ATT_TD = 16;          // d tile of prepare's attention phase
@@ -71,8 +78,8 @@ static_assert(CMAX % SUB == 0 && CMAX / SUB <= NW, "one warp per diagonal sub-bl
 static_assert(SUB % QUAD == 0 && PREP_TD % ATT_TD == 0, "whole units, whole tiles");
 
 constexpr u32 cmax(u32 a, u32 b) { return a > b ? a : b; }
-constexpr u32 SCAN_TILE = 2 * CMAX * SCAN_TK;  // one staged k tile: w and qdec rows, or kdec rows
-constexpr u32 SCAN_STAGE = 2 * SCAN_TILE;        // two: the tile in use and the next one landing
+constexpr u32 SCAN_TILE = 2 * CMAX * STAGE_STRIDE;  // one staged k tile: w rows, then qdec rows
+constexpr u32 SCAN_STAGE = 2 * SCAN_TILE;             // two: the tile in use and the next one landing
 
 // Row (position i of the chunk starting at `first`, head) of a [t_pad, h, d] tensor.
 struct Rows {
@@ -156,8 +163,8 @@ struct AttentionStage {
     }
 };
 // Prepare's stage: the attention phase's rows (AttentionStage: 3·C raw, 2·(C − SUB) left factors,
-// COLUMNS right factors) or the u/w phase's three C × PREP_TD tiles.
-constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalUnits<CMAX>::COLUMNS) * ATT_STR, 3 * CMAX * PREP_TD);
+// COLUMNS right factors) or the u/w phase's two C × PREP_TD tiles (rows PREP_STR apart).
+constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalUnits<CMAX>::COLUMNS) * ATT_STR, 2 * CMAX * PREP_STR);
 
 // ---------------------------------------------------------------------------------------------
 // prepare, one (chunk, head):
@@ -167,7 +174,7 @@ constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalUnits<CMAX>::CO
 //               over the same exponentials as A, factored between sub-blocks
 //   for i in 1..c: A[i][j] += Σ_{j<m<i} A[i][m]·A[m][j]        (rows < i final; row i from its
 //                                                              original values, as in place)
-//   A[i][i] = 1;  u[i] = Σ_{j≤i} (A[i][j]·β_j)·v[j];  w[i] = Σ_{j≤i} ((A[i][j]·β_j)·k[j])·e^{gc[j]}
+//   A[i][i] = 1;  u[i] = Σ_{j≤i} (A[i][j]·β_j)·v[j];  w[i] = Σ_{j≤i} (A[i][j]·β_j)·(k[j]·e^{gc[j]})
 //   qdec[i] = (q[i]·scale)·e^{gc[i]},  kdec[i] = k[i]·e^{gc[l] − gc[i]},  sdec = e^{gc[l]}
 // with l the chunk's last real position. Pad rows (≥ t) get gc held at the last real value and
 // u = w = qdec = kdec = 0, exactly what the reference's zero-read arithmetic yields (its pad
@@ -180,7 +187,6 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
                                               float* __restrict__ qdec, float* __restrict__ kdec,
                                               float* __restrict__ sdec, u32 t, u32 h, u32 d, u32 chunk, u32 head,
                                               float scale, float* A, float* beta_s, float* stage) {
-    constexpr u32 RPW = C / NW;  // chunk rows per warp: i = warp + NW·r
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 first = chunk * C;
     const u32 real = min(C, t - first);
@@ -263,7 +269,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     // Every entry j ≤ i is written by exactly one slot or unit; aqk is zero above the diagonal
     // (A's upper triangle is never read).
     const auto put = [&](u32 i, u32 j, float a_sum, float att_sum) {
-        A[i * C + j] = (i < real && j < i) ? -beta_s[i] * a_sum : 0.0f;
+        A[i * ASTR + j] = (i < real && j < i) ? -beta_s[i] * a_sum : 0.0f;
         aqk_block[i * C + j] = i < real ? att_sum : 0.0f;
     };
 #pragma unroll
@@ -286,47 +292,68 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         const u32 j = tid;
         float sum = 0.0f;
         if (j < i)
-            for (u32 m = j + 1; m < i; ++m) sum = sum + A[i * C + m] * A[m * C + j];
+            for (u32 m = j + 1; m < i; ++m) sum = sum + A[i * ASTR + m] * A[m * ASTR + j];
         __syncthreads();
-        if (j < i) A[i * C + j] = A[i * C + j] + sum;
+        if (j < i) A[i * ASTR + j] = A[i * ASTR + j] + sum;
         __syncthreads();
     }
 
     // Unit diagonal, then β_j folded into the coefficients: A[i][j] ← A[i][j]·β_j, j ≤ i.
     for (u32 e = tid; e < C * C; e += NT) {
         const u32 i = e / C, j = e % C;
-        if (j <= i) A[e] = (i == j ? 1.0f : A[e]) * beta_s[j];
+        if (j <= i) A[i * ASTR + j] = (i == j ? 1.0f : A[i * ASTR + j]) * beta_s[j];
     }
 
-    // u and w, d tiles of PREP_TD: lane = column, warp rows i = warp + NW·r.
+    // u = A·v and w = A·(k·e^{gc}) on the tensor cores (mma_f32.cuh), d tiles of PREP_TD: warp w
+    // takes the 16 rows 16·(w / WPM) .. of the chunk and NPW of the tile's PREP_TD/8 column tiles,
+    // both products (each A fragment serves both), over the columns j up to its diagonal tile; A's
+    // entries above the diagonal are read as zero. v and k·e^{gc} are staged zero past t.
+    constexpr u32 NPW = C / 16;          // column tiles per warp
+    constexpr u32 WPM = PREP_TD / 8 / NPW;  // warps per 16 rows
+    static_assert(WPM * (C / 16) == NW, "the chunk's tiles must share out evenly over the warps");
+    const u32 g = lane / 4, tg = lane % 4;
+    const u32 row0 = 16 * (warp / WPM), tile0 = (warp % WPM) * NPW;
     float* vs = stage;
-    float* kt = stage + C * PREP_TD;
-    float* es = stage + 2 * C * PREP_TD;
+    float* ke = stage + C * PREP_STR;
     for (u32 x0 = 0; x0 < d; x0 += PREP_TD) {
         __syncthreads();
         for (u32 e = tid; e < C * PREP_TD; e += NT) {
             const u32 i = e / PREP_TD, xx = e % PREP_TD;
             const bool ok = i < real;
-            const size_t g = at(i) + x0 + xx;
-            vs[e] = ok ? v[g] : 0.0f;
-            kt[e] = ok ? k[g] : 0.0f;
-            es[e] = ok ? expf(gc[g]) : 0.0f;
+            const size_t at_g = at(i) + x0 + xx;
+            vs[i * PREP_STR + xx] = ok ? v[at_g] : 0.0f;
+            ke[i * PREP_STR + xx] = ok ? k[at_g] * expf(gc[at_g]) : 0.0f;
         }
         __syncthreads();
+        float au[NPW][4], aw[NPW][4];
 #pragma unroll
-        for (u32 r = 0; r < RPW; ++r) {
-            const u32 i = warp + NW * r;
-            float au = 0.0f, aw = 0.0f;
-            if (i < real) {
-                for (u32 j = 0; j <= i; ++j) {
-                    const float coef = A[i * C + j];
-                    au = au + coef * vs[j * PREP_TD + lane];
-                    aw = aw + coef * kt[j * PREP_TD + lane] * es[j * PREP_TD + lane];
-                }
+        for (u32 n = 0; n < NPW; ++n)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) au[n][e] = aw[n][e] = 0.0f;
+        for (u32 j0 = 0; j0 < row0 + 16 && j0 < real; j0 += 8) {
+            float a[4];
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) {
+                const u32 i = row0 + g + 8 * (e & 1), j = j0 + tg + 4 * (e >> 1);
+                a[e] = j <= i ? A[i * ASTR + j] : 0.0f;
             }
-            u[at(i) + x0 + lane] = au;
-            w[at(i) + x0 + lane] = aw;
+            const SplitA coef(a);
+#pragma unroll
+            for (u32 n = 0; n < NPW; ++n) {
+                const u32 column = 8 * (tile0 + n) + g;
+                mma_f32_1688(au[n], coef, SplitB(vs[(j0 + tg) * PREP_STR + column], vs[(j0 + tg + 4) * PREP_STR + column]));
+                mma_f32_1688(aw[n], coef, SplitB(ke[(j0 + tg) * PREP_STR + column], ke[(j0 + tg + 4) * PREP_STR + column]));
+            }
         }
+#pragma unroll
+        for (u32 n = 0; n < NPW; ++n)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) {
+                const u32 i = row0 + g + 8 * (e >> 1);
+                const size_t at_o = at(i) + x0 + 8 * (tile0 + n) + 2 * tg + (e & 1);
+                u[at_o] = i < real ? au[n][e] : 0.0f;
+                w[at_o] = i < real ? aw[n][e] : 0.0f;
+            }
     }
 
     // What the scan needs of the gates, so that its sequential walk takes no exponential.
@@ -348,25 +375,38 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
 //   out[i,v]   = inter[i,v] + Σ_{j≤i} aqk[i,j]·vnew[j,v]                   (state before the update)
 //   S[k,v]     ← S[k,v]·sdec[k] + Σ_{i<real} kdec[i,k]·vnew[i,v]
 // with qdec = (q·scale)·e^{gc}, kdec = k·e^{gc_l − gc} and sdec = e^{gc_l} from prepare, l the
-// chunk's last real position. The state tile stays in shared memory for all chunks.
+// chunk's last real position.
 //
-// The products with the state take their operands in k tiles of SCAN_TK columns: for each chunk,
-// the tiles of w and qdec (vnew and inter), then those of kdec (the update). Every tile is staged
-// into one of two buffers while the block computes on the other: at the start of tile T all
-// threads wait for T's copies and meet at a barrier, so the other buffer (tile T − 1's) is free,
-// and T + 1's copies go out before T's products. Only rows < t are staged, and only they are
-// read. aqk is read straight from global memory: a row of it is one broadcast per warp.
+// Every product runs on tf32 tensor cores in three parts (mma_f32.cuh), 16 × 8 × 8 tiles:
+// - The state lives in registers as accumulators: warp w owns its rows k = 16w .. 16w + 16 (all VT
+//   columns) and updates them with kdec's columns of those rows, read from global memory, and
+//   the new values. After each update it copies them to S_s, where every warp reads them as the B
+//   operand of the next chunk's products.
+// - vnew, inter and out: warp w owns rows 16·(w / WPM) .. + 16 of the chunk and NPW of the VT/8
+//   column tiles (both products, so each A fragment serves two mmas). w and qdec come in k tiles of
+//   SCAN_TK columns staged into one of two buffers while the block computes on the other: at the
+//   start of tile T all threads wait for T's copies and meet at a barrier, so the other buffer
+//   (tile T − 1's) is free, and T + 1's copies go out before T's products. Only rows < t are
+//   staged; the rows past them give accumulator rows that are never stored. aqk is read from
+//   global memory, only its tiles at or left of the diagonal.
+// S_s and vn_s hold a row of VT columns with 16-byte groups XOR-swizzled by row (`swizzled`), so
+// the B fragments' reads (4 rows × 8 columns a warp) hit 32 different banks; the staged rows are
+// padded to STAGE_STRIDE, so the A fragments' reads (8 rows × 4 columns) do too.
+
+// Shared-memory index of (row, column) of a row-major tile VT wide: column groups of 8 swizzled by
+// the row's low two bits.
+__device__ __forceinline__ u32 swizzled(u32 row, u32 column) { return row * VT + (column ^ ((row & 3) << 3)); }
 
 // The staging of a [t_pad, h, d] tensor's rows 0..real, columns k0 .. k0 + SCAN_TK, into
-// dst[i·SCAN_TK + kk]: 16-byte cp.async copies where `async` (the tensor 16-byte aligned), plain
-// copies otherwise. The caller commits the group and waits for it.
+// dst[i·STAGE_STRIDE + kk]: 16-byte cp.async copies where `async` (the tensor 16-byte aligned),
+// plain copies otherwise. The caller commits the group and waits for it.
 __device__ __forceinline__ void stage_tile(float* dst, const float* src, const Rows& at, u32 real, u32 k0,
                                            bool async) {
     constexpr u32 CHUNKS = SCAN_TK / 4;
     for (u32 e = threadIdx.x; e < real * CHUNKS; e += SNT) {
         const u32 i = e / CHUNKS, c = e % CHUNKS;
         const float* from = src + at(i) + k0 + 4 * c;
-        float* to = dst + i * SCAN_TK + 4 * c;
+        float* to = dst + i * STAGE_STRIDE + 4 * c;
         if (async) {
             cp_async_16(to, from);
         } else {
@@ -376,33 +416,57 @@ __device__ __forceinline__ void stage_tile(float* dst, const float* src, const R
     }
 }
 
+// The B fragment of k rows k0 .. k0 + 8 and column tile `tile` of a swizzled VT-wide tile.
+__device__ __forceinline__ SplitB b_fragment(const float* tile_s, u32 k0, u32 tile, u32 g, u32 t) {
+    const u32 column = MMA_N * tile + g;
+    return SplitB(tile_s[swizzled(k0 + t, column)], tile_s[swizzled(k0 + t + 4, column)]);
+}
+
 template <u32 C>
 __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, const float* __restrict__ kdec,
                                              const float* __restrict__ sdec, const float* __restrict__ u,
                                              const float* __restrict__ w, const float* __restrict__ aqk,
                                              float* __restrict__ state, float* __restrict__ out, u32 t, u32 h,
                                              u32 d, u32 head, u32 v0, float* S_s, float* vn_s, float* stage) {
-    constexpr u32 RPW = C / SNW;
-    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const bool async = aligned16(w) && aligned16(qdec) && aligned16(kdec);
+    constexpr u32 NPW = C / 32;       // column tiles of vnew, inter and out per warp
+    constexpr u32 WPM = VT / MMA_N / NPW;  // warps per 16-row tile of the chunk
+    constexpr u32 KSTEPS = C / MMA_K;      // k steps of the update (over the chunk's rows)
+    static_assert(WPM * (C / MMA_M) == SNW, "the chunk's tiles must share out evenly over the warps");
+    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane / 4, tg = lane % 4;
+    const bool async = aligned16(w) && aligned16(qdec);
+    const u32 row0 = MMA_M * (warp / WPM), tile0 = (warp % WPM) * NPW;  // this warp's chunk rows, tiles
+    const u32 k_own = MMA_M * warp;                                      // this warp's state rows
+    const bool owns_state = k_own < d;
 
-    // S_s[k·VT + v] = S[head][k][v0 + v].
+    // The state rows of this warp: S[k_own + g (+8)][v0 + 8·tile + 2tg (+1)], accumulator layout.
     float* S_g = state + static_cast<size_t>(head) * d * d + v0;
-    for (u32 e = tid; e < d * VT; e += SNT) S_s[e] = S_g[static_cast<size_t>(e / VT) * d + e % VT];
+    float S[VT / MMA_N][4];
+    const auto state_at = [&](u32 tile, u32 e) -> size_t {
+        return static_cast<size_t>(k_own + g + 8 * (e >> 1)) * d + MMA_N * tile + 2 * tg + (e & 1);
+    };
+    const auto publish_state = [&] {
+#pragma unroll
+        for (u32 tile = 0; tile < VT / MMA_N; ++tile)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e)
+                S_s[swizzled(k_own + g + 8 * (e >> 1), MMA_N * tile + 2 * tg + (e & 1))] = S[tile][e];
+    };
+    if (owns_state) {
+#pragma unroll
+        for (u32 tile = 0; tile < VT / MMA_N; ++tile)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) S[tile][e] = S_g[state_at(tile, e)];
+        publish_state();
+    }
 
-    // Tile T of the walk: chunk T / (2·n), then the first n tiles w and qdec, the next n kdec.
-    const u32 n = d / SCAN_TK, chunks = (t + C - 1) / C, tiles = chunks * 2 * n;
+    // Tile T of the walk: chunk T / n, its k columns (T % n)·SCAN_TK .. of w and qdec.
+    const u32 n = d / SCAN_TK, chunks = (t + C - 1) / C, tiles = chunks * n;
     const auto issue = [&](u32 tile) {
-        const u32 chunk = tile / (2 * n), within = tile % (2 * n), k0 = within % n * SCAN_TK;
-        const u32 first = chunk * C;
+        const u32 first = tile / n * C, k0 = tile % n * SCAN_TK;
         const Rows at{first, h, head, d};
         float* buffer = stage + (tile & 1) * SCAN_TILE;
-        if (within < n) {
-            stage_tile(buffer, w, at, min(C, t - first), k0, async);
-            stage_tile(buffer + C * SCAN_TK, qdec, at, min(C, t - first), k0, async);
-        } else {
-            stage_tile(buffer, kdec, at, min(C, t - first), k0, async);
-        }
+        stage_tile(buffer, w, at, min(C, t - first), k0, async);
+        stage_tile(buffer + CMAX * STAGE_STRIDE, qdec, at, min(C, t - first), k0, async);
         cp_async_commit();
     };
     // Waits for tile T, frees the other buffer for T + 1 and sends T + 1's copies; T's buffer.
@@ -419,77 +483,120 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
         const u32 real = min(C, t - first);
         const Rows at{first, h, head, d};
 
-        // vnew and inter: lane = column v, rows i = warp + SNW·r.
-        float av[RPW], ao[RPW];
+        // The closing decay of this warp's state rows, fetched now for the update.
+        float closing[2];
+        const float* sdec_at = sdec + (static_cast<size_t>(chunk) * h + head) * d + k_own + g;
+        closing[0] = owns_state ? sdec_at[0] : 0.0f;
+        closing[1] = owns_state ? sdec_at[8] : 0.0f;
+
+        // w·S and qdec·S over the staged k tiles.
+        float wS[NPW][4], qS[NPW][4];
 #pragma unroll
-        for (u32 r = 0; r < RPW; ++r) av[r] = ao[r] = 0.0f;
+        for (u32 j = 0; j < NPW; ++j)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) wS[j][e] = qS[j][e] = 0.0f;
         for (u32 tile = 0; tile < n; ++tile) {
-            const float* ws = next(chunk * 2 * n + tile);
-            const float* qg = ws + C * SCAN_TK;
-            const u32 k0 = tile * SCAN_TK;
-#pragma unroll 4
-            for (u32 kk = 0; kk < SCAN_TK; ++kk) {
-                const float s = S_s[(k0 + kk) * VT + lane];
+            const float* ws = next(chunk * n + tile);
+            const float* qs = ws + CMAX * STAGE_STRIDE;
 #pragma unroll
-                for (u32 r = 0; r < RPW; ++r) {
-                    const u32 i = warp + SNW * r;
-                    if (i < real) {
-                        av[r] = av[r] + ws[i * SCAN_TK + kk] * s;
-                        ao[r] = ao[r] + qg[i * SCAN_TK + kk] * s;
-                    }
+            for (u32 kk = 0; kk < SCAN_TK; kk += MMA_K) {
+                float aw[4], aq[4];
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e) {
+                    const u32 at_s = (row0 + g + 8 * (e & 1)) * STAGE_STRIDE + kk + tg + 4 * (e >> 1);
+                    aw[e] = ws[at_s];
+                    aq[e] = qs[at_s];
+                }
+                const SplitA a_w(aw), a_q(aq);
+#pragma unroll
+                for (u32 j = 0; j < NPW; ++j) {
+                    const SplitB b = b_fragment(S_s, tile * SCAN_TK + kk, tile0 + j, g, tg);
+                    mma_f32_1688(wS[j], a_w, b);
+                    mma_f32_1688(qS[j], a_q, b);
                 }
             }
         }
-#pragma unroll
-        for (u32 r = 0; r < RPW; ++r) {
-            const u32 i = warp + SNW * r;
-            vn_s[i * VT + lane] = i < real ? u[at(i) + v0 + lane] - av[r] : 0.0f;
-        }
-        __syncthreads();  // publishes vn_s
 
-        // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j], rows < t only (aqk's entries j ≤ i < real).
-        const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
+        // vnew = u − w·S on rows < real (zero past them), published for every warp.
 #pragma unroll
-        for (u32 r = 0; r < RPW; ++r) {
-            const u32 i = warp + SNW * r;
-            if (i >= real) continue;
-            float al = 0.0f;
-            for (u32 j = 0; j <= i; ++j) al = al + block[i * C + j] * vn_s[j * VT + lane];
-            out[at(i) + v0 + lane] = ao[r] + al;
-        }
-
-        // State update: lane = column v, warp rows kk = warp + SNW·r of each tile.
-        const float* closing = sdec + (static_cast<size_t>(chunk) * h + head) * d;
-        for (u32 tile = 0; tile < n; ++tile) {
-            const float* kd = next(chunk * 2 * n + n + tile);
-            const u32 k0 = tile * SCAN_TK;
+        for (u32 j = 0; j < NPW; ++j)
 #pragma unroll
-            for (u32 r = 0; r < SCAN_TK / SNW; ++r) {
-                const u32 kk = warp + SNW * r;
-                float acc = 0.0f;
-                for (u32 i = 0; i < real; ++i) acc = acc + kd[i * SCAN_TK + kk] * vn_s[i * VT + lane];
-                const u32 idx = (k0 + kk) * VT + lane;
-                S_s[idx] = S_s[idx] * closing[k0 + kk] + acc;
+            for (u32 e = 0; e < 4; ++e) {
+                const u32 i = row0 + g + 8 * (e >> 1);
+                const u32 v = MMA_N * (tile0 + j) + 2 * tg + (e & 1);
+                vn_s[swizzled(i, v)] = i < real ? u[at(i) + v0 + v] - wS[j][e] : 0.0f;
             }
+        __syncthreads();
+
+        // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j]: the k steps up to this warp's diagonal tile, the
+        // entries j ≤ i < real only.
+        const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
+        for (u32 j0 = 0; j0 < row0 + MMA_M; j0 += MMA_K) {
+            float a[4];
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) {
+                const u32 i = row0 + g + 8 * (e & 1), j = j0 + tg + 4 * (e >> 1);
+                a[e] = i < real && j <= i ? block[i * C + j] : 0.0f;
+            }
+            const SplitA a_att(a);
+#pragma unroll
+            for (u32 j = 0; j < NPW; ++j) mma_f32_1688(qS[j], a_att, b_fragment(vn_s, j0, tile0 + j, g, tg));
+        }
+#pragma unroll
+        for (u32 j = 0; j < NPW; ++j)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) {
+                const u32 i = row0 + g + 8 * (e >> 1);
+                if (i < real) out[at(i) + v0 + MMA_N * (tile0 + j) + 2 * tg + (e & 1)] = qS[j][e];
+            }
+
+        // S ← S·sdec + kdec^T·vnew on this warp's state rows, then published for the next chunk:
+        // every warp read S_s before the barrier that published vn_s, and the next chunk's first
+        // tile's barrier orders the copy before any read of it.
+        if (owns_state) {
+#pragma unroll
+            for (u32 tile = 0; tile < VT / MMA_N; ++tile)
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e) S[tile][e] = S[tile][e] * closing[e >> 1];
+#pragma unroll
+            for (u32 s = 0; s < KSTEPS; ++s) {
+                if (MMA_K * s >= real) break;
+                // kdec^T: A[m][i] = kdec[i][k_own + m], zero past the chunk's real rows.
+                float kd[4];
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e) {
+                    const u32 i = MMA_K * s + tg + 4 * (e >> 1);
+                    kd[e] = i < real ? kdec[at(i) + k_own + g + 8 * (e & 1)] : 0.0f;
+                }
+                const SplitA a_k(kd);
+#pragma unroll
+                for (u32 tile = 0; tile < VT / MMA_N; ++tile)
+                    mma_f32_1688(S[tile], a_k, b_fragment(vn_s, MMA_K * s, tile, g, tg));
+            }
+            publish_state();
         }
     }
 
-    __syncthreads();
-    for (u32 e = tid; e < d * VT; e += SNT) S_g[static_cast<size_t>(e / VT) * d + e % VT] = S_s[e];
+    if (owns_state) {
+#pragma unroll
+        for (u32 tile = 0; tile < VT / MMA_N; ++tile)
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) S_g[state_at(tile, e)] = S[tile][e];
+    }
 }
 }  // namespace
 
 // q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w, qdec, kdec [t_pad, h, d],
 // aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
-// Three blocks per SM (168 registers a thread, no spill): prepare is latency-bound, and left to
-// itself ptxas takes 212 registers, which leaves room for two.
+// Three blocks per SM (163 registers a thread, no spill): prepare is latency-bound, and left to
+// itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                       const float* __restrict__ gate, const float* __restrict__ beta, float* gc,
                       float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk,
                       float* __restrict__ qdec, float* __restrict__ kdec, float* __restrict__ sdec, u32 t, u32 h,
                       u32 d, u32 c, float scale) {
-    __shared__ float A[CMAX * CMAX];
+    __shared__ float A[CMAX * ASTR];
     __shared__ float beta_s[CMAX];
     __shared__ float stage[PREP_STAGE];
     if (blockDim.x != NT || blockDim.y != 1 || blockDim.z != 1) return;
@@ -523,13 +630,22 @@ extern "C" __global__ void __launch_bounds__(CHUNK_SCAN_THREADS, 2)
     if (blockDim.x != SNT || blockDim.y != 1 || blockDim.z != 1) return;
     if ((c != 32 && c != 64) || c > CMAX || d == 0 || d > DMAX) return;
     if (d % VT != 0 || d % SCAN_TK != 0) return;
-    for (u32 head = blockIdx.x; head < h; head += gridDim.x) {
-        for (u32 v0 = blockIdx.y * VT; v0 < d; v0 += gridDim.y * VT) {
-            if (c == 32)
-                scan_columns<32>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, stage);
-            else
-                scan_columns<64>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, stage);
-            __syncthreads();
+    // One walk per (head, column tile); each chunk size has its own loop, so that the two
+    // instantiations' registers are allocated apart.
+    const auto walks = [&](auto walk) {
+        for (u32 head = blockIdx.x; head < h; head += gridDim.x) {
+            for (u32 v0 = blockIdx.y * VT; v0 < d; v0 += gridDim.y * VT) {
+                walk(head, v0);
+                __syncthreads();
+            }
         }
-    }
+    };
+    if (c == 32)
+        walks([&](u32 head, u32 v0) {
+            scan_columns<32>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, stage);
+        });
+    else
+        walks([&](u32 head, u32 v0) {
+            scan_columns<64>(qdec, kdec, sdec, u, w, aqk, state, out, t, h, d, head, v0, S_s, vn_s, stage);
+        });
 }

@@ -117,6 +117,34 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4],
 }
 #endif
 
+// tf32 (sm_80+): cvt.rna.tf32.f32 rounds an f32 to tf32 (10 explicit significand bits) to nearest,
+// ties away from zero, in a 32-bit register whose 13 low bits are zero; mma.m16n8k8 multiplies
+// tf32 operands into f32 accumulators (mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with
+// c = d), every lane of the full warp taking part, one element a register, g = lane/4, t = lane%4:
+// a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4];
+// b[0] = B[t][g], b[1] = B[t+4][g];  d as for mma_bf16_16816.
+//   u32 to_tf32(float x);
+//   mma_tf32_1688(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]);
+#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+__device__ __forceinline__ u32 to_tf32(float x) { return kda_emu::tf32_rna(x); }
+__device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    kda_emu::mma_tf32_1688(d, a, b);
+}
+#else
+__device__ __forceinline__ u32 to_tf32(float x) {
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+
 __device__ __forceinline__ bool aligned_to(const void* p, u32 bytes) {
     return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }

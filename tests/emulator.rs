@@ -2,8 +2,8 @@
 //! this test from `tests/emulator/` as C++, not on the model's kernels (tests/emulated.rs runs
 //! those). What a kernel does right gives the GPU's answer: a barrier and a shuffle warp sum on
 //! 2D and 3D blocks of several blocks, cp.async data after its wait, the tensor-core wrappers of
-//! `kernels/kda_common.cuh` (every lane's ldmatrix words; an mma tile, exact in the emulator's
-//! summation order). What a kernel does wrong is a launch `Err` naming the kernel, the block, the
+//! `kernels/kda_common.cuh` (every lane's ldmatrix words; a bf16 and a tf32 mma tile, exact in the
+//! emulator's summation order; the rounding to tf32). What a kernel does wrong is a launch `Err` naming the kernel, the block, the
 //! thread and the block-order seed, never a hang or a silent wrong answer: a barrier some threads
 //! skip, a shuffle with lanes missing or lanes the warp lacks, a deadlock (an mma one lane skips
 //! among them), a misaligned cp.async or ldmatrix row, an ldmatrix row outside shared memory, a
@@ -297,6 +297,22 @@ const MMA_TILE: KernelEntry = entry(
             read("b", DType::Bf16, "128", &[Op::Literal(128)]),
             read("c", DType::F32, "128", &[Op::Literal(128)]),
             write("d", DType::F32, "128", &[Op::Literal(128)]),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 a[128], const f32 b[64], const f32 c[128], f32 d[128], u32 rounded[128]`.
+const MMA_TF32_TILE: KernelEntry = entry(
+    "mma",
+    "mma_tf32_tile",
+    &Signature {
+        params: &[
+            read("a", DType::F32, "128", &[Op::Literal(128)]),
+            read("b", DType::F32, "64", &[Op::Literal(64)]),
+            read("c", DType::F32, "128", &[Op::Literal(128)]),
+            write("d", DType::F32, "128", &[Op::Literal(128)]),
+            write("rounded", DType::U32, "128", &[Op::Literal(128)]),
         ],
         requires: &[],
     },
@@ -660,7 +676,7 @@ fn a_cp_async_of_no_bytes_is_an_err_not_a_crash() {
     assert!(message.contains("it copies 4, 8 or 16"), "{message}");
 }
 
-// ---- Tensor cores: ldmatrix and mma.m16n8k16 (bf16). ----
+// ---- Tensor cores: ldmatrix, mma.m16n8k16 (bf16) and mma.m16n8k8 (tf32). ----
 
 /// A deterministic stream of bits (splitmix64).
 struct Bits(u64);
@@ -732,6 +748,85 @@ fn ldmatrix_and_two_accumulating_mmas_give_the_f32_tile_summed_in_ascending_k() 
         expected,
         "the inputs do not tell the orders apart"
     );
+}
+
+/// An f32 of either sign, magnitude in [2^-4, 2^4), any significand (so tf32 rounding shows).
+fn f32_any(bits: &mut Bits) -> f32 {
+    let r = bits.next();
+    let (sign, exponent, significand) = (r & 1, 123 + (r >> 1) % 8, (r >> 8) & 0x7f_ffff);
+    f32::from_bits(u32::try_from(sign << 31 | exponent << 23 | significand).expect("32 bits"))
+}
+
+/// x rounded to tf32 as cvt.rna.tf32.f32 does, found by distance: the tf32 values on either side
+/// of a finite x (its 13 low bits cleared, and one tf32 step further from zero), the nearer one, a
+/// tie going away from zero.
+fn tf32_nearest(x: f32) -> f32 {
+    let toward_zero = f32::from_bits(x.to_bits() & !0x1fff);
+    let away = f32::from_bits(toward_zero.to_bits() + 0x2000);
+    let (below, above) = (f64::from(x) - f64::from(toward_zero), f64::from(away) - f64::from(x));
+    if above.abs() <= below.abs() { away } else { toward_zero }
+}
+
+/// D = C + A·B with A [16][8], B [8][8] (k, n) as given, each sum onto C in `k_order`.
+fn tf32_tile_reference(a: &[f32], b: &[f32], c: &[f32], k_order: &[usize]) -> Vec<f32> {
+    (0..128)
+        .map(|at| {
+            let (m, n) = (at / 8, at % 8);
+            k_order.iter().fold(c[at], |acc, &k| acc + a[m * 8 + k] * b[k * 8 + n])
+        })
+        .collect()
+}
+
+#[test]
+fn to_tf32_rounds_to_nearest_ties_away_and_the_tf32_mma_sums_exact_products_in_ascending_k() {
+    let gpu = backend(65);
+    let mut bits = Bits(0x7466_3332);
+    let mut a: Vec<f32> = (0..128).map(|_| f32_any(&mut bits)).collect();
+    // Exact ties of either sign, and the values one bit either side of a tie.
+    for (at, low) in [(0, 0x1000), (9, 0x1000), (17, 0x0fff), (30, 0x1001), (41, 0x3000)] {
+        let sign = if at % 2 == 0 { 0 } else { 0x8000_0000 };
+        a[at] = f32::from_bits(sign | 0x3fa0_0000 | low);
+    }
+    let b: Vec<f32> = (0..64).map(|_| f32_any(&mut bits)).collect();
+    let c: Vec<f32> = (0..128).map(|_| f32_any(&mut bits) * 4.0).collect();
+    let (a_buffer, b_buffer, c_buffer) =
+        (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap(), gpu.upload(&c).unwrap());
+    let mut d = gpu.upload(&[f32::NAN; 128]).unwrap();
+    let mut rounded = gpu.zeros::<u32>(128).unwrap();
+    launch(
+        &gpu,
+        &MMA_TF32_TILE,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [
+            (&a_buffer).into(),
+            (&b_buffer).into(),
+            (&c_buffer).into(),
+            (&mut d).into(),
+            (&mut rounded).into(),
+        ],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+
+    let a_tf32: Vec<f32> = a.iter().map(|&x| tf32_nearest(x)).collect();
+    let got_rounded = gpu.download::<u32>(&rounded).unwrap();
+    for (at, (&got, &x)) in got_rounded.iter().zip(&a).enumerate() {
+        assert_eq!(got, a_tf32[at].to_bits(), "to_tf32(A[{at}] = {x:e} = {:#010x})", x.to_bits());
+    }
+    assert_eq!(a_tf32[0].to_bits(), 0x3fa0_2000, "a positive tie goes up, away from zero");
+    assert_eq!(a_tf32[9].to_bits(), 0xbfa0_2000, "a negative tie goes down, away from zero");
+
+    let b_tf32: Vec<f32> = b.iter().map(|&x| tf32_nearest(x)).collect();
+    let ascending: Vec<usize> = (0..8).collect();
+    let expected = tf32_tile_reference(&a_tf32, &b_tf32, &c, &ascending);
+    let got = gpu.download::<f32>(&d).unwrap();
+    for (at, (got, expected)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(got.to_bits(), expected.to_bits(), "D[{}][{}]: {got} != {expected}", at / 8, at % 8);
+    }
+    // The comparison sees the order and the rounding: summed from k = 7 down, or from the f32
+    // inputs, the same tile comes out otherwise.
+    let descending: Vec<usize> = (0..8).rev().collect();
+    assert_ne!(tf32_tile_reference(&a_tf32, &b_tf32, &c, &descending), expected, "the orders look alike");
+    assert_ne!(tf32_tile_reference(&a, &b, &c, &ascending), expected, "rounding to tf32 changes nothing");
 }
 
 #[test]

@@ -1,7 +1,7 @@
-//! What the kernels compile to, read from their SASS: the GEMM runs on the tensor cores (`HMMA`,
-//! fed by `LDSM`, ldmatrix), and no other module does, so the check tells the GEMM apart and a
-//! GEMM that fell back to scalar FMAs fails it; and the build lets nvcc contract products into
-//! FMAs. No GPU is needed, only nvcc and nvdisasm, which scripts/install-cuda.sh installs; CI runs
+//! What the kernels compile to, read from their SASS: the GEMM runs on the bf16 tensor cores
+//! (`HMMA.16816.F32.BF16`, fed by `LDSM`, ldmatrix), the chunk kernels on the tf32 ones
+//! (`HMMA.1688.F32.TF32`), and no other module does, so the check tells them apart and one that
+//! fell back to scalar FMAs fails it; and the build lets nvcc contract products into FMAs. No GPU is needed, only nvcc and nvdisasm, which scripts/install-cuda.sh installs; CI runs
 //! it with `cargo test -p kda --test sass -- --ignored`.
 
 use std::collections::BTreeSet;
@@ -53,8 +53,8 @@ fn build_for_sm_90() -> BuildOutput {
     output
 }
 
-/// The opcodes `cubin`'s code uses, without modifiers: `HMMA` for `HMMA.16816.F32.BF16`.
-fn opcodes(cubin: &Path) -> BTreeSet<String> {
+/// The instructions `cubin`'s code uses, with their modifiers: `HMMA.16816.F32.BF16`.
+fn instructions(cubin: &Path) -> BTreeSet<String> {
     let nvdisasm = nvdisasm();
     let output = Command::new(&nvdisasm).arg("--print-code").arg(cubin).output().unwrap_or_else(|error| {
         panic!("cannot run {}: {error}; run scripts/install-cuda.sh or set KDA_NVDISASM", nvdisasm.display())
@@ -69,37 +69,56 @@ fn opcodes(cubin: &Path) -> BTreeSet<String> {
     );
     // `        /*0120*/              @!P0 LDC R0, c[0x0][0x218] ;`: after the offset, an optional
     // predicate, then the instruction.
-    let opcodes: BTreeSet<String> = sass
+    let instructions: BTreeSet<String> = sass
         .lines()
         .filter_map(|line| line.trim_start().strip_prefix("/*")?.split_once("*/"))
         .filter_map(|(_, instruction)| {
             let mut words = instruction.split_whitespace().skip_while(|word| word.starts_with('@'));
-            Some(words.next()?.split('.').next()?.to_owned())
+            Some(words.next()?.trim_end_matches(';').to_owned())
         })
         .collect();
-    assert!(opcodes.contains("EXIT"), "no code read from {}:\n{sass}", cubin.display());
-    opcodes
+    assert!(instructions.contains("EXIT"), "no code read from {}:\n{sass}", cubin.display());
+    instructions
+}
+
+/// Whether `instructions` has one of opcode `opcode`, whatever its modifiers.
+fn uses(instructions: &BTreeSet<String>, opcode: &str) -> bool {
+    instructions.iter().any(|instruction| instruction.split('.').next() == Some(opcode))
 }
 
 #[test]
 #[ignore = "needs nvcc and nvdisasm: .ci/run installs them (scripts/install-cuda.sh) and runs this with --ignored"]
-fn the_gemm_uses_the_tensor_cores_and_no_other_module_does() {
+fn the_gemm_and_the_chunk_kernels_use_the_tensor_cores_and_no_other_module_does() {
     let output = sm_90_build();
     let mut modules = Vec::new();
     for image in &output.images {
         let [(arch, cubin)] = image.cubins.as_slice() else { panic!("{}: {:?}", image.module, image.cubins) };
         assert_eq!(*arch, SM_90);
-        let opcodes = opcodes(cubin);
-        if image.module == "gemm" {
-            for opcode in ["HMMA", "LDSM"] {
-                assert!(opcodes.contains(opcode), "the GEMM's sm_90 SASS has no {opcode}: {opcodes:?}");
+        let instructions = instructions(cubin);
+        let expected: &[&str] = match image.module.as_str() {
+            "gemm" => &["HMMA.16816.F32.BF16", "LDSM.16.M88.4"],
+            "kda_chunk" => &["HMMA.1688.F32.TF32"],
+            _ => {
+                assert!(
+                    !uses(&instructions, "HMMA"),
+                    "{} uses the tensor cores: {instructions:?}",
+                    image.module
+                );
+                &[]
             }
-        } else {
-            assert!(!opcodes.contains("HMMA"), "{} uses the tensor cores: {opcodes:?}", image.module);
+        };
+        for instruction in expected {
+            assert!(
+                instructions.contains(*instruction),
+                "{}'s sm_90 SASS has no {instruction}: {instructions:?}",
+                image.module
+            );
         }
         modules.push(image.module.as_str());
     }
-    assert!(modules.contains(&"gemm") && modules.len() > 1, "modules built: {modules:?}");
+    for module in ["gemm", "kda_chunk", "gemv"] {
+        assert!(modules.contains(&module), "modules built: {modules:?}");
+    }
 }
 
 #[test]
@@ -110,6 +129,6 @@ fn the_build_lets_nvcc_fuse_products_outside_the_bit_identical_pairs() {
     // only if nvcc contracts it.
     let output = sm_90_build();
     let gemm = output.images.iter().find(|image| image.module == "gemm").expect("the gemm module");
-    let opcodes = opcodes(&gemm.cubins[0].1);
-    assert!(opcodes.contains("FFMA"), "the GEMM's scalar path does not fuse: {opcodes:?}");
+    let instructions = instructions(&gemm.cubins[0].1);
+    assert!(uses(&instructions, "FFMA"), "the GEMM's scalar path does not fuse: {instructions:?}");
 }

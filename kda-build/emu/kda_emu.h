@@ -6,8 +6,8 @@
 // with NaN bytes before every block. `__syncthreads` is a barrier every thread of the block must
 // reach, warp shuffles an exchange every lane of the mask must join, and an asynchronous copy
 // lands only at its wait: anything else is a launch error naming the kernel, the block and the
-// thread (kda_emu_runtime.cpp). The tensor-core ldmatrix and mma.m16n8k16 (bf16) are gathers every
-// lane of the warp must join, reached through kda_common.cuh's wrappers. What this header does not
+// thread (kda_emu_runtime.cpp). The tensor-core ldmatrix, mma.m16n8k16 (bf16) and mma.m16n8k8
+// (tf32) are gathers every lane of the warp must join, reached through kda_common.cuh's wrappers. What this header does not
 // declare (atomics, ballots, other tensor-core instructions, inline PTX) does not compile, so a
 // module that needs it is reported at build time instead of being emulated wrongly.
 #pragma once
@@ -83,9 +83,12 @@ void gather(const char* op, const void* record, unsigned bytes, void* all);
 // Tensor cores, for kda_common.cuh's wrappers (layouts and the mma's summation order in
 // kda_emu_runtime.cpp): ldmatrix.sync.aligned.m8n8.x{count}.shared.b16 (count 1, 2 or 4; each row
 // address 16-byte aligned and in shared memory) and
-// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with c = d. Both are gathers of the full warp.
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 and
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, both with c = d. All are gathers of the full
+// warp.
 void ldmatrix(unsigned count, uint32_t* r, const void* row);
 void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]);
+void mma_tf32_1688(float d[4], const uint32_t a[4], const uint32_t b[2]);
 
 template <class T>
 uint64_t to_bits(T value) {
@@ -109,6 +112,15 @@ inline uint32_t float_to_bits(float value) {
     uint32_t bits;
     memcpy(&bits, &value, 4);
     return bits;
+}
+// cvt.rna.tf32.f32: x rounded to tf32 (8 exponent bits, 10 explicit significand bits) to nearest,
+// ties away from zero, in a 32-bit register whose 13 low bits are zero; past the largest tf32 it
+// is infinite (no .satfinite), a NaN stays a NaN. Adding half a unit of the 13th bit to the
+// magnitude's bits carries into the kept bits exactly when the dropped ones are at least half.
+inline uint32_t tf32_rna(float x) {
+    const uint32_t bits = float_to_bits(x);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fffffffu;
+    return (bits + 0x1000u) & 0xffffe000u;
 }
 // The source lane of a shuffle within segments of `width` lanes; -1 keeps the caller's value.
 inline int segment_lane(int target, int width) {

@@ -1,6 +1,6 @@
 // The host side of kda's CUDA emulator, compiled into every emulated module: the entry registry,
 // the block scheduler, barriers, warp exchanges and gathers, cp.async, the tensor-core ldmatrix
-// and mma, and the C ABI the Rust backend and the sanitizer driver call (kda_emu_abi.h).
+// and mmas (bf16 and tf32), and the C ABI the Rust backend and the sanitizer driver call (kda_emu_abi.h).
 //
 // A launch runs its blocks one at a time in an order shuffled by its seed, each block on one OS
 // thread per CUDA thread. Every wait (barrier, exchange, gather) goes through one monitor per block
@@ -564,6 +564,44 @@ void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
         const unsigned m = g + (i < 2 ? 0 : 8), n = 2 * t + (i & 1);
         float acc = d[i];
         for (unsigned k = 0; k < 16; ++k) {
+            const float product = A[m][k] * B[k][n];
+            acc = acc + product;
+        }
+        d[i] = acc;
+    }
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with c = d (PTX ISA, "Matrix Fragments for
+// mma.m16n8k8", .tf32), g = lane/4, t = lane%4, one element a register:
+//   a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4];
+//   b[0] = B[t][g], b[1] = B[t+4][g];
+//   d[0] = D[g][2t], d[1] = D[g][2t+1], d[2] = D[g+8][2t], d[3] = D[g+8][2t+1].
+// An operand is read as the tensor core reads a .tf32 register: sign, exponent and the 10 upper
+// significand bits, its 13 low bits ignored (a kernel rounds with cvt.rna.tf32.f32 first). The
+// order, the emulator's own as for the bf16 mma: each product is exact in f32 (11-bit by 11-bit
+// significands, barring underflow or overflow), and the 8 are added one at a time, k = 0 .. 7, each
+// sum rounded to f32, onto d's old value.
+void mma_tf32_1688(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+    uint32_t all[32][6];
+    monitor.gather("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", mine, sizeof mine, all);
+    const auto tf32 = [](uint32_t bits) { return bits_to_float(bits & 0xffffe000u); };
+    float A[16][8], B[8][8];
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, t = l % 4;
+        const uint32_t* w = all[l];
+        A[g][t] = tf32(w[0]);
+        A[g + 8][t] = tf32(w[1]);
+        A[g][t + 4] = tf32(w[2]);
+        A[g + 8][t + 4] = tf32(w[3]);
+        B[t][g] = tf32(w[4]);
+        B[t + 4][g] = tf32(w[5]);
+    }
+    const unsigned g = self->lane / 4, t = self->lane % 4;
+    for (unsigned i = 0; i < 4; ++i) {
+        const unsigned m = g + (i < 2 ? 0 : 8), n = 2 * t + (i & 1);
+        float acc = d[i];
+        for (unsigned k = 0; k < 8; ++k) {
             const float product = A[m][k] * B[k][n];
             acc = acc + product;
         }

@@ -67,3 +67,23 @@ extern "C" __global__ void ldmatrix_misaddressed(u32* out, u32 mode) {
     ldmatrix_x4(r, row);
     out[l] = r[0];
 }
+
+// One 16×8 tile D = C + A·B on tf32 tensor cores: A [16][8] and B [8][8] (k, n) row-major in
+// global memory, each element rounded with to_tf32 into its fragment register, one
+// mma_tf32_1688. `rounded` gets every lane's to_tf32 of its A elements, in A's positions. Run with
+// 32 threads.
+extern "C" __global__ void mma_tf32_tile(const float* a, const float* b, const float* c, float* d, u32* rounded) {
+    const u32 l = threadIdx.x, g = l / 4, t = l % 4;
+    u32 fa[4], fb[2];
+    for (u32 e = 0; e < 4; ++e) {
+        const u32 at = (g + 8 * (e & 1)) * 8 + t + 4 * (e >> 1);
+        fa[e] = to_tf32(a[at]);
+        rounded[at] = fa[e];
+    }
+    fb[0] = to_tf32(b[t * 8 + g]);
+    fb[1] = to_tf32(b[(t + 4) * 8 + g]);
+    float acc[4];
+    for (u32 e = 0; e < 4; ++e) acc[e] = c[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+    mma_tf32_1688(acc, fa, fb);
+    for (u32 e = 0; e < 4; ++e) d[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = acc[e];
+}

@@ -2,7 +2,8 @@
 //! B = 1, a batched decode step at B = 64 and a prefill of T tokens, the bytes it must move, the
 //! FLOPs it must do, and the time neither HBM bandwidth nor arithmetic throughput lets it beat:
 //! `max(bytes / 4.8 TB/s, FLOPs / peak)`, the peak [989 TFLOPS](TENSOR_BF16_FLOPS) for the
-//! tensor-core GEMM and [67 TFLOPS](F32_FLOPS) of f32 for every other kernel. A scenario's total
+//! tensor-core GEMM, a third of [495 TFLOPS](TENSOR_TF32_FLOPS) for the chunk scan (f32 products
+//! as three tf32 ones on the tensor cores) and [67 TFLOPS](F32_FLOPS) of f32 for every other kernel. A scenario's total
 //! is the sum over its launches: the layer's time if each kernel ran at its own roofline, back to
 //! back. This is a model, not a measurement.
 //!
@@ -83,6 +84,10 @@ pub use record::record;
 pub const HBM_BYTES_PER_S: f64 = 4.8e12;
 /// H200 dense bf16 tensor-core throughput (no sparsity): 989 TFLOPS.
 pub const TENSOR_BF16_FLOPS: f64 = 989e12;
+/// H200 dense tf32 tensor-core throughput (no sparsity): 495 TFLOPS.
+pub const TENSOR_TF32_FLOPS: f64 = 494.7e12;
+/// The tf32 products that make one f32 product on the tensor cores (`kernels/mma_f32.cuh`).
+pub const TF32_PARTS: f64 = 3.0;
 /// H200 f32 throughput on the CUDA cores (FMA counted as two): 67 TFLOPS.
 pub const F32_FLOPS: f64 = 67e12;
 
@@ -244,6 +249,9 @@ impl fmt::Display for Scenario {
 pub enum Peak {
     /// bf16 on tensor cores: `gemm` (`mma.sync`), [`TENSOR_BF16_FLOPS`].
     TensorBf16,
+    /// f32 products as three tf32 ones on tensor cores: `chunk_scan`, [`TENSOR_TF32_FLOPS`] /
+    /// [`TF32_PARTS`].
+    TensorTf32Split,
     /// f32 on the CUDA cores: every other kernel, [`F32_FLOPS`].
     F32,
 }
@@ -253,13 +261,18 @@ impl Peak {
     pub fn flops_per_s(self) -> f64 {
         match self {
             Peak::TensorBf16 => TENSOR_BF16_FLOPS,
+            Peak::TensorTf32Split => TENSOR_TF32_FLOPS / TF32_PARTS,
             Peak::F32 => F32_FLOPS,
         }
     }
 
     /// The peak of a kernel of the table.
     pub fn of(field: &str) -> Peak {
-        if matches!(field, "gemm" | "gemm_splitk") { Peak::TensorBf16 } else { Peak::F32 }
+        match field {
+            "gemm" | "gemm_splitk" => Peak::TensorBf16,
+            "chunk_scan" => Peak::TensorTf32Split,
+            _ => Peak::F32,
+        }
     }
 }
 

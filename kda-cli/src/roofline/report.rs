@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use super::{Bound, F32_FLOPS, HBM_BYTES_PER_S, LaunchModel, RooflineReport, TENSOR_BF16_FLOPS};
+use super::{
+    Bound, F32_FLOPS, HBM_BYTES_PER_S, LaunchModel, RooflineReport, TENSOR_BF16_FLOPS, TENSOR_TF32_FLOPS,
+    TF32_PARTS,
+};
 
 /// `value` with an SI prefix and `unit`, four significant digits or so: `67.11 MB`, `275.0 GFLOP`.
 fn si(value: f64, unit: &str) -> String {
@@ -28,9 +31,12 @@ impl fmt::Display for RooflineReport {
         writeln!(f, "layer: {}", self.geometry)?;
         writeln!(
             f,
-            "H200 roofs: HBM {:.1} TB/s; {:.0} TFLOPS bf16 tensor cores (gemm, gemm_splitk), {:.0} TFLOPS f32 (every other kernel)",
+            "H200 roofs: HBM {:.1} TB/s; {:.0} TFLOPS bf16 tensor cores (gemm, gemm_splitk), {:.0} TFLOPS tf32 \
+             tensor cores at {} tf32 products an f32 one (chunk_scan), {:.0} TFLOPS f32 (every other kernel)",
             HBM_BYTES_PER_S / 1e12,
             TENSOR_BF16_FLOPS / 1e12,
+            TENSOR_TF32_FLOPS / 1e12,
+            TF32_PARTS,
             F32_FLOPS / 1e12
         )?;
         for scenario in &self.scenarios {

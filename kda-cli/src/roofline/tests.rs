@@ -108,8 +108,10 @@ fn totals_are_the_sums_of_the_rows() {
     for scenario in &glm5().scenarios {
         let bytes: u64 = scenario.launches.iter().map(|l| l.bytes).sum();
         let flops: u64 = scenario.launches.iter().map(|l| l.flops).sum();
-        let peak = |l: &LaunchModel| {
-            if l.field.starts_with("gemm") && l.field != "gemm_reduce" { 989e12 } else { 67e12 }
+        let peak = |l: &LaunchModel| match l.field {
+            "gemm" | "gemm_splitk" => 989e12,
+            "chunk_scan" => 494.7e12 / 3.0,
+            _ => 67e12,
         };
         let time: f64 =
             scenario.launches.iter().map(|l| (l.bytes as f64 / 4.8e12).max(l.flops as f64 / peak(l))).sum();
@@ -285,6 +287,14 @@ fn the_chunk_pair_counts_follow_their_derivation() {
     let flops = |field| prefill.launches.iter().find(|l| l.field == field).unwrap().flops;
     assert_eq!(flops("chunk_prepare"), 64 * 64 * 3_333_600);
     assert_eq!(flops("chunk_scan"), 64 * 64 * 6_873_088);
+    // The scan's products run on the tf32 tensor cores, three to an f32 product: compute-bound
+    // at 494.7 / 3 TFLOPS, where prepare stays on the f32 CUDA cores.
+    let scan = prefill.launches.iter().find(|l| l.field == "chunk_scan").unwrap();
+    assert_eq!((scan.peak, scan.bound()), (Peak::TensorTf32Split, Bound::Compute));
+    let time = 64.0 * 64.0 * 6_873_088.0 * 3.0 / 494.7e12;
+    assert!((scan.time() - time).abs() <= 1e-9 * time, "{} s, not {time} s", scan.time());
+    let prepare = prefill.launches.iter().find(|l| l.field == "chunk_prepare").unwrap();
+    assert_eq!(prepare.peak, Peak::F32);
 }
 
 #[test]
