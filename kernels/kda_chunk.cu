@@ -16,8 +16,8 @@
 //
 // Order: the sums on the CUDA cores are one f32 accumulator, started at +0, over their index in
 // ascending order, as in the Rust reference (src/reference/kda_chunk.rs); nvcc may fuse a product
-// into the sum it feeds, and the factored decays round once more. Prepare's u and w and every
-// product of the scan run on tf32 tensor cores, three tf32 products to an f32 one (mma_f32.cuh),
+// into the sum it feeds, and the factored decays round once more. Prepare's pairs across
+// sub-blocks, its u and w, and every product of the scan run on tf32 tensor cores, three tf32 products to an f32 one (mma_f32.cuh),
 // in the hardware's order. All of it stays within the ABI's relative-RMS bound.
 //
 // Geometry (src/launch.rs):
@@ -28,7 +28,7 @@
 //            Columns of the state are independent (every coupling runs along k), so the V split
 //            is exact; the blocks of a head share `aqk`.
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
-// d = 128 (prepare 43,776 B, scan 45,056 B): no dynamic bytes, no opt-in attribute.
+// d = 128 (prepare 48,384 B, scan 45,056 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
 #include "mma_f32.cuh"
 
@@ -58,24 +58,23 @@ constexpr u32 PREP_TD = 32;         // d tile of prepare's u and w
 constexpr u32 PREP_STR = PREP_TD + 8;  // a staged row's floats there: no bank conflicts in B fragments
 constexpr u32 ASTR = CMAX + 4;      // a row of A's floats: no bank conflicts in A fragments
 constexpr u32 SCAN_TK = 16;         // k tile of the scan's products with the state
+constexpr u32 MMA_M = 16, MMA_N = 8, MMA_K = 8;  // the tensor-core tile (mma_tf32_1688)
 static_assert(NT % 32 == 0 && NT >= CMAX, "CHUNK_THREADS: whole warps, at least one thread per chunk row");
 static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split evenly over the warps");
 static_assert(VT == 32, "the scan maps one lane to one state column");
 constexpr u32 SNT = CHUNK_SCAN_THREADS;
 constexpr u32 SNW = SNT / 32;
-constexpr u32 MMA_M = 16, MMA_N = 8, MMA_K = 8;  // the scan's tensor-core tile (mma_tf32_1688)
 constexpr u32 STAGE_STRIDE = SCAN_TK + 4;          // a staged row's floats: 16-byte aligned, no conflicts
 static_assert(SNW * MMA_M == DMAX, "the scan gives each warp 16 rows of the state");
 static_assert(SCAN_TK % MMA_K == 0 && VT % MMA_N == 0, "whole tensor-core tiles");
 
 constexpr u32 SUB = 16;             // rows of a sub-block of prepare's attention phase
 constexpr u32 ATT_TD = 16;          // d tile of prepare's attention phase
-constexpr u32 ATT_STR = ATT_TD + 1; // its rows' stride in shared memory (a pad column: no conflicts)
-constexpr u32 QUAD = 4;             // rows of one off-diagonal unit (below)
+constexpr u32 ATT_STR = ATT_TD + 4; // its rows' stride in shared memory: no conflicts in fragments
 constexpr u32 TRI = SUB * (SUB + 1) / 2;       // pairs j ≤ i within a sub-block
 constexpr u32 DIAG_SLOTS = (TRI + 31) / 32;    // of them per lane
 static_assert(CMAX % SUB == 0 && CMAX / SUB <= NW, "one warp per diagonal sub-block");
-static_assert(SUB % QUAD == 0 && PREP_TD % ATT_TD == 0, "whole units, whole tiles");
+static_assert(SUB == MMA_M && ATT_TD % MMA_K == 0 && PREP_TD % ATT_TD == 0, "whole tensor-core tiles");
 
 constexpr u32 cmax(u32 a, u32 b) { return a > b ? a : b; }
 constexpr u32 SCAN_TILE = 2 * CMAX * STAGE_STRIDE;  // one staged k tile: w rows, then qdec rows
@@ -94,7 +93,8 @@ struct Rows {
 // the first row r of i's sub-block I: exp(gc_i − gc_r)·exp(gc_r − gc_j), j < r ≤ i, both
 // exponents ≤ 0 (gates are log-decays), so neither factor overflows, and each is taken once per
 // row and shared by every pair of that row: about a third of the exponentials of taking every
-// pair exactly.
+// pair exactly. What is left of those pairs is a product of the factors over x, which runs on the
+// tensor cores in 16 × 8 tiles.
 
 // The in-sub-block pairs: warp w takes sub-block w, lane l its pairs l, l + 32, … of the lower
 // triangle in row order; a slot past the triangle (or a warp past the sub-blocks) holds i = C.
@@ -126,25 +126,30 @@ __device__ __forceinline__ OffDiagonalColumn off_diagonal_column(u32 column) {
     return {column - SUB * block * (block - 1) / 2, SUB * block};
 }
 
-// The pairs across sub-blocks in units of one column and QUAD rows of its sub-block: thread tid
-// takes units tid, tid + NT, …; a unit past the last holds column = COLUMNS.
+// The pairs across sub-blocks as tensor-core tiles of 16 rows (one sub-block I ≥ 1) by 8 columns
+// j < SUB·I: sub-block I has 2I of them, tiles I(I − 1) .. I(I + 1) in order of I. Warp w takes
+// tiles w, w + NW, …; a tile past the last has block 0.
 template <u32 C>
-struct OffDiagonalUnits {
+struct OffDiagonalTiles {
     static constexpr u32 BLOCKS = C / SUB;
-    static constexpr u32 COLUMNS = SUB * BLOCKS * (BLOCKS - 1) / 2;
-    static constexpr u32 UNITS = COLUMNS * (SUB / QUAD);
-    static constexpr u32 PER_THREAD = (UNITS + NT - 1) / NT;
-    u32 column[PER_THREAD], i0[PER_THREAD];
-    __device__ __forceinline__ explicit OffDiagonalUnits(u32 tid) {
+    static constexpr u32 COLUMNS = SUB * BLOCKS * (BLOCKS - 1) / 2;  // (I, j) pairs: right factors
+    static constexpr u32 TILES = BLOCKS * (BLOCKS - 1);
+    static constexpr u32 PER_WARP = (TILES + NW - 1) / NW;
+    u32 block[PER_WARP], column0[PER_WARP];  // sub-block I, first column j of the tile
+    __device__ __forceinline__ explicit OffDiagonalTiles(u32 warp) {
 #pragma unroll
-        for (u32 n = 0; n < PER_THREAD; ++n) {
-            const u32 unit = tid + NT * n;
-            const bool ok = unit < UNITS;
-            column[n] = ok ? unit / (SUB / QUAD) : COLUMNS;
-            i0[n] = ok ? off_diagonal_column(column[n]).boundary + QUAD * (unit % (SUB / QUAD)) : 0;
+        for (u32 n = 0; n < PER_WARP; ++n) {
+            const u32 tile = warp + NW * n;
+            u32 I = 1;
+            while (I * (I + 1) <= tile) ++I;
+            const bool ok = tile < TILES;
+            block[n] = ok ? I : 0;
+            column0[n] = ok ? MMA_N * (tile - I * (I - 1)) : 0;
         }
     }
-    __device__ __forceinline__ bool valid(u32 n) const { return column[n] < COLUMNS; }
+    __device__ __forceinline__ bool valid(u32 n) const { return block[n] != 0; }
+    // The right-factor column of (sub-block I, j).
+    __device__ __forceinline__ static u32 right_column(u32 I, u32 j) { return SUB * I * (I - 1) / 2 + j; }
 };
 
 // Prepare's attention stage, one d tile of ATT_TD: the raw rows k, q·scale and gc of the chunk,
@@ -164,7 +169,7 @@ struct AttentionStage {
 };
 // Prepare's stage: the attention phase's rows (AttentionStage: 3·C raw, 2·(C − SUB) left factors,
 // COLUMNS right factors) or the u/w phase's two C × PREP_TD tiles (rows PREP_STR apart).
-constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalUnits<CMAX>::COLUMNS) * ATT_STR, 2 * CMAX * PREP_STR);
+constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalTiles<CMAX>::COLUMNS) * ATT_STR, 2 * CMAX * PREP_STR);
 
 // ---------------------------------------------------------------------------------------------
 // prepare, one (chunk, head):
@@ -205,15 +210,16 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
 
     // A (strictly lower) and aqk (lower with the diagonal), accumulated over d tiles of ATT_TD.
     const DiagonalSlots<C> diagonal(lane, warp);
-    const OffDiagonalUnits<C> units(tid);
-    float dacc[DIAG_SLOTS], datt[DIAG_SLOTS], oacc[OffDiagonalUnits<C>::PER_THREAD][QUAD],
-        oatt[OffDiagonalUnits<C>::PER_THREAD][QUAD];
+    const u32 g = lane / 4, tg = lane % 4;
+    const OffDiagonalTiles<C> tiles(warp);
+    float dacc[DIAG_SLOTS], datt[DIAG_SLOTS], oacc[OffDiagonalTiles<C>::PER_WARP][4],
+        oatt[OffDiagonalTiles<C>::PER_WARP][4];
 #pragma unroll
     for (u32 m = 0; m < DIAG_SLOTS; ++m) dacc[m] = datt[m] = 0.0f;
 #pragma unroll
-    for (u32 n = 0; n < OffDiagonalUnits<C>::PER_THREAD; ++n)
+    for (u32 n = 0; n < OffDiagonalTiles<C>::PER_WARP; ++n)
 #pragma unroll
-        for (u32 rr = 0; rr < QUAD; ++rr) oacc[n][rr] = oatt[n][rr] = 0.0f;
+        for (u32 e = 0; e < 4; ++e) oacc[n][e] = oatt[n][e] = 0.0f;
     const AttentionStage<C> st{stage};
     for (u32 x0 = 0; x0 < d; x0 += ATT_TD) {
         __syncthreads();
@@ -235,7 +241,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             st.left_k(i, xx) = st.k(i, xx) * decay;
             st.left_q(i, xx) = st.q(i, xx) * decay;
         }
-        for (u32 e = tid; e < OffDiagonalUnits<C>::COLUMNS * ATT_TD; e += NT) {
+        for (u32 e = tid; e < OffDiagonalTiles<C>::COLUMNS * ATT_TD; e += NT) {
             const u32 column = e / ATT_TD, xx = e % ATT_TD;
             const OffDiagonalColumn at_c = off_diagonal_column(column);
             st.right(column, xx) = st.k(at_c.j, xx) * expf(st.g(at_c.boundary, xx) - st.g(at_c.j, xx));
@@ -251,22 +257,30 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
                 dacc[m] = dacc[m] + st.k(i, xx) * kj;
                 datt[m] = datt[m] + st.q(i, xx) * kj;
             }
-            // Pairs across sub-blocks: products of the factors.
+        }
+        // Pairs across sub-blocks: products of the factors, on the tensor cores (mma_f32.cuh):
+        // A = the left factors of sub-block I's rows, B[x][j] = the right factors of its columns.
 #pragma unroll
-            for (u32 n = 0; n < OffDiagonalUnits<C>::PER_THREAD; ++n) {
-                if (!units.valid(n)) continue;
-                const float kj = st.right(units.column[n], xx);
+        for (u32 n = 0; n < OffDiagonalTiles<C>::PER_WARP; ++n) {
+            if (!tiles.valid(n)) continue;
+            const u32 I = tiles.block[n], right = OffDiagonalTiles<C>::right_column(I, tiles.column0[n] + g);
 #pragma unroll
-                for (u32 rr = 0; rr < QUAD; ++rr) {
-                    const u32 i = units.i0[n] + rr;
-                    oacc[n][rr] = oacc[n][rr] + st.left_k(i, xx) * kj;
-                    oatt[n][rr] = oatt[n][rr] + st.left_q(i, xx) * kj;
+            for (u32 kk = 0; kk < ATT_TD; kk += MMA_K) {
+                float ak[4], aq[4];
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e) {
+                    const u32 i = SUB * I + g + 8 * (e & 1), x = kk + tg + 4 * (e >> 1);
+                    ak[e] = st.left_k(i, x);
+                    aq[e] = st.left_q(i, x);
                 }
+                const SplitB b(st.right(right, kk + tg), st.right(right, kk + tg + 4));
+                mma_f32_1688(oacc[n], SplitA(ak), b);
+                mma_f32_1688(oatt[n], SplitA(aq), b);
             }
         }
     }
     float* aqk_block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
-    // Every entry j ≤ i is written by exactly one slot or unit; aqk is zero above the diagonal
+    // Every entry j ≤ i is written by exactly one slot or tile element; aqk is zero above the diagonal
     // (A's upper triangle is never read).
     const auto put = [&](u32 i, u32 j, float a_sum, float att_sum) {
         A[i * ASTR + j] = (i < real && j < i) ? -beta_s[i] * a_sum : 0.0f;
@@ -276,11 +290,11 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     for (u32 m = 0; m < DIAG_SLOTS; ++m)
         if (diagonal.valid(m)) put(diagonal.i[m], diagonal.j[m], dacc[m], datt[m]);
 #pragma unroll
-    for (u32 n = 0; n < OffDiagonalUnits<C>::PER_THREAD; ++n) {
-        if (!units.valid(n)) continue;
-        const u32 j = off_diagonal_column(units.column[n]).j;
+    for (u32 n = 0; n < OffDiagonalTiles<C>::PER_WARP; ++n) {
+        if (!tiles.valid(n)) continue;
 #pragma unroll
-        for (u32 rr = 0; rr < QUAD; ++rr) put(units.i0[n] + rr, j, oacc[n][rr], oatt[n][rr]);
+        for (u32 e = 0; e < 4; ++e)
+            put(SUB * tiles.block[n] + g + 8 * (e >> 1), tiles.column0[n] + 2 * tg + (e & 1), oacc[n][e], oatt[n][e]);
     }
     for (u32 e = tid; e < C * C; e += NT)
         if (e % C > e / C) aqk_block[e] = 0.0f;
@@ -311,7 +325,6 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     constexpr u32 NPW = C / 16;          // column tiles per warp
     constexpr u32 WPM = PREP_TD / 8 / NPW;  // warps per 16 rows
     static_assert(WPM * (C / 16) == NW, "the chunk's tiles must share out evenly over the warps");
-    const u32 g = lane / 4, tg = lane % 4;
     const u32 row0 = 16 * (warp / WPM), tile0 = (warp % WPM) * NPW;
     float* vs = stage;
     float* ke = stage + C * PREP_STR;
@@ -588,7 +601,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
 
 // q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w, qdec, kdec [t_pad, h, d],
 // aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
-// Three blocks per SM (163 registers a thread, no spill): prepare is latency-bound, and left to
+// Three blocks per SM (160 registers a thread, no spill): prepare is latency-bound, and left to
 // itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
