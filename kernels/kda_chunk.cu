@@ -326,16 +326,28 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     constexpr u32 WPM = PREP_TD / 8 / NPW;  // warps per 16 rows
     static_assert(WPM * (C / 16) == NW, "the chunk's tiles must share out evenly over the warps");
     const u32 row0 = 16 * (warp / WPM), tile0 = (warp % WPM) * NPW;
+    // The same pass writes what the scan needs of the gates, qdec and kdec (sdec below), so that
+    // its sequential walk takes no exponential: e^{gc} serves both w's operand and qdec.
     float* vs = stage;
     float* ke = stage + C * PREP_STR;
+    const size_t last = at(real - 1);
     for (u32 x0 = 0; x0 < d; x0 += PREP_TD) {
         __syncthreads();
         for (u32 e = tid; e < C * PREP_TD; e += NT) {
             const u32 i = e / PREP_TD, xx = e % PREP_TD;
-            const bool ok = i < real;
             const size_t at_g = at(i) + x0 + xx;
-            vs[i * PREP_STR + xx] = ok ? v[at_g] : 0.0f;
-            ke[i * PREP_STR + xx] = ok ? k[at_g] * expf(gc[at_g]) : 0.0f;
+            float v_i = 0.0f, k_decayed = 0.0f, q_decayed = 0.0f, k_closing = 0.0f;
+            if (i < real) {
+                const float k_i = k[at_g], growth = expf(gc[at_g]);
+                v_i = v[at_g];
+                k_decayed = k_i * growth;
+                q_decayed = q[at_g] * scale * growth;
+                k_closing = k_i * expf(gc[last + x0 + xx] - gc[at_g]);
+            }
+            vs[i * PREP_STR + xx] = v_i;
+            ke[i * PREP_STR + xx] = k_decayed;
+            qdec[at_g] = q_decayed;
+            kdec[at_g] = k_closing;
         }
         __syncthreads();
         float au[NPW][4], aw[NPW][4];
@@ -369,15 +381,6 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             }
     }
 
-    // What the scan needs of the gates, so that its sequential walk takes no exponential.
-    const size_t last = at(real - 1);
-    for (u32 e = tid; e < C * d; e += NT) {
-        const u32 i = e / d, x = e % d;
-        const size_t g = at(i) + x;
-        const bool ok = i < real;
-        qdec[g] = ok ? q[g] * scale * expf(gc[g]) : 0.0f;
-        kdec[g] = ok ? k[g] * expf(gc[last + x] - gc[g]) : 0.0f;
-    }
     for (u32 x = tid; x < d; x += NT) sdec[(static_cast<size_t>(chunk) * h + head) * d + x] = expf(gc[last + x]);
 }
 
@@ -601,7 +604,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
 
 // q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w, qdec, kdec [t_pad, h, d],
 // aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
-// Three blocks per SM (160 registers a thread, no spill): prepare is latency-bound, and left to
+// Three blocks per SM (149 registers a thread, no spill; at four it spills): prepare is latency-bound, and left to
 // itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
