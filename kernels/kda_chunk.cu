@@ -59,9 +59,8 @@ constexpr u32 PREP_STR = PREP_TD + 8;  // a staged row's floats there: no bank c
 constexpr u32 ASTR = CMAX + 4;      // a row of A's floats: no bank conflicts in A fragments
 constexpr u32 SCAN_TK = 16;         // k tile of the scan's products with the state
 constexpr u32 MMA_M = 16, MMA_N = 8, MMA_K = 8;  // the tensor-core tile (mma_tf32_1688)
-static_assert(NT % 32 == 0 && NT >= CMAX, "CHUNK_THREADS: whole warps, at least one thread per chunk row");
-static_assert(CMAX == 64 && (CMAX / NW) * NW == CMAX, "chunk rows must split evenly over the warps");
-static_assert(VT == 32, "the scan maps one lane to one state column");
+static_assert(NT % 32 == 0, "CHUNK_THREADS: whole warps");
+static_assert(VT == 32, "the scan's warps share out a chunk's rows and VT / 8 = 4 column tiles");
 constexpr u32 SNT = CHUNK_SCAN_THREADS;
 constexpr u32 SNW = SNT / 32;
 constexpr u32 STAGE_STRIDE = SCAN_TK + 4;          // a staged row's floats: 16-byte aligned, no conflicts
@@ -170,6 +169,92 @@ struct AttentionStage {
 // Prepare's stage: the attention phase's rows (AttentionStage: 3·C raw, 2·(C − SUB) left factors,
 // COLUMNS right factors) or the u/w phase's two C × PREP_TD tiles (rows PREP_STR apart).
 constexpr u32 PREP_STAGE = cmax((5 * CMAX - 2 * SUB + OffDiagonalTiles<CMAX>::COLUMNS) * ATT_STR, 2 * CMAX * PREP_STR);
+
+// The forward substitution of prepare, by blocks of SUB rows. With N the strictly lower A it
+// finds, it leaves X = (I − N)⁻¹ − I in A's strictly lower triangle (the diagonal stays 0), which
+// the row-by-row form computes as X[i][j] = N[i][j] + Σ_{j<m<i} N[i][m]·X[m][j]. In blocks (I, J)
+// of SUB × SUB, with T = I + X:
+//   the diagonal blocks, each by that row-by-row form within the block: one warp each, a lane per
+//   column, __syncwarp between rows; then for row blocks I = 1, 2, … in order,
+//   P_IJ = N_IJ + Σ_{J≤K<I} N_IK·X'_KJ   (X'_JJ = X_JJ, X'_KJ = T_KJ below the diagonal blocks),
+//   T_IJ = P_IJ + X_II·P_IJ             for every J < I, one warp each,
+// every product on the tensor cores (mma_f32.cuh). This is the same T = (I − N)⁻¹ with 2 barriers a
+// row block where the row-by-row form waits at 2 a row, and chains of SUB − 1 multiply-adds where
+// it had chains of up to C − 1. Rows past t are zero in N and stay zero. Entries of the diagonal
+// blocks on or above their diagonal are read as zero.
+template <u32 C>
+__device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) {
+    constexpr u32 BLOCKS = C / SUB;
+    const u32 g = lane / 4, tg = lane % 4;
+    const auto at = [&](u32 i, u32 j) -> float& { return A[i * ASTR + j]; };
+    // Lower part of a diagonal block: entries (i, j) with j < i.
+    const auto lower = [&](u32 i, u32 j) { return j < i ? at(i, j) : 0.0f; };
+
+    if (warp < BLOCKS) {
+        const u32 r0 = SUB * warp, j = lane;
+        for (u32 i = 1; i < SUB; ++i) {
+            float sum = 0.0f;
+            if (j < i)
+                for (u32 m = j + 1; m < i; ++m) sum = sum + at(r0 + i, r0 + m) * at(r0 + m, r0 + j);
+            __syncwarp();
+            if (j < i) at(r0 + i, r0 + j) = at(r0 + i, r0 + j) + sum;
+            __syncwarp();
+        }
+    }
+    // d += a_block(16 rows from i0, 8 columns from k0)·b_block(8 rows from k0', 16 columns from
+    // j0) for both 8-column halves of the result; `a` and `b` read an entry of A's layout.
+    const auto product = [&](float (&d)[2][4], u32 i0, u32 ka, u32 kb, u32 j0, auto a, auto b) {
+        float af[4];
+#pragma unroll
+        for (u32 e = 0; e < 4; ++e) af[e] = a(i0 + g + 8 * (e & 1), ka + tg + 4 * (e >> 1));
+        const SplitA split(af);
+#pragma unroll
+        for (u32 half = 0; half < 2; ++half) {
+            const u32 column = j0 + 8 * half + g;
+            mma_f32_1688(d[half], split, SplitB(b(kb + tg, column), b(kb + tg + 4, column)));
+        }
+    };
+    const auto plain = [&](u32 i, u32 j) { return at(i, j); };
+    for (u32 I = 1; I < BLOCKS; ++I) {
+        __syncthreads();  // the diagonal blocks and the row blocks above I are final
+        const u32 J = warp;
+        float acc[2][4];
+        if (J < I) {
+            // P_IJ, from N_IJ and row block I's original N_IK.
+#pragma unroll
+            for (u32 half = 0; half < 2; ++half)
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e)
+                    acc[half][e] = at(SUB * I + g + 8 * (e >> 1), SUB * J + 8 * half + 2 * tg + (e & 1));
+            for (u32 K = J; K < I; ++K)
+                for (u32 k0 = 0; k0 < SUB; k0 += MMA_K) {
+                    if (K == J)
+                        product(acc, SUB * I, SUB * K + k0, SUB * K + k0, SUB * J, plain, lower);
+                    else
+                        product(acc, SUB * I, SUB * K + k0, SUB * K + k0, SUB * J, plain, plain);
+                }
+        }
+        __syncthreads();  // every read of row block I's N is done
+        if (J < I) {
+#pragma unroll
+            for (u32 half = 0; half < 2; ++half)
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e)
+                    at(SUB * I + g + 8 * (e >> 1), SUB * J + 8 * half + 2 * tg + (e & 1)) = acc[half][e];
+            __syncwarp();
+            // T_IJ = P_IJ + X_II·P_IJ: P_IJ is this warp's own block, read whole before the mmas
+            // and written after them.
+            for (u32 k0 = 0; k0 < SUB; k0 += MMA_K)
+                product(acc, SUB * I, SUB * I + k0, SUB * I + k0, SUB * J, lower, plain);
+            __syncwarp();
+#pragma unroll
+            for (u32 half = 0; half < 2; ++half)
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e)
+                    at(SUB * I + g + 8 * (e >> 1), SUB * J + 8 * half + 2 * tg + (e & 1)) = acc[half][e];
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // prepare, one (chunk, head):
@@ -300,17 +385,8 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         if (e % C > e / C) aqk_block[e] = 0.0f;
     __syncthreads();
 
-    // Forward substitution: thread j of row i, from row i's original values (all read before any
-    // is written) and the final rows m < i.
-    for (u32 i = 1; i < real; ++i) {
-        const u32 j = tid;
-        float sum = 0.0f;
-        if (j < i)
-            for (u32 m = j + 1; m < i; ++m) sum = sum + A[i * ASTR + m] * A[m * ASTR + j];
-        __syncthreads();
-        if (j < i) A[i * ASTR + j] = A[i * ASTR + j] + sum;
-        __syncthreads();
-    }
+    substitute_blocks<C>(A, lane, warp);
+    __syncthreads();
 
     // Unit diagonal, then β_j folded into the coefficients: A[i][j] ← A[i][j]·β_j, j ≤ i.
     for (u32 e = tid; e < C * C; e += NT) {
@@ -604,7 +680,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
 
 // q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w, qdec, kdec [t_pad, h, d],
 // aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
-// Three blocks per SM (149 registers a thread, no spill; at four it spills): prepare is latency-bound, and left to
+// Three blocks per SM (159 registers a thread, no spill; at four it spills): prepare is latency-bound, and left to
 // itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
