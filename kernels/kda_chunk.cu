@@ -569,11 +569,28 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
         return stage + (tile & 1) * SCAN_TILE;
     };
     if (tiles > 0) issue(0);
+    // What chunk c's walk reads, asked of L2 a chunk ahead: none of it depends on the state, and
+    // a chunk's own loads then wait for L2, not HBM. 128-byte lines; only rows < t.
+    const auto prefetch_chunk = [&](u32 c) {
+        const u32 first = c * C, rows = min(C, t - first), lines = d / 32;
+        const Rows at{first, h, head, d};
+        for (u32 e = tid; e < rows * lines; e += SNT) {
+            const size_t line = at(e / lines) + 32 * (e % lines);
+            prefetch_l2(w + line);
+            prefetch_l2(qdec + line);
+            prefetch_l2(kdec + line);
+        }
+        for (u32 i = tid; i < rows; i += SNT) prefetch_l2(u + at(i) + v0);
+        const float* block = aqk + (static_cast<size_t>(c) * h + head) * C * C;
+        for (u32 e = tid; e < C * C / 32; e += SNT) prefetch_l2(block + 32 * e);
+    };
+    if (chunks > 0) prefetch_chunk(0);
 
     for (u32 chunk = 0; chunk < chunks; ++chunk) {
         const u32 first = chunk * C;
         const u32 real = min(C, t - first);
         const Rows at{first, h, head, d};
+        if (chunk + 1 < chunks) prefetch_chunk(chunk + 1);
 
         // The closing decay of this warp's state rows, fetched now for the update.
         float closing[2];

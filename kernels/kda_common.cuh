@@ -68,6 +68,16 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 #endif
 
+// A hint that the 128-byte line holding `p` will be read soon: prefetch.global.L2 fetches it from
+// HBM into L2 without waiting for it. It changes no result, so the emulator, which has no memory
+// hierarchy to warm, reads one byte there instead, so that a sanitizer reports a prefetch outside
+// the buffers: `p` must point into a buffer the kernel may read.
+#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+__device__ __forceinline__ void prefetch_l2(const void* p) { (void)*static_cast<const volatile char*>(p); }
+#else
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+#endif
+
 // Tensor cores (sm_80+): ldmatrix and mma.m16n8k16 with bf16 inputs and f32 accumulators, the
 // fragment layouts of the PTX ISA ("Warp-level matrix load instruction: ldmatrix", "Matrix
 // Fragments for mma.m16n8k16 with floating point type"). Each is a warp collective: every lane of
