@@ -126,7 +126,8 @@ extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qk
 
 // The same step reading the state once and writing it once: the block's d × VPB slice of the head's
 // state is staged into shared memory by all its threads at once (16-byte `cp.async` copies, every
-// row in flight together, where the pool is 16-byte aligned; element by element otherwise), pass 1
+// row in flight together and the head's q, k and gate loading behind them, where the pool is
+// 16-byte aligned; element by element otherwise), pass 1
 // decays it there in place, and pass 2 writes the updated column to global memory. Bit-identical
 // to kda_recurrent_decode_bf16: the same expressions on the same values.
 extern "C" __global__ void kda_recurrent_decode_bf16_smem(const bf16* __restrict__ qkv,
@@ -151,11 +152,14 @@ extern "C" __global__ void kda_recurrent_decode_bf16_smem(const bf16* __restrict
             cp_async_16(slice + k * RECURRENT_VPB + c * 4, first + static_cast<size_t>(k) * d + c * 4);
         }
         cp_async_commit();
-        cp_async_wait<0>();
     } else {
         for (u32 k = 0; k < d; ++k) slice[k * RECURRENT_VPB + threadIdx.x] = at.column[static_cast<size_t>(k) * d];
     }
-    stage_inputs(in, at.q, at.k, at.gate, d, scale);  // its barrier also publishes the slice
+    // The head's inputs load while the slice's copies are in flight. Each thread then waits for
+    // its own copies, and a barrier publishes them all.
+    stage_inputs(in, at.q, at.k, at.gate, d, scale);
+    cp_async_wait<0>();
+    __syncthreads();
     float* const mine = slice + threadIdx.x;
     *at.out = update_column(mine, RECURRENT_VPB, mine, RECURRENT_VPB, at.column, d, in, d, at.beta, at.v);
 }
