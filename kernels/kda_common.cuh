@@ -118,12 +118,14 @@ __device__ __forceinline__ void ldmatrix_x2(u32 (&r)[2], const void* smem_row) {
                  : "r"(addr)
                  : "memory");
 }
+// d += a·b in place by `mma.sync.aligned.<kind>` (c = d) on four 32-bit A registers and two B
+// registers, the operand shape both mmas of this file share.
+#define KDA_MMA_4_2(kind)                                                                              \
+    asm volatile("mma.sync.aligned." kind " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                    \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    KDA_MMA_4_2("m16n8k16.row.col.f32.bf16.bf16.f32");
 }
 #endif
 
@@ -147,11 +149,7 @@ __device__ __forceinline__ u32 to_tf32(float x) {
     return r;
 }
 __device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    KDA_MMA_4_2("m16n8k8.row.col.f32.tf32.tf32.f32");
 }
 #endif
 

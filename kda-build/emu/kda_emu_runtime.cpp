@@ -529,6 +529,24 @@ void ldmatrix(unsigned count, uint32_t* r, const void* row) {
     for (unsigned i = 0; i < count; ++i) memcpy(&r[i], &rows[8 * i + lane / 4][4 * (lane % 4)], 4);
 }
 
+// The accumulators of the calling lane of an m16n8 mma, g = lane/4, t = lane%4: d[0] = D[g][2t],
+// d[1] = D[g][2t+1], d[2] = D[g+8][2t], d[3] = D[g+8][2t+1], each plus Σ_k A[m][k]·B[k][n] with
+// every product exact in f32 for the operand types the mmas take (see each) and added one at a
+// time, k ascending, each sum rounded to f32.
+template <unsigned K>
+void accumulate_tile(float d[4], const float (&A)[16][K], const float (&B)[K][8]) {
+    const unsigned g = self->lane / 4, t = self->lane % 4;
+    for (unsigned i = 0; i < 4; ++i) {
+        const unsigned m = g + (i < 2 ? 0 : 8), n = 2 * t + (i & 1);
+        float acc = d[i];
+        for (unsigned k = 0; k < K; ++k) {
+            const float product = A[m][k] * B[k][n];
+            acc = acc + product;
+        }
+        d[i] = acc;
+    }
+}
+
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with c = d (PTX ISA, "Matrix Fragments for
 // mma.m16n8k16 with floating point type"), g = lane/4, t = lane%4, two bf16 a word, the
 // lower-indexed element in the low half:
@@ -559,16 +577,7 @@ void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
             B[2 * t + 8 + e][g] = bits_to_float((w[5] << shift) & 0xffff0000u);
         }
     }
-    const unsigned g = self->lane / 4, t = self->lane % 4;
-    for (unsigned i = 0; i < 4; ++i) {
-        const unsigned m = g + (i < 2 ? 0 : 8), n = 2 * t + (i & 1);
-        float acc = d[i];
-        for (unsigned k = 0; k < 16; ++k) {
-            const float product = A[m][k] * B[k][n];
-            acc = acc + product;
-        }
-        d[i] = acc;
-    }
+    accumulate_tile(d, A, B);
 }
 
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with c = d (PTX ISA, "Matrix Fragments for
@@ -597,16 +606,7 @@ void mma_tf32_1688(float d[4], const uint32_t a[4], const uint32_t b[2]) {
         B[t][g] = tf32(w[4]);
         B[t + 4][g] = tf32(w[5]);
     }
-    const unsigned g = self->lane / 4, t = self->lane % 4;
-    for (unsigned i = 0; i < 4; ++i) {
-        const unsigned m = g + (i < 2 ? 0 : 8), n = 2 * t + (i & 1);
-        float acc = d[i];
-        for (unsigned k = 0; k < 8; ++k) {
-            const float product = A[m][k] * B[k][n];
-            acc = acc + product;
-        }
-        d[i] = acc;
-    }
+    accumulate_tile(d, A, B);
 }
 
 }  // namespace kda_emu
