@@ -17,8 +17,9 @@
 // Order: the sums on the CUDA cores are one f32 accumulator, started at +0, over their index in
 // ascending order, as in the Rust reference (src/reference/kda_chunk.rs); nvcc may fuse a product
 // into the sum it feeds, and the factored decays round once more. Prepare's pairs across
-// sub-blocks, its u and w, and every product of the scan run on tf32 tensor cores, three tf32 products to an f32 one (mma_f32.cuh),
-// in the hardware's order. All of it stays within the ABI's relative-RMS bound.
+// sub-blocks, its substitution's blocks below the diagonal, its u and w, and every product of the
+// scan run on tf32 tensor cores, three tf32 products to an f32 one (mma_f32.cuh), in the
+// hardware's order. All of it stays within the ABI's relative-RMS bound.
 //
 // Geometry (src/launch.rs):
 //   prepare: `launch::chunk_prepare(t_pad / c, h)`: blockDim.x == CHUNK_THREADS (4 warps), grid
@@ -210,7 +211,7 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
         const SplitA split(af);
 #pragma unroll
         for (u32 half = 0; half < 2; ++half) {
-            const u32 column = j0 + 8 * half + g;
+            const u32 column = j0 + MMA_N * half + g;
             mma_f32_1688(d[half], split, SplitB(b(kb + tg, column), b(kb + tg + 4, column)));
         }
     };
@@ -218,14 +219,17 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
     for (u32 I = 1; I < BLOCKS; ++I) {
         __syncthreads();  // the diagonal blocks and the row blocks above I are final
         const u32 J = warp;
+        // This lane's entries of block (I, J) in accumulator layout, both 8-column halves.
+        const auto entry = [&](u32 half, u32 e) -> float& {
+            return at(SUB * I + g + 8 * (e >> 1), SUB * J + MMA_N * half + 2 * tg + (e & 1));
+        };
         float acc[2][4];
         if (J < I) {
             // P_IJ, from N_IJ and row block I's original N_IK.
 #pragma unroll
             for (u32 half = 0; half < 2; ++half)
 #pragma unroll
-                for (u32 e = 0; e < 4; ++e)
-                    acc[half][e] = at(SUB * I + g + 8 * (e >> 1), SUB * J + 8 * half + 2 * tg + (e & 1));
+                for (u32 e = 0; e < 4; ++e) acc[half][e] = entry(half, e);
             for (u32 K = J; K < I; ++K)
                 for (u32 k0 = 0; k0 < SUB; k0 += MMA_K) {
                     if (K == J)
@@ -239,8 +243,7 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
 #pragma unroll
             for (u32 half = 0; half < 2; ++half)
 #pragma unroll
-                for (u32 e = 0; e < 4; ++e)
-                    at(SUB * I + g + 8 * (e >> 1), SUB * J + 8 * half + 2 * tg + (e & 1)) = acc[half][e];
+                for (u32 e = 0; e < 4; ++e) entry(half, e) = acc[half][e];
             __syncwarp();
             // T_IJ = P_IJ + X_II·P_IJ: P_IJ is this warp's own block, read whole before the mmas
             // and written after them.
@@ -250,8 +253,7 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
 #pragma unroll
             for (u32 half = 0; half < 2; ++half)
 #pragma unroll
-                for (u32 e = 0; e < 4; ++e)
-                    at(SUB * I + g + 8 * (e >> 1), SUB * J + 8 * half + 2 * tg + (e & 1)) = acc[half][e];
+                for (u32 e = 0; e < 4; ++e) entry(half, e) = acc[half][e];
         }
     }
 }
@@ -365,8 +367,8 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         }
     }
     float* aqk_block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
-    // Every entry j ≤ i is written by exactly one slot or tile element; aqk is zero above the diagonal
-    // (A's upper triangle is never read).
+    // Every entry j ≤ i is written by exactly one slot or tile element; aqk is zero above the
+    // diagonal (A's upper triangle is never read).
     const auto put = [&](u32 i, u32 j, float a_sum, float att_sum) {
         A[i * ASTR + j] = (i < real && j < i) ? -beta_s[i] * a_sum : 0.0f;
         aqk_block[i * C + j] = i < real ? att_sum : 0.0f;
@@ -398,10 +400,10 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     // takes the 16 rows 16·(w / WPM) .. of the chunk and NPW of the tile's PREP_TD/8 column tiles,
     // both products (each A fragment serves both), over the columns j up to its diagonal tile; A's
     // entries above the diagonal are read as zero. v and k·e^{gc} are staged zero past t.
-    constexpr u32 NPW = C / 16;          // column tiles per warp
-    constexpr u32 WPM = PREP_TD / 8 / NPW;  // warps per 16 rows
-    static_assert(WPM * (C / 16) == NW, "the chunk's tiles must share out evenly over the warps");
-    const u32 row0 = 16 * (warp / WPM), tile0 = (warp % WPM) * NPW;
+    constexpr u32 NPW = C / MMA_M;              // column tiles per warp
+    constexpr u32 WPM = PREP_TD / MMA_N / NPW;  // warps per 16 rows
+    static_assert(WPM * (C / MMA_M) == NW, "the chunk's tiles must share out evenly over the warps");
+    const u32 row0 = MMA_M * (warp / WPM), tile0 = (warp % WPM) * NPW;
     // The same pass writes what the scan needs of the gates, qdec and kdec (sdec below), so that
     // its sequential walk takes no exponential: e^{gc} serves both w's operand and qdec.
     float* vs = stage;
@@ -414,10 +416,10 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             const size_t at_g = at(i) + x0 + xx;
             float v_i = 0.0f, k_decayed = 0.0f, q_decayed = 0.0f, k_closing = 0.0f;
             if (i < real) {
-                const float k_i = k[at_g], growth = expf(gc[at_g]);
+                const float k_i = k[at_g], from_start = expf(gc[at_g]);
                 v_i = v[at_g];
-                k_decayed = k_i * growth;
-                q_decayed = q[at_g] * scale * growth;
+                k_decayed = k_i * from_start;
+                q_decayed = q[at_g] * scale * from_start;
                 k_closing = k_i * expf(gc[last + x0 + xx] - gc[at_g]);
             }
             vs[i * PREP_STR + xx] = v_i;
@@ -431,7 +433,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         for (u32 n = 0; n < NPW; ++n)
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) au[n][e] = aw[n][e] = 0.0f;
-        for (u32 j0 = 0; j0 < row0 + 16 && j0 < real; j0 += 8) {
+        for (u32 j0 = 0; j0 < row0 + MMA_M && j0 < real; j0 += MMA_K) {
             float a[4];
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) {
@@ -439,11 +441,15 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
                 a[e] = j <= i ? A[i * ASTR + j] : 0.0f;
             }
             const SplitA coef(a);
+            // The B fragment of a staged tile: rows j0 .. j0 + 8, the lane's column.
+            const auto staged = [&](const float* tile, u32 column) {
+                return SplitB(tile[(j0 + tg) * PREP_STR + column], tile[(j0 + tg + 4) * PREP_STR + column]);
+            };
 #pragma unroll
             for (u32 n = 0; n < NPW; ++n) {
-                const u32 column = 8 * (tile0 + n) + g;
-                mma_f32_1688(au[n], coef, SplitB(vs[(j0 + tg) * PREP_STR + column], vs[(j0 + tg + 4) * PREP_STR + column]));
-                mma_f32_1688(aw[n], coef, SplitB(ke[(j0 + tg) * PREP_STR + column], ke[(j0 + tg + 4) * PREP_STR + column]));
+                const u32 column = MMA_N * (tile0 + n) + g;
+                mma_f32_1688(au[n], coef, staged(vs, column));
+                mma_f32_1688(aw[n], coef, staged(ke, column));
             }
         }
 #pragma unroll
@@ -451,7 +457,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) {
                 const u32 i = row0 + g + 8 * (e >> 1);
-                const size_t at_o = at(i) + x0 + 8 * (tile0 + n) + 2 * tg + (e & 1);
+                const size_t at_o = at(i) + x0 + MMA_N * (tile0 + n) + 2 * tg + (e & 1);
                 u[at_o] = i < real ? au[n][e] : 0.0f;
                 w[at_o] = i < real ? aw[n][e] : 0.0f;
             }
