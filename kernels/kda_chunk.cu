@@ -529,6 +529,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
     constexpr u32 NPW = C / 32;       // column tiles of vnew, inter and out per warp
     constexpr u32 WPM = VT / MMA_N / NPW;  // warps per 16-row tile of the chunk
     constexpr u32 KSTEPS = C / MMA_K;      // k steps of the update (over the chunk's rows)
+    constexpr u32 ATT_GROUP = 4;           // k steps of aqk's product loaded at once
     static_assert(WPM * (C / MMA_M) == SNW, "the chunk's tiles must share out evenly over the warps");
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane / 4, tg = lane % 4;
     const bool async = aligned16(w) && aligned16(qdec);
@@ -644,18 +645,26 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
         __syncthreads();
 
         // out = inter + Σ_{j≤i} aqk[i,j]·vnew[j]: the k steps up to this warp's diagonal tile, the
-        // entries j ≤ i < real only.
+        // entries j ≤ i < real only, their fragments loaded ATT_GROUP steps at a time before the
+        // group's mmas (all of them at once would spill).
         const float* block = aqk + (static_cast<size_t>(chunk) * h + head) * C * C;
-        for (u32 j0 = 0; j0 < row0 + MMA_M; j0 += MMA_K) {
-            float a[4];
+        for (u32 s0 = 0; MMA_K * s0 < row0 + MMA_M; s0 += ATT_GROUP) {
+            float att[ATT_GROUP][4];
 #pragma unroll
-            for (u32 e = 0; e < 4; ++e) {
-                const u32 i = row0 + g + 8 * (e & 1), j = j0 + tg + 4 * (e >> 1);
-                a[e] = i < real && j <= i ? block[i * C + j] : 0.0f;
+            for (u32 s = 0; s < ATT_GROUP; ++s)
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e) {
+                    const u32 i = row0 + g + 8 * (e & 1), j = MMA_K * (s0 + s) + tg + 4 * (e >> 1);
+                    att[s][e] = i < real && j <= i ? block[i * C + j] : 0.0f;
+                }
+#pragma unroll
+            for (u32 s = 0; s < ATT_GROUP; ++s) {
+                if (MMA_K * (s0 + s) >= row0 + MMA_M) break;
+                const SplitA a_att(att[s]);
+#pragma unroll
+                for (u32 j = 0; j < NPW; ++j)
+                    mma_f32_1688(qS[j], a_att, b_fragment(vn_s, MMA_K * (s0 + s), tile0 + j, g, tg));
             }
-            const SplitA a_att(a);
-#pragma unroll
-            for (u32 j = 0; j < NPW; ++j) mma_f32_1688(qS[j], a_att, b_fragment(vn_s, j0, tile0 + j, g, tg));
         }
 #pragma unroll
         for (u32 j = 0; j < NPW; ++j)
@@ -673,17 +682,20 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
             for (u32 tile = 0; tile < VT / MMA_N; ++tile)
 #pragma unroll
                 for (u32 e = 0; e < 4; ++e) S[tile][e] = S[tile][e] * closing[e >> 1];
+            // kdec^T: A[m][i] = kdec[i][k_own + m], zero past the chunk's real rows; every step's
+            // fragment loaded before the first mma, so the loads wait for memory once.
+            float kd[KSTEPS][4];
 #pragma unroll
-            for (u32 s = 0; s < KSTEPS; ++s) {
-                if (MMA_K * s >= real) break;
-                // kdec^T: A[m][i] = kdec[i][k_own + m], zero past the chunk's real rows.
-                float kd[4];
+            for (u32 s = 0; s < KSTEPS; ++s)
 #pragma unroll
                 for (u32 e = 0; e < 4; ++e) {
                     const u32 i = MMA_K * s + tg + 4 * (e >> 1);
-                    kd[e] = i < real ? kdec[at(i) + k_own + g + 8 * (e & 1)] : 0.0f;
+                    kd[s][e] = i < real ? kdec[at(i) + k_own + g + 8 * (e & 1)] : 0.0f;
                 }
-                const SplitA a_k(kd);
+#pragma unroll
+            for (u32 s = 0; s < KSTEPS; ++s) {
+                if (MMA_K * s >= real) break;
+                const SplitA a_k(kd[s]);
 #pragma unroll
                 for (u32 tile = 0; tile < VT / MMA_N; ++tile)
                     mma_f32_1688(S[tile], a_k, b_fragment(vn_s, MMA_K * s, tile, g, tg));
