@@ -318,6 +318,21 @@ const MMA_TF32_TILE: KernelEntry = entry(
     },
 );
 
+/// `const f32 a[128], const f32 b[64], f32 split[128], f32 single[128]`.
+const MMA_F32_TILE: KernelEntry = entry(
+    "mma",
+    "mma_f32_tile",
+    &Signature {
+        params: &[
+            read("a", DType::F32, "128", &[Op::Literal(128)]),
+            read("b", DType::F32, "64", &[Op::Literal(64)]),
+            write("split", DType::F32, "128", &[Op::Literal(128)]),
+            write("single", DType::F32, "128", &[Op::Literal(128)]),
+        ],
+        requires: &[],
+    },
+);
+
 /// `const u32 rows[128], u32 out[192]`.
 const LDMATRIX_LANES: KernelEntry = entry(
     "mma",
@@ -827,6 +842,43 @@ fn to_tf32_rounds_to_nearest_ties_away_and_the_tf32_mma_sums_exact_products_in_a
     let descending: Vec<usize> = (0..8).rev().collect();
     assert_ne!(tf32_tile_reference(&a_tf32, &b_tf32, &c, &descending), expected, "the orders look alike");
     assert_ne!(tf32_tile_reference(&a, &b, &c, &ascending), expected, "rounding to tf32 changes nothing");
+}
+
+#[test]
+fn three_tf32_products_give_an_f32_tile_where_one_is_off_by_the_tf32_rounding() {
+    let gpu = backend(66);
+    let mut bits = Bits(0x6633_7466);
+    let a: Vec<f32> = (0..128).map(|_| f32_any(&mut bits)).collect();
+    let b: Vec<f32> = (0..64).map(|_| f32_any(&mut bits)).collect();
+    let (a_buffer, b_buffer) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
+    let (mut split, mut single) =
+        (gpu.upload(&[f32::NAN; 128]).unwrap(), gpu.upload(&[f32::NAN; 128]).unwrap());
+    launch(
+        &gpu,
+        &MMA_F32_TILE,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [(&a_buffer).into(), (&b_buffer).into(), (&mut split).into(), (&mut single).into()],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    // The largest error of a tile against the exact (f64) product, relative to Σ_k |a·b| of its
+    // element.
+    let worst = |tile: &[f32]| {
+        (0..128)
+            .map(|at| {
+                let (m, n) = (at / 8, at % 8);
+                let terms = (0..8).map(|k| f64::from(a[m * 8 + k]) * f64::from(b[k * 8 + n]));
+                let (exact, scale) =
+                    terms.fold((0.0, 0.0), |(sum, abs), term: f64| (sum + term, abs + term.abs()));
+                (f64::from(tile[at]) - exact).abs() / scale
+            })
+            .fold(0.0, f64::max)
+    };
+    let (split, single) =
+        (worst(&gpu.download::<f32>(&split).unwrap()), worst(&gpu.download::<f32>(&single).unwrap()));
+    // Three products: each off by at most about 3·2⁻²² of |a·b| (the dropped lo·lo and the two lo
+    // roundings), 24 f32 additions on top. One: the operands' tf32 rounding, up to 2⁻¹¹ each.
+    assert!(split <= 2f64.powi(-19), "three tf32 products: worst relative error {split:e}");
+    assert!(single >= 2f64.powi(-15), "one tf32 product: worst relative error {single:e}, no worse than f32");
 }
 
 #[test]

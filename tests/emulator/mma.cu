@@ -1,6 +1,8 @@
-// The tensor-core wrappers of kernels/kda_common.cuh (ldmatrix_x4, ldmatrix_x2, mma_bf16_16816),
-// run by one warp: used right, and used wrongly.
+// The tensor-core wrappers of kernels/kda_common.cuh (ldmatrix_x4, ldmatrix_x2, mma_bf16_16816,
+// to_tf32, mma_tf32_1688) and the f32 products of kernels/mma_f32.cuh, run by one warp: used right,
+// and used wrongly.
 #include "../../kernels/kda_common.cuh"
+#include "../../kernels/mma_f32.cuh"
 
 // One 16×8 tile D = (C + A·B) + A·B, as a GEMM's inner step computes it: A [16][16] (m, k) and B
 // given as [8][16] (a Linear weight's [n][k] rows, k contiguous) staged in shared memory, their fragments fetched
@@ -86,4 +88,24 @@ extern "C" __global__ void mma_tf32_tile(const float* a, const float* b, const f
     for (u32 e = 0; e < 4; ++e) acc[e] = c[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
     mma_tf32_1688(acc, fa, fb);
     for (u32 e = 0; e < 4; ++e) d[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = acc[e];
+}
+
+// D = A·B for one 16×8×8 tile of f32 operands, two ways: `split` by mma_f32_1688 (kernels/
+// mma_f32.cuh: three tf32 products each), `single` by one mma_tf32_1688 on the operands rounded to
+// tf32. A [16][8] and B [8][8] (k, n) row-major. Run with 32 threads.
+extern "C" __global__ void mma_f32_tile(const float* a, const float* b, float* split, float* single) {
+    const u32 l = threadIdx.x, g = l / 4, t = l % 4;
+    float fa[4];
+    for (u32 e = 0; e < 4; ++e) fa[e] = a[(g + 8 * (e & 1)) * 8 + t + 4 * (e >> 1)];
+    const float fb0 = b[t * 8 + g], fb1 = b[(t + 4) * 8 + g];
+    float three[4] = {0.0f, 0.0f, 0.0f, 0.0f}, one[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_f32_1688(three, SplitA(fa), SplitB(fb0, fb1));
+    const u32 ra[4] = {to_tf32(fa[0]), to_tf32(fa[1]), to_tf32(fa[2]), to_tf32(fa[3])};
+    const u32 rb[2] = {to_tf32(fb0), to_tf32(fb1)};
+    mma_tf32_1688(one, ra, rb);
+    for (u32 e = 0; e < 4; ++e) {
+        const u32 at = (g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1);
+        split[at] = three[e];
+        single[at] = one[e];
+    }
 }
