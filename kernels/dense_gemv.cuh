@@ -42,10 +42,11 @@ static_assert(GEMV_COLS_PER_BLOCK == 32, "a GEMV block owns 32 output columns");
 // scatters them.
 constexpr u32 GEMV_COLUMNS_PER_PASS = 4;
 
-// Eight consecutive bf16 of `row` from position p as 4 words: one 16-byte load when the chunk is in
-// bounds and aligned, else element by element with zeros past k.
-__device__ __forceinline__ uint4 gemv_chunk(const bf16* row, u32 p, u32 k, bool vector_ok) {
-    if (vector_ok && p + 8 <= k) return __ldg(reinterpret_cast<const uint4*>(row + p));
+// Eight consecutive bf16 of `row` from chunk position p as 4 words: one 16-byte load on the
+// vector path (every chunk whole and aligned), else element by element with zeros past k.
+template <bool VECTOR>
+__device__ __forceinline__ uint4 gemv_chunk(const bf16* row, u32 p, u32 k) {
+    if (VECTOR) return __ldg(reinterpret_cast<const uint4*>(row + p));
     return load_chunk_scalar(row, true, p, k);
 }
 
@@ -82,6 +83,63 @@ __device__ __forceinline__ float gemv_reduce4(const float (&v)[GEMV_COLUMNS_PER_
     return total;
 }
 
+// A unit's lane sums: acc[i][c] = the lane's chunks q0, q0 + 32, … < end of x row i against
+// weight row c, ascending, each chunk by gemv_fma8; rows i ≥ m sum zeros and are never read. The
+// loop has no branch on the data (the row count is MAXM, the loads of rows past m are predicated
+// off, the vector path is chosen once outside). The single-row GEMV unrolls it, which puts the
+// weight loads of 4 chunks in flight; with more rows the registers the accumulators take leave no
+// room for that, so the weight chunks of the next AHEAD steps are loaded into a ring explicitly,
+// one step's worth per step: that is what keeps enough bytes in flight per warp.
+template <u32 MAXM, bool VECTOR>
+__device__ __forceinline__ void sum_chunks(float (&acc)[MAXM][GEMV_COLUMNS_PER_PASS], const bf16* __restrict__ x,
+                                           u32 ldx, u32 m, const bf16* const (&rows)[GEMV_COLUMNS_PER_PASS], u32 q0,
+                                           u32 end, u32 k) {
+    constexpr u32 PASS = GEMV_COLUMNS_PER_PASS;
+    constexpr u32 AHEAD = MAXM <= 4 ? 3 : MAXM <= 8 ? 2 : 1;
+#pragma unroll
+    for (u32 i = 0; i < MAXM; ++i)
+#pragma unroll
+        for (u32 c = 0; c < PASS; ++c) acc[i][c] = 0.0f;
+    // The weight chunks of step q (zeros past end: a step that is never used).
+    const auto load_step = [&](uint4 (&wv)[PASS], u32 q) {
+#pragma unroll
+        for (u32 c = 0; c < PASS; ++c) wv[c] = q < end ? gemv_chunk<VECTOR>(rows[c], q * 8, k) : uint4{};
+    };
+    const auto step = [&](const uint4 (&wv)[PASS], u32 q) {
+#pragma unroll
+        for (u32 i = 0; i < MAXM; ++i) {
+            const uint4 xv = i < m ? gemv_chunk<VECTOR>(x + static_cast<size_t>(i) * ldx, q * 8, k) : uint4{};
+#pragma unroll
+            for (u32 c = 0; c < PASS; ++c) acc[i][c] = gemv_fma8(acc[i][c], xv, wv[c]);
+        }
+    };
+    if (MAXM == 1) {
+        // Unrolling leaves the order unchanged.
+#pragma unroll 4
+        for (u32 q = q0; q < end; q += 32) {
+            uint4 wv[PASS];
+            load_step(wv, q);
+            step(wv, q);
+        }
+    } else {
+        uint4 ring[AHEAD][PASS];  // ring[r]: the chunks of step q + 32·(r + 1)
+        uint4 wv[PASS];
+        load_step(wv, q0);
+#pragma unroll
+        for (u32 r = 0; r < AHEAD; ++r) load_step(ring[r], q0 + 32 * (r + 1));
+        for (u32 q = q0; q < end; q += 32) {
+            step(wv, q);
+#pragma unroll
+            for (u32 c = 0; c < PASS; ++c) wv[c] = ring[0][c];
+#pragma unroll
+            for (u32 r = 0; r + 1 < AHEAD; ++r)
+#pragma unroll
+                for (u32 c = 0; c < PASS; ++c) ring[r][c] = ring[r + 1][c];
+            load_step(ring[AHEAD - 1], q + 32 * (AHEAD + 1));
+        }
+    }
+}
+
 // x [m, k] (rows ldx ≥ k elements apart), w [n, k], y [m, n], 1 ≤ m ≤ MAXM; blockDim must be
 // (32, GROUPS).
 template <u32 MAXM, u32 GROUPS>
@@ -110,26 +168,11 @@ __device__ __forceinline__ void dense_gemv_body(const bf16* __restrict__ x, cons
 #pragma unroll
             for (u32 c = 0; c < PASS; ++c) rows[c] = w + static_cast<size_t>(min(first + c, n - 1)) * k;
             float acc[MAXM][PASS];
-#pragma unroll
-            for (u32 i = 0; i < MAXM; ++i)
-#pragma unroll
-                for (u32 c = 0; c < PASS; ++c) acc[i][c] = 0.0f;
             const u32 end = min(chunks, (part + 1) * span);
-            // Loads in flight: the single-row GEMV has registers for 4 chunks of each column, the
-            // batched one (16 rows of accumulators) for 2. Unrolling leaves the order unchanged.
-#pragma unroll(MAXM == 1 ? 4 : 2)
-            for (u32 q = part * span + lane; q < end; q += 32) {
-                uint4 wv[PASS];
-#pragma unroll
-                for (u32 c = 0; c < PASS; ++c) wv[c] = gemv_chunk(rows[c], q * 8, k, vector_ok);
-#pragma unroll
-                for (u32 i = 0; i < MAXM; ++i) {
-                    if (i >= m) break;
-                    const uint4 xv = gemv_chunk(x + static_cast<size_t>(i) * ldx, q * 8, k, vector_ok);
-#pragma unroll
-                    for (u32 c = 0; c < PASS; ++c) acc[i][c] = gemv_fma8(acc[i][c], xv, wv[c]);
-                }
-            }
+            if (vector_ok)
+                sum_chunks<MAXM, true>(acc, x, ldx, m, rows, part * span + lane, end, k);
+            else
+                sum_chunks<MAXM, false>(acc, x, ldx, m, rows, part * span + lane, end, k);
 #pragma unroll
             for (u32 i = 0; i < MAXM; ++i) {
                 if (i >= m) break;

@@ -57,7 +57,8 @@ fn every_kernel_matches_the_reference_at_head_dims_64_and_128() {
 #[test]
 fn gemv_batchm_rows_are_bit_identical_to_gemv() {
     let (gpu, kernels) = emulated();
-    for m in [2, 5, 16] {
+    // A batch in each of the kernel's row buckets (2, 4, 8, 16 rows of accumulators).
+    for m in [2, 3, 5, 9, 16] {
         assert_batchm_rows_are_gemv(&gpu, &kernels, "tiny", tiny(), m);
     }
 }

@@ -71,7 +71,8 @@ fn every_kernel_matches_the_reference_at_glm5_flash() {
 fn gemv_batchm_rows_are_bit_identical_to_gemv() {
     let (gpu, kernels) = cuda();
     for (name, geometry) in [("tiny", tiny()), ("d128", d128()), ("glm5-flash", KdaGeometry::glm5_flash())] {
-        for m in [2, 5, 16] {
+        // A batch in each of the kernel's row buckets (2, 4, 8, 16 rows of accumulators).
+        for m in [2, 3, 5, 9, 16] {
             assert_batchm_rows_are_gemv(&gpu, &kernels, name, geometry, m);
         }
     }

@@ -28,6 +28,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 // Static storage of the one block that runs at a time. The build collects every static of the
 // entry's unit (compiled with -fdata-sections) into the section `kda_emu_shared`, which the
