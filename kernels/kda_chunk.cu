@@ -487,9 +487,12 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
 //   (tile T − 1's) is free, and T + 1's copies go out before T's products. Only rows < t are
 //   staged; the rows past them give accumulator rows that are never stored. aqk is read from
 //   global memory, only its tiles at or left of the diagonal.
-// S_s and vn_s hold a row of VT columns with 16-byte groups XOR-swizzled by row (`swizzled`), so
-// the B fragments' reads (4 rows × 8 columns a warp) hit 32 different banks; the staged rows are
-// padded to STAGE_STRIDE, so the A fragments' reads (8 rows × 4 columns) do too.
+// - Nothing the walk reads depends on the state, so each chunk starts by asking L2 for the next
+//   chunk's rows (prefetch_l2): the chunk's own loads then wait for L2, not HBM.
+// S_s and vn_s hold a row of VT columns with groups of 8 columns XOR-swizzled by the row's low two
+// bits (`swizzled`), so the B fragments' reads (4 rows × 8 columns a warp) hit 32 different banks;
+// the staged rows are padded to STAGE_STRIDE, so the A fragments' reads (8 rows × 4 columns) do
+// too.
 
 // Shared-memory index of (row, column) of a row-major tile VT wide: column groups of 8 swizzled by
 // the row's low two bits.
