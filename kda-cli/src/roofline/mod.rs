@@ -266,7 +266,8 @@ impl Peak {
         }
     }
 
-    /// The peak of a kernel of the table.
+    /// The peak of a kernel of the table. `chunk_prepare` keeps the f32 roof although some of its
+    /// products run on tensor cores: its exponentials and the pairs within a sub-block do not.
     pub fn of(field: &str) -> Peak {
         match field {
             "gemm" | "gemm_splitk" => Peak::TensorBf16,
