@@ -187,6 +187,7 @@ template <u32 C>
 __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) {
     constexpr u32 BLOCKS = C / SUB;
     const u32 g = lane / 4, tg = lane % 4;
+    const TileLane tl(lane);
     const auto at = [&](u32 i, u32 j) -> float& { return A[i * ASTR + j]; };
     // Lower part of a diagonal block: entries (i, j) with j < i.
     const auto lower = [&](u32 i, u32 j) { return j < i ? at(i, j) : 0.0f; };
@@ -207,7 +208,7 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
     const auto product = [&](float (&d)[2][4], u32 i0, u32 ka, u32 kb, u32 j0, auto a, auto b) {
         float af[4];
 #pragma unroll
-        for (u32 e = 0; e < 4; ++e) af[e] = a(i0 + g + 8 * (e & 1), ka + tg + 4 * (e >> 1));
+        for (u32 e = 0; e < 4; ++e) af[e] = a(i0 + tl.a_row(e), ka + tl.a_col(e));
         const SplitA split(af);
 #pragma unroll
         for (u32 half = 0; half < 2; ++half) {
@@ -221,7 +222,7 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
         const u32 J = warp;
         // This lane's entries of block (I, J) in accumulator layout, both 8-column halves.
         const auto entry = [&](u32 half, u32 e) -> float& {
-            return at(SUB * I + g + 8 * (e >> 1), SUB * J + MMA_N * half + 2 * tg + (e & 1));
+            return at(SUB * I + tl.d_row(e), SUB * J + MMA_N * half + tl.d_col(e));
         };
         float acc[2][4];
         if (J < I) {
@@ -298,6 +299,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     // A (strictly lower) and aqk (lower with the diagonal), accumulated over d tiles of ATT_TD.
     const DiagonalSlots<C> diagonal(lane, warp);
     const u32 g = lane / 4, tg = lane % 4;
+    const TileLane tl(lane);
     const OffDiagonalTiles<C> tiles(warp);
     float dacc[DIAG_SLOTS], datt[DIAG_SLOTS], oacc[OffDiagonalTiles<C>::PER_WARP][4],
         oatt[OffDiagonalTiles<C>::PER_WARP][4];
@@ -356,7 +358,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
                 float ak[4], aq[4];
 #pragma unroll
                 for (u32 e = 0; e < 4; ++e) {
-                    const u32 i = SUB * I + g + 8 * (e & 1), x = kk + tg + 4 * (e >> 1);
+                    const u32 i = SUB * I + tl.a_row(e), x = kk + tl.a_col(e);
                     ak[e] = st.left_k(i, x);
                     aq[e] = st.left_q(i, x);
                 }
@@ -381,7 +383,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         if (!tiles.valid(n)) continue;
 #pragma unroll
         for (u32 e = 0; e < 4; ++e)
-            put(SUB * tiles.block[n] + g + 8 * (e >> 1), tiles.column0[n] + 2 * tg + (e & 1), oacc[n][e], oatt[n][e]);
+            put(SUB * tiles.block[n] + tl.d_row(e), tiles.column0[n] + tl.d_col(e), oacc[n][e], oatt[n][e]);
     }
     for (u32 e = tid; e < C * C; e += NT)
         if (e % C > e / C) aqk_block[e] = 0.0f;
@@ -437,7 +439,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             float a[4];
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) {
-                const u32 i = row0 + g + 8 * (e & 1), j = j0 + tg + 4 * (e >> 1);
+                const u32 i = row0 + tl.a_row(e), j = j0 + tl.a_col(e);
                 a[e] = j <= i ? A[i * ASTR + j] : 0.0f;
             }
             const SplitA coef(a);
@@ -456,8 +458,8 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
         for (u32 n = 0; n < NPW; ++n)
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) {
-                const u32 i = row0 + g + 8 * (e >> 1);
-                const size_t at_o = at(i) + x0 + MMA_N * (tile0 + n) + 2 * tg + (e & 1);
+                const u32 i = row0 + tl.d_row(e);
+                const size_t at_o = at(i) + x0 + MMA_N * (tile0 + n) + tl.d_col(e);
                 u[at_o] = i < real ? au[n][e] : 0.0f;
                 w[at_o] = i < real ? aw[n][e] : 0.0f;
             }
@@ -535,6 +537,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
     constexpr u32 ATT_GROUP = 4;           // k steps of aqk's product loaded at once
     static_assert(WPM * (C / MMA_M) == SNW, "the chunk's tiles must share out evenly over the warps");
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane / 4, tg = lane % 4;
+    const TileLane tl(lane);
     const bool async = aligned16(w) && aligned16(qdec);
     const u32 row0 = MMA_M * (warp / WPM), tile0 = (warp % WPM) * NPW;  // this warp's chunk rows, tiles
     const u32 k_own = MMA_M * warp;                                      // this warp's state rows
@@ -544,14 +547,14 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
     float* S_g = state + static_cast<size_t>(head) * d * d + v0;
     float S[VT / MMA_N][4];
     const auto state_at = [&](u32 tile, u32 e) -> size_t {
-        return static_cast<size_t>(k_own + g + 8 * (e >> 1)) * d + MMA_N * tile + 2 * tg + (e & 1);
+        return static_cast<size_t>(k_own + tl.d_row(e)) * d + MMA_N * tile + tl.d_col(e);
     };
     const auto publish_state = [&] {
 #pragma unroll
         for (u32 tile = 0; tile < VT / MMA_N; ++tile)
 #pragma unroll
             for (u32 e = 0; e < 4; ++e)
-                S_s[swizzled(k_own + g + 8 * (e >> 1), MMA_N * tile + 2 * tg + (e & 1))] = S[tile][e];
+                S_s[swizzled(k_own + tl.d_row(e), MMA_N * tile + tl.d_col(e))] = S[tile][e];
     };
     if (owns_state) {
 #pragma unroll
@@ -622,7 +625,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
                 float aw[4], aq[4];
 #pragma unroll
                 for (u32 e = 0; e < 4; ++e) {
-                    const u32 at_s = (row0 + g + 8 * (e & 1)) * STAGE_STRIDE + kk + tg + 4 * (e >> 1);
+                    const u32 at_s = (row0 + tl.a_row(e)) * STAGE_STRIDE + kk + tl.a_col(e);
                     aw[e] = ws[at_s];
                     aq[e] = qs[at_s];
                 }
@@ -641,8 +644,8 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
         for (u32 j = 0; j < NPW; ++j)
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) {
-                const u32 i = row0 + g + 8 * (e >> 1);
-                const u32 v = MMA_N * (tile0 + j) + 2 * tg + (e & 1);
+                const u32 i = row0 + tl.d_row(e);
+                const u32 v = MMA_N * (tile0 + j) + tl.d_col(e);
                 vn_s[swizzled(i, v)] = i < real ? u[at(i) + v0 + v] - wS[j][e] : 0.0f;
             }
         __syncthreads();
@@ -657,7 +660,7 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
             for (u32 s = 0; s < ATT_GROUP; ++s)
 #pragma unroll
                 for (u32 e = 0; e < 4; ++e) {
-                    const u32 i = row0 + g + 8 * (e & 1), j = MMA_K * (s0 + s) + tg + 4 * (e >> 1);
+                    const u32 i = row0 + tl.a_row(e), j = MMA_K * (s0 + s) + tl.a_col(e);
                     att[s][e] = i < real && j <= i ? block[i * C + j] : 0.0f;
                 }
 #pragma unroll
@@ -673,8 +676,8 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
         for (u32 j = 0; j < NPW; ++j)
 #pragma unroll
             for (u32 e = 0; e < 4; ++e) {
-                const u32 i = row0 + g + 8 * (e >> 1);
-                if (i < real) out[at(i) + v0 + MMA_N * (tile0 + j) + 2 * tg + (e & 1)] = qS[j][e];
+                const u32 i = row0 + tl.d_row(e);
+                if (i < real) out[at(i) + v0 + MMA_N * (tile0 + j) + tl.d_col(e)] = qS[j][e];
             }
 
         // S ← S·sdec + kdec^T·vnew on this warp's state rows, then published for the next chunk:
@@ -692,8 +695,8 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
             for (u32 s = 0; s < KSTEPS; ++s)
 #pragma unroll
                 for (u32 e = 0; e < 4; ++e) {
-                    const u32 i = MMA_K * s + tg + 4 * (e >> 1);
-                    kd[s][e] = i < real ? kdec[at(i) + k_own + g + 8 * (e & 1)] : 0.0f;
+                    const u32 i = MMA_K * s + tl.a_col(e);
+                    kd[s][e] = i < real ? kdec[at(i) + k_own + tl.a_row(e)] : 0.0f;
                 }
 #pragma unroll
             for (u32 s = 0; s < KSTEPS; ++s) {

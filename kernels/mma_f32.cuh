@@ -8,6 +8,18 @@
 
 #include "kda_common.cuh"
 
+// Where element e (0 .. 3) of a lane's fragments sits in its 16 × 8 tile, by mma_tf32_1688's
+// layouts with g = lane/4, t = lane%4: an A fragment's at (a_row, a_col), an accumulator's at
+// (d_row, d_col). (A B fragment's two elements sit at rows t and t + 4 of column g.)
+struct TileLane {
+    u32 g, t;
+    __device__ __forceinline__ explicit TileLane(u32 lane) : g(lane / 4), t(lane % 4) {}
+    __device__ __forceinline__ u32 a_row(u32 e) const { return g + 8 * (e & 1); }
+    __device__ __forceinline__ u32 a_col(u32 e) const { return t + 4 * (e >> 1); }
+    __device__ __forceinline__ u32 d_row(u32 e) const { return g + 8 * (e >> 1); }
+    __device__ __forceinline__ u32 d_col(u32 e) const { return 2 * t + (e & 1); }
+};
+
 // An operand's two tf32 parts.
 struct Tf32Parts {
     u32 hi, lo;
