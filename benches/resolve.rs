@@ -35,7 +35,7 @@ struct SeedKernels {
     chunk_prepare: KernelHandle,
     chunk_scan: KernelHandle,
     recurrent: KernelHandle,
-    recurrent_smem: Option<KernelHandle>,
+    recurrent_regs: Option<KernelHandle>,
     o_norm: KernelHandle,
     fill: KernelHandle,
 }
@@ -54,7 +54,7 @@ impl SeedKernels {
             chunk_prepare: gpu.lookup(table::chunk_prepare::ENTRY)?,
             chunk_scan: gpu.lookup(table::chunk_scan::ENTRY)?,
             recurrent: gpu.lookup(table::recurrent::ENTRY)?,
-            recurrent_smem: try_kernel(gpu, table::recurrent_smem::ENTRY)?,
+            recurrent_regs: try_kernel(gpu, table::recurrent_regs::ENTRY)?,
             o_norm: gpu.lookup(table::o_norm::ENTRY)?,
             fill: gpu.lookup(table::fill::ENTRY)?,
         })

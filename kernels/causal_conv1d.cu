@@ -147,16 +147,6 @@ __device__ __forceinline__ void head_token(float (&win)[CPL][CONV_MAX_WIDTH], co
     }
 }
 
-// Runs body(CPL) with CPL = head_dim / 32 as a compile-time constant (head_dim 32, 64 or 128).
-template <typename Body>
-__device__ __forceinline__ void with_channels_per_lane(u32 head_dim, Body body) {
-    switch (head_dim) {
-        case 32: body(std::integral_constant<u32, 1>{}); break;
-        case 64: body(std::integral_constant<u32, 2>{}); break;
-        default: body(std::integral_constant<u32, 4>{}); break;
-    }
-}
-
 // Batched decode with heads of 32·CPL channels (see the decode entry).
 template <u32 CPL>
 __device__ __forceinline__ void conv_decode_heads(float* __restrict__ pool, const u32* __restrict__ slot,
@@ -271,8 +261,8 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool,
     if (width == 0 || width > CONV_MAX_WIDTH) return;
     if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
     if (dim % head_dim != 0 || qk_channels % head_dim != 0 || qk_channels > dim || ldx < dim) return;
-    with_channels_per_lane(head_dim, [&](auto cpl) {
-        conv_decode_heads<decltype(cpl)::value>(pool, slot, x, weight, out, b, slots, dim, ldx, width, qk_channels,
+    with_head_dim(head_dim, [&](auto head_size) {
+        conv_decode_heads<decltype(head_size)::value / 32>(pool, slot, x, weight, out, b, slots, dim, ldx, width, qk_channels,
                                                 eps);
     });
 }
@@ -306,7 +296,7 @@ extern "C" __global__ void causal_conv1d_prefill_l2norm_split(float* __restrict_
     if (width == 0 || width > CONV_MAX_WIDTH) return;
     if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
     if (qkv % head_dim != 0 || ldx < 3 * static_cast<size_t>(qkv)) return;
-    with_channels_per_lane(head_dim, [&](auto cpl) {
-        conv_prefill_heads<decltype(cpl)::value>(state, x, weight, q, k, v, t, qkv, ldx, width, eps);
+    with_head_dim(head_dim, [&](auto head_size) {
+        conv_prefill_heads<decltype(head_size)::value / 32>(state, x, weight, q, k, v, t, qkv, ldx, width, eps);
     });
 }

@@ -11,6 +11,8 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 typedef __nv_bfloat16 bf16;
 typedef unsigned int u32;
 
@@ -49,6 +51,19 @@ __device__ __forceinline__ size_t warp_index() {
     return (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
 }
 __device__ __forceinline__ size_t warp_count() { return (static_cast<size_t>(gridDim.x) * blockDim.x) >> 5; }
+
+// Runs body(D) with the head dimension D = head_dim as a compile-time constant
+// (std::integral_constant), for the head dims the kernels take (32, 64 and 128; any other value
+// runs as 128, so callers check it first): for the kernels that keep a head's values in registers,
+// whose loops must unroll whole.
+template <typename Body>
+__device__ __forceinline__ void with_head_dim(u32 head_dim, Body body) {
+    switch (head_dim) {
+        case 32: body(std::integral_constant<u32, 32>{}); break;
+        case 64: body(std::integral_constant<u32, 64>{}); break;
+        default: body(std::integral_constant<u32, 128>{}); break;
+    }
+}
 
 // Asynchronous 16-byte global -> shared copy (sm_80+), bypassing L1: for streamed weights.
 #if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)

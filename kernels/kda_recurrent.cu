@@ -4,7 +4,7 @@
 // Geometry (src/launch.rs): both entries run `launch::recurrent(h, d, b)`: grid
 // (h, d / RECURRENT_VPB, ≥ b), blockDim.x == RECURRENT_VPB; thread v of block (hd, j, r) owns state
 // column j·VPB + v of head hd of batch row r's sequence.
-// Shared memory is static (the decayed column of the _smem entry included): no dynamic bytes.
+// Shared memory is static (the head's inputs): no dynamic bytes.
 //
 // Per head, α = e^{g} along k, one thread per column v, in the reference order:
 //   pass 1, k ascending: s = S[k][v]·α[k]; store s; kv = fma(s, k[k], kv)
@@ -14,7 +14,9 @@
 // q and k arrive L2-normalised and are never normalised again. Both entries run the same
 // expressions in the same order (`update_column` below), every multiply-add an explicit __fmaf_rn
 // and no product left for nvcc to contract, so their state and outputs are bit-identical whatever
-// the build's --fmad; they differ only in how often the column crosses global memory.
+// the build's --fmad; they differ only in how often the column crosses global memory. Both take
+// the head dim as a compile-time constant (with_head_dim); the _regs entry unrolls its passes
+// whole, so that its column is an array of registers.
 #include "kda_common.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
@@ -38,10 +40,12 @@ __device__ __forceinline__ bool recurrent_launch_ok(u32 h, u32 d) {
            blockIdx.x < h && (blockIdx.y + 1) * RECURRENT_VPB <= d;
 }
 
-// Stages one head's inputs: q, k and gate point at that head's d values.
-__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const float* gate, u32 d,
+// Stages one head's inputs: q, k and gate point at that head's D values.
+template <u32 D>
+__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const float* gate,
                                              float scale) {
-    for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
+#pragma unroll
+    for (u32 i = threadIdx.x; i < D; i += RECURRENT_VPB) {
         in.decay[i] = expf(gate[i]);
         in.k[i] = widen(k[i]);
         in.q_scaled[i] = widen(q[i]) * scale;
@@ -49,23 +53,28 @@ __device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, cons
     __syncthreads();
 }
 
-// The two passes over one column. `Src` is where pass 1 reads the column, `Mid` holds the decayed
-// column between the passes, `Dst` receives the updated column: element i of each is at
-// `ptr[i * stride]`. Only the memory differs between the entries, never an expression.
+// The two passes over one column of D elements, UNROLL steps at a time. `Src` is where pass 1 reads
+// the column, `Mid` holds the decayed column between the passes, `Dst` receives the updated column:
+// element i of each is at `ptr[i * stride]`. Only the memory differs between the entries, never an
+// expression. The __syncwarp between the passes (every lane of the one-warp block reaches it) also
+// makes pass 2 read k from shared memory again: kept in registers from pass 1, D more of them
+// would spill the _regs entry's column.
+template <u32 D, u32 UNROLL>
 __device__ __forceinline__ float update_column(const float* src, size_t src_stride, float* mid, size_t mid_stride,
-                                               float* dst, size_t dst_stride, const StepInputs& in, u32 d,
-                                               float beta, float v) {
+                                               float* dst, size_t dst_stride, const StepInputs& in, float beta,
+                                               float v) {
     float kv = 0.0f;
-#pragma unroll 8
-    for (u32 i = 0; i < d; ++i) {
+#pragma unroll UNROLL
+    for (u32 i = 0; i < D; ++i) {
         const float s = src[i * src_stride] * in.decay[i];
         mid[i * mid_stride] = s;
         kv = __fmaf_rn(s, in.k[i], kv);
     }
     const float delta = beta * (v - kv);
+    __syncwarp();
     float o = 0.0f;
-#pragma unroll 8
-    for (u32 i = 0; i < d; ++i) {
+#pragma unroll UNROLL
+    for (u32 i = 0; i < D; ++i) {
         const float s = __fmaf_rn(in.k[i], delta, mid[i * mid_stride]);
         dst[i * dst_stride] = s;
         o = __fmaf_rn(s, in.q_scaled[i], o);
@@ -120,46 +129,39 @@ extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qk
     if (!recurrent_launch_ok(h, d)) return;
     StepRow at;
     if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
-    stage_inputs(in, at.q, at.k, at.gate, d, scale);
-    *at.out = update_column(at.column, d, at.column, d, at.column, d, in, d, at.beta, at.v);
+    with_head_dim(d, [&](auto dim) {
+        stage_inputs<decltype(dim)::value>(in, at.q, at.k, at.gate, scale);
+        // Unrolled 8 steps at a time, so that pass 2 reads the column back from memory (unrolled
+        // whole, nvcc forwards pass 1's stores to it).
+        *at.out = update_column<decltype(dim)::value, 8>(at.column, d, at.column, d, at.column, d, in, at.beta,
+                                                         at.v);
+    });
 }
 
-// The same step reading the state once and writing it once: the block's d × VPB slice of the head's
-// state is staged into shared memory by all its threads at once (16-byte `cp.async` copies, every
-// row in flight together and the head's q, k and gate loading behind them, where the pool is
-// 16-byte aligned; element by element otherwise), pass 1
-// decays it there in place, and pass 2 writes the updated column to global memory. Bit-identical
-// to kda_recurrent_decode_bf16: the same expressions on the same values.
-extern "C" __global__ void kda_recurrent_decode_bf16_smem(const bf16* __restrict__ qkv,
-                                                          const float* __restrict__ gate,
-                                                          const float* __restrict__ beta, float* pool,
-                                                          const u32* __restrict__ slot, float* __restrict__ out,
-                                                          u32 b, u32 slots, u32 h, u32 d, float scale) {
+// The same step reading the state once and writing it once: each thread loads its whole column
+// into registers (every load in flight together, coalesced across the warp, with the head's q, k
+// and gate loading behind them), pass 1 decays it there, and pass 2 writes the updated column to
+// global memory. Bit-identical to kda_recurrent_decode_bf16: the same expressions on the same
+// values. At D = 128 the column takes 128 registers a thread; __launch_bounds__ asks for
+// REGS_BLOCKS_PER_SM one-warp blocks an SM, which leaves ptxas 65,536 / (32 · 12) = 170.
+constexpr u32 REGS_BLOCKS_PER_SM = 12;
+extern "C" __global__ void __launch_bounds__(RECURRENT_VPB, REGS_BLOCKS_PER_SM)
+    kda_recurrent_decode_bf16_regs(const bf16* __restrict__ qkv, const float* __restrict__ gate,
+                                   const float* __restrict__ beta, float* pool, const u32* __restrict__ slot,
+                                   float* __restrict__ out, u32 b, u32 slots, u32 h, u32 d, float scale) {
     __shared__ StepInputs in;
-    // Column-interleaved ([k][VPB]): thread v's element k at k·VPB + v, conflict-free; a row of the
-    // slice is VPB consecutive floats, as in the state.
-    __shared__ uint4 slice_words[KDA_MAX_HEAD_DIM * RECURRENT_VPB / 4];
-    float* const slice = reinterpret_cast<float*>(slice_words);
     if (!recurrent_launch_ok(h, d)) return;
     StepRow at;
     if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
-    // Row k of the slice is at.column − threadIdx.x + k·d: VPB floats from the block's first column.
-    const float* const first = at.column - threadIdx.x;
-    if (aligned16(first) && d % 4 == 0) {
-        constexpr u32 CHUNKS = RECURRENT_VPB / 4;  // 16-byte chunks per row
-        for (u32 i = threadIdx.x; i < d * CHUNKS; i += blockDim.x) {
-            const u32 k = i / CHUNKS, c = i % CHUNKS;
-            cp_async_16(slice + k * RECURRENT_VPB + c * 4, first + static_cast<size_t>(k) * d + c * 4);
-        }
-        cp_async_commit();
-    } else {
-        for (u32 k = 0; k < d; ++k) slice[k * RECURRENT_VPB + threadIdx.x] = at.column[static_cast<size_t>(k) * d];
-    }
-    // The head's inputs load while the slice's copies are in flight. Each thread then waits for
-    // its own copies, and a barrier publishes them all.
-    stage_inputs(in, at.q, at.k, at.gate, d, scale);
-    cp_async_wait<0>();
-    __syncthreads();
-    float* const mine = slice + threadIdx.x;
-    *at.out = update_column(mine, RECURRENT_VPB, mine, RECURRENT_VPB, at.column, d, in, d, at.beta, at.v);
+    with_head_dim(d, [&](auto dim) {
+        constexpr u32 D = decltype(dim)::value;
+        float column[D];
+#pragma unroll
+        for (u32 i = 0; i < D; ++i) column[i] = at.column[i * D];
+        stage_inputs<D>(in, at.q, at.k, at.gate, scale);
+        // Row stride D, not d (equal here): a compile-time stride makes every row's address an
+        // immediate offset of one pointer, where d's would hold D 64-bit addresses live from the
+        // loads to the stores.
+        *at.out = update_column<D, D>(column, 1, column, 1, at.column, D, in, at.beta, at.v);
+    });
 }

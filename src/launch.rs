@@ -33,21 +33,10 @@ fn blocks(grid: (u32, u32, u32), block: (u32, u32, u32)) -> LaunchGeometry {
     LaunchGeometry { grid: (grid.0.max(1), grid.1.max(1), grid.2.max(1)), block, shared_mem_bytes: 0 }
 }
 
-/// The elementwise kernels (`kda_fill_f32`, `dense_gemm_splitk_reduce_bf16`; `kda_gate_bf16`
-/// through [`elementwise_by`]): one thread per element of `n`. They grid-stride, so this is a sizing
-/// choice, not a contract.
+/// The elementwise kernels (`kda_fill_f32`, `dense_gemm_splitk_reduce_bf16`): one thread per
+/// element of `n`. They grid-stride, so this is a sizing choice, not a contract.
 pub fn elementwise(n: u32) -> LaunchGeometry {
     LaunchGeometry::linear(n, ELEMENTWISE_BLOCK)
-}
-
-/// Values a thread of `kda_gate_bf16` takes at a time where it can (4 channels of one head).
-pub const GATE_VALUES_PER_THREAD: u32 = 4;
-
-/// An elementwise kernel over `n` values that takes `per_thread` of them a thread where it can:
-/// one thread per `per_thread` values. A sizing choice like [`elementwise`]: the kernels
-/// grid-stride, so their single-value paths cover any `n` with it too.
-pub fn elementwise_by(n: u32, per_thread: u32) -> LaunchGeometry {
-    elementwise(n.div_ceil(per_thread))
 }
 
 /// `dense_gemm_bf16` on `c [m, n]`: one block of [`GEMM_THREADS`] per
@@ -94,6 +83,12 @@ pub fn conv_prefill(qkv: u32, head_dim: u32, t: u32) -> LaunchGeometry {
     warp_per_unit(t.div_ceil(CONV_PREFILL_TOKENS).saturating_mul(heads))
 }
 
+/// `kda_gate_bf16` on `tokens` × `heads` rows of channels: one warp per row (the kernel
+/// grid-strides over the rows by warp, so this is a sizing choice).
+pub fn gate(tokens: u32, heads: u32) -> LaunchGeometry {
+    warp_per_unit(tokens.saturating_mul(heads))
+}
+
 /// `kda_o_norm_gated_bf16` on `rows` = tokens × heads: one warp per head row (the kernel
 /// grid-strides over the rows by warp, so this is a sizing choice).
 pub fn norm(rows: u32) -> LaunchGeometry {
@@ -105,7 +100,7 @@ fn warp_per_unit(units: u32) -> LaunchGeometry {
     blocks((units.div_ceil(WARP_BLOCK / 32), 1, 1), (WARP_BLOCK, 1, 1))
 }
 
-/// `kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem` (the same geometry, so decode
+/// `kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_regs` (the same geometry, so decode
 /// can launch either) on `batch` sequences: grid `(heads, head_dim / RECURRENT_VPB, batch)`,
 /// [`RECURRENT_VPB`] threads, one per state column.
 pub fn recurrent(heads: u32, head_dim: u32, batch: u32) -> LaunchGeometry {

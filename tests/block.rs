@@ -468,19 +468,19 @@ fn the_fallbacks_for_the_optional_kernels_give_the_same_bits() {
     let weights = HostWeights::synthetic(&geometry, 31);
     let full = kda::reference::backend();
     let no_batchm = kda::reference::backend().without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
-    let no_smem = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
+    let no_regs = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
     // The fallbacks are really taken.
     let kernels = |gpu: &CpuBackend| *Glm5NextKdaBlock::new(gpu, geometry, &weights).unwrap().kernels();
-    assert!(kernels(&full).gemv_batchm.is_some() && kernels(&full).recurrent_smem.is_some());
-    assert!(kernels(&no_batchm).gemv_batchm.is_none() && kernels(&no_batchm).recurrent_smem.is_some());
-    assert!(kernels(&no_smem).recurrent_smem.is_none() && kernels(&no_smem).gemv_batchm.is_some());
-    let smem_block = Glm5NextKdaBlock::new(&no_smem, geometry, &weights).unwrap();
-    assert_eq!(smem_block.decode_kernel(), smem_block.kernels().recurrent);
+    assert!(kernels(&full).gemv_batchm.is_some() && kernels(&full).recurrent_regs.is_some());
+    assert!(kernels(&no_batchm).gemv_batchm.is_none() && kernels(&no_batchm).recurrent_regs.is_some());
+    assert!(kernels(&no_regs).recurrent_regs.is_none() && kernels(&no_regs).gemv_batchm.is_some());
+    let regs_block = Glm5NextKdaBlock::new(&no_regs, geometry, &weights).unwrap();
+    assert_eq!(regs_block.decode_kernel(), regs_block.kernels().recurrent);
 
     for t in [2, 9, 16, 17] {
         let (want_out, want_state) = run_bits(&full, geometry, t);
         assert!(want_out.iter().any(|&x| x != 0) && want_state.recurrent.iter().any(|&x| x != 0.0));
-        for (what, gpu) in [("without gemv_batchm", &no_batchm), ("without recurrent_smem", &no_smem)] {
+        for (what, gpu) in [("without gemv_batchm", &no_batchm), ("without recurrent_regs", &no_regs)] {
             let (out, state) = run_bits(gpu, geometry, t);
             assert!(out == want_out, "{what}, t {t}: the outputs differ");
             assert!(

@@ -28,7 +28,7 @@ fn emulated() -> (EmuBackend, Glm5NextKdaKernels) {
     let gpu = EmuBackend::new(&[&EMULATED_KERNELS]).unwrap_or_else(|error| panic!("{error}"));
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     assert!(
-        kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some(),
+        kernels.gemv_batchm.is_some() && kernels.recurrent_regs.is_some(),
         "an optional entry is missing"
     );
     println!("on {}", gpu.describe());
@@ -64,9 +64,10 @@ fn gemv_batchm_rows_are_bit_identical_to_gemv() {
 }
 
 #[test]
-fn recurrent_smem_is_bit_identical_to_recurrent() {
+fn recurrent_regs_is_bit_identical_to_recurrent() {
     let (gpu, kernels) = emulated();
-    for (name, geometry) in [("tiny", tiny()), ("d64", d64())] {
+    // Each head dim has its own unrolled code in both kernels.
+    for (name, geometry) in [("tiny", tiny()), ("d64", d64()), ("d128", d128())] {
         assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
     }
 }
@@ -163,12 +164,16 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     // tensor-core path loops over two row and two column tiles, reusing its pipeline's shared
     // stages, and its scalar path (odd k, unaligned views) over the same tiles, reusing its
     // sub-tiles' shared buffer; split K walks every range of every tile; the prefill conv's warps
-    // walk further heads and two token tiles, the first of which alone carries the state.
+    // walk further heads and two token tiles, the first of which alone carries the state; the
+    // gate's 8 warps step over 5 tokens of 3 heads, wrapping past the last head mid-step.
     let (gpu, kernels) = emulated();
-    let one_block =
-        |field: &str, tokens| KernelCase::new(field, &d64(), tokens, support::SEED).unwrap().with_blocks(1);
+    let one_block_of = |field: &str, geometry: &KdaGeometry, tokens| {
+        KernelCase::new(field, geometry, tokens, support::SEED).unwrap().with_blocks(1)
+    };
+    let one_block = |field: &str, tokens| one_block_of(field, &d64(), tokens);
     let cases = [
         one_block("o_norm", 5),
+        one_block_of("gate", &KdaGeometry { heads: 3, ..d64() }, 5),
         one_block("conv_prefill", 65),
         KernelCase::dense("gemm", (130, 129, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
         KernelCase::dense("gemm", (130, 129, 263), 263, 1, support::SEED).unwrap().with_blocks(1),

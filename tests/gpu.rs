@@ -32,7 +32,7 @@ fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     // Every module is built for the target, so the optional entries must resolve too.
     assert!(
-        kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some(),
+        kernels.gemv_batchm.is_some() && kernels.recurrent_regs.is_some(),
         "an optional entry is missing on {}",
         gpu.describe()
     );
@@ -80,9 +80,12 @@ fn gemv_batchm_rows_are_bit_identical_to_gemv() {
 
 #[test]
 #[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
-fn recurrent_smem_is_bit_identical_to_recurrent() {
+fn recurrent_regs_is_bit_identical_to_recurrent() {
     let (gpu, kernels) = cuda();
-    for (name, geometry) in [("tiny", tiny()), ("d64", d64()), ("glm5-flash", KdaGeometry::glm5_flash())] {
+    // Each head dim has its own unrolled code in both kernels.
+    let geometries =
+        [("tiny", tiny()), ("d64", d64()), ("d128", d128()), ("glm5-flash", KdaGeometry::glm5_flash())];
+    for (name, geometry) in geometries {
         assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
     }
 }

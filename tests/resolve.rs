@@ -54,18 +54,18 @@ fn every_entry_present_resolves_each_once_in_manifest_order() {
     assert_eq!(gpu.lookups(), expected);
     assert_eq!(kernels.gemm, gpu.lookup(glm5next_kda::gemm::ENTRY).unwrap());
     assert_eq!(kernels.fill, gpu.lookup(glm5next_kda::fill::ENTRY).unwrap());
-    assert!(kernels.gemv_batchm.is_some() && kernels.recurrent_smem.is_some());
-    assert_ne!(kernels.recurrent, kernels.recurrent_smem.unwrap());
+    assert!(kernels.gemv_batchm.is_some() && kernels.recurrent_regs.is_some());
+    assert_ne!(kernels.recurrent, kernels.recurrent_regs.unwrap());
 }
 
 #[test]
 fn an_absent_optional_entry_is_none() {
     let gpu = FakeBackend::new()
         .with_table::<Glm5NextKda>()
-        .without("kda_recurrent", "kda_recurrent_decode_bf16_smem")
+        .without("kda_recurrent", "kda_recurrent_decode_bf16_regs")
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
-    assert_eq!(kernels.recurrent_smem, None);
+    assert_eq!(kernels.recurrent_regs, None);
     assert_eq!(kernels.gemv_batchm, None);
     assert_eq!(kernels.recurrent, gpu.lookup(glm5next_kda::recurrent::ENTRY).unwrap());
 }
@@ -122,7 +122,7 @@ fn try_kernel_is_none_only_for_not_found() {
         .failing_module("kda_chunk", "module image is corrupt");
     let named = |module, entry| KernelEntry::named(module, entry);
     assert!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16")).unwrap().is_some());
-    assert_eq!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16_smem")).unwrap(), None);
+    assert_eq!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16_regs")).unwrap(), None);
     assert_eq!(try_kernel(&gpu, &named("kda_gate", "kda_gate_bf16")).unwrap(), None);
     let error = try_kernel(&gpu, &named("kda_chunk", "kda_chunk_scan")).unwrap_err();
     assert!(matches!(error, LookupError::Failed { .. }));
@@ -167,7 +167,7 @@ fn every_entry_of_the_table_carries_its_signature_from_the_manifest() {
     assert_eq!(gemm.params[0].kind.to_string(), "const bf16[(m-1)*lda+k]");
     assert_eq!(gemm.params[2].kind.to_string(), "bf16[m*n]");
     // The two kernels of the bit-identical pair share one contract.
-    assert_eq!(glm5next_kda::recurrent::ENTRY.signature, glm5next_kda::recurrent_smem::ENTRY.signature);
+    assert_eq!(glm5next_kda::recurrent::ENTRY.signature, glm5next_kda::recurrent_regs::ENTRY.signature);
 }
 
 #[test]

@@ -31,19 +31,19 @@ fn the_project_manifest_lists_the_glm5next_kda_table_in_order() {
             "chunk_prepare",
             "chunk_scan",
             "recurrent",
-            "recurrent_smem",
+            "recurrent_regs",
             "o_norm",
             "fill"
         ]
     );
     let optional: Vec<&str> = table.entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
-    assert_eq!(optional, ["gemm_splitk", "gemm_reduce", "gemv_batchm", "recurrent_smem"]);
+    assert_eq!(optional, ["gemm_splitk", "gemm_reduce", "gemv_batchm", "recurrent_regs"]);
     assert_eq!((table.entries.len(), table.required_count(), table.optional_count()), (14, 10, 4));
     assert!(table.entries.iter().all(|e| e.doc.as_deref().is_some_and(|doc| !doc.is_empty())));
     let smem = &table.entries[11];
     assert_eq!(
         (smem.module.as_str(), smem.entry.as_str()),
-        ("kda_recurrent", "kda_recurrent_decode_bf16_smem")
+        ("kda_recurrent", "kda_recurrent_decode_bf16_regs")
     );
 }
 

@@ -383,11 +383,11 @@ mod tests {
 
     #[test]
     fn absent_optional_kernels_are_reported_not_timed() {
-        let gpu = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
+        let gpu = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
         let report = run(&gpu, &options(), &mut |_| {}).unwrap();
-        let smem = report.kernels.iter().find(|k| k.field == "recurrent_smem").unwrap();
-        assert_eq!((smem.per_launch, smem.gb_per_s()), (None, None));
-        assert!(report.to_string().contains("recurrent_smem  absent on this target"), "{report}");
+        let regs = report.kernels.iter().find(|k| k.field == "recurrent_regs").unwrap();
+        assert_eq!((regs.per_launch, regs.gb_per_s()), (None, None));
+        assert!(report.to_string().contains("recurrent_regs  absent on this target"), "{report}");
         // Without half of the split-K pair there is no split to compare.
         let gpu = kda::reference::backend().without("gemm", "dense_gemm_splitk_reduce_bf16");
         assert_eq!(run(&gpu, &options(), &mut |_| {}).unwrap().split_k, None);

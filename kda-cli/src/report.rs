@@ -12,7 +12,7 @@ pub const FALLBACKS: [(&str, &str); 4] = [
     ("gemm_splitk", "gemm with K unsplit (so does a target without gemm_reduce)"),
     ("gemm_reduce", "gemm with K unsplit (so does a target without gemm_splitk)"),
     ("gemv_batchm", "gemm for 2..=16 rows"),
-    ("recurrent_smem", "recurrent (reads and writes the state twice)"),
+    ("recurrent_regs", "recurrent (reads and writes the state twice)"),
 ];
 
 /// The fallback of the optional entry `field`.
@@ -65,7 +65,7 @@ mod tests {
     fn the_report_names_absent_failed_and_missing_entries() {
         let gpu = FakeBackend::new()
             .with_table::<Glm5NextKda>()
-            .without("kda_recurrent", "kda_recurrent_decode_bf16_smem")
+            .without("kda_recurrent", "kda_recurrent_decode_bf16_regs")
             .without("gemm", "dense_gemm_bf16")
             .failing_module("dense_gemv_bf16_batchm", "image does not load");
         let report = resolution(&gpu);
@@ -73,7 +73,7 @@ mod tests {
             |field: &str| report.lines().find(|l| l.trim_start().starts_with(field)).unwrap().to_owned();
         assert!(line("gemm ").ends_with("MISSING (required)"), "{report}");
         assert!(
-            line("recurrent_smem")
+            line("recurrent_regs")
                 .ends_with("absent: falls back to recurrent (reads and writes the state twice)")
         );
         assert!(line("gemv_batchm").contains("FAILED: looking up"), "{report}");

@@ -117,9 +117,9 @@ impl<'g> Glm5NextKdaBlock<'g> {
         &self.geometry
     }
 
-    /// The recurrent kernel decode uses: `recurrent_smem` where the target has it.
+    /// The recurrent kernel decode uses: `recurrent_regs` where the target has it.
     pub fn decode_kernel(&self) -> KernelHandle {
-        self.kernels.recurrent_smem.unwrap_or(self.kernels.recurrent)
+        self.kernels.recurrent_regs.unwrap_or(self.kernels.recurrent)
     }
 
     /// A pool of `capacity` free sequence slots, on this block's backend for its geometry.
@@ -274,8 +274,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let geometry = launch::recurrent(g.heads, g.head_dim, b);
         // The two kernels are one contract (bit-identical, same params): the shared-memory one
         // where the target has it.
-        match self.kernels.recurrent_smem {
-            Some(_) => self.kernels.launch_recurrent_smem(gpu, geometry, smem_args(step))?,
+        match self.kernels.recurrent_regs {
+            Some(_) => self.kernels.launch_recurrent_regs(gpu, geometry, regs_args(step))?,
             None => self.kernels.launch_recurrent(gpu, geometry, step)?,
         }
         let gated = (scratch.core.view(), scratch.front.out_gate.view());
@@ -408,7 +408,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         mm(gate_down, w.f_b.view(), front.g_raw.view_mut(), qkv, d)?;
         self.kernels.launch_gate(
             gpu,
-            launch::elementwise_by(size("t·qkv", &[t, qkv])?, launch::GATE_VALUES_PER_THREAD),
+            launch::gate(t, heads),
             args::gate {
                 g_raw: front.g_raw.view(),
                 dt_bias: w.dt_bias.view(),
@@ -500,8 +500,8 @@ impl<'g> Glm5NextKdaBlock<'g> {
     }
 }
 
-/// The arguments of `recurrent` for `recurrent_smem`, which shares its contract.
-fn smem_args(step: args::recurrent<'_>) -> args::recurrent_smem<'_> {
+/// The arguments of `recurrent` for `recurrent_regs`, which shares its contract.
+fn regs_args(step: args::recurrent<'_>) -> args::recurrent_regs<'_> {
     let args::recurrent { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale } = step;
-    args::recurrent_smem { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale }
+    args::recurrent_regs { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale }
 }

@@ -179,7 +179,7 @@ impl KernelCase {
     }
 
     /// The case of entry `field` (see [`KernelCase::all`]). Each case draws its inputs from its
-    /// own stream of `seed`; `recurrent` and `recurrent_smem` draw the same inputs, as do the two
+    /// own stream of `seed`; `recurrent` and `recurrent_regs` draw the same inputs, as do the two
     /// chunk kernels (the scan's `gc`, `u` and `w` are the reference prepare's outputs).
     pub fn new(field: &str, geometry: &KdaGeometry, t: u32, seed: u64) -> Result<KernelCase, CaseError> {
         let s = Shape::new(geometry, t)?;
@@ -281,7 +281,7 @@ impl KernelCase {
                     CaseArg::u32("law", law.code()),
                     CaseArg::f32("lower_bound", law.lower_bound()),
                 ];
-                (|k| Some(k.gate), launch::elementwise_by(s.t * s.qkv, launch::GATE_VALUES_PER_THREAD), args)
+                (|k| Some(k.gate), launch::gate(s.t, s.h), args)
             }
             "chunk_prepare" => {
                 let args = ChunkInputs::draw(&mut stream(seed, "chunk"), s).prepare_args();
@@ -291,12 +291,12 @@ impl KernelCase {
                 let args = chunk_scan_args(seed, s)?;
                 (|k| Some(k.chunk_scan), launch::chunk_scan(s.h, s.d), args)
             }
-            "recurrent" | "recurrent_smem" => {
+            "recurrent" | "recurrent_regs" => {
                 let mut rng = stream(seed, "recurrent");
                 let batch = DecodeBatch::new(&mut rng, s.batch);
                 let args = recurrent_args(&mut rng, s, &batch);
                 let handle: Handle =
-                    if field == "recurrent" { |k| Some(k.recurrent) } else { |k| k.recurrent_smem };
+                    if field == "recurrent" { |k| Some(k.recurrent) } else { |k| k.recurrent_regs };
                 (handle, launch::recurrent(s.h, s.d, s.batch), args)
             }
             "o_norm" => {

@@ -40,9 +40,9 @@ fn each_case_launches_the_kernel_of_its_own_entry() {
     // On a target without the optional entries, their cases have no kernel and say so.
     let lacking = crate::reference::backend()
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm")
-        .without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
+        .without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
     let kernels = Glm5NextKdaKernels::resolve(&lacking).unwrap();
-    let case = KernelCase::new("recurrent_smem", &KdaGeometry::tiny(), 1, 1).unwrap();
+    let case = KernelCase::new("recurrent_regs", &KdaGeometry::tiny(), 1, 1).unwrap();
     assert_eq!(case.kernel(&kernels), None);
     match case.run(&lacking, &kernels) {
         Err(BackendError::Absent { entry }) => assert_eq!(*entry, *case.entry()),
@@ -158,10 +158,10 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     assert!(f32s(&prepare, "beta")[..t * 2].iter().all(|&b| b > 0.0 && b < 1.0));
     assert!(f32s(&scan, "state").iter().any(|&x| x != 0.0));
 
-    // recurrent and recurrent_smem launch on the same inputs; q and k are unit heads.
+    // recurrent and recurrent_regs launch on the same inputs; q and k are unit heads.
     let recurrent = KernelCase::new("recurrent", &geometry, 1, 9).unwrap();
-    let smem = KernelCase::new("recurrent_smem", &geometry, 1, 9).unwrap();
-    assert_eq!(recurrent.args(), smem.args());
+    let regs = KernelCase::new("recurrent_regs", &geometry, 1, 9).unwrap();
+    assert_eq!(recurrent.args(), regs.args());
     let qkv = recurrent.buffer("qkv").unwrap().data.as_bf16().unwrap();
     let qk = 2 * geometry.qkv() as usize;
     for head in qkv[..qk].chunks(d) {

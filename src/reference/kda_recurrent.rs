@@ -1,4 +1,4 @@
-//! `kda_recurrent::kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_smem`: one decode
+//! `kda_recurrent::kda_recurrent_decode_bf16` and `kda_recurrent_decode_bf16_regs`: one decode
 //! step of the gated delta rule for each of a batch of sequences, all heads, each state in its
 //! slot of a pool. Both run every state column through [`update_column`],
 //! which is what makes them bit-identical.
@@ -12,11 +12,11 @@ use crate::kernels::glm5next_kda;
 
 pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
     gpu.with_kernel(glm5next_kda::recurrent::ENTRY, |args| decode(args, Column::InPlace))
-        .with_kernel(glm5next_kda::recurrent_smem::ENTRY, |args| decode(args, Column::Staged))
+        .with_kernel(glm5next_kda::recurrent_regs::ENTRY, |args| decode(args, Column::Staged))
 }
 
 /// How a variant reaches a state column: where the CUDA kernels differ (global memory twice, or
-/// once through shared memory), with the arithmetic left identical.
+/// once, the column held in registers between), with the arithmetic left identical.
 #[derive(Clone, Copy)]
 enum Column {
     /// Both passes read and write the column in the state itself.

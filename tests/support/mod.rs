@@ -150,7 +150,7 @@ pub fn assert_batchm_rows_are_gemv(
     assert_eq!(wrong, 0, "{what}: batched GEMV rows are not bit-identical to the GEMV");
 }
 
-/// Four decode steps of `recurrent` and `recurrent_smem` on the same inputs, the state carried
+/// Four decode steps of `recurrent` and `recurrent_regs` on the same inputs, the state carried
 /// in place, agree bit for bit after each.
 pub fn assert_recurrent_pair_identical(
     gpu: &dyn GpuBackend,
@@ -159,19 +159,19 @@ pub fn assert_recurrent_pair_identical(
     geometry: KdaGeometry,
 ) {
     let plain = KernelCase::new("recurrent", &geometry, 1, SEED).unwrap();
-    let smem = KernelCase::new("recurrent_smem", &geometry, 1, SEED).unwrap();
-    assert_eq!(plain.args(), smem.args(), "the two cases must launch on the same inputs");
-    let (mut plain_args, mut smem_args) = (plain.prepare(gpu).unwrap(), smem.prepare(gpu).unwrap());
+    let regs = KernelCase::new("recurrent_regs", &geometry, 1, SEED).unwrap();
+    assert_eq!(plain.args(), regs.args(), "the two cases must launch on the same inputs");
+    let (mut plain_args, mut regs_args) = (plain.prepare(gpu).unwrap(), regs.prepare(gpu).unwrap());
     for step in 1..=4 {
         plain.launch(gpu, kernels, &mut plain_args).unwrap();
-        smem.launch(gpu, kernels, &mut smem_args).unwrap();
+        regs.launch(gpu, kernels, &mut regs_args).unwrap();
         let plain_out = plain.outputs(gpu, &plain_args).unwrap();
-        let smem_out = smem.outputs(gpu, &smem_args).unwrap();
-        for (a, b) in plain_out.iter().zip(&smem_out) {
+        let regs_out = regs.outputs(gpu, &regs_args).unwrap();
+        for (a, b) in plain_out.iter().zip(&regs_out) {
             let what = format!("{name} step {step} `{}`", a.name);
             let wrong = differing(&checked_bits(&what, a), &checked_bits(&what, b));
-            println!("{what}: recurrent_smem vs recurrent, {wrong} of {} values differ", a.data.len());
-            assert_eq!(wrong, 0, "{what}: recurrent_smem is not bit-identical to recurrent");
+            println!("{what}: recurrent_regs vs recurrent, {wrong} of {} values differ", a.data.len());
+            assert_eq!(wrong, 0, "{what}: recurrent_regs is not bit-identical to recurrent");
         }
     }
 }

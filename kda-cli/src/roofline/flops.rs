@@ -22,7 +22,7 @@ use super::{LaunchModel, RooflineError};
 ///   once per head (h). Beta: σ per (token, head): exp, add, divide (3).
 /// - **`o_norm`**: `rows·(8·d + 4)`. Per value: square and sum (2), `x·r`, `·w` (2), σ of the
 ///   gate (3), the gating product (1); per row: `/d`, `+ eps`, `sqrt`, the reciprocal (4).
-/// - **`recurrent`, `recurrent_smem`**: `b·h·(7·d² + 4·d)`. Per (row, head): `α = exp(g)` and
+/// - **`recurrent`, `recurrent_regs`**: `b·h·(7·d² + 4·d)`. Per (row, head): `α = exp(g)` and
 ///   `q·scale` (2·d); per state column v (d of them): pass 1 over k `s = S·α` and `kv += s·k`
 ///   (3·d), `δ = β·(v − kv)` (2), pass 2 over k `s += k·δ` and `o += s·q` (4·d).
 /// - **`chunk_prepare`**: per (chunk, head), `cdiv(t, c)·h` of them, with `P = c(c−1)/2` pairs
@@ -59,7 +59,7 @@ pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
             per_channel * t * h * s("d")? + 3 * t * h + h
         }
         "o_norm" => s("rows")? * (8 * s("d")? + 4),
-        "recurrent" | "recurrent_smem" => {
+        "recurrent" | "recurrent_regs" => {
             let d = s("d")?;
             s("b")? * s("h")? * (7 * d * d + 4 * d)
         }

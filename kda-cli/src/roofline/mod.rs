@@ -108,7 +108,7 @@ pub const READ_WRITE: [(&str, &str); 5] = [
     ("conv_prefill", "state"),
     ("chunk_scan", "state"),
     ("recurrent", "pool"),
-    ("recurrent_smem", "pool"),
+    ("recurrent_regs", "pool"),
 ];
 
 /// Why the model could not be built.
@@ -390,7 +390,7 @@ impl LaunchModel {
                 // The t real rows, not the chunk padding.
                 ("conv_prefill", "q" | "k" | "v") => self.need("t")? * self.need("qkv")?,
                 // Only the b batch rows' slots of the pool.
-                ("conv_decode" | "recurrent" | "recurrent_smem", "pool") => {
+                ("conv_decode" | "recurrent" | "recurrent_regs", "pool") => {
                     let slots = self.need("slots")?.max(1);
                     len / slots * self.need("b")?.min(slots)
                 }
@@ -532,7 +532,7 @@ impl RooflineReport {
 
 /// The roofline model of one layer at `geometry` in the three [scenarios](Scenario::all), the
 /// prefill of `tokens` tokens, on a target that lacks the optional entries `absent` (their calls
-/// go where the block sends them without: `gemv_batchm` rows to `gemm`, `recurrent_smem` to
+/// go where the block sends them without: `gemv_batchm` rows to `gemm`, `recurrent_regs` to
 /// `recurrent`).
 pub fn model(geometry: &KdaGeometry, tokens: u32, absent: &[&str]) -> Result<RooflineReport, RooflineError> {
     model_scenarios(geometry, &Scenario::all(tokens), absent)

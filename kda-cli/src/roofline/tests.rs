@@ -63,7 +63,7 @@ fn the_decode_gemv_of_the_stacked_input_projections_moves_their_weights_once() {
 #[test]
 fn the_recurrent_step_reads_and_writes_each_state_once() {
     for (scenario, b) in [(&glm5().scenarios[0], 1), (&glm5().scenarios[1], 64)] {
-        let step = scenario.launches.iter().find(|l| l.field == "recurrent_smem").unwrap();
+        let step = scenario.launches.iter().find(|l| l.field == "recurrent_regs").unwrap();
         // qkv [b, 3·8192] bf16, gate [b, 8192] f32, beta [b, 64] f32, the pool's b states
         // [64, 128, 128] f32 read and written, slot [b] u32, out [b, 8192] f32.
         let state = 64 * 128 * 128 * 4;
@@ -99,8 +99,8 @@ fn decode_at_b_64_runs_the_gemm_and_at_b_1_the_gemv() {
     assert_eq!((o_proj[0].flops, o_proj[1].flops), (2 * 64 * 4096 * 8192, 7 * 64 * 4096));
     assert_eq!(o_proj[0].peak, Peak::TensorBf16);
     // Decode uses the shared-memory recurrent step, prefill the chunk pair.
-    assert!(fields(one).contains(&"recurrent_smem") && fields(sixty_four).contains(&"recurrent_smem"));
-    assert!(fields(prefill).contains(&"chunk_scan") && !fields(prefill).contains(&"recurrent_smem"));
+    assert!(fields(one).contains(&"recurrent_regs") && fields(sixty_four).contains(&"recurrent_regs"));
+    assert!(fields(prefill).contains(&"chunk_scan") && !fields(prefill).contains(&"recurrent_regs"));
 }
 
 #[test]
@@ -222,7 +222,7 @@ fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
         "gemm",
         "gemv_batchm",
         "o_norm",
-        "recurrent_smem",
+        "recurrent_regs",
     ];
     assert_eq!(compared.into_iter().collect::<Vec<_>>(), expected);
 }
@@ -303,11 +303,11 @@ fn absent_optional_kernels_are_absent_from_the_model() {
     let decode = [Scenario::Decode { batch: 2 }];
     let full = model_scenarios(&geometry, &decode, &[]).unwrap();
     assert!(fields(&full.scenarios[0]).contains(&"gemv_batchm"));
-    assert!(fields(&full.scenarios[0]).contains(&"recurrent_smem"));
-    let without = model_scenarios(&geometry, &decode, &["gemv_batchm", "recurrent_smem"]).unwrap();
+    assert!(fields(&full.scenarios[0]).contains(&"recurrent_regs"));
+    let without = model_scenarios(&geometry, &decode, &["gemv_batchm", "recurrent_regs"]).unwrap();
     let without = fields(&without.scenarios[0]);
     assert!(!without.contains(&"gemv_batchm") && without.contains(&"gemm"), "{without:?}");
-    assert!(!without.contains(&"recurrent_smem") && without.contains(&"recurrent"), "{without:?}");
+    assert!(!without.contains(&"recurrent_regs") && without.contains(&"recurrent"), "{without:?}");
 }
 
 fn fill(n: u32, module: &str) -> FakeLaunch {
@@ -365,7 +365,7 @@ fn measured_cases_sit_beside_the_launches_of_their_sizes() {
     let front = ["gate"];
     let back = ["o_norm", "gemm"];
     let decode: Vec<&str> =
-        front.iter().chain(&["conv_decode", "recurrent_smem"]).chain(&back).copied().collect();
+        front.iter().chain(&["conv_decode", "recurrent_regs"]).chain(&back).copied().collect();
     assert_eq!(matched(&report.scenarios[1]), decode);
     let core = ["conv_prefill", "chunk_prepare", "chunk_scan"];
     let prefill: Vec<&str> = front.iter().chain(&core).chain(&back).copied().collect();

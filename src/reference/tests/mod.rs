@@ -195,7 +195,7 @@ fn the_backend_carries_every_entry_of_the_table() {
 fn the_optional_entries_can_be_left_out() {
     let gpu = super::backend()
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm")
-        .without("kda_recurrent", "kda_recurrent_decode_bf16_smem");
+        .without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
     assert!(!gpu.has_module("dense_gemv_bf16_batchm"));
     assert!(gpu.has_module("kda_recurrent"));
     assert!(Glm5NextKda::resolve(&gpu).is_ok());

@@ -1,4 +1,4 @@
-//! kda_recurrent_decode_bf16 and its _smem twin, and the f64 token recurrence the chunk tests
+//! kda_recurrent_decode_bf16 and its _regs twin, and the f64 token recurrence the chunk tests
 //! share.
 
 use half::bf16;
@@ -86,8 +86,8 @@ pub(super) fn recurrence64(inputs: &KdaInputs, t: usize, h: usize, d: usize) -> 
 pub(super) enum Recurrent {
     /// `recurrent`.
     Plain,
-    /// `recurrent_smem`.
-    Smem,
+    /// `recurrent_regs`.
+    Regs,
 }
 
 /// The decode step of token `tau` through `variant` on a state holding `state`, the output
@@ -131,7 +131,7 @@ fn try_step(
     }
     let result = match variant {
         Recurrent::Plain => dev.kernels.launch_recurrent(&dev.gpu, geometry, args!(recurrent)),
-        Recurrent::Smem => dev.kernels.launch_recurrent_smem(&dev.gpu, geometry, args!(recurrent_smem)),
+        Recurrent::Regs => dev.kernels.launch_recurrent_regs(&dev.gpu, geometry, args!(recurrent_regs)),
     };
     Launched { result, written: (dev.down(&state), dev.down(&out)) }
 }
@@ -176,13 +176,13 @@ fn recurrent_matches_the_f64_recurrence_for_every_head_dim() {
 }
 
 #[test]
-fn recurrent_smem_is_bit_identical_to_recurrent() {
+fn recurrent_regs_is_bit_identical_to_recurrent() {
     let (t, h, d) = (3, 2, 32);
     let inputs = KdaInputs::new(35, t, h, d);
     let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
-    let (smem_out, smem_state) = decode_steps(Recurrent::Smem, &inputs, t, h, d);
-    assert_eq!(bits(&out), bits(&smem_out));
-    assert_eq!(bits(&state), bits(&smem_state));
+    let (regs_out, regs_state) = decode_steps(Recurrent::Regs, &inputs, t, h, d);
+    assert_eq!(bits(&out), bits(&regs_out));
+    assert_eq!(bits(&state), bits(&regs_state));
 }
 
 #[test]
@@ -208,11 +208,11 @@ fn recurrent_refuses_a_short_state_and_an_unsupported_head_dim() {
     let (h, d) = (2, 32);
     let inputs = KdaInputs::new(36, 1, h, d);
     let short = &inputs.state[1..];
-    let reason = try_step(Recurrent::Smem, &inputs, short, 0, [h, d], scale(d))
+    let reason = try_step(Recurrent::Regs, &inputs, short, 0, [h, d], scale(d))
         .refused(&(short.to_vec(), vec![0.0; h * d]));
     assert_eq!(
         reason,
-        "`glm5next_kda.recurrent_smem.pool`: expected at least 2048 elements (`slots*h*d*d`), found a view of 2047 elements"
+        "`glm5next_kda.recurrent_regs.pool`: expected at least 2048 elements (`slots*h*d*d`), found a view of 2047 elements"
     );
     let (h, d) = (1, 16);
     let inputs = KdaInputs::new(37, 1, h, d);
