@@ -262,8 +262,8 @@ extern "C" __global__ void causal_conv1d_update_l2norm(float* __restrict__ pool,
     if (head_dim != 32 && head_dim != 64 && head_dim != 128) return;
     if (dim % head_dim != 0 || qk_channels % head_dim != 0 || qk_channels > dim || ldx < dim) return;
     with_head_dim(head_dim, [&](auto head_size) {
-        conv_decode_heads<decltype(head_size)::value / 32>(pool, slot, x, weight, out, b, slots, dim, ldx, width, qk_channels,
-                                                eps);
+        conv_decode_heads<decltype(head_size)::value / 32>(pool, slot, x, weight, out, b, slots, dim, ldx, width,
+                                                           qk_channels, eps);
     });
 }
 

@@ -53,7 +53,8 @@ extern "C" __global__ void kda_gate_bf16(const bf16* __restrict__ g_raw, const f
                     gate_law(bf16_hi(raw.y) + b.w, decay, law, lower_bound));
             }
         } else {
-            for (u32 c = lane; c < d; c += 32) gate[at + c] = gate_law(widen(g_raw[at + c]) + bias[c], decay, law, lower_bound);
+            for (u32 c = lane; c < d; c += 32)
+                gate[at + c] = gate_law(widen(g_raw[at + c]) + bias[c], decay, law, lower_bound);
         }
         token += token_step;
         head += head_step;

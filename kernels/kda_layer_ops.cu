@@ -42,9 +42,9 @@ extern "C" __global__ void kda_o_norm_gated_bf16(const float* __restrict__ x, co
                 const float4 v = *reinterpret_cast<const float4*>(xr + i);
                 const uint2 w = *reinterpret_cast<const uint2*>(weight + i);
                 const uint2 g = *reinterpret_cast<const uint2*>(gate + base + i);
-                *reinterpret_cast<uint2*>(out + base + i) =
-                    make_uint2(pack_bf16(normed(v.x, bf16_lo(w.x), bf16_lo(g.x)), normed(v.y, bf16_hi(w.x), bf16_hi(g.x))),
-                               pack_bf16(normed(v.z, bf16_lo(w.y), bf16_lo(g.y)), normed(v.w, bf16_hi(w.y), bf16_hi(g.y))));
+                const float o0 = normed(v.x, bf16_lo(w.x), bf16_lo(g.x)), o1 = normed(v.y, bf16_hi(w.x), bf16_hi(g.x));
+                const float o2 = normed(v.z, bf16_lo(w.y), bf16_lo(g.y)), o3 = normed(v.w, bf16_hi(w.y), bf16_hi(g.y));
+                *reinterpret_cast<uint2*>(out + base + i) = make_uint2(pack_bf16(o0, o1), pack_bf16(o2, o3));
             }
         } else {
             for (u32 i = lane; i < d; i += 32)
