@@ -10,11 +10,13 @@
 // 32 mma (64 × 32 warp tiles take 6 for 16, 32 × 32 ones 4 for 8), and a block loads 1/32 byte of
 // operand per product where a 128 × 64 tile loads 3/64. On an H200 a throwaway harness timed this
 // at 668 µs against 754 for 8 warps of 64 × 32 (4096 × 8192 × 4096), with a third fewer `ldmatrix`
-// per mma. K tiles of BK = 32 are staged in shared memory three deep by `cp.async`, so the loads of
-// the two tiles ahead overlap the products of this one.
+// per mma. K tiles of BK = 32 are staged in shared memory GEMM_STAGES = 4 deep by `cp.async`, so
+// the loads of the three tiles ahead overlap the products of this one.
 //
-// Shared memory is static and capped at 48 KiB (no dynamic opt-in): (128 + 128) rows × 32 bf16 ×
-// 2 B × 3 stages = 48 KiB exactly, so rows are not padded. Their 64 bytes are four 16-byte chunks,
+// Shared memory is dynamic: (128 + 128) rows × 32 bf16 × 2 B = 16 KiB a stage, 64 KiB for four,
+// three blocks an SM (192 KiB of the SM's 228). Three stages fit the 48 KiB a block has without
+// opting in; the fourth is the one the H200 runs of 2026-12-04 left to try (docs/measurements.md).
+// Rows are not padded: their 64 bytes are four 16-byte chunks,
 // and chunk q of tile row r is stored at chunk q ^ ((r >> 1) & 3) of its row. Why that XOR: banks
 // repeat every 128 bytes, i.e. every two rows, so the 16-byte bank group of (r, q) is
 // 4·(r & 1) + (q ^ ((r >> 1) & 3)). Each 8 × 8 matrix of an `ldmatrix` is 8 consecutive rows
@@ -42,7 +44,8 @@
 //
 // Geometry (src/launch.rs): `launch::gemm(m, n)`: blockDim = (GEMM_THREADS, 1, 1),
 // grid (⌈n / GEMM_TILE_N⌉, ⌈m / GEMM_TILE_M⌉), a grid-stride loop over further tiles (any grid
-// works). Shared memory is static: 48 KiB, shared by the two paths.
+// works), launch::GEMM_SHARED_BYTES of dynamic shared memory, which the two paths share; a launch
+// with fewer writes nothing.
 #include "kda_common.cuh"
 
 #include <type_traits>
@@ -59,13 +62,17 @@
 #ifndef GEMM_THREADS
 #error "GEMM_THREADS must be defined by the build (kernels.toml [defines])"
 #endif
+#ifndef GEMM_STAGES
+#error "GEMM_STAGES must be defined by the build (kernels.toml [defines])"
+#endif
 
 static_assert(GEMM_TILE_M == 128 && GEMM_TILE_N == 128 && GEMM_TILE_K == 32 && GEMM_THREADS == 128,
               "dense_gemm_bf16 is written for 128 x 128 tiles of 128 threads (4 warps of 64 x 64), K by 32");
 
 namespace {
 constexpr u32 BM = GEMM_TILE_M, BN = GEMM_TILE_N, BK = GEMM_TILE_K;
-constexpr u32 STAGES = 3;
+constexpr u32 STAGES = GEMM_STAGES;
+static_assert(STAGES >= 2, "a stage in use and at least one landing");
 constexpr u32 CHUNKS = BK / 8;                       // 16-byte chunks per tile row: 4 (64 bytes)
 constexpr u32 WARPS_M = 2, WARPS_N = 2;              // warp grid of a block
 constexpr u32 WM = BM / WARPS_M, WN = BN / WARPS_N;  // 64 x 64 per warp
@@ -88,9 +95,12 @@ constexpr u32 SR = SM / S_TY, SQ = SN / (2 * S_TX);    // 8 rows, 2 column pairs
 static_assert(S_TX * S_TY == GEMM_THREADS && SR * S_TY == SM && SQ * 2 * S_TX == SN, "the sub-tile, shared out");
 constexpr u32 SCALAR_BYTES = SK * (SM + 1) * 4 + SK * (SN + 1) * 4;
 constexpr u32 TENSOR_BYTES = STAGES * STAGE_ELEMS * 2;
-constexpr u32 SHARED_BYTES = TENSOR_BYTES > SCALAR_BYTES ? TENSOR_BYTES : SCALAR_BYTES;
-static_assert(SHARED_BYTES <= 48 * 1024 && SHARED_BYTES % 16 == 0, "static, whole 16-byte words, no opt-in");
-static_assert(SCALAR_BYTES <= SHARED_BYTES, "the scalar path fits the shared buffer");
+// The launch's dynamic shared memory: launch::GEMM_SHARED_BYTES computes the same.
+constexpr u32 SHARED_BYTES = TENSOR_BYTES;
+// Three blocks an SM (__launch_bounds__ below): each takes its shared memory plus the 1 KiB the
+// device reserves a block, out of an sm_90 SM's 228 KiB.
+static_assert(3 * (SHARED_BYTES + 1024) <= 228 * 1024 && SHARED_BYTES % 16 == 0, "three blocks an SM");
+static_assert(SCALAR_BYTES <= SHARED_BYTES, "the scalar path fits the tensor path's stages");
 
 // Where chunk q (8 bf16) of row r of a stage is stored, in bf16 from the stage (header: the swizzle).
 __device__ __forceinline__ u32 swizzled(u32 r, u32 q) { return r * BK + ((q ^ ((r / LINE_ROWS) % CHUNKS)) * 8); }
@@ -394,9 +404,13 @@ __device__ __forceinline__ void gemm_units(unsigned char* smem, const bf16* __re
         }
     }
 }
+// The block shape the kernels are written for, and the dynamic shared memory they stage through.
+__device__ __forceinline__ bool gemm_launch_ok() {
+    return blockDim.x == GEMM_THREADS && blockDim.y == 1 && blockDim.z == 1 && dynamic_shared_bytes() >= SHARED_BYTES;
+}
 }  // namespace
 
-// Three blocks per SM (3 × 48 KiB of shared memory, 12 warps to hide latency): room for 168
+// Three blocks per SM (3 × 64 KiB of shared memory, 12 warps to hide latency): room for 168
 // registers a thread, which the tensor path's 128 accumulators and 32 fragment registers fit
 // without spilling (ptxas takes 166). Four blocks would cap it at 128 and spill; two leave 8 warps
 // an SM (ptxas then takes 216), and warps an SM counted on an H200: the 8-warp 64 × 32 kernel ran
@@ -404,12 +418,10 @@ __device__ __forceinline__ void gemm_units(unsigned char* smem, const bf16* __re
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     dense_gemm_bf16(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict__ c, u32 m, u32 n,
                     u32 k, u32 lda) {
-    // Words of 16 bytes: aligned for cp.async and ldmatrix, then viewed as each path's tiles.
-    __shared__ uint4 smem_words[SHARED_BYTES / 16];
-    if (blockDim.x != GEMM_THREADS || blockDim.y != 1 || blockDim.z != 1) return;
+    if (!gemm_launch_ok()) return;
     if (lda < k) return;  // a's rows would overlap
     const Output<bf16> out = output(c, m, n);
-    gemm_units<bf16>(reinterpret_cast<unsigned char*>(smem_words), a, b, m, n, k, lda, 1, [=](u32) { return out; });
+    gemm_units<bf16>(dynamic_shared(), a, b, m, n, k, lda, 1, [=](u32) { return out; });
 }
 
 // The same products over K split into `splits` ranges of whole K tiles (split_range), range s's
@@ -421,11 +433,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     dense_gemm_bf16_splitk(const bf16* __restrict__ a, const bf16* __restrict__ b, float* __restrict__ partial,
                            u32 m, u32 n, u32 k, u32 lda, u32 splits) {
-    __shared__ uint4 smem_words[SHARED_BYTES / 16];
-    if (blockDim.x != GEMM_THREADS || blockDim.y != 1 || blockDim.z != 1) return;
+    if (!gemm_launch_ok()) return;
     if (lda < k || splits == 0) return;
     const size_t slice = static_cast<size_t>(m) * n;
-    gemm_units<float>(reinterpret_cast<unsigned char*>(smem_words), a, b, m, n, k, lda, splits,
+    gemm_units<float>(dynamic_shared(), a, b, m, n, k, lda, splits,
                       [=](u32 s) { return output(partial + s * slice, m, n); });
 }
 

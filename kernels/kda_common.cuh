@@ -83,6 +83,27 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 #endif
 
+// The launch's dynamic shared memory (LaunchGeometry::shared_mem_bytes): `dynamic_shared()` its
+// first byte, 16-byte aligned, `dynamic_shared_bytes()` how many bytes the launch gave it, for the
+// kernel to check before use (a launch with fewer writes nothing). Beyond 48 KiB a block gets it by
+// opt-in, which the CUDA backend makes for the launch.
+#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+__device__ __forceinline__ unsigned char* dynamic_shared() {
+    return static_cast<unsigned char*>(kda_emu::dynamic_shared());
+}
+__device__ __forceinline__ u32 dynamic_shared_bytes() { return kda_emu::dynamic_shared_bytes(); }
+#else
+extern __shared__ uint4 kda_dynamic_shared[];
+__device__ __forceinline__ unsigned char* dynamic_shared() {
+    return reinterpret_cast<unsigned char*>(kda_dynamic_shared);
+}
+__device__ __forceinline__ u32 dynamic_shared_bytes() {
+    u32 bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(bytes));
+    return bytes;
+}
+#endif
+
 // A hint that the 128-byte line holding `p` will be read soon: prefetch.global.L2 fetches it from
 // HBM into L2 without waiting for it. It changes no result, so the emulator, which has no memory
 // hierarchy to warm, reads one byte there instead, so that a sanitizer reports a prefetch outside

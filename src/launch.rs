@@ -6,8 +6,9 @@
 //! them as `-DNAME=VALUE`); a kernel launched with a block shape other than the one documented
 //! here returns without writing anything, so the two sides must agree.
 //!
-//! Every kernel uses static shared memory only (at most 49,152 bytes per block (the GEMM), exactly the 48 KiB
-//! that needs no opt-in), so every geometry has `shared_mem_bytes: 0`.
+//! The GEMMs stage their operands through dynamic shared memory ([`GEMM_SHARED_BYTES`], 64 KiB:
+//! past the 48 KiB a block gets without opting in, which the CUDA backend makes for the launch);
+//! every other kernel uses static shared memory only, and its geometry has `shared_mem_bytes: 0`.
 
 use kda_runtime::LaunchGeometry;
 
@@ -23,8 +24,8 @@ pub const WARP_BLOCK: u32 = 256;
 /// documented there).
 pub use crate::kernels::defines::{
     CHUNK_SCAN_THREADS, CHUNK_SCAN_VT, CHUNK_THREADS, CONV_MAX_WIDTH, CONV_PREFILL_TOKENS,
-    DENSE_GEMV_BATCHM_MAX_M, GEMM_THREADS, GEMM_TILE_K, GEMM_TILE_M, GEMM_TILE_N, GEMV_BATCHM_ROW_GROUPS,
-    GEMV_COLS_PER_BLOCK, GEMV_WARPS, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
+    DENSE_GEMV_BATCHM_MAX_M, GEMM_STAGES, GEMM_THREADS, GEMM_TILE_K, GEMM_TILE_M, GEMM_TILE_N,
+    GEMV_BATCHM_ROW_GROUPS, GEMV_COLS_PER_BLOCK, GEMV_WARPS, KDA_MAX_CHUNK, KDA_MAX_HEAD_DIM, RECURRENT_VPB,
 };
 
 /// A geometry without dynamic shared memory; an empty grid dimension becomes 1 (the kernels
@@ -50,8 +51,16 @@ pub fn gemm(m: u32, n: u32) -> LaunchGeometry {
 /// which the kernels' grid-stride loop takes the rest).
 pub fn gemm_splitk(m: u32, n: u32, splits: u32) -> LaunchGeometry {
     let rows = m.div_ceil(GEMM_TILE_M).saturating_mul(splits).min(MAX_GRID_Y);
-    blocks((n.div_ceil(GEMM_TILE_N), rows, 1), (GEMM_THREADS, 1, 1))
+    LaunchGeometry {
+        shared_mem_bytes: GEMM_SHARED_BYTES,
+        ..blocks((n.div_ceil(GEMM_TILE_N), rows, 1), (GEMM_THREADS, 1, 1))
+    }
 }
+
+/// The dynamic shared memory of a GEMM block: [`GEMM_STAGES`] K tiles of its operands' rows
+/// ([`GEMM_TILE_M`] of a, [`GEMM_TILE_N`] of b, [`GEMM_TILE_K`] bf16 each). The kernels write
+/// nothing when a launch gives them less.
+pub const GEMM_SHARED_BYTES: u32 = GEMM_STAGES * (GEMM_TILE_M + GEMM_TILE_N) * GEMM_TILE_K * 2;
 
 /// The most blocks a CUDA grid has in y (and z).
 const MAX_GRID_Y: u32 = 65_535;
@@ -182,14 +191,18 @@ mod tests {
     }
 
     #[test]
-    fn no_geometry_asks_for_dynamic_shared_memory() {
+    fn only_the_gemms_ask_for_dynamic_shared_memory() {
+        // Four stages of 128 + 128 rows of 32 bf16: 64 KiB, past the 48 KiB without opt-in.
+        assert_eq!(GEMM_SHARED_BYTES, 65_536);
+        assert_eq!(gemm(3, 5).shared_mem_bytes, GEMM_SHARED_BYTES);
+        assert_eq!(gemm_splitk(64, 4096, 8).shared_mem_bytes, GEMM_SHARED_BYTES);
         let all = [
             elementwise(1000),
-            gemm(3, 5),
             gemv(1, 5),
             gemv(7, 5),
             conv_decode(768, 64, 3),
             conv_prefill(256, 64, 100),
+            gate(5, 3),
             norm(4),
             recurrent(2, 128, 5),
             chunk_prepare(3, 2),

@@ -7,8 +7,8 @@
 //! thread and the block-order seed, never a hang or a silent wrong answer: a barrier some threads
 //! skip, a shuffle with lanes missing or lanes the warp lacks, a deadlock (an mma one lane skips
 //! among them), a misaligned cp.async or ldmatrix row, an ldmatrix row outside shared memory, a
-//! geometry or a shared memory size the device refuses. Shared memory and pending cp.async
-//! destinations read as NaN; block order is a seeded permutation; lookups check the kernel's C
+//! geometry or a shared memory size the device refuses. Shared memory (static and dynamic) and
+//! pending cp.async destinations read as NaN; block order is a seeded permutation; lookups check the kernel's C
 //! parameter types; a fixture that does not compile is a problem located in its manifest.
 #![cfg(feature = "emulation")]
 
@@ -218,6 +218,19 @@ const SHARED_PER_BLOCK: KernelEntry = entry(
         params: &[
             write("out", DType::U32, "64", &[Op::Literal(64)]),
             write("order", DType::U32, "3", &[Op::Literal(3)]),
+        ],
+        requires: &[],
+    },
+);
+
+/// `u32 out[256], u32 info[12]`.
+const DYNAMIC_WORDS: KernelEntry = entry(
+    "dynamic",
+    "dynamic_words",
+    &Signature {
+        params: &[
+            write("out", DType::U32, "256", &[Op::Literal(256)]),
+            write("info", DType::U32, "12", &[Op::Literal(12)]),
         ],
         requires: &[],
     },
@@ -615,6 +628,29 @@ fn shared_memory_is_nan_again_for_every_block_whatever_the_order() {
 }
 
 #[test]
+fn dynamic_shared_memory_is_the_launchs_size_aligned_and_nan_again_for_every_block() {
+    // Past the 48 KiB a block has without opting in, up to the device's 227 KiB.
+    for (seed, bytes) in [(23, 256u32), (24, 100_000), (25, 227 * 1024)] {
+        let gpu = backend(seed);
+        let mut out = gpu.zeros::<u32>(256).unwrap();
+        let mut info = gpu.zeros::<u32>(12).unwrap();
+        let geometry = LaunchGeometry { shared_mem_bytes: bytes, ..geometry((4, 1, 1), (32, 1, 1)) };
+        launch(&gpu, &DYNAMIC_WORDS, geometry, &mut [(&mut out).into(), (&mut info).into()])
+            .unwrap_or_else(|error| panic!("{bytes} bytes: {error}"));
+        let (out, info) = (gpu.download::<u32>(&out).unwrap(), gpu.download::<u32>(&info).unwrap());
+        for b in 0..4u32 {
+            let (found, read_back) = out[64 * b as usize..][..64].split_at(32);
+            // Unwritten whatever block ran before it on the same storage.
+            assert_eq!(found, [NAN_BITS; 32], "{bytes} bytes, block {b}");
+            let written: Vec<u32> = (0..32).rev().map(|t| 1000 * (b + 1) + t).collect();
+            assert_eq!(read_back, written, "{bytes} bytes, block {b}");
+            // Its size, 128-byte aligned, and its last word is the block's own.
+            assert_eq!(info[3 * b as usize..][..3], [bytes, 0, 7 + b], "{bytes} bytes, block {b}");
+        }
+    }
+}
+
+#[test]
 fn static_shared_memory_over_48_kib_is_an_err_and_each_entry_reports_its_own() {
     let gpu = backend(22);
     let big = gpu.static_shared_bytes(&BIG_SHARED).unwrap_or_else(|error| panic!("{error}"));
@@ -953,7 +989,7 @@ fn an_ldmatrix_row_address_misaligned_or_outside_shared_memory_is_an_err_naming_
     }
     assert!(misaligned.contains("a row address must be aligned to 16 bytes"), "{misaligned}");
     assert!(
-        outside.contains("the 16-byte row is not in shared memory (the block's 512 bytes at 0x"),
+        outside.contains("the 16-byte row is not in shared memory (the block's 512 static bytes at 0x"),
         "{outside}"
     );
 }
@@ -963,15 +999,20 @@ fn an_ldmatrix_row_address_misaligned_or_outside_shared_memory_is_an_err_naming_
 #[test]
 fn a_geometry_the_device_refuses_is_an_err_before_any_thread_runs() {
     let gpu = backend(41);
-    let refused: [(LaunchGeometry, &str); 6] = [
+    let refused: [(LaunchGeometry, &str); 7] = [
         (geometry((1, 1, 1), (1025, 1, 1)), "a block (1025, 1, 1) of 1025 threads"),
         (geometry((1, 1, 1), (1, 1, 65)), "a block (1, 1, 65) of 65 threads"),
         (geometry((1, 1, 1), (32, 33, 1)), "of 1056 threads"),
         (geometry((0, 1, 1), (64, 1, 1)), "a grid (0, 1, 1) of blocks (64, 1, 1) has an empty dimension"),
         (geometry((1, 65536, 1), (64, 1, 1)), "a grid (1, 65536, 1)"),
         (
-            LaunchGeometry { shared_mem_bytes: 16, ..geometry((1, 1, 1), (64, 1, 1)) },
-            "16 bytes of dynamic shared memory",
+            // small_shared has 256 static bytes: 1 byte past the device's 227 KiB in all.
+            LaunchGeometry { shared_mem_bytes: 227 * 1024 - 255, ..geometry((1, 1, 1), (64, 1, 1)) },
+            "232449 bytes of shared memory (256 static, 232193 dynamic): over the device's 232448 per block",
+        ),
+        (
+            LaunchGeometry { shared_mem_bytes: u32::MAX, ..geometry((1, 1, 1), (64, 1, 1)) },
+            "4294967295 dynamic",
         ),
     ];
     for (geometry, expected) in refused {

@@ -2,8 +2,9 @@
 // compiled as plain C++ (g++ or clang++) instead of by nvcc.
 //
 // Each CUDA thread of a block is an OS thread; the blocks of a grid run one at a time, in a
-// seeded shuffled order. `__shared__` variables are static storage in one linker section, filled
-// with NaN bytes before every block. `__syncthreads` is a barrier every thread of the block must
+// seeded shuffled order. `__shared__` variables are static storage in one linker section, and a
+// launch's dynamic shared memory one buffer of its size, both filled with NaN bytes before every
+// block. `__syncthreads` is a barrier every thread of the block must
 // reach, warp shuffles an exchange every lane of the mask must join, and an asynchronous copy
 // lands only at its wait: anything else is a launch error naming the kernel, the block and the
 // thread (kda_emu_runtime.cpp). The tensor-core ldmatrix, mma.m16n8k16 (bf16) and mma.m16n8k8
@@ -75,6 +76,11 @@ uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source);
 unsigned lane();
 // cp.async: `bytes` from `src` land in `dst` at the wait that covers their group.
 void cp_async(void* dst, const void* src, unsigned bytes);
+// The launch's dynamic shared memory (`extern __shared__` on the device, reached through
+// kda_common.cuh's dynamic_shared): its bytes, 128-byte aligned, NaN bytes before every block;
+// null when the launch asked for none.
+void* dynamic_shared();
+unsigned dynamic_shared_bytes();
 void cp_async_commit();
 void cp_async_wait(int newest_pending);
 // Warp gather: every lane of the full warp deposits `bytes` (1 to 32) from `record`; after one

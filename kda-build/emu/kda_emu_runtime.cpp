@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -38,6 +39,12 @@ namespace {
 constexpr unsigned kMaxEntries = 256;
 constexpr unsigned kMaxThreads = 1024;
 constexpr unsigned kMaxStaticShared = 48 * 1024;
+// Static plus dynamic shared memory a block may have on sm_90, dynamic beyond 48 KiB by opt-in
+// (the CUDA backend raises the kernel's limit for such a launch).
+constexpr unsigned kMaxShared = 227 * 1024;
+// The alignment of a launch's dynamic shared memory: at least the 16 bytes cp.async and ldmatrix
+// need of its rows, as on the device.
+constexpr size_t kDynamicSharedAlignment = 128;
 
 struct RegisteredEntry {
     const char* name;
@@ -319,8 +326,15 @@ class Monitor {
 };
 
 Monitor monitor;
-// One launch at a time per module: the blocks share the module's static __shared__ storage.
+// One launch at a time per module: the blocks share the module's static __shared__ storage and
+// the launch's dynamic shared memory.
 std::mutex launch_mutex;
+
+// The running launch's dynamic shared memory (null and 0 when it asked for none).
+struct DynamicShared {
+    unsigned char* bytes = nullptr;
+    unsigned size = 0;
+} dynamic;
 
 uint64_t splitmix64(uint64_t& state) {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -342,6 +356,14 @@ size_t static_shared_bytes() {
     return __start_kda_emu_shared ? static_cast<size_t>(__stop_kda_emu_shared - __start_kda_emu_shared) : 0;
 }
 
+// Whether the 16 bytes at `at` lie in the block's shared memory, static or dynamic.
+bool in_shared(uintptr_t at) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(__start_kda_emu_shared);
+    const uintptr_t dynamic_begin = reinterpret_cast<uintptr_t>(dynamic.bytes);
+    return (static_shared_bytes() > 0 && at >= begin && at + 16 <= begin + static_shared_bytes()) ||
+           (dynamic.size > 0 && at >= dynamic_begin && at + 16 <= dynamic_begin + dynamic.size);
+}
+
 // Why the geometry cannot launch on the device the emulator stands for (sm_90), or "".
 std::string geometry_problem(const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared) {
     const uint64_t threads = static_cast<uint64_t>(block[0]) * block[1] * block[2];
@@ -355,12 +377,12 @@ std::string geometry_problem(const unsigned grid[3], const unsigned block[3], un
     if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535)
         return format("a grid (%u, %u, %u): the device allows x up to 2^31 - 1, y and z up to 65535", grid[0],
                       grid[1], grid[2]);
-    if (dynamic_shared > 0)
-        return format("%u bytes of dynamic shared memory: the emulator runs only static __shared__ storage",
-                      dynamic_shared);
     if (static_shared_bytes() > kMaxStaticShared)
         return format("%zu bytes of static shared memory in this module: over the device's %u per block",
                       static_shared_bytes(), kMaxStaticShared);
+    if (static_shared_bytes() + dynamic_shared > kMaxShared)
+        return format("%zu bytes of shared memory (%zu static, %u dynamic): over the device's %u per block",
+                      static_shared_bytes() + dynamic_shared, static_shared_bytes(), dynamic_shared, kMaxShared);
     return "";
 }
 
@@ -414,6 +436,7 @@ std::string run_blocks(const RegisteredEntry& entry, void* const* args, const un
     }
     for (uint64_t position = 0; failure.empty() && position < order.size(); ++position) {
         if (static_shared_bytes() > 0) memset(__start_kda_emu_shared, 0xff, static_shared_bytes());
+        if (dynamic.size > 0) memset(dynamic.bytes, 0xff, dynamic.size);
         monitor.reset(threads);
         {
             std::lock_guard<std::mutex> lock(start_mutex);
@@ -473,6 +496,9 @@ void cp_async(void* dst, const void* src, unsigned bytes) {
     self->uncommitted.push_back(copy);
 }
 
+void* dynamic_shared() { return dynamic.bytes; }
+unsigned dynamic_shared_bytes() { return dynamic.size; }
+
 void cp_async_commit() {
     self->groups.push_back(std::move(self->uncommitted));
     self->uncommitted.clear();
@@ -498,8 +524,8 @@ void gather(const char* op, const void* record, unsigned bytes, void* all) { mon
 // Each lane that gives an address reads its own row when it arrives (so a sanitizer sees the read
 // as that thread's), and the rows are then gathered: a row another lane writes after its own
 // ldmatrix is never read by this one, as on the GPU where the warp's reads are done when it goes
-// on. A row must be 16-byte aligned and in the block's shared memory, which in the emulator is
-// exactly its static __shared__ storage (dynamic shared memory is refused at launch).
+// on. A row must be 16-byte aligned and in the block's shared memory: its static __shared__
+// storage or the launch's dynamic shared memory.
 void ldmatrix(unsigned count, uint32_t* r, const void* row) {
     static const char* const ops[] = {"ldmatrix.sync.aligned.m8n8.x1.shared.b16",
                                       "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
@@ -515,12 +541,12 @@ void ldmatrix(unsigned count, uint32_t* r, const void* row) {
             monitor.fail_here(format("%s from %p (lane %u's row of matrix %u): a row address must be aligned to "
                                      "16 bytes",
                                      op, row, self->lane, self->lane / 8));
-        const uintptr_t begin = reinterpret_cast<uintptr_t>(__start_kda_emu_shared);
-        if (static_shared_bytes() == 0 || at < begin || at + 16 > begin + static_shared_bytes())
+        if (!in_shared(at))
             monitor.fail_here(format("%s from %p (lane %u's row of matrix %u): the 16-byte row is not in shared "
-                                     "memory (the block's %zu bytes at %p)",
+                                     "memory (the block's %zu static bytes at %p, %u dynamic at %p)",
                                      op, row, self->lane, self->lane / 8, static_shared_bytes(),
-                                     static_cast<void*>(__start_kda_emu_shared)));
+                                     static_cast<void*>(__start_kda_emu_shared), dynamic.size,
+                                     static_cast<void*>(dynamic.bytes)));
         memcpy(mine, row, sizeof mine);
     }
     unsigned char rows[32][16];
@@ -670,7 +696,15 @@ int launch_checked(int entry, void* const* args, unsigned arg_count, const unsig
         std::lock_guard<std::mutex> lock(launch_mutex);
         blockDim = {block[0], block[1], block[2]};
         gridDim = {grid[0], grid[1], grid[2]};
-        failure = run_blocks(registered, args, grid, seed);
+        void* storage = nullptr;
+        if (dynamic_shared > 0 && posix_memalign(&storage, kDynamicSharedAlignment, dynamic_shared) != 0) {
+            failure = format("the emulator could not allocate %u bytes of dynamic shared memory", dynamic_shared);
+        } else {
+            dynamic = DynamicShared{static_cast<unsigned char*>(storage), dynamic_shared};
+            failure = run_blocks(registered, args, grid, seed);
+            dynamic = DynamicShared{};
+            free(storage);
+        }
     }
     if (failure.empty()) return 0;
     copy_message(std::string(registered.name) + ": " + failure, message, capacity);

@@ -191,7 +191,7 @@ pub enum Op {
     Or,
 }
 
-/// A dimension of the launch geometry.
+/// A dimension of the launch geometry, or its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LaunchDim {
     /// Blocks in x.
@@ -206,6 +206,8 @@ pub enum LaunchDim {
     BlockY,
     /// Threads per block in z.
     BlockZ,
+    /// Bytes of dynamic shared memory a block gets (`shared.bytes`).
+    SharedBytes,
 }
 
 impl LaunchDim {
@@ -217,6 +219,7 @@ impl LaunchDim {
             LaunchDim::BlockX => geometry.block.0,
             LaunchDim::BlockY => geometry.block.1,
             LaunchDim::BlockZ => geometry.block.2,
+            LaunchDim::SharedBytes => geometry.shared_mem_bytes,
         }
     }
 }
@@ -416,6 +419,7 @@ fn describe_launch(params: &[KernelParam], args: &[KernelArg<'_>], geometry: &La
     let launch = [
         format!("grid = ({}, {}, {})", grid.0, grid.1, grid.2),
         format!("block = ({}, {}, {})", block.0, block.1, block.2),
+        format!("shared = {} bytes", geometry.shared_mem_bytes),
     ];
     scalars.chain(launch).collect::<Vec<_>>().join(", ")
 }

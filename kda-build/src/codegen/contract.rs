@@ -118,6 +118,7 @@ fn postfix(expr: &Expr, program: &mut Vec<TokenStream>) {
                 LaunchDim::BlockX => quote!(BlockX),
                 LaunchDim::BlockY => quote!(BlockY),
                 LaunchDim::BlockZ => quote!(BlockZ),
+                LaunchDim::SharedBytes => quote!(SharedBytes),
             };
             program.push(quote!(Launch(#dim)));
         }

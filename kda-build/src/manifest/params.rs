@@ -5,7 +5,8 @@
 //!   (T: bf16, f32, u32), a scalar `T name` (T: u32, i32, u64, f32).
 //! - a requirement = `expr CMP expr ('||' expr CMP expr)*`, CMP one of `== != < <= > >=`.
 //! - `expr` = integer literals, the entry's integer scalars, `[defines]` constants, `+ - * %`,
-//!   parentheses and `cdiv(a, b)`; a requirement may also use `block.x` ... `grid.z`.
+//!   parentheses and `cdiv(a, b)`; a requirement may also use `block.x` ... `grid.z` and
+//!   `shared.bytes`.
 
 mod expr;
 mod lex;

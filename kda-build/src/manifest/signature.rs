@@ -157,7 +157,8 @@ pub enum Expr {
         /// Its value.
         value: u64,
     },
-    /// A dimension of the launch geometry (`block.x`, `grid.y`, ...): only in `requires`.
+    /// A dimension of the launch geometry (`block.x`, `grid.y`, ..., `shared.bytes`): only in
+    /// `requires`.
     Launch(LaunchDim),
     /// `lhs op rhs`.
     Binary {
@@ -170,7 +171,7 @@ pub enum Expr {
     },
 }
 
-/// A dimension of the launch geometry a requirement can test.
+/// A dimension of the launch geometry a requirement can test, or its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LaunchDim {
     /// `grid.x`
@@ -185,6 +186,8 @@ pub enum LaunchDim {
     BlockY,
     /// `block.z`
     BlockZ,
+    /// `shared.bytes`: the bytes of dynamic shared memory a block gets.
+    SharedBytes,
 }
 
 /// The integer operators of an expression.

@@ -64,7 +64,11 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     // Scalars are found by position, also when declared after the buffer.
     assert_eq!(*extent, *binary(BinaryOp::Mul, scalar("m", 3), scalar("n", 4)));
     assert_eq!(params[0].location.line, 15);
-    assert_eq!(gemm.requires.len(), 4);
+    assert_eq!(gemm.requires.len(), 5);
+    // The dynamic shared memory its four stages of 128 + 128 rows of 32 bf16 take.
+    let shared = &gemm.requires[2];
+    assert_eq!(shared.any_of[0].lhs, Expr::Launch(LaunchDim::SharedBytes));
+    assert_eq!(shared.any_of[0].op, CompareOp::Ge);
     assert_eq!(
         gemm.requires[0].any_of,
         [Comparison {
@@ -139,10 +143,11 @@ fn params_are_optional_and_may_be_empty() {
 
 #[test]
 fn requirements_parse_comparisons_joined_by_or() {
-    let text = with_requires(&["n % 32 == 0 || grid.z != n", "block.x * 2 <= 1024"]);
+    let text = with_requires(&["n % 32 == 0 || grid.z != n", "block.x * 2 <= 1024", "shared.bytes >= 2 * n"]);
     let manifest = Manifest::parse("k.toml", &text).unwrap();
     let requires = &manifest.tables[0].entries[0].requires;
-    assert_eq!(requires.len(), 2);
+    assert_eq!(requires.len(), 3);
+    assert_eq!(requires[2].any_of[0].lhs, Expr::Launch(LaunchDim::SharedBytes));
     let ops: Vec<CompareOp> = requires[0].any_of.iter().map(|c| c.op).collect();
     assert_eq!(ops, [CompareOp::Eq, CompareOp::Ne]);
     assert_eq!(requires[0].any_of[1].lhs, Expr::Launch(LaunchDim::GridZ));
@@ -252,7 +257,7 @@ fn launch_dimensions_are_for_requirements_only() {
         errors(&with_params("bf16 a[block.x], bf16 b[grid.w]")),
         [
             "k.toml:2:51: entry `g`: `block.x` is a launch dimension: only `requires` can use it, not the extent of `a`",
-            "k.toml:2:68: entry `g`: `grid.w` is not a launch dimension: expected block.x, block.y, block.z, grid.x, grid.y or grid.z",
+            "k.toml:2:68: entry `g`: `grid.w` is not a launch dimension: expected block.x, block.y, block.z, grid.x, grid.y, grid.z or shared.bytes",
         ]
     );
 }
@@ -282,7 +287,7 @@ fn requirements_use_the_same_names_and_syntax() {
     assert_eq!(
         errors(&with_requires(&["n >= 1 || q == 2"])),
         [
-            "k.toml:2:75: entry `g`: unknown name `q` in a requirement: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z)"
+            "k.toml:2:75: entry `g`: unknown name `q` in a requirement: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)"
         ]
     );
     assert_eq!(

@@ -13,9 +13,10 @@
 //! The launch seed is `KDA_EMU_SEED` (or [`EmuBackend::with_seed`]) plus the launch's number; a
 //! failing launch reports its seed, so its block order can be replayed.
 //!
-//! Memory is host memory, as on the CPU backend. Not emulated: concurrency between blocks, the
-//! GPU memory model beyond barriers, dynamic shared memory (a launch that asks for it is an
-//! `Err`), and any intrinsic the shim does not declare (the module does not build).
+//! Memory is host memory, as on the CPU backend; a launch's dynamic shared memory is one buffer of
+//! its size, NaN bytes before every block. Not emulated: concurrency between blocks, the GPU
+//! memory model beyond barriers, and any intrinsic the shim does not declare (the module does not
+//! build).
 
 mod driver;
 mod library;

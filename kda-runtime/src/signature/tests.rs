@@ -367,13 +367,16 @@ fn requirements_describe_the_refused_launch() {
     let (requirement, detail) = refused_requirement(&CHUNK, &GEOMETRY, &args);
     assert_eq!(requirement, "c == 32 || c == 64");
     // The integer scalars and the launch; not the `f32` scale.
-    assert_eq!(detail, "t = 100, c = 16, h = 2, d = 4, grid = (4, 2, 1), block = (128, 1, 1)");
+    assert_eq!(
+        detail,
+        "t = 100, c = 16, h = 2, d = 4, grid = (4, 2, 1), block = (128, 1, 1), shared = 0 bytes"
+    );
 
     let args = chunk.args();
     let narrow = LaunchGeometry { block: (64, 2, 1), ..GEOMETRY };
     let (requirement, detail) = refused_requirement(&CHUNK, &narrow, &args);
     assert_eq!(requirement, "block.x == 128");
-    assert!(detail.ends_with("grid = (4, 2, 1), block = (64, 2, 1)"), "{detail}");
+    assert!(detail.ends_with("grid = (4, 2, 1), block = (64, 2, 1), shared = 0 bytes"), "{detail}");
     let flat = LaunchGeometry { grid: (4, 1, 1), ..GEOMETRY };
     let (requirement, detail) = refused_requirement(&CHUNK, &flat, &args);
     assert_eq!(requirement, "grid.y >= h");
@@ -395,8 +398,26 @@ fn a_requirement_that_cannot_be_evaluated_is_refused() {
     const DIVIDES: KernelEntry = signed("ops", "divides", &DIVIDES_SIGNATURE);
     let requirement = |n: u64, m: u64| refused_requirement(&DIVIDES, &GEOMETRY, &[n.into(), m.into()]);
     assert_eq!(requirement(6, 0), ("n % m == 0", "cannot be evaluated: it divides by zero".into()));
-    assert_eq!(requirement(7, 2).1, "n = 7, m = 2, grid = (4, 2, 1), block = (128, 1, 1)");
+    assert_eq!(requirement(7, 2).1, "n = 7, m = 2, grid = (4, 2, 1), block = (128, 1, 1), shared = 0 bytes");
     check(&DIVIDES, &GEOMETRY, &[6u64.into(), 3u64.into()]).unwrap();
+}
+
+#[test]
+fn a_requirement_on_shared_bytes_reads_the_launchs_dynamic_shared_memory() {
+    const STAGED_SIGNATURE: Signature = Signature {
+        params: &[KernelParam::scalar("stages", ScalarKind::U32)],
+        requires: &[Requirement::new(
+            "shared.bytes >= stages * 16384",
+            &[Op::Launch(LaunchDim::SharedBytes), Op::Scalar(0), Op::Literal(16384), Op::Mul, Op::Ge],
+        )],
+    };
+    const STAGED: KernelEntry = signed("gemm", "staged", &STAGED_SIGNATURE);
+    let with_bytes = |bytes| LaunchGeometry { shared_mem_bytes: bytes, ..GEOMETRY };
+    let (requirement, detail) = refused_requirement(&STAGED, &with_bytes(65_535), &[4u32.into()]);
+    assert_eq!(requirement, "shared.bytes >= stages * 16384");
+    assert_eq!(detail, "stages = 4, grid = (4, 2, 1), block = (128, 1, 1), shared = 65535 bytes");
+    check(&STAGED, &with_bytes(65_536), &[4u32.into()]).unwrap();
+    check(&STAGED, &with_bytes(0), &[0u32.into()]).unwrap();
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! gemm, gemv, batchm.
 
 use half::bf16;
+use kda_runtime::LaunchGeometry;
 
 use super::*;
 use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
@@ -133,6 +134,24 @@ fn gemm_and_batchm_read_rows_their_stride_apart() {
     assert!(reason.starts_with("`glm5next_kda.gemm.a`: expected at least 347 elements"), "{reason}");
     let reason = try_batchm(&spread, &w, &zeros, [m, n, k, k - 1]).refused(&zeros);
     assert!(reason.contains("does not meet `ldx >= k`"), "{reason}");
+}
+
+#[test]
+fn a_gemm_launch_short_of_its_dynamic_shared_memory_is_refused() {
+    let (m, n, k) = (2u32, 3u32, 8u32);
+    let dev = Device::new();
+    let (a, b) = (dev.up(&[bf16::ONE; 16]), dev.up(&[bf16::ONE; 24]));
+    let zeros = vec![bf16::ZERO; 6];
+    let mut c = dev.up(&zeros);
+    let short = LaunchGeometry { shared_mem_bytes: launch::GEMM_SHARED_BYTES - 16, ..launch::gemm(m, n) };
+    let args = glm5next_kda::gemm { a: a.view(), b: b.view(), c: c.view_mut(), m, n, k, lda: k };
+    let reason = dev.kernels.launch_gemm(&dev.gpu, short, args).unwrap_err().to_string();
+    assert!(
+        reason.starts_with("`glm5next_kda.gemm`: the launch does not meet `shared.bytes >= "),
+        "{reason}"
+    );
+    assert!(reason.ends_with("shared = 65520 bytes)"), "{reason}");
+    assert_eq!(dev.down::<bf16>(&c), zeros, "the refused launch wrote c");
 }
 
 #[test]

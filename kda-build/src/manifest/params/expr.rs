@@ -204,7 +204,10 @@ fn parse_atom<'s>(
             cursor.bump();
             let Some((axis, axis_token)) = cursor.ident() else {
                 return Err(Problem::expected(
-                    &format!("`x`, `y` or `z` after `{}.`", shorten(name)),
+                    &format!(
+                        "an axis after `{}.` (`x`, `y` or `z`, or `bytes` after `shared.`)",
+                        shorten(name)
+                    ),
                     cursor.peek(),
                 ));
             };
@@ -216,7 +219,7 @@ fn parse_atom<'s>(
                         token.start..axis_token.end,
                         format!(
                             "`{}.{}` is not a launch dimension: expected block.x, block.y, block.z, \
-                             grid.x, grid.y or grid.z",
+                             grid.x, grid.y, grid.z or shared.bytes",
                             shorten(name),
                             shorten(axis)
                         ),
@@ -275,6 +278,7 @@ fn launch_dim(base: &str, axis: &str) -> Option<LaunchDim> {
         ("grid", "x") => LaunchDim::GridX,
         ("grid", "y") => LaunchDim::GridY,
         ("grid", "z") => LaunchDim::GridZ,
+        ("shared", "bytes") => LaunchDim::SharedBytes,
         _ => return None,
     })
 }
@@ -407,7 +411,7 @@ impl Resolver<'_, '_> {
             ),
             (_, Place::Requirement) => format!(
                 "unknown name `{name}` in a requirement: not a scalar parameter of this entry, \
-                 a [defines] constant or a launch dimension (block.x, ..., grid.z)"
+                 a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)"
             ),
         };
         self.problems.push(Problem::new(span, message));
