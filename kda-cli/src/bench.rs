@@ -11,8 +11,8 @@
 //! so the report says what splitting K buys at that shape ([`SplitKTiming`]).
 //!
 //! `kda bench` then prints the [roofline model](crate::roofline) of one layer (decode at B = 1
-//! and 64, a prefill), with each launch's case time beside it on CUDA where the sizes match
-//! ([`RooflineReport::with_measurements`](crate::roofline::RooflineReport::with_measurements)).
+//! and 64, a prefill), on CUDA with the time of each launch of the block itself beside it
+//! ([`RooflineReport::with_profile`](crate::roofline::RooflineReport::with_profile)).
 
 use std::fmt;
 use std::time::Duration;

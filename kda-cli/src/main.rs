@@ -61,8 +61,8 @@ enum Command {
     /// Times one launch of each kernel of the table on its launch case and reports the bandwidth
     /// it achieves, against a device-to-device copy measured in the same run, and on CUDA the
     /// `gemm` against cuBLAS at the same sizes (where libcublas is installed); then the roofline
-    /// model of one layer on an H200 (decode at B = 1 and 64, a prefill of `--tokens`), with the
-    /// measured cases beside it on CUDA.
+    /// model of one layer on an H200 (decode at B = 1 and 64, a prefill of `--tokens`), on CUDA
+    /// with every launch of the block at that layer timed beside it.
     Bench {
         /// Where to run (default: the `--backend` given before `bench`, else the best available).
         #[arg(long, value_enum)]
@@ -285,7 +285,7 @@ impl BenchRun {
 }
 
 /// `kda bench`: the launch cases of every kernel, timed on the chosen backend, then the roofline
-/// model, the measured cases beside it on CUDA.
+/// model, on CUDA with every launch of the block at the model's layer timed beside it.
 fn bench(choice: BackendChoice, run: &BenchRun) -> anyhow::Result<()> {
     let (gpu, chosen) = select_backend(choice)?;
     let on_cuda = matches!(chosen, BackendChoice::Cuda);
@@ -317,7 +317,8 @@ fn bench(choice: BackendChoice, run: &BenchRun) -> anyhow::Result<()> {
         // The target's own table: its absent optional kernels are absent from the model too.
         let absent: Vec<&str> =
             report.kernels.iter().filter(|kernel| kernel.per_launch.is_none()).map(|k| k.field).collect();
-        roofline::model(&geometry, tokens, &absent)?.with_measurements(&report)
+        let profile = roofline::profile(gpu.as_ref(), &geometry, &roofline::Scenario::all(tokens), run.seed)?;
+        roofline::model(&geometry, tokens, &absent)?.with_profile(&profile, &report.backend)?
     } else {
         roofline::model(&geometry, tokens, &[])?
     };

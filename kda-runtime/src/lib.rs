@@ -36,6 +36,7 @@ pub mod host;
 mod image;
 mod lookup;
 pub mod modules;
+pub mod profile;
 mod registry;
 pub mod replay;
 mod resolve;

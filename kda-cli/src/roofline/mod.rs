@@ -64,12 +64,12 @@ use std::time::Duration;
 use kda::block::{BlockError, Glm5NextKdaBlock};
 use kda::cases::MAX_CASE_BATCH;
 use kda::geometry::{GeometryError, KdaGeometry};
+use kda_runtime::profile::TimedLaunch;
 use kda_runtime::testing::{FakeBackend, FakeLaunch};
 use kda_runtime::{BackendError, DType, GpuBackend};
 
-use crate::bench::BenchReport;
-
 mod flops;
+mod profile;
 mod record;
 mod report;
 mod split;
@@ -77,6 +77,7 @@ mod split;
 mod tests;
 
 pub use flops::flops;
+pub use profile::profile;
 use record::extrapolate;
 pub use record::record;
 
@@ -170,6 +171,16 @@ pub enum RooflineError {
     /// A launch of a kernel that is not in the table (the fake carries only the table's).
     #[error("a launch of `{0}`, which is not an entry of `[glm5next_kda]`")]
     UnknownKernel(String),
+    /// The block's launches on a backend are not the model's (another kernel, another count).
+    #[error("{scenario}: the block on the device launched [{measured}], the model has [{model}]")]
+    ProfileDrift {
+        /// The scenario.
+        scenario: String,
+        /// The model's launches, by field.
+        model: String,
+        /// The launches timed, by field (`?` for a kernel not in the table).
+        measured: String,
+    },
     /// A kernel without a FLOP count here, or whose params lack one the count needs.
     #[error("no FLOP model for `{field}` (needs the scalar `{param}`): add it to kda-cli/src/roofline.rs")]
     NoModel {
@@ -213,25 +224,37 @@ impl Scenario {
         gpu: &FakeBackend,
         block: &Glm5NextKdaBlock<'_>,
     ) -> Result<Vec<FakeLaunch>, RooflineError> {
+        let mut before = 0;
+        self.run(gpu, block, &mut || before = gpu.launches().len())?;
+        Ok(gpu.launches().split_off(before))
+    }
+
+    /// Runs the scenario's call of `block` on `gpu` (the backend the block was made on), on
+    /// inputs of zeros; `begins` is called once what sets the call up (a pool's slots) is issued,
+    /// right before the call itself.
+    pub(crate) fn run(
+        &self,
+        gpu: &dyn GpuBackend,
+        block: &Glm5NextKdaBlock<'_>,
+        begins: &mut dyn FnMut(),
+    ) -> Result<(), RooflineError> {
         let hidden = block.geometry().hidden as usize;
-        let before = match *self {
+        match *self {
             Scenario::Decode { batch } => {
                 let mut pool = block.new_pool(batch)?;
                 let slots = (0..batch).map(|_| block.acquire(&mut pool)).collect::<Result<Vec<_>, _>>()?;
                 let input = gpu.alloc(DType::Bf16, batch as usize * hidden)?;
-                let before = gpu.launches().len();
+                begins();
                 block.decode_batch(&mut pool, &slots, &input)?;
-                before
             }
             Scenario::Prefill { tokens } => {
                 let mut state = block.new_state()?;
                 let input = gpu.alloc(DType::Bf16, tokens as usize * hidden)?;
-                let before = gpu.launches().len();
+                begins();
                 block.prefill(&mut state, &input)?;
-                before
             }
-        };
-        Ok(gpu.launches().split_off(before))
+        }
+        Ok(())
     }
 }
 
@@ -504,29 +527,43 @@ impl ScenarioModel {
 pub struct RooflineReport {
     /// The layer.
     pub geometry: KdaGeometry,
-    /// The backend whose launch-case timings sit beside the model; `None`: the model alone.
+    /// The backend the block's launches were timed on ([`Self::with_profile`]); `None`: the model
+    /// alone.
     pub measured_on: Option<String>,
     /// One per scenario.
     pub scenarios: Vec<ScenarioModel>,
 }
 
 impl RooflineReport {
-    /// Sets beside each launch the time `bench` measured for the launch case of the same kernel
-    /// with the same sizes ([`LaunchModel::matches`]), where the benchmark ran at this layer's
-    /// geometry; the report then names `bench`'s backend. The decode cases of b ≥ 3 rows leave two
-    /// rows without a slot (`docs/kernels.md` §5): beside B = 64 they do 62/64 of the work.
-    pub fn with_measurements(mut self, bench: &BenchReport) -> Self {
-        let same_layer = bench.geometry == self.geometry;
-        for launch in self.scenarios.iter_mut().flat_map(|scenario| &mut scenario.launches) {
-            launch.measured = bench
-                .kernels
-                .iter()
-                .filter(|case| same_layer && case.field == launch.field)
-                .find(|case| launch.matches(&case.scalars))
-                .and_then(|case| case.per_launch);
+    /// Sets beside each launch of each scenario the time `profile` measured for the launch at the
+    /// same position of the same scenario (run on `backend`), which must be a launch of the same
+    /// kernel: a profile of the block at this layer ([`profile`]).
+    pub fn with_profile(
+        mut self,
+        profile: &[Vec<TimedLaunch>],
+        backend: &str,
+    ) -> Result<Self, RooflineError> {
+        let named = |launch: &TimedLaunch| {
+            record::table_entry(|entry| entry.module == launch.module && entry.entry == launch.entry)
+                .map_or("?", |entry| entry.field)
+        };
+        for (index, scenario) in self.scenarios.iter_mut().enumerate() {
+            let timed = profile.get(index).map_or(&[][..], Vec::as_slice);
+            let measured: Vec<&str> = timed.iter().map(named).collect();
+            let model: Vec<&str> = scenario.launches.iter().map(|launch| launch.field).collect();
+            if measured != model {
+                return Err(RooflineError::ProfileDrift {
+                    scenario: scenario.scenario.to_string(),
+                    model: model.join(", "),
+                    measured: measured.join(", "),
+                });
+            }
+            for (launch, timed) in scenario.launches.iter_mut().zip(timed) {
+                launch.measured = Some(timed.time);
+            }
         }
-        self.measured_on = Some(bench.backend.clone());
-        self
+        self.measured_on = Some(backend.to_owned());
+        Ok(self)
     }
 }
 

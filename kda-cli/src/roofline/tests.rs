@@ -9,7 +9,6 @@ use kda_runtime::testing::FakeArg;
 
 use super::record::table_entry;
 use super::*;
-use crate::bench::{self, BenchOptions};
 
 /// The model at `glm5-flash`, built once for every test that reads it.
 fn glm5() -> &'static RooflineReport {
@@ -350,35 +349,30 @@ fn sizes_off_the_line_through_1_and_2_heads_are_refused() {
 }
 
 #[test]
-fn measured_cases_sit_beside_the_launches_of_their_sizes() {
-    // The CPU reference stands in for a device: the cases at T = 64 have the sizes of o_proj's
-    // GEMV at B = 1 (at `tiny` qkv = hidden = 64; the stacked input projection, 3·qkv + 2·D + H
-    // wide, has no case), and of most of the B = 64 step and of the prefill.
+fn a_profile_of_the_block_sets_a_time_beside_every_launch_of_the_model() {
+    // The CPU reference stands in for a device: the block it runs makes the model's launches, one
+    // for one, each timed.
     let geometry = KdaGeometry::tiny();
-    let options = BenchOptions { geometry, tokens: 64, iterations: 1, seed: 1, copy_bytes: 1 << 16 };
-    let timings = bench::run(&kda::reference::backend(), &options, &mut |_| {}).unwrap();
-    let report = model(&geometry, 64, &[]).unwrap().with_measurements(&timings);
-    let matched = |s: &ScenarioModel| -> Vec<&str> {
-        s.launches.iter().filter(|l| l.measured.is_some()).map(|l| l.field).collect()
-    };
-    assert_eq!(matched(&report.scenarios[0]), ["gemv"]);
-    let front = ["gate"];
-    let back = ["o_norm", "gemm"];
-    let decode: Vec<&str> =
-        front.iter().chain(&["conv_decode", "recurrent_regs"]).chain(&back).copied().collect();
-    assert_eq!(matched(&report.scenarios[1]), decode);
-    let core = ["conv_prefill", "chunk_prepare", "chunk_scan"];
-    let prefill: Vec<&str> = front.iter().chain(&core).chain(&back).copied().collect();
-    assert_eq!(matched(&report.scenarios[2]), prefill);
+    let gpu = kda::reference::backend();
+    let timed = profile(&gpu, &geometry, &Scenario::all(64), 1).unwrap();
+    let counts: Vec<usize> = timed.iter().map(Vec::len).collect();
+    let report = model(&geometry, 64, &[]).unwrap().with_profile(&timed, &gpu.describe()).unwrap();
+    let modelled: Vec<usize> = report.scenarios.iter().map(|s| s.launches.len()).collect();
+    assert_eq!(counts, modelled);
+    assert!(report.scenarios.iter().flat_map(|s| &s.launches).all(|launch| launch.measured.is_some()));
     let text = report.to_string();
-    assert!(text.contains("measured on CPU reference backend"), "{text}");
-    assert!(
-        text.contains("measured µs  of roofline") && text.contains("6 of 9 launches beside a case"),
-        "{text}"
-    );
-    // Another layer's timings sit beside nothing.
-    let other = model(&KdaGeometry::mid(), 64, &[]).unwrap().with_measurements(&timings);
-    assert!(other.scenarios.iter().all(|s| matched(s).is_empty()));
+    assert!(text.contains("beside each launch of the block on CPU reference backend"), "{text}");
+    let all = format!("({} launches, each on its own)", modelled[2]);
+    assert!(text.contains("measured µs  of roofline") && text.contains(&all), "{text}");
+
+    // A target whose block launches other kernels than the model's is refused, naming both lists.
+    let other = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
+    let timed = profile(&other, &geometry, &Scenario::all(64), 1).unwrap();
+    let error = model(&geometry, 64, &[]).unwrap().with_profile(&timed, "other").unwrap_err();
+    assert!(matches!(error, RooflineError::ProfileDrift { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.starts_with("decode step, B = 1: the block on the device launched ["), "{message}");
+    assert!(message.contains("recurrent, ") && message.contains("recurrent_regs, "), "{message}");
 }
 
 #[test]
