@@ -13,6 +13,11 @@
 // per mma. K tiles of BK = 32 are staged in shared memory GEMM_STAGES = 4 deep by `cp.async`, so
 // the loads of the three tiles ahead overlap the products of this one.
 //
+// A product of at most 64 rows (a decode step's) runs on 64 × 128 tiles instead, each warp
+// 32 × 64: a 128-row tile would stage 64 rows of zeros and spend half its mma on them, which at
+// m = 64 makes the step's largest product bound by the tensor cores rather than by its weight's
+// bytes. The grid is the same (one tile row either way).
+//
 // Shared memory is dynamic: (128 + 128) rows × 32 bf16 × 2 B = 16 KiB a stage, 64 KiB for four,
 // three blocks an SM (192 KiB of the SM's 228). Three stages fit the 48 KiB a block has without
 // opting in; the fourth is the one the H200 runs of 2026-12-04 left to try (docs/measurements.md).
@@ -75,17 +80,30 @@ constexpr u32 STAGES = GEMM_STAGES;
 static_assert(STAGES >= 2, "a stage in use and at least one landing");
 constexpr u32 CHUNKS = BK / 8;                       // 16-byte chunks per tile row: 4 (64 bytes)
 constexpr u32 WARPS_M = 2, WARPS_N = 2;              // warp grid of a block
-constexpr u32 WM = BM / WARPS_M, WN = BN / WARPS_N;  // 64 x 64 per warp
-constexpr u32 MT = WM / 16, NT = WN / 8;             // mma tiles per warp: 4 x 8
-constexpr u32 STAGE_ELEMS = (BM + BN) * BK;          // bf16 per stage: a rows, then b rows
-constexpr u32 LOADS = (BM + BN) * CHUNKS / GEMM_THREADS;  // chunks a thread stages per K tile: 8
-constexpr u32 LOAD_ROWS = GEMM_THREADS / CHUNKS;          // rows between a thread's chunks: 32
-static_assert(WARPS_M * WARPS_N * 32 == GEMM_THREADS, "one warp per 64 x 64 sub-tile");
+constexpr u32 WN = BN / WARPS_N, NT = WN / 8;        // columns a warp: 64, 8 mma tiles
+constexpr u32 LOAD_ROWS = GEMM_THREADS / CHUNKS;     // rows between a thread's chunks: 32
+static_assert(WARPS_M * WARPS_N * 32 == GEMM_THREADS, "a 2 x 2 grid of warps");
 constexpr u32 LINE_ROWS = 128 / (BK * 2);            // tile rows per 128 bytes (one sweep of the 32 banks): 2
-static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0 && LINE_ROWS * CHUNKS == 8,
+static_assert(WN % 16 == 0 && BK % 16 == 0 && LINE_ROWS * CHUNKS == 8,
               "whole ldmatrix.x4 tiles; the swizzle's period is 8 rows");
-static_assert((BM + BN) * CHUNKS % GEMM_THREADS == 0 && BM % LOAD_ROWS == 0 && LOAD_ROWS % 8 == 0,
-              "whole chunks per thread, each in a or in b, all at the same swizzle");
+
+// A tensor-core tile of ROWS rows of c by BN columns, each warp (ROWS / 2) × 64: GEMM_TILE_M rows,
+// or half of them for a product of at most that many rows (a decode step's), where a full tile
+// would stage and multiply rows of zeros: at m = 64 half its tensor-core work.
+template <u32 ROWS>
+struct Tile {
+    static constexpr u32 BM = ROWS;
+    static constexpr u32 WM = BM / WARPS_M;                          // rows a warp: 64 or 32
+    static constexpr u32 MT = WM / 16;                               // mma tiles a warp along m: 4 or 2
+    static constexpr u32 STAGE_ELEMS = (BM + BN) * BK;               // bf16 a stage: a rows, then b rows
+    static constexpr u32 LOADS = (BM + BN) * CHUNKS / GEMM_THREADS;  // chunks a thread stages a K tile: 8 or 6
+    static constexpr u32 A_LOADS = BM / LOAD_ROWS;                   // of them, the ones in a: 4 or 2
+    static_assert(WM % 16 == 0, "whole ldmatrix.x4 tiles");
+    static_assert((BM + BN) * CHUNKS % GEMM_THREADS == 0 && BM % LOAD_ROWS == 0 && LOAD_ROWS % 8 == 0,
+                  "whole chunks per thread, each in a or in b, all at the same swizzle");
+};
+using WideTile = Tile<BM>;
+using ShortTile = Tile<BM / 2>;
 
 // The scalar path: a 64 × 64 sub-tile per pass, K tiles of SK. A thread owns SR rows, SQ pairs of
 // adjacent columns in each (8 × 2 × 2 = 32 outputs), from a grid of S_TX × S_TY threads.
@@ -94,7 +112,7 @@ constexpr u32 S_TX = 16, S_TY = GEMM_THREADS / S_TX;  // 16 × 8 threads
 constexpr u32 SR = SM / S_TY, SQ = SN / (2 * S_TX);    // 8 rows, 2 column pairs a thread
 static_assert(S_TX * S_TY == GEMM_THREADS && SR * S_TY == SM && SQ * 2 * S_TX == SN, "the sub-tile, shared out");
 constexpr u32 SCALAR_BYTES = SK * (SM + 1) * 4 + SK * (SN + 1) * 4;
-constexpr u32 TENSOR_BYTES = STAGES * STAGE_ELEMS * 2;
+constexpr u32 TENSOR_BYTES = STAGES * WideTile::STAGE_ELEMS * 2;  // the short tile's stages fit in them
 // The launch's dynamic shared memory: launch::GEMM_SHARED_BYTES computes the same.
 constexpr u32 SHARED_BYTES = TENSOR_BYTES;
 // Three blocks an SM (__launch_bounds__ below): each takes its shared memory plus the 1 KiB the
@@ -105,10 +123,10 @@ static_assert(SCALAR_BYTES <= SHARED_BYTES, "the scalar path fits the tensor pat
 // Where chunk q (8 bf16) of row r of a stage is stored, in bf16 from the stage (header: the swizzle).
 __device__ __forceinline__ u32 swizzled(u32 r, u32 q) { return r * BK + ((q ^ ((r / LINE_ROWS) % CHUNKS)) * 8); }
 
-// A thread's LOADS chunks of each K tile: chunk `lchunk` (K columns lchunk·8..) of stage rows
-// lrow + LOAD_ROWS·j, the first A_LOADS of them rows of a, the rest rows of b. Two element offsets
-// (row lrow of a and of b, advanced by BK a tile) and one row step keep few registers live (ptxas
-// recomputed four pointers every tile at the 128-register cap).
+// A thread's Shape::LOADS chunks of each K tile: chunk `lchunk` (K columns lchunk·8..) of stage
+// rows lrow + LOAD_ROWS·j, the first Shape::A_LOADS of them rows of a, the rest rows of b. Two
+// element offsets (row lrow of a and of b, advanced by BK a tile) and one row step keep few
+// registers live (ptxas recomputed four pointers every tile at the 128-register cap).
 struct Loader {
     size_t a_at;  // (m0 + lrow)·lda + k0 + lchunk·8 in a, then + BK per K tile
     size_t b_at;  // (n0 + lrow)·k + k0 + lchunk·8 in b, likewise
@@ -119,8 +137,7 @@ struct Loader {
     u32 col;      // the K column of this thread's chunk in the next tile
 };
 
-constexpr u32 A_LOADS = BM / LOAD_ROWS;  // of a thread's LOADS chunks, the ones in a
-
+template <typename Shape>
 __device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 lda, u32 m0, u32 n0, u32 k0) {
     Loader l;
     const u32 lrow = threadIdx.x / CHUNKS, lchunk = threadIdx.x % CHUNKS;
@@ -131,8 +148,9 @@ __device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 lda, u32 
     l.b_at = static_cast<size_t>(n0 + lrow) * k + k0 + lchunk * 8;
     l.row_ok = 0;
 #pragma unroll
-    for (u32 j = 0; j < LOADS; ++j) {
-        const bool ok = j < A_LOADS ? m0 + lrow + LOAD_ROWS * j < m : n0 + lrow + LOAD_ROWS * (j - A_LOADS) < n;
+    for (u32 j = 0; j < Shape::LOADS; ++j) {
+        const bool ok = j < Shape::A_LOADS ? m0 + lrow + LOAD_ROWS * j < m
+                                           : n0 + lrow + LOAD_ROWS * (j - Shape::A_LOADS) < n;
         l.row_ok |= static_cast<u32>(ok) << j;
     }
     l.col = k0 + lchunk * 8;
@@ -162,14 +180,14 @@ __device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem
 // inside its operand and before k1 (the end of the tile's K range), zeros where it does not (k and
 // the range's start are multiples of 8, its end of 32 or k: a chunk is all in or all out). A chunk
 // outside gets the operand's start as its (unread) source, never an address past the operand.
+template <typename Shape>
 __device__ __forceinline__ void load_stage(bf16* stage, Loader& l, const bf16* a, const bf16* b, u32 k1) {
     const bool in_k = l.col < k1;
 #pragma unroll
-    for (u32 j = 0; j < LOADS; ++j) {
+    for (u32 j = 0; j < Shape::LOADS; ++j) {
         const bool copy = ((l.row_ok >> j) & 1) && in_k;
-        const bf16* operand = j < A_LOADS ? a : b;
-        const size_t at = j < A_LOADS ? l.a_at + j * l.a_step
-                                      : l.b_at + (j - A_LOADS) * l.b_step;
+        const bf16* operand = j < Shape::A_LOADS ? a : b;
+        const size_t at = j < Shape::A_LOADS ? l.a_at + j * l.a_step : l.b_at + (j - Shape::A_LOADS) * l.b_step;
         cp_async_16_or_zero(stage + l.dst + LOAD_ROWS * j * BK, copy ? operand + at : operand, copy);
     }
     l.a_at += BK;
@@ -219,15 +237,16 @@ __device__ __forceinline__ Output<T> output(T* out, u32 m, u32 n) {
     return Output<T>{out, m, n, pairs};
 }
 
-// The tensor-core tile at (m0, n0) over K columns k0..k1, into `out`; k and lda multiples of 8,
-// k0 of BK, a and b 16-byte aligned.
-template <typename T>
+// The tensor-core tile of `Shape` at (m0, n0) over K columns k0..k1, into `out`; k and lda
+// multiples of 8, k0 of BK, a and b 16-byte aligned.
+template <typename Shape, typename T>
 __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf16* b, const Output<T>& out, u32 k,
                                             u32 lda, u32 m0, u32 n0, u32 k0, u32 k1) {
+    constexpr u32 MT = Shape::MT, STAGE_ELEMS = Shape::STAGE_ELEMS;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const u32 wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const u32 wm = (warp / WARPS_N) * Shape::WM, wn = (warp % WARPS_N) * WN;
     const u32 tiles = (k1 - k0 + BK - 1) / BK;
-    Loader loader = make_loader(out.m, out.n, k, lda, m0, n0, k0);
+    Loader loader = make_loader<Shape>(out.m, out.n, k, lda, m0, n0, k0);
 
     // ldmatrix addresses (bf16 from a stage) for the two 16-wide K steps s of a tile. A 16 × 16 (mma
     // tile i adds 16 rows): lanes 0-15 address rows 0-15 at chunk 2s, lanes 16-31 the same rows at
@@ -235,7 +254,7 @@ __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf1
     // (q / 2)·8.. at chunk 2s + q % 2. Every row is a multiple of 8 plus lane & 15 or lane & 7,
     // so its swizzle term (r >> 1) & 3 is the lane's (lane >> 1) & 3 (in general, of lane & 7).
     const u32 xr = ((lane & 7) / LINE_ROWS) % CHUNKS;
-    const u32 a_row = (wm + (lane & 15)) * BK, b_row = (BM + wn + ((lane >> 4) << 3) + (lane & 7)) * BK;
+    const u32 a_row = (wm + (lane & 15)) * BK, b_row = (Shape::BM + wn + ((lane >> 4) << 3) + (lane & 7)) * BK;
     u32 a_off[BK / 16], b_off[BK / 16];
 #pragma unroll
     for (u32 s = 0; s < BK / 16; ++s) {
@@ -254,14 +273,14 @@ __device__ __forceinline__ void tensor_tile(bf16* smem, const bf16* a, const bf1
     // The first STAGES - 1 tiles in flight; one commit group per tile, empty past the last.
 #pragma unroll
     for (u32 s = 0; s + 1 < STAGES; ++s) {
-        if (s < tiles) load_stage(smem + s * STAGE_ELEMS, loader, a, b, k1);
+        if (s < tiles) load_stage<Shape>(smem + s * STAGE_ELEMS, loader, a, b, k1);
         cp_async_commit();
     }
     u32 read = 0, write = STAGES - 1;  // the stages of this tile and of the one STAGES - 1 ahead
     for (u32 tile = 0; tile < tiles; ++tile) {
         cp_async_wait<STAGES - 2>();  // this tile's group has landed, for this thread's copies
         __syncthreads();              // ... and every thread's; the stage refilled next is free
-        if (tile + STAGES - 1 < tiles) load_stage(smem + write * STAGE_ELEMS, loader, a, b, k1);
+        if (tile + STAGES - 1 < tiles) load_stage<Shape>(smem + write * STAGE_ELEMS, loader, a, b, k1);
         cp_async_commit();
 
         const bf16* stage = smem + read * STAGE_ELEMS;
@@ -365,43 +384,56 @@ __device__ __forceinline__ KRange split_range(u32 k, u32 splits, u32 s) {
     return KRange{begin, min(k, begin + span)};
 }
 
+// Runs `tile(m0, n0, s, range)` for every tile of ROWS × BN of an m × n product and every range s
+// of K split into `splits` (split_range): the units (tile, split), split-major, t = tile row ·
+// tiles_n + tile column within a split, each a block's, grid-strided (block (x, y) takes unit
+// y·gridDim.x + x, its own under launch::gemm's grid, and every grid's worth after it).
+template <u32 ROWS, typename TileBody>
+__device__ __forceinline__ void for_each_unit(u32 m, u32 n, u32 k, u32 splits, TileBody tile) {
+    const u32 tiles_n = n / BN + (n % BN != 0);
+    const size_t tiles = static_cast<size_t>(m / ROWS + (m % ROWS != 0)) * tiles_n;
+    const size_t units = tiles * splits;
+    const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
+    for (size_t u = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x; u < units; u += stride) {
+        const size_t t = u % tiles;
+        const u32 s = static_cast<u32>(u / tiles);
+        tile(static_cast<u32>(t / tiles_n) * ROWS, static_cast<u32>(t % tiles_n) * BN, s, split_range(k, splits, s));
+    }
+}
+
+// The tensor-core path of gemm_units on tiles of `Shape`. Not inlined: each shape gets its own
+// register allocation (inlined together, the two spill at the 168-register cap).
+template <typename Shape, typename Outs>
+__device__ __noinline__ void tensor_units(bf16* stages, const bf16* a, const bf16* b, u32 m, u32 n, u32 k, u32 lda,
+                                          u32 splits, Outs outs) {
+    for_each_unit<Shape::BM>(m, n, k, splits, [=](u32 m0, u32 n0, u32 s, KRange range) {
+        tensor_tile<Shape>(stages, a, b, outs(s), k, lda, m0, n0, range.begin, range.end);
+    });
+}
+
 // Every tile of an m × n product over K split into `splits` ranges, the sums of range s into
-// `outs(s)` (one output for an unsplit product), staged through `smem` (SHARED_BYTES): the units
-// (tile, split), split-major, t = tile row · tiles_n + tile column within a split, each a block's,
-// grid-strided (block (x, y) takes unit y·gridDim.x + x, its own under launch::gemm's grid, and
-// every grid's worth after it). Each output's sum runs over the K tiles of its range in the same
-// order whatever m is, so a row of an output does not depend on the other rows.
-template <typename T, typename Outs>
+// `outs(s)` (one output for an unsplit product), staged through `smem` (SHARED_BYTES). Each
+// output's sum runs over the K tiles of its range in the same order whatever m is (and each mma
+// computes an element from its row and column alone, whichever tile holds it), so a row of an
+// output does not depend on the other rows.
+template <typename Outs>
 __device__ __forceinline__ void gemm_units(unsigned char* smem, const bf16* __restrict__ a,
                                            const bf16* __restrict__ b, u32 m, u32 n, u32 k, u32 lda, u32 splits,
                                            Outs outs) {
-    const u32 tiles_n = n / BN + (n % BN != 0);
-    const size_t tiles = static_cast<size_t>(m / BM + (m % BM != 0)) * tiles_n;
-    const size_t units = tiles * splits;
-    const size_t first = static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
-    const size_t stride = static_cast<size_t>(gridDim.x) * gridDim.y;
-    // Where unit u's tile lies; returns its split.
-    const auto unit_at = [=](size_t u, u32& m0, u32& n0) {
-        const size_t t = u % tiles;
-        m0 = static_cast<u32>(t / tiles_n) * BM;
-        n0 = static_cast<u32>(t % tiles_n) * BN;
-        return static_cast<u32>(u / tiles);
-    };
+    bf16* const stages = reinterpret_cast<bf16*>(smem);
     // Uniform over the launch: every thread of every block takes the same path. One loop per path
-    // (a branch inside one loop costs registers the tensor path has none of to spare).
-    u32 m0, n0;
+    // (a branch inside one loop costs registers the tensor path has none of to spare). The short
+    // tile covers m ≤ 64 in one tile row, as the wide one does: the grid is the same.
     if (k % 8 == 0 && lda % 8 == 0 && aligned16(a) && aligned16(b)) {
-        for (size_t u = first; u < units; u += stride) {
-            const u32 s = unit_at(u, m0, n0);
-            const KRange range = split_range(k, splits, s);
-            tensor_tile(reinterpret_cast<bf16*>(smem), a, b, outs(s), k, lda, m0, n0, range.begin, range.end);
+        if (m <= ShortTile::BM) {
+            tensor_units<ShortTile>(stages, a, b, m, n, k, lda, splits, outs);
+        } else {
+            tensor_units<WideTile>(stages, a, b, m, n, k, lda, splits, outs);
         }
     } else {
-        for (size_t u = first; u < units; u += stride) {
-            const u32 s = unit_at(u, m0, n0);
-            const KRange range = split_range(k, splits, s);
+        for_each_unit<BM>(m, n, k, splits, [=](u32 m0, u32 n0, u32 s, KRange range) {
             scalar_tile(smem, a, b, outs(s), k, lda, m0, n0, range.begin, range.end);
-        }
+        });
     }
 }
 // The block shape the kernels are written for, and the dynamic shared memory they stage through.
@@ -421,7 +453,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     if (!gemm_launch_ok()) return;
     if (lda < k) return;  // a's rows would overlap
     const Output<bf16> out = output(c, m, n);
-    gemm_units<bf16>(dynamic_shared(), a, b, m, n, k, lda, 1, [=](u32) { return out; });
+    gemm_units(dynamic_shared(), a, b, m, n, k, lda, 1, [=](u32) { return out; });
 }
 
 // The same products over K split into `splits` ranges of whole K tiles (split_range), range s's
@@ -436,7 +468,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     if (!gemm_launch_ok()) return;
     if (lda < k || splits == 0) return;
     const size_t slice = static_cast<size_t>(m) * n;
-    gemm_units<float>(dynamic_shared(), a, b, m, n, k, lda, splits,
+    gemm_units(dynamic_shared(), a, b, m, n, k, lda, splits,
                       [=](u32 s) { return output(partial + s * slice, m, n); });
 }
 

@@ -162,7 +162,7 @@ fn every_kernel_agrees_with_every_pointer_off_alignment() {
 fn the_grid_stride_kernels_agree_on_one_block() {
     // One block for everything: the output norm's warps walk further rows; the GEMM's
     // tensor-core path loops over two row and two column tiles, reusing its pipeline's shared
-    // stages, and its scalar path (odd k, unaligned views) over the same tiles, reusing its
+    // stages (and over three column tiles on its 64-row tile), and its scalar path (odd k, unaligned views) over the same tiles, reusing its
     // sub-tiles' shared buffer; split K walks every range of every tile; the prefill conv's warps
     // walk further heads and two token tiles, the first of which alone carries the state; the
     // gate's 8 warps step over 5 tokens of 3 heads, wrapping past the last head mid-step.
@@ -176,6 +176,7 @@ fn the_grid_stride_kernels_agree_on_one_block() {
         one_block_of("gate", &KdaGeometry { heads: 3, ..d64() }, 5),
         one_block("conv_prefill", 65),
         KernelCase::dense("gemm", (130, 129, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
+        KernelCase::dense("gemm", (64, 300, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
         KernelCase::dense("gemm", (130, 129, 263), 263, 1, support::SEED).unwrap().with_blocks(1),
         KernelCase::split_k((130, 129, 264), 264, 3, 0, support::SEED).unwrap().with_blocks(1),
     ];

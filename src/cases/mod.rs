@@ -442,7 +442,9 @@ impl KernelCase {
                 ("gemv_batchm", 5, 65, 264, 272, 0),
                 ("gemv_batchm", 3, 40, 264, 267, 0),
                 // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile, packed
-                // and strided; its scalar path (k % 8 != 0, unaligned, or ld % 8 != 0).
+                // and strided, and on its 64-row tile (m ≤ 64) over two tile columns, strided; its
+                // scalar path (k % 8 != 0, unaligned, or ld % 8 != 0).
+                ("gemm", 64, 130, 264, 272, 0),
                 ("gemm", 17, 65, 100, 100, 0),
                 ("gemm", 65, 40, 72, 72, 1),
                 ("gemm", 1, 33, 264, 264, 0),
