@@ -35,9 +35,11 @@ struct StepInputs {
     float q_scaled[KDA_MAX_HEAD_DIM];
 };
 
+// The block shape, a head dim with_head_dim runs (32, 64 or 128, within the staged arrays), and a
+// block inside the heads and columns.
 __device__ __forceinline__ bool recurrent_launch_ok(u32 h, u32 d) {
-    return blockDim.x == RECURRENT_VPB && d != 0 && d <= KDA_MAX_HEAD_DIM && d % RECURRENT_VPB == 0 &&
-           blockIdx.x < h && (blockIdx.y + 1) * RECURRENT_VPB <= d;
+    return blockDim.x == RECURRENT_VPB && (d == 32 || d == 64 || d == 128) && d <= KDA_MAX_HEAD_DIM &&
+           d % RECURRENT_VPB == 0 && blockIdx.x < h && (blockIdx.y + 1) * RECURRENT_VPB <= d;
 }
 
 // Stages one head's inputs: q, k and gate point at that head's D values.

@@ -76,13 +76,13 @@ uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source);
 unsigned lane();
 // cp.async: `bytes` from `src` land in `dst` at the wait that covers their group.
 void cp_async(void* dst, const void* src, unsigned bytes);
+void cp_async_commit();
+void cp_async_wait(int newest_pending);
 // The launch's dynamic shared memory (`extern __shared__` on the device, reached through
 // kda_common.cuh's dynamic_shared): its bytes, 128-byte aligned, NaN bytes before every block;
 // null when the launch asked for none.
 void* dynamic_shared();
 unsigned dynamic_shared_bytes();
-void cp_async_commit();
-void cp_async_wait(int newest_pending);
 // Warp gather: every lane of the full warp deposits `bytes` (1 to 32) from `record`; after one
 // wait, every lane gets all 32 records, lane by lane, in `all` (32 * bytes). `op` names the
 // instruction for messages; like a shuffle's, a lane that does not arrive is a launch error.

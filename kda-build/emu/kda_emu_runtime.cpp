@@ -496,9 +496,6 @@ void cp_async(void* dst, const void* src, unsigned bytes) {
     self->uncommitted.push_back(copy);
 }
 
-void* dynamic_shared() { return dynamic.bytes; }
-unsigned dynamic_shared_bytes() { return dynamic.size; }
-
 void cp_async_commit() {
     self->groups.push_back(std::move(self->uncommitted));
     self->uncommitted.clear();
@@ -513,6 +510,9 @@ void cp_async_wait(int newest_pending) {
         for (const PendingCopy& copy : groups[g]) memcpy(copy.dst, copy.bytes, copy.size);
     groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(land));
 }
+
+void* dynamic_shared() { return dynamic.bytes; }
+unsigned dynamic_shared_bytes() { return dynamic.size; }
 
 void gather(const char* op, const void* record, unsigned bytes, void* all) { monitor.gather(op, record, bytes, all); }
 
