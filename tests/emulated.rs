@@ -14,8 +14,9 @@ mod support;
 use kda::cases::KernelCase;
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
-use kda_runtime::GpuBackend;
+use kda::launch;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
+use kda_runtime::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
@@ -124,6 +125,28 @@ fn the_dense_products_agree_at_their_edge_shapes() {
         failures.extend(support::compare_case(&gpu, &kernels, &what, case).1);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_gemm_launched_short_of_its_dynamic_shared_memory_writes_nothing() {
+    // The launch contract refuses such a launch (`shared.bytes`); launched unchecked, the
+    // kernel's own check must keep it from staging through memory it was not given.
+    let (gpu, kernels) = emulated();
+    let (m, n, k) = (64u32, 130u32, 264u32);
+    let a = gpu.upload(&vec![bf16::ONE; (m * k) as usize]).unwrap();
+    let b = gpu.upload(&vec![bf16::ONE; (n * k) as usize]).unwrap();
+    let before = vec![bf16::from_f32(7.0); (m * n) as usize];
+    let mut c = gpu.upload(&before).unwrap();
+    for shared in [0, launch::GEMM_SHARED_BYTES - 16] {
+        let geometry = LaunchGeometry { shared_mem_bytes: shared, ..launch::gemm(m, n) };
+        let mut args: [KernelArg<'_>; 7] =
+            [(&a).into(), (&b).into(), (&mut c).into(), m.into(), n.into(), k.into(), k.into()];
+        // SAFETY: the arguments are `gemm`'s parameters in order and of their C types (bf16 views
+        // of m·k, n·k and m·n elements, c written; m, n, k, lda as u32); only the geometry lacks
+        // the dynamic shared memory, which the kernel checks before it stages anything.
+        unsafe { gpu.launch_unchecked(kernels.gemm, geometry, &mut args) }.unwrap();
+        assert_eq!(gpu.download::<bf16>(&c).unwrap(), before, "{shared} bytes of shared memory");
+    }
 }
 
 #[test]
