@@ -112,9 +112,9 @@ constexpr u32 S_TX = 16, S_TY = GEMM_THREADS / S_TX;  // 16 × 8 threads
 constexpr u32 SR = SM / S_TY, SQ = SN / (2 * S_TX);    // 8 rows, 2 column pairs a thread
 static_assert(S_TX * S_TY == GEMM_THREADS && SR * S_TY == SM && SQ * 2 * S_TX == SN, "the sub-tile, shared out");
 constexpr u32 SCALAR_BYTES = SK * (SM + 1) * 4 + SK * (SN + 1) * 4;
-constexpr u32 TENSOR_BYTES = STAGES * WideTile::STAGE_ELEMS * 2;  // the short tile's stages fit in them
-// The launch's dynamic shared memory: launch::GEMM_SHARED_BYTES computes the same.
-constexpr u32 SHARED_BYTES = TENSOR_BYTES;
+// The launch's dynamic shared memory, the wide tile's stages (the short tile's fit in them):
+// launch::GEMM_SHARED_BYTES computes the same.
+constexpr u32 SHARED_BYTES = STAGES * WideTile::STAGE_ELEMS * 2;
 // Three blocks an SM (__launch_bounds__ below): each takes its shared memory plus the 1 KiB the
 // device reserves a block, out of an sm_90 SM's 228 KiB.
 static_assert(3 * (SHARED_BYTES + 1024) <= 228 * 1024 && SHARED_BYTES % 16 == 0, "three blocks an SM");
@@ -444,7 +444,7 @@ __device__ __forceinline__ bool gemm_launch_ok() {
 
 // Three blocks per SM (3 × 64 KiB of shared memory, 12 warps to hide latency): room for 168
 // registers a thread, which the tensor path's 128 accumulators and 32 fragment registers fit
-// without spilling (ptxas takes 166). Four blocks would cap it at 128 and spill; two leave 8 warps
+// without spilling (ptxas takes 168). Four blocks would cap it at 128 and spill; two leave 8 warps
 // an SM (ptxas then takes 216), and warps an SM counted on an H200: the 8-warp 64 × 32 kernel ran
 // 40 % slower at one block per SM than at two.
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
@@ -468,8 +468,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 3)
     if (!gemm_launch_ok()) return;
     if (lda < k || splits == 0) return;
     const size_t slice = static_cast<size_t>(m) * n;
-    gemm_units(dynamic_shared(), a, b, m, n, k, lda, splits,
-                      [=](u32 s) { return output(partial + s * slice, m, n); });
+    gemm_units(dynamic_shared(), a, b, m, n, k, lda, splits, [=](u32 s) { return output(partial + s * slice, m, n); });
 }
 
 // c[i] = bf16(((partial[0][i] + partial[1][i]) + …) + partial[splits − 1][i]) for the m·n outputs:

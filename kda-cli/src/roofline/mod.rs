@@ -465,22 +465,6 @@ impl LaunchModel {
                 .unwrap_or_default(),
         }
     }
-
-    /// Whether the launch case that `scalars` describes (its integer scalars by name) has this
-    /// launch's sizes: the same value for every integer scalar but `slots`, the capacity of a
-    /// decode pool, which sets no work (a step touches the b slots its rows name).
-    pub fn matches(&self, scalars: &[(&'static str, u64)]) -> bool {
-        let mine: Vec<(&str, u64)> = self
-            .args
-            .iter()
-            .filter_map(|arg| match arg {
-                LaunchArg::Int { name, value } if *name != "slots" => Some((*name, *value)),
-                _ => None,
-            })
-            .collect();
-        let theirs: Vec<(&str, u64)> = scalars.iter().copied().filter(|(name, _)| *name != "slots").collect();
-        mine == theirs
-    }
 }
 
 /// The launches of one scenario, modelled.
