@@ -5,7 +5,7 @@
 // walks each head's chunks in order through the state and does only the products with it (plus
 // the attention's product with the new values): the sequential part takes no exponential.
 //
-// Layout: k, v, q, gate, gc, u, w, qdec, kdec, out are [t_pad, h, d] f32 (position-major),
+// Layout: k, v, q, gate, u, w, qdec, kdec, out are [t_pad, h, d] f32 (position-major),
 // beta [t_pad, h], aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d], state [h, d, d] (K-major),
 // t_pad = ⌈t/c⌉·c. Positions ≥ t are read as zero whatever the buffers hold. c ∈ {32, 64}; d a
 // multiple of 32, at most KDA_MAX_HEAD_DIM. Other launches write nothing.
@@ -29,7 +29,7 @@
 //            Columns of the state are independent (every coupling runs along k), so the V split
 //            is exact; the blocks of a head share `aqk`.
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
-// d = 128 (prepare 48,384 B, scan 45,056 B): no dynamic bytes, no opt-in attribute.
+// d = 128 (prepare 48,896 B, scan 45,056 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
 #include "mma_f32.cuh"
 
@@ -269,23 +269,29 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
 //                                                              original values, as in place)
 //   A[i][i] = 1;  u[i] = Σ_{j≤i} (A[i][j]·β_j)·v[j];  w[i] = Σ_{j≤i} (A[i][j]·β_j)·(k[j]·e^{gc[j]})
 //   qdec[i] = (q[i]·scale)·e^{gc[i]},  kdec[i] = k[i]·e^{gc[l] − gc[i]},  sdec = e^{gc[l]}
-// with l the chunk's last real position. Pad rows (≥ t) get gc held at the last real value and
+// with l the chunk's last real position. Pad rows (≥ t) hold gc at the last real value and get
 // u = w = qdec = kdec = 0, exactly what the reference's zero-read arithmetic yields (its pad
 // entries of A end as +0 after the substitution).
+//
+// gc is nobody's output: it lives in qdec's rows of the chunk until the pass that writes qdec
+// over it, each element read by the thread that then overwrites it, and its last real row
+// (`closing`, which every row's kdec and sdec need) in shared memory.
 template <u32 C>
 __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const float* __restrict__ k,
                                               const float* __restrict__ v, const float* __restrict__ gate,
-                                              const float* __restrict__ beta, float* gc, float* __restrict__ u,
+                                              const float* __restrict__ beta, float* __restrict__ u,
                                               float* __restrict__ w, float* __restrict__ aqk,
                                               float* __restrict__ qdec, float* __restrict__ kdec,
                                               float* __restrict__ sdec, u32 t, u32 h, u32 d, u32 chunk, u32 head,
-                                              float scale, float* A, float* beta_s, float* stage) {
+                                              float scale, float* A, float* beta_s, float* closing, float* stage) {
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 first = chunk * C;
     const u32 real = min(C, t - first);
     const Rows at{first, h, head, d};
 
-    // gc, and β (zero past t). gc is re-read below by other threads: plain loads after a barrier.
+    // gc (into qdec's rows, see above), its closing row, and β (zero past t). gc is re-read below
+    // by other threads: plain loads after a barrier.
+    float* const gc = qdec;
     for (u32 i = tid; i < C; i += NT) beta_s[i] = i < real ? beta[static_cast<size_t>(first + i) * h + head] : 0.0f;
     for (u32 x = tid; x < d; x += NT) {
         float acc = 0.0f;
@@ -294,6 +300,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             acc = acc + g;
             gc[at(i) + x] = acc;
         }
+        closing[x] = acc;  // held from the last real row on
     }
 
     // A (strictly lower) and aqk (lower with the diagonal), accumulated over d tiles of ATT_TD.
@@ -407,10 +414,10 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     static_assert(WPM * (C / MMA_M) == NW, "the chunk's tiles must share out evenly over the warps");
     const u32 row0 = MMA_M * (warp / WPM), tile0 = (warp % WPM) * NPW;
     // The same pass writes what the scan needs of the gates, qdec and kdec (sdec below), so that
-    // its sequential walk takes no exponential: e^{gc} serves both w's operand and qdec.
+    // its sequential walk takes no exponential: e^{gc} serves both w's operand and qdec. Each
+    // thread reads gc at the elements it then writes qdec to; the closing row is in `closing`.
     float* vs = stage;
     float* ke = stage + C * PREP_STR;
-    const size_t last = at(real - 1);
     for (u32 x0 = 0; x0 < d; x0 += PREP_TD) {
         __syncthreads();
         for (u32 e = tid; e < C * PREP_TD; e += NT) {
@@ -422,7 +429,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
                 v_i = v[at_g];
                 k_decayed = k_i * from_start;
                 q_decayed = q[at_g] * scale * from_start;
-                k_closing = k_i * expf(gc[last + x0 + xx] - gc[at_g]);
+                k_closing = k_i * expf(closing[x0 + xx] - gc[at_g]);
             }
             vs[i * PREP_STR + xx] = v_i;
             ke[i * PREP_STR + xx] = k_decayed;
@@ -465,7 +472,7 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
             }
     }
 
-    for (u32 x = tid; x < d; x += NT) sdec[(static_cast<size_t>(chunk) * h + head) * d + x] = expf(gc[last + x]);
+    for (u32 x = tid; x < d; x += NT) sdec[(static_cast<size_t>(chunk) * h + head) * d + x] = expf(closing[x]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -719,18 +726,18 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
 }
 }  // namespace
 
-// q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> gc, u, w, qdec, kdec [t_pad, h, d],
+// q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> u, w, qdec, kdec [t_pad, h, d],
 // aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
 // Three blocks per SM (159 registers a thread, no spill; at four it spills): prepare is latency-bound, and left to
 // itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                      const float* __restrict__ gate, const float* __restrict__ beta, float* gc,
-                      float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk,
+                      const float* __restrict__ gate, const float* __restrict__ beta, float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk,
                       float* __restrict__ qdec, float* __restrict__ kdec, float* __restrict__ sdec, u32 t, u32 h,
                       u32 d, u32 c, float scale) {
     __shared__ float A[CMAX * ASTR];
     __shared__ float beta_s[CMAX];
+    __shared__ float closing[DMAX];
     __shared__ float stage[PREP_STAGE];
     if (blockDim.x != NT || blockDim.y != 1 || blockDim.z != 1) return;
     if ((c != 32 && c != 64) || c > CMAX || d == 0 || d % PREP_TD != 0) return;
@@ -738,11 +745,11 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     for (u32 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
         for (u32 head = blockIdx.y; head < h; head += gridDim.y) {
             if (c == 32)
-                prepare_chunk<32>(q, k, v, gate, beta, gc, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale,
-                                  A, beta_s, stage);
+                prepare_chunk<32>(q, k, v, gate, beta, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale, A,
+                                  beta_s, closing, stage);
             else
-                prepare_chunk<64>(q, k, v, gate, beta, gc, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale,
-                                  A, beta_s, stage);
+                prepare_chunk<64>(q, k, v, gate, beta, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale, A,
+                                  beta_s, closing, stage);
             __syncthreads();
         }
     }

@@ -329,7 +329,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 eps: g.l2_eps,
             },
         )?;
-        let (mut gc, mut u, mut w) = (written(padded)?, written(padded)?, written(padded)?);
+        let (mut u, mut w) = (written(padded)?, written(padded)?);
         let (mut qdec, mut kdec) = (written(padded)?, written(padded)?);
         let mut aqk = written(elements("t_pad·H·C", &[t_pad, g.heads, g.chunk])?)?;
         let mut sdec = written(elements("t_pad/C·qkv", &[t_pad / g.chunk, qkv])?)?;
@@ -342,7 +342,6 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 v: v.view(),
                 gate: front.gate.view(),
                 beta: front.beta.view(),
-                gc: gc.view_mut(),
                 u: u.view_mut(),
                 w: w.view_mut(),
                 aqk: aqk.view_mut(),

@@ -140,7 +140,6 @@ impl ChunkInputs {
             read_prefix("v", self.v, real),
             read_prefix("gate", self.gate, real),
             read_prefix("beta", self.beta, beta_real),
-            out("gc"),
             out("u"),
             out("w"),
             write(DType::F32, "aqk", s.t_pad * s.h * s.geometry.chunk, Check::RelativeRms(1e-5)),

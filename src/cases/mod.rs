@@ -180,7 +180,7 @@ impl KernelCase {
 
     /// The case of entry `field` (see [`KernelCase::all`]). Each case draws its inputs from its
     /// own stream of `seed`; `recurrent` and `recurrent_regs` draw the same inputs, as do the two
-    /// chunk kernels (the scan's `gc`, `u` and `w` are the reference prepare's outputs).
+    /// chunk kernels (the scan's inputs are the reference prepare's outputs).
     pub fn new(field: &str, geometry: &KdaGeometry, t: u32, seed: u64) -> Result<KernelCase, CaseError> {
         let s = Shape::new(geometry, t)?;
         let entry = *Glm5NextKdaKernels::ENTRIES

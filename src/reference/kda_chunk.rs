@@ -77,23 +77,22 @@ impl Layout {
     }
 }
 
-/// `q, k, v, gate [t_pad, h, d], beta [t_pad, h], gc, u, w [t_pad, h, d], aqk [chunks, h, c, c],
+/// `q, k, v, gate [t_pad, h, d], beta [t_pad, h], u, w [t_pad, h, d], aqk [chunks, h, c, c],
 /// qdec, kdec [t_pad, h, d], sdec [chunks, h, d], t, h, d, c, scale`. Positions ≥ t are read as 0
-/// whatever the buffers hold, so the padding neither moves `gc` nor leaks into the other outputs;
-/// every position of the outputs is written.
+/// whatever the buffers hold, so the padding neither moves the cumulative gates nor leaks into
+/// the outputs; every position of the outputs is written.
 fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     let (q, k, v, gate) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?, args.const_f32(3)?);
     let beta = args.const_f32(4)?;
-    let (gc, u, w, aqk) = (args.mut_f32(5)?, args.mut_f32(6)?, args.mut_f32(7)?, args.mut_f32(8)?);
-    let (qdec, kdec, sdec) = (args.mut_f32(9)?, args.mut_f32(10)?, args.mut_f32(11)?);
-    let layout = Layout::read(&mut args, 12)?;
-    let scale = args.f32(16)?;
+    let (u, w, aqk) = (args.mut_f32(5)?, args.mut_f32(6)?, args.mut_f32(7)?);
+    let (qdec, kdec, sdec) = (args.mut_f32(8)?, args.mut_f32(9)?, args.mut_f32(10)?);
+    let layout = Layout::read(&mut args, 11)?;
+    let scale = args.f32(15)?;
     for (name, len) in [
         ("q [t_pad, h, d]", q.len()),
         ("k [t_pad, h, d]", k.len()),
         ("v [t_pad, h, d]", v.len()),
         ("gate [t_pad, h, d]", gate.len()),
-        ("gc [t_pad, h, d]", gc.len()),
         ("u [t_pad, h, d]", u.len()),
         ("w [t_pad, h, d]", w.len()),
         ("qdec [t_pad, h, d]", qdec.len()),
@@ -110,15 +109,14 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     // in parallel into small blocks that are then copied to their strided rows.
     let chunk_len = c * h * d;
     let chunks = layout.chunks();
-    let rows = par_rows_mut(gc, chunks, chunk_len)
-        .zip(par_rows_mut(u, chunks, chunk_len))
+    let rows = par_rows_mut(u, chunks, chunk_len)
         .zip(par_rows_mut(w, chunks, chunk_len))
         .zip(par_rows_mut(qdec, chunks, chunk_len))
         .zip(par_rows_mut(kdec, chunks, chunk_len));
     rows.zip(par_rows_mut(aqk, chunks, h * c * c))
         .zip(par_rows_mut(sdec, chunks, h * d))
         .enumerate()
-        .for_each(|(chunk, ((((((gc, u), w), qdec), kdec), aqk), sdec))| {
+        .for_each(|(chunk, (((((u, w), qdec), kdec), aqk), sdec))| {
             let blocks: Vec<Prepared> =
                 (0..h).into_par_iter().map(|head| inputs.block(chunk, head)).collect();
             for (block, (aqk, sdec)) in
@@ -130,9 +128,13 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
             for (head, block) in blocks.iter().enumerate() {
                 for i in 0..c {
                     let (at, local) = ((i * h + head) * d, i * d);
-                    let rows = [(&mut *gc, &block.gc), (&mut *u, &block.u), (&mut *w, &block.w)];
-                    let decayed = [(&mut *qdec, &block.qdec), (&mut *kdec, &block.kdec)];
-                    for (to, from) in rows.into_iter().chain(decayed) {
+                    let rows = [
+                        (&mut *u, &block.u),
+                        (&mut *w, &block.w),
+                        (&mut *qdec, &block.qdec),
+                        (&mut *kdec, &block.kdec),
+                    ];
+                    for (to, from) in rows {
                         to[at..at + d].copy_from_slice(&from[local..local + d]);
                     }
                 }
@@ -154,7 +156,6 @@ struct PrepareInputs<'a> {
 /// One (chunk, head) of `prepare`'s outputs: `[c, d]` each, its `[c, c]` attention and its `[d]`
 /// closing decay.
 struct Prepared {
-    gc: Vec<f32>,
     u: Vec<f32>,
     w: Vec<f32>,
     aqk: Vec<f32>,
@@ -164,7 +165,7 @@ struct Prepared {
 }
 
 impl PrepareInputs<'_> {
-    /// Computes `gc`, `u`, `w`, `aqk`, `qdec`, `kdec` and `sdec` of one chunk of one head.
+    /// Computes `u`, `w`, `aqk`, `qdec`, `kdec` and `sdec` of one chunk of one head.
     fn block(&self, chunk: usize, head: usize) -> Prepared {
         let Layout { h, d, c, .. } = self.layout;
         let real = self.layout.real(chunk);
@@ -247,7 +248,7 @@ impl PrepareInputs<'_> {
             }
         }
         let sdec = last.iter().map(|g| g.exp()).collect();
-        Prepared { gc, u, w, aqk, qdec, kdec, sdec }
+        Prepared { u, w, aqk, qdec, kdec, sdec }
     }
 }
 

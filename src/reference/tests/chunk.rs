@@ -5,7 +5,6 @@ use super::*;
 
 /// What prepare and scan leave behind.
 struct Chunked {
-    gc: Vec<f32>,
     u: Vec<f32>,
     w: Vec<f32>,
     aqk: Vec<f32>,
@@ -23,19 +22,19 @@ fn padded(values: impl IntoIterator<Item = f32>, t_pad_len: usize, fill: f32) ->
     values
 }
 
-/// `kda_chunk_prepare` on `q, k, v, gate, beta` (scale `1/√d`), its outputs `gc, u, w, qdec,
-/// kdec` each holding `outputs`, `aqk` holding `attention` and `sdec` holding `decay` before the
-/// launch; the outputs after it in that order (`aqk` fourth, `sdec` last).
+/// `kda_chunk_prepare` on `q, k, v, gate, beta` (scale `1/√d`), its outputs `u, w, qdec, kdec`
+/// each holding `outputs`, `aqk` holding `attention` and `sdec` holding `decay` before the launch;
+/// the outputs after it in that order (`aqk` third, `sdec` last).
 fn try_prepare(
     inputs: [&[f32]; 5],
     (outputs, attention, decay): (&[f32], &[f32], &[f32]),
     sizes: [usize; 4],
-) -> Launched<[Vec<f32>; 7]> {
+) -> Launched<[Vec<f32>; 6]> {
     let scale = scale(sizes[2]);
     let [t, h, d, c] = u32s(sizes);
     let dev = Device::new();
     let [q, k, v, gate, beta] = inputs.map(|input| dev.up(input));
-    let [mut gc, mut u, mut w, mut qdec, mut kdec] = [(); 5].map(|()| dev.up(outputs));
+    let [mut u, mut w, mut qdec, mut kdec] = [(); 4].map(|()| dev.up(outputs));
     let (mut aqk, mut sdec) = (dev.up(attention), dev.up(decay));
     let args = glm5next_kda::chunk_prepare {
         q: q.view(),
@@ -43,7 +42,6 @@ fn try_prepare(
         v: v.view(),
         gate: gate.view(),
         beta: beta.view(),
-        gc: gc.view_mut(),
         u: u.view_mut(),
         w: w.view_mut(),
         aqk: aqk.view_mut(),
@@ -59,7 +57,7 @@ fn try_prepare(
     // (`c = 0` must reach the launch's check, not divide by zero here.)
     let geometry = launch::chunk_prepare(t.div_ceil(c.max(1)), h);
     let result = dev.kernels.launch_chunk_prepare(&dev.gpu, geometry, args);
-    Launched { result, written: [&gc, &u, &w, &aqk, &qdec, &kdec, &sdec].map(|output| dev.down(output)) }
+    Launched { result, written: [&u, &w, &aqk, &qdec, &kdec, &sdec].map(|output| dev.down(output)) }
 }
 
 /// `kda_chunk_scan` on `qdec, kdec, sdec, u, w, aqk` with a state holding `state` and an output
@@ -103,10 +101,10 @@ fn chunked(inputs: &KdaInputs, t: usize, h: usize, d: usize, c: usize, fill: f32
     let beta = padded(inputs.beta.iter().copied(), beta_len, fill);
     let (sizes, poisoned) = ([t, h, d, c], vec![fill; len]);
     let (attention, decay) = (vec![fill; t_pad * h * c], vec![fill; t_pad / c * h * d]);
-    let [gc, u, w, aqk, qdec, kdec, sdec] =
+    let [u, w, aqk, qdec, kdec, sdec] =
         try_prepare([&q, &k, &v, &gate, &beta], (&poisoned, &attention, &decay), sizes).ok();
     let (state, out) = try_scan([&qdec, &kdec, &sdec, &u, &w, &aqk], &inputs.state, &poisoned, sizes).ok();
-    Chunked { gc, u, w, aqk, qdec, kdec, sdec, out, state }
+    Chunked { u, w, aqk, qdec, kdec, sdec, out, state }
 }
 
 #[test]
@@ -148,7 +146,6 @@ fn chunk_padding_is_never_read() {
     let real = t * h * d;
     let bits = |x: &[f32]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     // Prepare writes every position, the padding as if its inputs were 0.
-    assert_eq!(bits(&clean.gc), bits(&poisoned.gc));
     assert_eq!(bits(&clean.u), bits(&poisoned.u));
     assert_eq!(bits(&clean.w), bits(&poisoned.w));
     assert_eq!(bits(&clean.aqk), bits(&poisoned.aqk));
@@ -179,7 +176,6 @@ fn chunk_prepare_hand_case() {
     };
     let result = chunked(&inputs, 2, 1, d, c, 0.0);
     let chunk = |values: &[f32]| padded(first_channel(values, d), c * d, 0.0);
-    assert_eq!(result.gc, [0.0; 32 * 32]);
     assert_eq!(result.u, chunk(&[1.0, 0.75]));
     assert_eq!(result.w, chunk(&[0.5, 0.125]));
     let scale = 1.0 / 32f32.sqrt();
@@ -192,13 +188,59 @@ fn chunk_prepare_hand_case() {
 }
 
 #[test]
+fn chunk_prepare_hand_case_with_decay() {
+    // The hand case's two tokens, each decaying channel 0 by ½ (gate ln ½; the other channels
+    // keep gate 0): cumulative gates (ln ½, ln ¼), held at ln ¼ over the padding.
+    // A[1][0] = −β₁·k₁k₀·e^{gc₁−gc₀} = −0.125, so u = (β₀v₀, −0.125·β₀v₀ + β₁v₁) = (1, 0.875) and
+    // w = (β₀·e^{gc₀}, −0.125·β₀·e^{gc₀} + β₁·e^{gc₁}) = (0.25, 0.03125);
+    // aqk = scale·(1 | ½, 1) on and below the diagonal; qdec = scale·(½, ¼);
+    // kdec = k·e^{gc_last − gc} = (½, 1); the state's decay ¼ in channel 0, 1 in the others.
+    let (d, c) = (32, 32);
+    let inputs = KdaInputs {
+        q: bf16s(&first_channel(&[1.0, 1.0], d)),
+        k: bf16s(&first_channel(&[1.0, 1.0], d)),
+        v: bf16s(&first_channel(&[2.0, 4.0], d)),
+        gate: first_channel(&[0.5f32.ln(), 0.5f32.ln()], d),
+        beta: vec![0.5, 0.25],
+        state: vec![0.0; d * d],
+    };
+    let result = chunked(&inputs, 2, 1, d, c, 0.0);
+    let chunk = |values: &[f64]| -> Vec<f64> {
+        let mut rows = vec![0.0; c * d];
+        values.iter().enumerate().for_each(|(i, &value)| rows[i * d] = value);
+        rows
+    };
+    let scale = 1.0 / 32f64.sqrt();
+    // Every value within a few ulp of f32 (the gates are ln ½ rounded, and expf is not exact).
+    let near = |what: &str, got: &[f32], want: &[f64]| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (at, (&got, &want)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (f64::from(got) - want).abs() <= 1e-6 * want.abs().max(1.0),
+                "{what}[{at}]: {got} != {want}"
+            );
+        }
+    };
+    near("u", &result.u, &chunk(&[1.0, 0.875]));
+    near("w", &result.w, &chunk(&[0.25, 0.03125]));
+    let mut aqk = vec![0.0; c * c];
+    (aqk[0], aqk[c], aqk[c + 1]) = (scale, 0.5 * scale, scale);
+    near("aqk", &result.aqk, &aqk);
+    near("qdec", &result.qdec, &chunk(&[0.5 * scale, 0.25 * scale]));
+    near("kdec", &result.kdec, &chunk(&[0.5, 1.0]));
+    let mut sdec = vec![1.0; d];
+    sdec[0] = 0.25;
+    near("sdec", &result.sdec, &sdec);
+}
+
+#[test]
 fn chunk_kernels_refuse_bad_sizes() {
     // t = 3 tokens pad to one chunk of 32.
     let (t, h, d) = (3, 1, 32);
     let (len, beta_len) = (32 * h * d, 32 * h);
     let (input, beta, outputs) = (vec![0.5; len], vec![0.5; beta_len], vec![7.5; len]);
     // (aqk [1 chunk, h, 32, 32] is as long as the others at d = 32.)
-    let untouched = [(); 7].map(|()| outputs.clone());
+    let untouched = [(); 6].map(|()| outputs.clone());
     let prepare = |c: usize, beta: &[f32]| {
         try_prepare([&input, &input, &input, &input, beta], (&outputs, &outputs, &outputs), [t, h, d, c])
             .refused(&untouched)
