@@ -17,11 +17,15 @@ A mutant is *killed* by the first stage that rejects it:
     asan    the AddressSanitizer + UBSan build (a sanitizer report, or a mismatch there)
     tsan    the ThreadSanitizer build (a sanitizer report, or a mismatch there)
 
-and *survives* if all three runs pass. Operators (`--list-operators` describes them):
+and *survives* if every run passes (`--stages` picks the runs: ThreadSanitizer is the one that
+sees a missing barrier whose race the plain runs happen to order safely). Each run checks the
+cases of the kernels whose module is the mutated file or includes it (`kda emulate --only`), and
+the whole block; a mutant of a header every module includes runs every case. Operators:
 
     remove-syncthreads  delete one `__syncthreads()` call (the `;` stays, an empty statement)
+    remove-syncwarp     delete one `__syncwarp()` call
     loop-bound          move the bound of a `for` condition `a < b` / `a <= b` by one, both ways
-    drop-wait           delete one `cp_async_wait<N>()` call (kernels/dense_gemv.cuh)
+    drop-wait           delete one `cp_async_wait<N>()` call
     swap-decay-index    swap the operands of a log-decay difference, or shift a decay index by
                         one, in kernels/kda_chunk.cu and kernels/kda_recurrent.cu
     drop-const          remove `const` from one pointer parameter of an `extern "C" __global__`
@@ -36,6 +40,7 @@ Usage:
     scripts/mutate.py --list                      # the mutants, not run
     scripts/mutate.py --report docs/mutation-run.md
     scripts/mutate.py --operators drop-wait,drop-const --jobs 1
+    scripts/mutate.py --operators remove-syncthreads,remove-syncwarp --stages plain,thread
 
 The `kda` binary must be built first: `cargo build --release -p kda-cli`.
 """
@@ -174,7 +179,7 @@ class Mutant:
 
     def describe(self, original: str) -> str:
         """The mutated line, or for a deleted call, what was deleted."""
-        if self.replacement == "" and self.operator in ("remove-syncthreads", "drop-wait"):
+        if self.replacement == "" and self.operator in ("remove-syncthreads", "remove-syncwarp", "drop-wait"):
             return f"{self.original_line(original)}  ->  {self.mutated_line(original)}"
         return self.mutated_line(original)
 
@@ -185,6 +190,30 @@ class Mutant:
 
 def kernel_files() -> list[Path]:
     return sorted(p for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh"))
+
+
+# A table entry of kernels.toml: its field and its module (a .cu file's stem).
+MANIFEST_ENTRY = re.compile(r'^(\w+)\s*=\s*\{\s*module\s*=\s*"(\w+)"', re.M)
+
+
+def kernels_of(file: str) -> list[str]:
+    """The table fields whose module is `file` or includes it, directly or through other headers;
+    empty when every module does (the whole suite runs)."""
+    fields: dict[str, list[str]] = {}
+    for field, module in MANIFEST_ENTRY.findall((REPO / "kernels.toml").read_text()):
+        fields.setdefault(module, []).append(field)
+    texts = {p.name: p.read_text() for p in kernel_files()}
+    reach = {file}
+    while True:
+        more = {name for name, text in texts.items()
+                if any(re.search(rf'#include\s+"{re.escape(r)}"', text) for r in reach)} - reach
+        if not more:
+            break
+        reach |= more
+    modules = {Path(name).stem for name in reach if name.endswith(".cu")} & fields.keys()
+    if modules == fields.keys():
+        return []
+    return sorted(field for module in modules for field in fields[module])
 
 
 def calls(operator: str, pattern: str, files: list[Path]) -> list[Mutant]:
@@ -206,8 +235,12 @@ def op_remove_syncthreads() -> list[Mutant]:
     return calls("remove-syncthreads", r"\b__syncthreads\s*\(\s*\)", kernel_files())
 
 
+def op_remove_syncwarp() -> list[Mutant]:
+    return calls("remove-syncwarp", r"\b__syncwarp\s*\(\s*\)", kernel_files())
+
+
 def op_drop_wait() -> list[Mutant]:
-    return calls("drop-wait", r"\bcp_async_wait\s*<\s*\d+\s*>\s*\(\s*\)", [KERNELS / "dense_gemv.cuh"])
+    return calls("drop-wait", r"\bcp_async_wait\s*<[^<>;]+>\s*\(\s*\)", kernel_files())
 
 
 # Operators of lower precedence than binary +/- that, at the top level of a bound, need the bound
@@ -272,34 +305,32 @@ def op_loop_bound() -> list[Mutant]:
 
 
 # The decay sites: (file, exact original text, replacement, what it does). Every code occurrence of
-# the text is a site. The cumulative log-decay is `gc` (staged as `gs`, `gi` its row-i entry), its
-# exponentials are `es` (prepare's e^{gc[j]}), `qg` (the scan's q·scale·e^{gc}), `dec_s` (the
-# scan's e^{gc[l]}) and `in.decay` (the recurrent e^{g}).
+# the text is a site. The cumulative log-decay is `gc` (prepare's attention stage holds it as
+# `st.g(row, x)`, its last real row is `closing`); the scan takes its decays from prepare (`sdec`);
+# the recurrent kernels' is `in.decay`, e^{gate}.
 DECAY_SITES = [
     ("kda_chunk.cu", "gate[at(i) + x]", "gate[at(i + 1) + x]",
      "prepare: cumulative log-decay gc[i] sums the gate of position i + 1"),
-    ("kda_chunk.cu", "expf(gi - gs[j * STR + xx])", "expf(gs[j * STR + xx] - gi)",
-     "exp(gc_i - gc_j) -> exp(gc_j - gc_i) (prepare: A; scan: intra)"),
-    ("kda_chunk.cu", "- gs[j * STR + xx])", "- gs[(j + 1) * STR + xx])",
-     "exp(gc_i - gc_j) -> exp(gc_i - gc_{j+1}) (prepare: A; scan: intra)"),
-    ("kda_chunk.cu", "gi = gs[i * STR + xx]", "gi = gs[(i + 1) * STR + xx]",
-     "exp(gc_i - gc_j) -> exp(gc_{i+1} - gc_j) (prepare: A; scan: intra)"),
-    ("kda_chunk.cu", "es[j * PREP_TD + lane]", "es[(j + 1) * PREP_TD + lane]",
-     "prepare: w[i] uses e^{gc[j+1]} for e^{gc[j]}"),
-    ("kda_chunk.cu", "expf(gc[g])", "expf(gc[g + 1])",
-     "e^{gc} of the next channel (prepare: es; scan: qg of inter)"),
-    ("kda_chunk.cu", "expf(gc[last + k0 + kk] - gc[at(i) + k0 + kk])",
-     "expf(gc[at(i) + k0 + kk] - gc[last + k0 + kk])",
-     "scan state update: exp(gc_l - gc_i) -> exp(gc_i - gc_l)"),
-    ("kda_chunk.cu", "- gc[at(i) + k0 + kk])", "- gc[at(i + 1) + k0 + kk])",
-     "scan state update: exp(gc_l - gc_i) -> exp(gc_l - gc_{i+1})"),
-    ("kda_chunk.cu", "at(real - 1)", "at(real)",
-     "scan: the chunk's last position l moved one past the last real row"),
-    ("kda_chunk.cu", "dec_s[tid] = expf(gc[last + k0 + tid])", "dec_s[tid] = expf(gc[last + k0 + tid + 1])",
-     "scan: dec[kk] = e^{gc[l, k+1]}"),
-    ("kda_chunk.cu", "S_s[idx] * dec_s[kk]", "S_s[idx] * dec_s[kk + 1]",
-     "scan: state row k decayed by dec[k+1]"),
-    ("kda_recurrent.cu", "expf(gate[row + i])", "expf(gate[row + i + 1])",
+    ("kda_chunk.cu", "expf(st.g(i, xx) - st.g(j, xx))", "expf(st.g(j, xx) - st.g(i, xx))",
+     "prepare, pairs within a sub-block: exp(gc_i - gc_j) -> exp(gc_j - gc_i)"),
+    ("kda_chunk.cu", "- st.g(j, xx))", "- st.g(j + 1, xx))",
+     "prepare, pairs within a sub-block: exp(gc_i - gc_j) -> exp(gc_i - gc_{j+1})"),
+    ("kda_chunk.cu", "- st.g(i / SUB * SUB, xx))", "- st.g(i / SUB * SUB + 1, xx))",
+     "prepare, left factor: exp(gc_i - gc_r) -> exp(gc_i - gc_{r+1})"),
+    ("kda_chunk.cu", "expf(st.g(at_c.boundary, xx) - st.g(at_c.j, xx))",
+     "expf(st.g(at_c.boundary - 1, xx) - st.g(at_c.j, xx))",
+     "prepare, right factor: exp(gc_r - gc_j) -> exp(gc_{r-1} - gc_j)"),
+    ("kda_chunk.cu", "from_start = expf(gc[at_g])", "from_start = expf(gc[at_g + 1])",
+     "prepare: e^{gc} of the next channel (w's operand and qdec)"),
+    ("kda_chunk.cu", "expf(closing[x0 + xx] - gc[at_g])", "expf(gc[at_g] - closing[x0 + xx])",
+     "prepare, kdec: exp(gc_l - gc_i) -> exp(gc_i - gc_l)"),
+    ("kda_chunk.cu", "closing[x] = acc;", "closing[x] = gc[at(C - 2) + x];",
+     "prepare: the closing row taken one row before the chunk's last"),
+    ("kda_chunk.cu", "= expf(closing[x]);", "= expf(closing[x + 1]);",
+     "prepare, sdec: the next channel's closing decay"),
+    ("kda_chunk.cu", "sdec_at[8]", "sdec_at[9]",
+     "scan: state row k + 8 decayed by the next channel's sdec"),
+    ("kda_recurrent.cu", "expf(gate[i])", "expf(gate[i + 1])",
      "recurrent: decay[i] = e^{g[i+1]}"),
     ("kda_recurrent.cu", "* in.decay[i]", "* in.decay[i + 1]",
      "recurrent: pass 1 decays row i by decay[i+1]"),
@@ -352,8 +383,9 @@ def op_drop_const() -> list[Mutant]:
 
 OPERATORS = {
     "remove-syncthreads": (op_remove_syncthreads, "delete one `__syncthreads();` call"),
+    "remove-syncwarp": (op_remove_syncwarp, "delete one `__syncwarp();` call"),
     "loop-bound": (op_loop_bound, "for-condition `a < b` -> `a < b - 1`, `a <= b`; `a <= b` -> `a < b`, `a <= b + 1`"),
-    "drop-wait": (op_drop_wait, "delete one `cp_async_wait<N>();` call (dense_gemv.cuh)"),
+    "drop-wait": (op_drop_wait, "delete one `cp_async_wait<N>();` call"),
     "swap-decay-index": (op_swap_decay_index, "swap a log-decay difference or shift a decay index by one"),
     "drop-const": (op_drop_const, "remove `const` from one pointer parameter of an extern \"C\" __global__ kernel"),
 }
@@ -403,8 +435,10 @@ def classify(output: str, rc: int, stage: str) -> tuple[str, str]:
 class Worker:
     """One mutant directory and one build directory, reused for every mutant it runs."""
 
-    def __init__(self, root: Path, index: int, timeouts: dict[str, int], keep_logs: Path | None):
+    def __init__(self, root: Path, index: int, timeouts: dict[str, int], stages: tuple[str, ...],
+                 keep_logs: Path | None):
         self.dir = root / f"w{index}"
+        self.stages = stages
         self.kernels = self.dir / "kernels"
         self.out = self.dir / "out"
         self.timeouts = timeouts
@@ -428,9 +462,11 @@ class Worker:
             if not target.exists() or target.read_bytes() != data:
                 target.write_bytes(data)
 
-    def emulate(self, stage: str) -> tuple[int, str, float]:
+    def emulate(self, stage: str, only: list[str]) -> tuple[int, str, float]:
         cmd = ["nice", "-n", "19", str(KDA), "emulate", "--kernels", str(self.kernels), "--out", str(self.out),
                "--fail-fast"]
+        if only:
+            cmd += ["--only", ",".join(only)]
         if stage != "plain":
             cmd += ["--sanitizer", stage]
         started = time.monotonic()
@@ -451,8 +487,9 @@ class Worker:
         self.refresh(mutant.file, mutant.apply(original))
         started = time.monotonic()
         stages = []
-        for stage in STAGES:
-            rc, output, seconds = self.emulate(stage)
+        only = kernels_of(mutant.file)
+        for stage in self.stages:
+            rc, output, seconds = self.emulate(stage, only)
             stages.append((stage, seconds, rc))
             if self.keep_logs is not None:
                 (self.keep_logs / f"{mutant.operator}-{mutant.file}-{mutant.line}-{mutant.start}-{stage}.log").write_text(output)
@@ -465,10 +502,13 @@ class Worker:
         return Result(mutant, None, "", time.monotonic() - started, stages)
 
 
-def check_baseline(worker: Worker, stages: tuple[str, ...]) -> None:
+def check_baseline(worker: Worker, mutants: list[Mutant]) -> None:
+    """The unmutated kernels through every stage, on the cases the mutants' runs check."""
     worker.refresh(None, None)
-    for stage in stages:
-        rc, output, seconds = worker.emulate(stage)
+    scopes = [kernels_of(file) for file in {m.file for m in mutants}]
+    only = [] if [] in scopes else sorted({field for scope in scopes for field in scope})
+    for stage in worker.stages:
+        rc, output, seconds = worker.emulate(stage, only)
         print(f"baseline {stage}: rc {rc}, {seconds:.0f} s", flush=True)
         if rc != 0:
             sys.exit(f"the unmutated kernels fail the {stage} run; mutation results would mean nothing:\n{output}")
@@ -579,7 +619,9 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true",
                         help="with --json: run nothing, write the summary and --report from the results in that file")
     parser.add_argument("--no-baseline", action="store_true",
-                        help="skip checking first that the unmutated kernels pass all three runs")
+                        help="skip checking first that the unmutated kernels pass every stage")
+    parser.add_argument("--stages", default=",".join(STAGES),
+                        help="comma-separated runs, in order: plain, address, thread (default: all three)")
     parser.add_argument("--timeout", type=float, default=1.0,
                         help="scale the per-stage time limits (300 / 600 / 900 s) by this factor")
     args = parser.parse_args()
@@ -588,6 +630,9 @@ def main() -> None:
     unknown = [o for o in operators if o not in OPERATORS]
     if unknown:
         parser.error(f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(OPERATORS)}")
+    stages = tuple(x.strip() for x in args.stages.split(",") if x.strip())
+    if not stages or any(x not in STAGES for x in stages):
+        parser.error(f"--stages: expected some of {', '.join(STAGES)}")
     if (args.resume or args.report_only) and not args.json:
         parser.error("--resume and --report-only need --json")
     if args.report_only:
@@ -629,10 +674,10 @@ def main() -> None:
     timeouts = {k: int(v * args.timeout) for k, v in DEFAULT_TIMEOUTS.items()}
     if args.logs:
         args.logs.mkdir(parents=True, exist_ok=True)
-    workers = [Worker(args.workdir, i, timeouts, args.logs) for i in range(max(1, args.jobs))]
+    workers = [Worker(args.workdir, i, timeouts, stages, args.logs) for i in range(max(1, args.jobs))]
     started = time.monotonic()
     if not args.no_baseline and todo:
-        check_baseline(workers[0], STAGES)
+        check_baseline(workers[0], todo)
 
     free = list(workers)
     lock = threading.Lock()

@@ -18,9 +18,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use half::bf16;
-use kda_build::cuda::emulation::{EmulatedLibrary as BuiltLibrary, Emulation};
+use kda_build::cuda::emulation::{EmulatedLibrary as BuiltLibrary, Emulation, Sanitizer};
 use kda_build::cuda::{BuildOutput, KernelBuild, Problem};
-use kda_runtime::emu::EmuBackend;
+use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
     DType, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry, LaunchGeometry, LookupError,
@@ -40,10 +40,14 @@ fn fixture_dir(name: &str) -> PathBuf {
 
 /// Builds the manifest of `dir` as C++ for the emulator only, into the test's temporary directory.
 fn build(dir: &Path, out: &str) -> BuildOutput {
+    build_with(dir, out, Emulation::default())
+}
+
+fn build_with(dir: &Path, out: &str, emulation: Emulation) -> BuildOutput {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(out);
     KernelBuild::new(dir.join("kernels.toml"), dir, out_dir)
         .without_nvcc()
-        .emulation(Emulation::default())
+        .emulation(emulation)
         .run()
         .unwrap_or_else(|error| panic!("the emulated build of {} failed: {error}", dir.display()))
 }
@@ -62,10 +66,23 @@ fn fixtures() -> &'static EmulatedSet {
 
 /// The runtime's view of what the build made: one module per source, one library per entry.
 fn emulated_set(namespace: &'static str, built: &[BuiltLibrary]) -> &'static EmulatedSet {
+    sanitized_set(namespace, built, None)
+}
+
+/// The same, with the sanitizer driver a sanitized build made.
+fn sanitized_set(
+    namespace: &'static str,
+    built: &[BuiltLibrary],
+    driver: Option<&Path>,
+) -> &'static EmulatedSet {
     let paths: Vec<&str> =
         built.iter().map(|library| library.path.to_str().expect("a UTF-8 library path")).collect();
     let libraries = built.iter().zip(paths).map(|(library, path)| (&*library.module, &*library.entry, path));
-    EmulatedSet::leak(namespace, libraries, None)
+    EmulatedSet::leak(
+        namespace,
+        libraries,
+        driver.map(|driver| driver.to_str().expect("a UTF-8 driver path")),
+    )
 }
 
 /// A backend carrying the fixtures, whose first launch has block-order seed `seed`.
@@ -1108,4 +1125,60 @@ fn a_buffer_for_writing_reads_as_nan_until_a_kernel_writes_it() {
     let halves = gpu.alloc_for_write(DType::Bf16, 3).unwrap();
     assert!(gpu.download::<kda_runtime::bf16>(&halves).unwrap().iter().all(|x| x.is_nan()));
     assert_eq!(gpu.download::<f32>(&gpu.alloc(DType::F32, 5).unwrap()).unwrap(), [0.0; 5]);
+}
+
+// ---- ThreadSanitizer: the memory order CUDA gives, no more. ----
+
+/// The namespace of `tests/emulator/races`.
+const RACES_NAMESPACE: &str = "races@0:kernels.toml";
+
+/// `u32 out[32], u32 mode`.
+const HANDOFF: Signature = Signature {
+    params: &[write("out", DType::U32, "32", &[Op::Literal(32)]), KernelParam::scalar("mode", U32)],
+    requires: &[],
+};
+
+const fn handoff(name: &'static str) -> KernelEntry {
+    KernelEntry {
+        namespace: RACES_NAMESPACE,
+        table: "races",
+        module: "handoff",
+        ..entry("handoff", name, &HANDOFF)
+    }
+}
+
+#[test]
+fn thread_sanitizer_reports_each_hand_off_cuda_leaves_unordered_and_no_other() {
+    let output = build_with(
+        &fixture_dir("emulator").join("races"),
+        "emulator-races-thread",
+        Emulation { sanitizer: Some(Sanitizer::Thread) },
+    );
+    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+    assert!(problems.is_empty(), "the race fixtures do not build:\n{}", problems.join("\n"));
+    let driver = output.emulation_driver.as_deref().expect("a sanitized build makes its driver");
+    let set = sanitized_set(RACES_NAMESPACE, &output.emulated, Some(driver));
+    let gpu = DriverBackend::new(driver, &[set], 3).unwrap_or_else(|error| panic!("{error}"));
+    let run = |entry: &KernelEntry, threads: u32, mode: u32| {
+        let mut out = gpu.zeros::<u32>(32).unwrap();
+        let kernel = gpu.lookup(entry).unwrap_or_else(|error| panic!("{error}"));
+        let launched = gpu
+            .launch(kernel, geometry((1, 1, 1), (threads, 1, 1)), &mut [(&mut out).into(), mode.into()])
+            .map_err(|error| error.to_string());
+        launched.map(|()| gpu.download::<u32>(&out).unwrap())
+    };
+    // Warp 1 reads what warp 0 wrote: ordered by a __syncthreads, not by each warp's __syncwarp
+    // (which the emulator's one lock per block used to order anyway).
+    let across = handoff("handoff_across_warps");
+    let words: Vec<u32> = (1..=32).collect();
+    assert_eq!(run(&across, 64, 1), Ok(words), "a __syncthreads orders the hand-off");
+    let report =
+        run(&across, 64, 0).expect_err("two warps' __syncwarp ordered warp 0's writes before warp 1's reads");
+    assert!(report.contains("ThreadSanitizer: data race"), "{report}");
+    // A lane reads its neighbour's word: ordered by a __syncwarp, not by a shuffle.
+    let within = handoff("handoff_within_a_warp");
+    let neighbours: Vec<u32> = (0..32).map(|lane| (lane + 1) % 32 + 1).collect();
+    assert_eq!(run(&within, 32, 1), Ok(neighbours), "a __syncwarp orders the hand-off");
+    let report = run(&within, 32, 0).expect_err("a shuffle ordered the lanes' writes before their reads");
+    assert!(report.contains("ThreadSanitizer: data race"), "{report}");
 }

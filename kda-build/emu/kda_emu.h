@@ -71,8 +71,11 @@ namespace kda_emu {
 // Block-wide barrier (kda_emu_runtime.cpp).
 void syncthreads();
 // Warp exchange: every lane of `mask` deposits `value`; each gets the value of lane `source`
-// (its own when `source` is negative). `op` names the intrinsic for messages.
+// (its own when `source` is negative). `op` names the intrinsic for messages. It orders no memory
+// accesses, as a shuffle does not.
 uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source);
+// __syncwarp: the exchange of nothing that orders the memory accesses of the lanes of `mask`.
+void syncwarp(unsigned mask);
 unsigned lane();
 // cp.async: `bytes` from `src` land in `dst` at the wait that covers their group.
 void cp_async(void* dst, const void* src, unsigned bytes);
@@ -137,7 +140,7 @@ inline int segment_lane(int target, int width) {
 }  // namespace kda_emu
 
 inline void __syncthreads() { kda_emu::syncthreads(); }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { kda_emu::exchange("__syncwarp", mask, 0, -1); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { kda_emu::syncwarp(mask); }
 
 template <class T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {

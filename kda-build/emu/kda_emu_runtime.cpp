@@ -8,6 +8,12 @@
 // warp collective (shuffle, ldmatrix, mma) with lanes missing or a deadlock ends the launch with a
 // message instead of a hang: the monitor sets the failure and every waiting thread unwinds out of
 // the kernel (Abort).
+//
+// Under ThreadSanitizer the monitor's own mutex would order every thread that waits after every
+// thread that waited before it, whatever they waited for, and hide a missing barrier behind any
+// other wait. So the monitor's locking and its own state are invisible to TSan, and it declares the
+// order CUDA gives instead: a __syncthreads orders the block's threads, a __syncwarp its mask's
+// lanes, and nothing else does (shuffles, ldmatrix and mma exchange values, not memory order).
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -33,8 +39,76 @@ extern char __start_kda_emu_shared[] __attribute__((weak, visibility("hidden")))
 extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define KDA_EMU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KDA_EMU_TSAN 1
+#endif
+#endif
+
+#ifdef KDA_EMU_TSAN
+// ThreadSanitizer's dynamic annotations (its runtime defines them).
+extern "C" {
+void AnnotateHappensBefore(const char* file, int line, const volatile void* address);
+void AnnotateHappensAfter(const char* file, int line, const volatile void* address);
+void AnnotateIgnoreSyncBegin(const char* file, int line);
+void AnnotateIgnoreSyncEnd(const char* file, int line);
+void AnnotateIgnoreReadsBegin(const char* file, int line);
+void AnnotateIgnoreReadsEnd(const char* file, int line);
+void AnnotateIgnoreWritesBegin(const char* file, int line);
+void AnnotateIgnoreWritesEnd(const char* file, int line);
+}
+#endif
+
 namespace kda_emu {
 namespace {
+
+// The monitor's waits as TSan sees them (nothing, outside a TSan build): while a MonitorScope
+// lives, the calling thread's synchronization and memory accesses are ignored; `release` and
+// `acquire` of one SyncPoint order the threads that pass it, as a CUDA barrier does.
+struct SyncPoint {
+    char byte = 0;  // an address of its own
+};
+#ifdef KDA_EMU_TSAN
+struct MonitorScope {
+    MonitorScope() {
+        AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+        AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+        AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+    }
+    ~MonitorScope() {
+        AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+        AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+        AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
+    }
+    MonitorScope(const MonitorScope&) = delete;
+    MonitorScope& operator=(const MonitorScope&) = delete;
+};
+// Called inside a MonitorScope, whose ignored synchronization would drop the annotation.
+void release(const SyncPoint& point) {
+    AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
+    AnnotateHappensBefore(__FILE__, __LINE__, &point.byte);
+    AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+}
+void acquire(const SyncPoint& point) {
+    AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
+    AnnotateHappensAfter(__FILE__, __LINE__, &point.byte);
+    AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+}
+#else
+struct MonitorScope {
+    MonitorScope() {}  // user-provided: a scope is not an unused variable
+};
+void release(const SyncPoint&) {}
+void acquire(const SyncPoint&) {}
+#endif
+
+// Each barrier or __syncwarp generation releases and acquires its own point of a ring, so that a
+// thread woken late from generation g acquires g's releases and not those of threads already
+// waiting in a later one. A full barrier or full-mask __syncwarp cannot complete again before all
+// its threads have woken, so a ring of 8 outlasts any lag.
+constexpr unsigned kSyncRing = 8;
 
 constexpr unsigned kMaxEntries = 256;
 constexpr unsigned kMaxThreads = 1024;
@@ -108,6 +182,7 @@ struct Warp {
     unsigned char records[32][kMaxGatherRecord] = {};
     unsigned char gathered[32 * kMaxGatherRecord] = {};
     std::condition_variable done;
+    SyncPoint syncwarp[kSyncRing];  // the memory order of __syncwarp, by generation
 };
 
 // The waits of one block.
@@ -126,25 +201,32 @@ class Monitor {
     }
 
     void barrier() {
+        MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
         if (exited_ > 0)
             fail(lock, format("__syncthreads reached after %u of the block's %u threads returned: a barrier "
                               "every thread of the block must reach",
                               exited_, threads_));
+        const SyncPoint& point = barrier_sync_[barrier_generation_ % kSyncRing];
+        release(point);
         if (++at_barrier_ == threads_) {
             at_barrier_ = 0;
             ++barrier_generation_;
             barrier_done_.notify_all();
+            acquire(point);
             return;
         }
         const uint64_t generation = barrier_generation_;
         check_deadlock(lock);
         barrier_done_.wait(lock, [&] { return failed_ || barrier_generation_ != generation; });
         if (barrier_generation_ == generation) throw Abort{};
+        acquire(point);
     }
 
-    uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
+    // `orders_memory`: the exchange is a __syncwarp, which orders the memory accesses of its lanes.
+    uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source, bool orders_memory) {
+        MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
         Warp& warp = join(lock, op, mask);
@@ -152,6 +234,8 @@ class Monitor {
         if (source >= 0 && (source > 31 || !(mask & (1u << source))))
             fail(lock, format("%s reads lane %d, outside the mask 0x%08x", op, source, mask));
         check_returned(lock, warp, op, mask);
+        const SyncPoint& point = warp.syncwarp[warp.generation % kSyncRing];
+        if (orders_memory) release(point);
         warp.values[lane] = value;
         warp.sources[lane] = source;
         warp.arrived |= 1u << lane;
@@ -159,10 +243,11 @@ class Monitor {
             for (unsigned i = 0; i < 32; ++i)
                 if (mask & (1u << i))
                     warp.results[i] = warp.sources[i] < 0 ? warp.values[i] : warp.values[warp.sources[i]];
-            release(warp);
+            complete(warp);
         } else {
             wait_for(lock, warp);
         }
+        if (orders_memory) acquire(point);
         return warp.results[lane];
     }
 
@@ -170,6 +255,7 @@ class Monitor {
     // every lane gets all 32 records, lane by lane, in `all` (32 * bytes). One wait, whatever the
     // size, where a word-by-word exchange would take one per word and source lane.
     void gather(const char* op, const void* record, unsigned bytes, void* all) {
+        MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
         const unsigned mask = 0xffffffffu;
@@ -189,7 +275,7 @@ class Monitor {
         warp.arrived |= 1u << lane;
         if (warp.arrived == mask) {
             for (unsigned i = 0; i < 32; ++i) memcpy(warp.gathered + i * bytes, warp.records[i], bytes);
-            release(warp);
+            complete(warp);
         } else {
             wait_for(lock, warp);
         }
@@ -267,7 +353,7 @@ class Monitor {
     }
 
     // The last lane has arrived: the collective completes and its lanes go on.
-    void release(Warp& warp) {
+    void complete(Warp& warp) {
         warp.arrived = 0;
         ++warp.generation;
         warp.done.notify_all();
@@ -320,6 +406,7 @@ class Monitor {
     std::condition_variable barrier_done_, all_exited_;
     unsigned threads_ = 0, exited_ = 0, at_barrier_ = 0;
     uint64_t barrier_generation_ = 0;
+    SyncPoint barrier_sync_[kSyncRing];  // the memory order of __syncthreads, by generation
     std::vector<Warp> warps_;
     bool failed_ = false;
     std::string failure_;
@@ -476,8 +563,10 @@ Registrar::Registrar(const char* name, Invoker invoke, unsigned arity, const cha
 void syncthreads() { monitor.barrier(); }
 
 uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
-    return monitor.exchange(op, mask, value, source);
+    return monitor.exchange(op, mask, value, source, false);
 }
+
+void syncwarp(unsigned mask) { monitor.exchange("__syncwarp", mask, 0, -1, true); }
 
 unsigned lane() { return self->lane; }
 

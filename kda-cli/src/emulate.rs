@@ -51,6 +51,9 @@ pub struct EmulateOptions {
     pub seed: u64,
     /// Stop at the first failure (for the mutation script).
     pub fail_fast: bool,
+    /// The table fields whose cases run (all of them if empty); the block runs either way. The
+    /// mutation script names the kernels of the file it changed.
+    pub only: Vec<String>,
 }
 
 /// What a run found.
@@ -87,6 +90,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         built.emulated.iter().zip(&paths).map(|(library, path)| (&*library.module, &*library.entry, &**path));
     let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
     let set = EmulatedSet::leak(Glm5NextKdaKernels::NAMESPACE, libraries, driver.as_deref());
+    let selected = selection(&options.only)?;
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
     let gpu: Box<dyn GpuBackend> = match options.sanitizer {
         None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
@@ -117,7 +121,9 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     };
     for (name, geometry, tokens) in geometries(options.shapes)? {
         for t in tokens {
-            for case in KernelCase::all(&geometry, t, options.seed)? {
+            for case in
+                KernelCase::all(&geometry, t, options.seed)?.into_iter().filter(|case| selected(case.field()))
+            {
                 check(format!("{name:<10} t = {t:<4} {:<15}", case.field()), &case, &mut report);
                 if options.fail_fast && !report.failures.is_empty() {
                     return Ok(finish(report, running));
@@ -125,7 +131,8 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
             }
         }
     }
-    for case in KernelCase::dense_edges(options.seed, options.shapes == Shapes::Edge)? {
+    let dense = KernelCase::dense_edges(options.seed, options.shapes == Shapes::Edge)?;
+    for case in dense.into_iter().filter(|case| selected(case.field())) {
         let what = format!("dense      m = {:<4} {:<15}", case.tokens(), case.field());
         check(what, &case, &mut report);
         if options.fail_fast && !report.failures.is_empty() {
@@ -134,14 +141,18 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     }
     // One block for everything: the norm walks row after row, the GEMM refills its pipeline for
     // further tiles, the prefill conv walks further heads and token tiles.
-    for (field, t) in [("o_norm", 5), ("gemm", 130), ("conv_prefill", 65)] {
+    for (field, t) in
+        [("o_norm", 5), ("gemm", 130), ("conv_prefill", 65)].into_iter().filter(|(field, _)| selected(field))
+    {
         let case = KernelCase::new(field, &head_dim_64(), t, options.seed)?.with_blocks(1);
         check(format!("one block  t = {t:<4} {field:<15}"), &case, &mut report);
     }
     // Every pointer one element off alignment: each kernel's path for unaligned operands, which
     // the sanitizers check for misaligned accesses (the driver allocates each view at its
     // alignment).
-    for case in KernelCase::all(&head_dim_64(), 5, options.seed)? {
+    for case in
+        KernelCase::all(&head_dim_64(), 5, options.seed)?.into_iter().filter(|case| selected(case.field()))
+    {
         let case = case.with_offset(1);
         check(format!("offset 1   t = 5    {:<15}", case.field()), &case, &mut report);
     }
@@ -149,6 +160,16 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         block(gpu.as_ref(), name, geometry, options.seed, &mut report, log);
     }
     Ok(finish(report, running))
+}
+
+/// Whether a table field's cases run: every field if `only` is empty, else the fields it names,
+/// each of which must be one of the table's.
+fn selection(only: &[String]) -> anyhow::Result<impl Fn(&str) -> bool + '_> {
+    let fields: Vec<&str> = Glm5NextKdaKernels::ENTRIES.iter().map(|entry| entry.field).collect();
+    if let Some(unknown) = only.iter().find(|field| !fields.contains(&field.as_str())) {
+        bail!("`{unknown}` is not a kernel of the table ({})", fields.join(", "));
+    }
+    Ok(move |field: &str| only.is_empty() || only.iter().any(|name| name == field))
 }
 
 fn finish(mut report: EmulateReport, running: Instant) -> EmulateReport {
@@ -261,6 +282,21 @@ mod tests {
             let c = geometry.chunk;
             assert_eq!(tokens, &[1, 5, c - 1, c, c + 1, 2 * c + 1, 100]);
         }
+    }
+
+    #[test]
+    fn only_runs_the_named_kernels_and_refuses_a_name_the_table_lacks() {
+        let every = selection(&[]).unwrap();
+        assert!(every("chunk_scan") && every("gemv"));
+        let only = ["chunk_prepare".to_owned(), "chunk_scan".to_owned()];
+        let chunk = selection(&only).unwrap();
+        assert!(chunk("chunk_prepare") && chunk("chunk_scan"));
+        assert!(!chunk("gemm") && !chunk("recurrent"));
+        let error = selection(&["chunk_prep".to_owned()]).err().unwrap().to_string();
+        assert!(
+            error.starts_with("`chunk_prep` is not a kernel of the table (gemm, gemm_splitk, "),
+            "{error}"
+        );
     }
 
     #[test]

@@ -105,6 +105,9 @@ enum Command {
         /// Stop at the first failure.
         #[arg(long)]
         fail_fast: bool,
+        /// Only these kernels' cases (table fields, comma-separated); the block runs either way.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
         /// Print a line per compared buffer.
         #[arg(long)]
         verbose: bool,
@@ -129,12 +132,12 @@ fn main() -> anyhow::Result<()> {
             if roofline { roofline_only(&options) } else { bench(backend.unwrap_or(cli.backend), &options) }
         }
         #[cfg(feature = "emulation")]
-        Some(Command::Emulate { sanitizer, all, shapes, kernels, out, fail_fast, verbose }) => {
+        Some(Command::Emulate { sanitizer, all, shapes, kernels, out, fail_fast, only, verbose }) => {
             let variants = match (all, sanitizer) {
                 (true, _) => vec![None, Some(Sanitizer::Address), Some(Sanitizer::Thread)],
                 (false, sanitizer) => vec![sanitizer],
             };
-            let options = EmulateRun { shapes, kernels, out, fail_fast, verbose, seed: cli.seed };
+            let options = EmulateRun { shapes, kernels, out, fail_fast, only, verbose, seed: cli.seed };
             let failed: Vec<&str> = variants
                 .into_iter()
                 .filter_map(|sanitizer| match emulate(sanitizer, &options) {
@@ -181,6 +184,7 @@ struct EmulateRun {
     kernels: Option<PathBuf>,
     out: Option<PathBuf>,
     fail_fast: bool,
+    only: Vec<String>,
     verbose: bool,
     seed: u64,
 }
@@ -200,6 +204,7 @@ fn emulate(sanitizer: Option<Sanitizer>, run: &EmulateRun) -> anyhow::Result<()>
         shapes,
         seed,
         fail_fast,
+        only: run.only.clone(),
     };
     let report = kda_cli::emulate::run(&options, &mut |line| {
         if verbose || line.starts_with("on ") {
