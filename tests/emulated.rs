@@ -189,7 +189,8 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     // sub-tiles' shared buffer; split K walks every range of every tile; the prefill conv's warps
     // walk further heads and two token tiles, the first of which alone carries the state; the
     // gate's 8 warps step over 5 tokens of 3 heads, wrapping past the last head mid-step; the
-    // GEMVs walk four column blocks, rewriting their part totals in shared memory for each.
+    // GEMVs walk four column blocks, rewriting their part totals in shared memory for each; the
+    // chunk kernels walk every (chunk, head) and every (head, column tile).
     let (gpu, kernels) = emulated();
     let one_block_of = |field: &str, geometry: &KdaGeometry, tokens| {
         KernelCase::new(field, geometry, tokens, support::SEED).unwrap().with_blocks(1)
@@ -201,6 +202,8 @@ fn the_grid_stride_kernels_agree_on_one_block() {
         one_block("conv_prefill", 65),
         one_block("gemv", 1),
         one_block("gemv_batchm", 5),
+        one_block("chunk_prepare", 65),
+        one_block("chunk_scan", 65),
         KernelCase::dense("gemm", (130, 129, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
         KernelCase::dense("gemm", (64, 300, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
         KernelCase::dense("gemm", (130, 129, 263), 263, 1, support::SEED).unwrap().with_blocks(1),

@@ -141,8 +141,16 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     }
     // One block for everything: the norm walks row after row, the GEMM refills its pipeline for
     // further tiles, the prefill conv walks further heads and token tiles, the GEMVs further
-    // column blocks.
-    let one_block = [("o_norm", 5), ("gemm", 130), ("conv_prefill", 65), ("gemv", 1), ("gemv_batchm", 5)];
+    // column blocks, the chunk kernels further chunks, heads and column tiles.
+    let one_block = [
+        ("o_norm", 5),
+        ("gemm", 130),
+        ("conv_prefill", 65),
+        ("gemv", 1),
+        ("gemv_batchm", 5),
+        ("chunk_prepare", 65),
+        ("chunk_scan", 65),
+    ];
     for (field, t) in one_block.into_iter().filter(|(field, _)| selected(field)) {
         let case = KernelCase::new(field, &head_dim_64(), t, options.seed)?.with_blocks(1);
         check(format!("one block  t = {t:<4} {field:<15}"), &case, &mut report);
