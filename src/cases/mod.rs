@@ -451,6 +451,8 @@ impl KernelCase {
                 ("gemm", 130, 65, 264, 264, 0),
                 ("gemm", 130, 65, 264, 280, 0),
                 ("gemm", 40, 33, 72, 75, 0),
+                // The scalar path's last K tile one column wide (k ≡ 1 mod its 32-column tiles).
+                ("gemm", 17, 40, 97, 97, 0),
             ] {
                 cases.push(Self::dense(field, (m, n, k), ld, offset, seed)?);
             }
