@@ -158,6 +158,20 @@ fn chunk_padding_is_never_read() {
     assert!(poisoned.out[real..].iter().all(|&x| x == 7.5));
 }
 
+/// The hand cases' inputs: one head of d = 32, two tokens in channel 0 alone (the other channels
+/// and the padding are 0), q = k = 1, v = (2, 4), β = (0.5, 0.25), channel 0's gates `gate`.
+fn hand_inputs(gate: [f32; 2]) -> KdaInputs {
+    let d = 32;
+    KdaInputs {
+        q: bf16s(&first_channel(&[1.0, 1.0], d)),
+        k: bf16s(&first_channel(&[1.0, 1.0], d)),
+        v: bf16s(&first_channel(&[2.0, 4.0], d)),
+        gate: first_channel(&gate, d),
+        beta: vec![0.5, 0.25],
+        state: vec![0.0; d * d],
+    }
+}
+
 #[test]
 fn chunk_prepare_hand_case() {
     // One head, two tokens in channel 0 (d = 1 alone: the other channels and the padding are 0),
@@ -166,15 +180,7 @@ fn chunk_prepare_hand_case() {
     // q = 1 too: aqk = scale·q·k = 1/√32 on and below the diagonal of the two rows, 0 elsewhere;
     // qdec = scale·q, kdec = k on those rows and the state's decay 1 in every channel.
     let (d, c) = (32, 32);
-    let inputs = KdaInputs {
-        q: bf16s(&first_channel(&[1.0, 1.0], d)),
-        k: bf16s(&first_channel(&[1.0, 1.0], d)),
-        v: bf16s(&first_channel(&[2.0, 4.0], d)),
-        gate: vec![0.0; 2 * d],
-        beta: vec![0.5, 0.25],
-        state: vec![0.0; d * d],
-    };
-    let result = chunked(&inputs, 2, 1, d, c, 0.0);
+    let result = chunked(&hand_inputs([0.0, 0.0]), 2, 1, d, c, 0.0);
     let chunk = |values: &[f32]| padded(first_channel(values, d), c * d, 0.0);
     assert_eq!(result.u, chunk(&[1.0, 0.75]));
     assert_eq!(result.w, chunk(&[0.5, 0.125]));
@@ -196,15 +202,7 @@ fn chunk_prepare_hand_case_with_decay() {
     // aqk = scale·(1 | ½, 1) on and below the diagonal; qdec = scale·(½, ¼);
     // kdec = k·e^{gc_last − gc} = (½, 1); the state's decay ¼ in channel 0, 1 in the others.
     let (d, c) = (32, 32);
-    let inputs = KdaInputs {
-        q: bf16s(&first_channel(&[1.0, 1.0], d)),
-        k: bf16s(&first_channel(&[1.0, 1.0], d)),
-        v: bf16s(&first_channel(&[2.0, 4.0], d)),
-        gate: first_channel(&[0.5f32.ln(), 0.5f32.ln()], d),
-        beta: vec![0.5, 0.25],
-        state: vec![0.0; d * d],
-    };
-    let result = chunked(&inputs, 2, 1, d, c, 0.0);
+    let result = chunked(&hand_inputs([0.5f32.ln(), 0.5f32.ln()]), 2, 1, d, c, 0.0);
     let chunk = |values: &[f64]| -> Vec<f64> {
         let mut rows = vec![0.0; c * d];
         values.iter().enumerate().for_each(|(i, &value)| rows[i * d] = value);
