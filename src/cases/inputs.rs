@@ -122,7 +122,7 @@ impl ChunkInputs {
         let widen = |x: Vec<bf16>| x.iter().map(|x| x.to_f32()).collect::<Vec<_>>();
         let k = poisoned(widen(unit_heads(rng, s.t * s.h, s.d)), padded);
         let v = poisoned(widen(silu_outputs(rng, s.t * s.qkv)), padded);
-        let gate = poisoned(log_decays(rng, s.t * s.qkv), padded);
+        let gate = poisoned(log_decays(rng, s.t, s.qkv), padded);
         let beta = poisoned(betas(rng, s.t * s.h), (s.t_pad * s.h) as usize);
         let q = poisoned(widen(unit_heads(rng, s.t * s.h, s.d)), padded);
         Self { s, q, k, v, gate, beta }
@@ -266,7 +266,7 @@ pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch
     let states = (0..batch.capacity).flat_map(|_| state_values(rng, s)).collect();
     vec![
         read("qkv", qkv),
-        read("gate", log_decays(rng, b * s.qkv)),
+        read("gate", log_decays(rng, b, s.qkv)),
         read("beta", betas(rng, b * s.h)),
         batch.pool("pool", states, Check::RelativeRms(1e-5)),
         batch.slot_arg(),
@@ -319,9 +319,19 @@ pub(super) fn unit_heads(rng: &mut SplitMix64, heads: u32, d: u32) -> Vec<bf16> 
     bf16_vec(&values)
 }
 
-/// Log-decays as the bounded gate makes them: `−5·σ(x)`, x in [−5, 0): from ≈ −0.03 to −2.5.
-pub(super) fn log_decays(rng: &mut SplitMix64, n: u32) -> Vec<f32> {
-    uniform(rng, n, -5.0, 0.0).into_iter().map(|x| -5.0 / (1.0 + (-x).exp())).collect()
+/// Log-decays `[rows, channels]` as the bounded gate makes them, `−5·σ(x)`. Each channel has a
+/// rate of its own (x in [−8, 0): from ≈ −0.002 to −2.5 a step), moved by up to ±0.5 in x from
+/// row to row, so that slow channels carry their keys across a whole chunk, as a model's do.
+/// Gates drawn anew for every row (−1.4 a step on average) leave nothing of a key 16 rows on, and
+/// with it no test of the chunk kernels' terms between sub-blocks.
+pub(super) fn log_decays(rng: &mut SplitMix64, rows: u32, channels: u32) -> Vec<f32> {
+    let rates = uniform(rng, channels, -8.0, 0.0);
+    let moves = uniform(rng, rows * channels, -0.5, 0.5);
+    let gate = |x: f32| -5.0 / (1.0 + (-x).exp());
+    moves
+        .chunks(channels as usize)
+        .flat_map(|row| row.iter().zip(&rates).map(|(dx, x)| gate(x + dx)))
+        .collect()
 }
 
 /// β = σ(x), x in [−3, 3): within (0.04, 0.96).
