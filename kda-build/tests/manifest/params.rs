@@ -94,11 +94,11 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
         panic!("q is a buffer")
     };
     assert_eq!(extent_text, "cdiv(t,c)*c*h*d");
-    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 12), scalar("c", 15));
+    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 11), scalar("c", 14));
     let expected = binary(
         BinaryOp::Mul,
-        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 15)), scalar("h", 13)),
-        scalar("d", 14),
+        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 14)), scalar("h", 12)),
+        scalar("d", 13),
     );
     assert_eq!(*extent, *expected);
     // Entries without `requires` have none.
