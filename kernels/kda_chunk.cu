@@ -732,7 +732,8 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
 // itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                      const float* __restrict__ gate, const float* __restrict__ beta, float* __restrict__ u, float* __restrict__ w, float* __restrict__ aqk,
+                      const float* __restrict__ gate, const float* __restrict__ beta, float* __restrict__ u,
+                      float* __restrict__ w, float* __restrict__ aqk,
                       float* __restrict__ qdec, float* __restrict__ kdec, float* __restrict__ sdec, u32 t, u32 h,
                       u32 d, u32 c, float scale) {
     __shared__ float A[CMAX * ASTR];

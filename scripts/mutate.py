@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -196,9 +197,11 @@ def kernel_files() -> list[Path]:
 MANIFEST_ENTRY = re.compile(r'^(\w+)\s*=\s*\{\s*module\s*=\s*"(\w+)"', re.M)
 
 
-def kernels_of(file: str) -> list[str]:
+@functools.cache
+def kernels_of(file: str) -> tuple[str, ...]:
     """The table fields whose module is `file` or includes it, directly or through other headers;
-    empty when every module does (the whole suite runs)."""
+    empty when every module does (the whole suite runs). Read once per file: mutants are written
+    elsewhere, and `kernels/` and the manifest stay as they are for the whole run."""
     fields: dict[str, list[str]] = {}
     for field, module in MANIFEST_ENTRY.findall((REPO / "kernels.toml").read_text()):
         fields.setdefault(module, []).append(field)
@@ -212,8 +215,8 @@ def kernels_of(file: str) -> list[str]:
         reach |= more
     modules = {Path(name).stem for name in reach if name.endswith(".cu")} & fields.keys()
     if modules == fields.keys():
-        return []
-    return sorted(field for module in modules for field in fields[module])
+        return ()
+    return tuple(sorted(field for module in modules for field in fields[module]))
 
 
 def calls(operator: str, pattern: str, files: list[Path]) -> list[Mutant]:
@@ -462,7 +465,7 @@ class Worker:
             if not target.exists() or target.read_bytes() != data:
                 target.write_bytes(data)
 
-    def emulate(self, stage: str, only: list[str]) -> tuple[int, str, float]:
+    def emulate(self, stage: str, only: tuple[str, ...]) -> tuple[int, str, float]:
         cmd = ["nice", "-n", "19", str(KDA), "emulate", "--kernels", str(self.kernels), "--out", str(self.out),
                "--fail-fast"]
         if only:
@@ -506,7 +509,7 @@ def check_baseline(worker: Worker, mutants: list[Mutant]) -> None:
     """The unmutated kernels through every stage, on the cases the mutants' runs check."""
     worker.refresh(None, None)
     scopes = [kernels_of(file) for file in {m.file for m in mutants}]
-    only = [] if [] in scopes else sorted({field for scope in scopes for field in scope})
+    only = () if () in scopes else tuple(sorted({field for scope in scopes for field in scope}))
     for stage in worker.stages:
         rc, output, seconds = worker.emulate(stage, only)
         print(f"baseline {stage}: rc {rc}, {seconds:.0f} s", flush=True)

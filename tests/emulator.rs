@@ -1139,12 +1139,7 @@ const HANDOFF: Signature = Signature {
 };
 
 const fn handoff(name: &'static str) -> KernelEntry {
-    KernelEntry {
-        namespace: RACES_NAMESPACE,
-        table: "races",
-        module: "handoff",
-        ..entry("handoff", name, &HANDOFF)
-    }
+    KernelEntry { namespace: RACES_NAMESPACE, table: "races", ..entry("handoff", name, &HANDOFF) }
 }
 
 #[test]

@@ -91,6 +91,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
     let set = EmulatedSet::leak(Glm5NextKdaKernels::NAMESPACE, libraries, driver.as_deref());
     let selected = selection(&options.only)?;
+    let picked = |cases: Vec<KernelCase>| cases.into_iter().filter(|case| selected(case.field()));
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
     let gpu: Box<dyn GpuBackend> = match options.sanitizer {
         None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
@@ -121,9 +122,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     };
     for (name, geometry, tokens) in geometries(options.shapes)? {
         for t in tokens {
-            for case in
-                KernelCase::all(&geometry, t, options.seed)?.into_iter().filter(|case| selected(case.field()))
-            {
+            for case in picked(KernelCase::all(&geometry, t, options.seed)?) {
                 check(format!("{name:<10} t = {t:<4} {:<15}", case.field()), &case, &mut report);
                 if options.fail_fast && !report.failures.is_empty() {
                     return Ok(finish(report, running));
@@ -131,8 +130,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
             }
         }
     }
-    let dense = KernelCase::dense_edges(options.seed, options.shapes == Shapes::Edge)?;
-    for case in dense.into_iter().filter(|case| selected(case.field())) {
+    for case in picked(KernelCase::dense_edges(options.seed, options.shapes == Shapes::Edge)?) {
         let what = format!("dense      m = {:<4} {:<15}", case.tokens(), case.field());
         check(what, &case, &mut report);
         if options.fail_fast && !report.failures.is_empty() {
@@ -158,9 +156,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     // Every pointer one element off alignment: each kernel's path for unaligned operands, which
     // the sanitizers check for misaligned accesses (the driver allocates each view at its
     // alignment).
-    for case in
-        KernelCase::all(&head_dim_64(), 5, options.seed)?.into_iter().filter(|case| selected(case.field()))
-    {
+    for case in picked(KernelCase::all(&head_dim_64(), 5, options.seed)?) {
         let case = case.with_offset(1);
         check(format!("offset 1   t = 5    {:<15}", case.field()), &case, &mut report);
     }
