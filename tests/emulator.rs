@@ -9,7 +9,9 @@
 //! among them), a misaligned cp.async or ldmatrix row, an ldmatrix row outside shared memory, a
 //! geometry or a shared memory size the device refuses. Shared memory (static and dynamic) and
 //! pending cp.async destinations read as NaN; block order is a seeded permutation; lookups check the kernel's C
-//! parameter types; a fixture that does not compile is a problem located in its manifest.
+//! parameter types; a fixture that does not compile is a problem located in its manifest. Under
+//! the sanitizers (built per test): ThreadSanitizer reports each hand-off CUDA leaves unordered,
+//! AddressSanitizer an index one past a `__shared__` array.
 #![cfg(feature = "emulation")]
 
 use std::path::{Path, PathBuf};
@@ -1176,4 +1178,49 @@ fn thread_sanitizer_reports_each_hand_off_cuda_leaves_unordered_and_no_other() {
     assert_eq!(run(&within, 32, 1), Ok(neighbours), "a __syncwarp orders the hand-off");
     let report = run(&within, 32, 0).expect_err("a shuffle ordered the lanes' writes before their reads");
     assert!(report.contains("ThreadSanitizer: data race"), "{report}");
+}
+
+// ---- AddressSanitizer: a redzone after every __shared__ variable. ----
+
+/// The namespace of `tests/emulator/overruns`.
+const OVERRUNS_NAMESPACE: &str = "overruns@0:kernels.toml";
+
+/// `f32 out[32], u32 past`.
+const ONE_PAST: Signature = Signature {
+    params: &[write("out", DType::F32, "32", &[Op::Literal(32)]), KernelParam::scalar("past", U32)],
+    requires: &[],
+};
+
+#[test]
+fn address_sanitizer_reports_an_index_one_past_a_shared_array_into_the_next() {
+    let output = build_with(
+        &fixture_dir("emulator").join("overruns"),
+        "emulator-overruns-address",
+        Emulation { sanitizer: Some(Sanitizer::Address) },
+    );
+    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+    assert!(problems.is_empty(), "the overrun fixture does not build:\n{}", problems.join("\n"));
+    let driver = output.emulation_driver.as_deref().expect("a sanitized build makes its driver");
+    let set = sanitized_set(OVERRUNS_NAMESPACE, &output.emulated, Some(driver));
+    let gpu = DriverBackend::new(driver, &[set], 5).unwrap_or_else(|error| panic!("{error}"));
+    let one_past = KernelEntry {
+        namespace: OVERRUNS_NAMESPACE,
+        table: "overruns",
+        ..entry("neighbours", "one_past", &ONE_PAST)
+    };
+    let run = |past: u32| {
+        let mut out = gpu.zeros::<f32>(32).unwrap();
+        let kernel = gpu.lookup(&one_past).unwrap_or_else(|error| panic!("{error}"));
+        let launched = gpu
+            .launch(kernel, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into(), past.into()])
+            .map_err(|error| error.to_string());
+        launched.map(|()| gpu.download::<f32>(&out).unwrap())
+    };
+    // In bounds: the runtime's NaN fill before the block leaves the redzones alone.
+    let written: Vec<f32> = (1..=32).map(|t| t as f32).collect();
+    assert_eq!(run(0), Ok(written), "each thread's own element");
+    // Thread 31 writes first[32], on the device a word of whatever variable lies next.
+    let report = run(1).expect_err("a write one past a __shared__ array went unreported");
+    assert!(report.contains("AddressSanitizer: global-buffer-overflow"), "{report}");
+    assert!(report.contains("neighbours.cu:6"), "the report names the kernel's line: {report}");
 }

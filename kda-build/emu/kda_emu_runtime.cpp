@@ -47,6 +47,18 @@ extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 #endif
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KDA_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KDA_EMU_ASAN 1
+#endif
+#endif
+
+#ifdef KDA_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #ifdef KDA_EMU_TSAN
 // ThreadSanitizer's dynamic annotations (its runtime defines them).
 extern "C" {
@@ -443,6 +455,26 @@ size_t static_shared_bytes() {
     return __start_kda_emu_shared ? static_cast<size_t>(__stop_kda_emu_shared - __start_kda_emu_shared) : 0;
 }
 
+// NaN bytes into the module's __shared__ variables, for a block to find where it has not written.
+// Under AddressSanitizer each variable is followed by a redzone (a poisoned gap of at least 32
+// bytes), so an index one past an array into the next variable, which corrupts that variable on
+// the device, is a report: the fill leaves the redzones poisoned.
+void fill_static_shared() {
+    char* at = __start_kda_emu_shared;
+    char* const end = at + static_shared_bytes();
+#ifdef KDA_EMU_ASAN
+    while (at < end) {
+        char* const poisoned = static_cast<char*>(__asan_region_is_poisoned(at, static_cast<size_t>(end - at)));
+        char* const stop = poisoned ? poisoned : end;
+        memset(at, 0xff, static_cast<size_t>(stop - at));
+        at = stop;
+        while (at < end && __asan_address_is_poisoned(at)) ++at;
+    }
+#else
+    if (end > at) memset(at, 0xff, static_cast<size_t>(end - at));
+#endif
+}
+
 // Whether the 16 bytes at `at` lie in the block's shared memory, static or dynamic.
 bool in_shared(uintptr_t at) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(__start_kda_emu_shared);
@@ -464,12 +496,20 @@ std::string geometry_problem(const unsigned grid[3], const unsigned block[3], un
     if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535)
         return format("a grid (%u, %u, %u): the device allows x up to 2^31 - 1, y and z up to 65535", grid[0],
                       grid[1], grid[2]);
-    if (static_shared_bytes() > kMaxStaticShared)
+#ifdef KDA_EMU_ASAN
+    // AddressSanitizer's table of the unit's globals keeps every kernel's __shared__ variables of the
+    // module from the linker's garbage collection, redzones between them: the section is not this
+    // kernel's shared memory. The plain and ThreadSanitizer builds check it.
+    const size_t static_bytes = 0;
+#else
+    const size_t static_bytes = static_shared_bytes();
+    if (static_bytes > kMaxStaticShared)
         return format("%zu bytes of static shared memory in this module: over the device's %u per block",
-                      static_shared_bytes(), kMaxStaticShared);
-    if (static_shared_bytes() + dynamic_shared > kMaxShared)
+                      static_bytes, kMaxStaticShared);
+#endif
+    if (static_bytes + dynamic_shared > kMaxShared)
         return format("%zu bytes of shared memory (%zu static, %u dynamic): over the device's %u per block",
-                      static_shared_bytes() + dynamic_shared, static_shared_bytes(), dynamic_shared, kMaxShared);
+                      static_bytes + dynamic_shared, static_bytes, dynamic_shared, kMaxShared);
     return "";
 }
 
@@ -522,7 +562,7 @@ std::string run_blocks(const RegisteredEntry& entry, void* const* args, const un
         failure = format("the emulator could not start %u threads: %s", threads, error.what());
     }
     for (uint64_t position = 0; failure.empty() && position < order.size(); ++position) {
-        if (static_shared_bytes() > 0) memset(__start_kda_emu_shared, 0xff, static_shared_bytes());
+        fill_static_shared();
         if (dynamic.size > 0) memset(dynamic.bytes, 0xff, dynamic.size);
         monitor.reset(threads);
         {

@@ -6,7 +6,9 @@
 //! that one kernel, and the link drops every other kernel (`--gc-sections`). What is left of the
 //! module's static storage is exactly that kernel's `__shared__` memory, which a linker script
 //! gathers into the section `kda_emu_shared`: the runtime fills it with NaN bytes before each
-//! block and measures it against the device's limit.
+//! block and measures it against the device's limit. Under AddressSanitizer the sanitizer's table
+//! of globals keeps every kernel's variables of the module, each followed by a redzone; the
+//! runtime then fills the variables only and leaves the limit to the other builds.
 //!
 //! The C++ compiler is the one `cc` finds (`CXX`, else the platform's), with `cc`'s flags and
 //! then the emulator's: `-ffp-contract=off`, so that each `a * b + c` rounds twice as on the GPU

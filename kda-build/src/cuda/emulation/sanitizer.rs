@@ -6,8 +6,8 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Sanitizer {
     /// AddressSanitizer and UndefinedBehaviorSanitizer: reads and writes outside a buffer,
-    /// misaligned vector loads, overflow and other undefined behaviour. Shared memory is not
-    /// given redzones (the runtime fills it whole before each block).
+    /// misaligned vector loads, overflow and other undefined behaviour. Each `__shared__`
+    /// variable is followed by a redzone, so an index past one array into the next is a report.
     Address,
     /// ThreadSanitizer: data races between the threads of a block (a missing barrier).
     Thread,
@@ -40,7 +40,6 @@ impl Sanitizer {
                 "-fno-omit-frame-pointer",
                 "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all",
-                "--param=asan-globals=0",
             ],
             Some(Sanitizer::Thread) => &["-O1", "-g", "-fsanitize=thread"],
         }
