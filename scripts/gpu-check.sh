@@ -10,17 +10,25 @@
 #                                  them into gpu-check/bin/ (ignored by git; carry `gpu-check` to the
 #                                  GPU machine). nvcc: $NVCC, else `nvcc` on PATH, else the project's
 #                                  pinned one (scripts/install-cuda.sh).
+#                                  It also fetches the pinned `fla-core` wheel (a public chunked KDA
+#                                  in Triton) into gpu-check/wheels/ for the baseline below; without
+#                                  pip or the index the baseline is left out, with a warning.
 #   scripts/gpu-check.sh           On the GPU machine, from a copy of the repo that holds gpu-check/:
 #                                  nvidia-smi (if present); the GPU parity tests (tests/gpu.rs);
 #                                  `kda --backend cuda` on the default preset and on glm5-flash, and
-#                                  batched at glm5-flash; `kda bench --backend cuda`; then every other
-#                                  copied test binary (the CPU suite). Tests run with
+#                                  batched at glm5-flash; `kda bench --backend cuda`; then, where the
+#                                  machine has them, fla-core's `chunk_kda` timed at the same layer
+#                                  (scripts/fla_kda_baseline.py, PyTorch's python3), Nsight Compute's
+#                                  speed of light and occupancy of every kda launch of one bench run
+#                                  (CSV in ${OUT:-gpu-check}/ncu-details.csv), and compute-sanitizer's
+#                                  memcheck and racecheck over the small parity cases; then every
+#                                  other copied test binary (the CPU suite). Tests run with
 #                                  `--include-ignored --test-threads=1 --nocapture`.
 #                                  Runs them all, tees everything into ${OUT:-gpu-check}/gpu-check.log,
 #                                  then exits 1 if any of them failed.
 #
 # Environment (run mode): OUT (where the log goes), GPU_CHECK_STEP_TIMEOUT (seconds per step,
-# default 600).
+# default 600; the baseline, the profile and the sanitizers take at most 240, 180 and 150 each).
 #
 # Left out of the copied tests, each for a reason the run machine cannot meet:
 #   kda--compiletest       trybuild: runs cargo and rustc on tests/ui
@@ -40,6 +48,10 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="gpu-check/bin"
+WHEELS="gpu-check/wheels"
+# The public chunked KDA the baseline times: pure Python and Triton, its one other need (einops)
+# on the GPU machine's image.
+FLA_CORE="fla-core==0.6.0"
 EXCLUDED=(kda--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-macros--lib)
 
 usage() {
@@ -94,6 +106,10 @@ for name in sorted(copied):
     print(f"  copied {name}")
 PY
     cp target/release/kda "$BIN/kda"
+    rm -rf "$WHEELS"
+    if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$WHEELS" "$FLA_CORE"; then
+        echo "warning: could not fetch $FLA_CORE: the GPU check will leave out the fla baseline" >&2
+    fi
     strip "$BIN"/kda "$BIN"/tests/* 2>/dev/null || true
 
     local unfit=()
@@ -148,6 +164,39 @@ run() {
         step "kda (glm5-flash, batch $batch)" "$BIN/kda" --backend cuda --preset glm5-flash --prompt 16 --batch "$batch"
     done
     step "kda bench" "$BIN/kda" bench --backend cuda
+    # A public chunked KDA at the same layer, beside the chunk pair's times in the bench above.
+    if compgen -G "$WHEELS/*.whl" >/dev/null; then
+        local site
+        site="$(mktemp -d)"
+        if PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$site" "$WHEELS"/*.whl; then
+            PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" STEP_LIMIT=240 step "fla baseline" \
+                python3 -u scripts/fla_kda_baseline.py
+        else
+            note "fla baseline: the wheel does not install here"
+        fi
+    else
+        note "fla baseline: no wheel in $WHEELS (see --build)"
+    fi
+    # Why each launch takes its time: Nsight Compute on every kda launch of one bench run.
+    local ncu
+    if ncu="$(tool ncu)"; then
+        STEP_LIMIT=180 step "ncu (kda bench)" "$ncu" --clock-control none --section SpeedOfLight \
+            --section Occupancy --kernel-name "regex:^(kda_|dense_|causal_)" --csv --page details \
+            --log-file "$out/ncu-details.csv" "$BIN/kda" bench --backend cuda --iterations 1
+    else
+        note "ncu: not on this machine"
+    fi
+    # The device's own checkers on the code paths the emulator stands in for (inline PTX, the
+    # tensor cores, asynchronous copies, dynamic shared memory), over the small parity cases.
+    local sanitizer
+    if [[ -x "$gpu_tests" ]] && sanitizer="$(tool compute-sanitizer)"; then
+        for check in memcheck racecheck; do
+            STEP_LIMIT=150 step "compute-sanitizer $check" "$sanitizer" --tool "$check" --error-exitcode 1 \
+                "$gpu_tests" --include-ignored --test-threads=1 every_kernel_matches_the_reference_at_small_geometries
+        done
+    else
+        note "compute-sanitizer: not on this machine"
+    fi
     for test in "$BIN"/tests/*; do
         [[ "$test" == "$gpu_tests" ]] && continue
         step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
@@ -167,15 +216,26 @@ note() {
     echo "$*" | tee -a "$LOG"
 }
 
-# Runs one step, its output teed into the log; a failure is recorded and the run goes on.
+# The path of the CUDA tool `name`: on PATH, else where the toolkit or Nsight Compute installs it.
+tool() {
+    local found
+    for found in "$(command -v "$1")" /usr/local/cuda/bin/"$1" /opt/nvidia/nsight-compute/*/"$1"; do
+        [[ -n "$found" && -x "$found" ]] && echo "$found" && return 0
+    done
+    return 1
+}
+
+# Runs one step, its output teed into the log; a failure is recorded and the run goes on. Its time
+# limit is STEP_LIMIT where the caller sets it, else LIMIT.
 step() {
     local name="$1"
     shift
+    local limit="${STEP_LIMIT:-$LIMIT}"
     note ""
     note "==> $name: $*"
     local begun=$SECONDS
     if command -v timeout >/dev/null; then
-        timeout -k 10 "$LIMIT" "$@" 2>&1 | tee -a "$LOG"
+        timeout -k 10 "$limit" "$@" 2>&1 | tee -a "$LOG"
     else
         "$@" 2>&1 | tee -a "$LOG"
     fi
@@ -184,7 +244,7 @@ step() {
         note "<== $name: ok ($((SECONDS - begun)) s)"
     else
         local why="exit $status"
-        ((status == 124 || status == 137)) && why="timed out after $LIMIT s, or killed"
+        ((status == 124 || status == 137)) && why="timed out after $limit s, or killed"
         note "<== $name: FAILED ($why, $((SECONDS - begun)) s)"
         FAILED+=("$name ($why)")
     fi
