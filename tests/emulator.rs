@@ -25,7 +25,8 @@ use kda_build::cuda::{BuildOutput, KernelBuild, Problem};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
-    DType, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry, LaunchGeometry, LookupError,
+    DType, Element, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry, LaunchGeometry,
+    LookupError,
 };
 
 // ---- The fixtures: built once, as the set an `EmuBackend` carries. ----
@@ -1129,7 +1130,39 @@ fn a_buffer_for_writing_reads_as_nan_until_a_kernel_writes_it() {
     assert_eq!(gpu.download::<f32>(&gpu.alloc(DType::F32, 5).unwrap()).unwrap(), [0.0; 5]);
 }
 
-// ---- ThreadSanitizer: the memory order CUDA gives, no more. ----
+// ---- The sanitizers, on fixtures built for them. ----
+
+/// The fixtures of `tests/emulator/<dir>` (manifest namespace `namespace`) built with `sanitizer`,
+/// on the driver that build made.
+fn sanitized_fixtures(dir: &str, namespace: &'static str, sanitizer: Sanitizer, seed: u64) -> DriverBackend {
+    let output = build_with(
+        &fixture_dir("emulator").join(dir),
+        &format!("emulator-{dir}-{}", sanitizer.name()),
+        Emulation { sanitizer: Some(sanitizer) },
+    );
+    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+    assert!(problems.is_empty(), "the fixtures of {dir} do not build:\n{}", problems.join("\n"));
+    let driver = output.emulation_driver.as_deref().expect("a sanitized build makes its driver");
+    let set = sanitized_set(namespace, &output.emulated, Some(driver));
+    DriverBackend::new(driver, &[set], seed).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// Launches `entry` (`T out[32], u32 scalar`) on one block of `threads`: its 32 outputs, or the
+/// launch's error (a sanitizer's report among them).
+fn launch_on_one_block<T: Element>(
+    gpu: &DriverBackend,
+    entry: &KernelEntry,
+    threads: u32,
+    scalar: u32,
+) -> Result<Vec<T>, String> {
+    let mut out = gpu.zeros::<T>(32).unwrap();
+    let kernel = gpu.lookup(entry).unwrap_or_else(|error| panic!("{error}"));
+    gpu.launch(kernel, geometry((1, 1, 1), (threads, 1, 1)), &mut [(&mut out).into(), scalar.into()])
+        .map_err(|error| error.to_string())?;
+    Ok(gpu.download::<T>(&out).unwrap())
+}
+
+// ThreadSanitizer: the memory order CUDA gives, no more.
 
 /// The namespace of `tests/emulator/races`.
 const RACES_NAMESPACE: &str = "races@0:kernels.toml";
@@ -1146,24 +1179,9 @@ const fn handoff(name: &'static str) -> KernelEntry {
 
 #[test]
 fn thread_sanitizer_reports_each_hand_off_cuda_leaves_unordered_and_no_other() {
-    let output = build_with(
-        &fixture_dir("emulator").join("races"),
-        "emulator-races-thread",
-        Emulation { sanitizer: Some(Sanitizer::Thread) },
-    );
-    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
-    assert!(problems.is_empty(), "the race fixtures do not build:\n{}", problems.join("\n"));
-    let driver = output.emulation_driver.as_deref().expect("a sanitized build makes its driver");
-    let set = sanitized_set(RACES_NAMESPACE, &output.emulated, Some(driver));
-    let gpu = DriverBackend::new(driver, &[set], 3).unwrap_or_else(|error| panic!("{error}"));
-    let run = |entry: &KernelEntry, threads: u32, mode: u32| {
-        let mut out = gpu.zeros::<u32>(32).unwrap();
-        let kernel = gpu.lookup(entry).unwrap_or_else(|error| panic!("{error}"));
-        let launched = gpu
-            .launch(kernel, geometry((1, 1, 1), (threads, 1, 1)), &mut [(&mut out).into(), mode.into()])
-            .map_err(|error| error.to_string());
-        launched.map(|()| gpu.download::<u32>(&out).unwrap())
-    };
+    let gpu = sanitized_fixtures("races", RACES_NAMESPACE, Sanitizer::Thread, 3);
+    let run =
+        |entry: &KernelEntry, threads: u32, mode: u32| launch_on_one_block::<u32>(&gpu, entry, threads, mode);
     // Warp 1 reads what warp 0 wrote: ordered by a __syncthreads, not by each warp's __syncwarp
     // (which the emulator's one lock per block used to order anyway).
     let across = handoff("handoff_across_warps");
@@ -1180,7 +1198,7 @@ fn thread_sanitizer_reports_each_hand_off_cuda_leaves_unordered_and_no_other() {
     assert!(report.contains("ThreadSanitizer: data race"), "{report}");
 }
 
-// ---- AddressSanitizer: a redzone after every __shared__ variable. ----
+// AddressSanitizer: a redzone after every __shared__ variable.
 
 /// The namespace of `tests/emulator/overruns`.
 const OVERRUNS_NAMESPACE: &str = "overruns@0:kernels.toml";
@@ -1193,34 +1211,18 @@ const ONE_PAST: Signature = Signature {
 
 #[test]
 fn address_sanitizer_reports_an_index_one_past_a_shared_array_into_the_next() {
-    let output = build_with(
-        &fixture_dir("emulator").join("overruns"),
-        "emulator-overruns-address",
-        Emulation { sanitizer: Some(Sanitizer::Address) },
-    );
-    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
-    assert!(problems.is_empty(), "the overrun fixture does not build:\n{}", problems.join("\n"));
-    let driver = output.emulation_driver.as_deref().expect("a sanitized build makes its driver");
-    let set = sanitized_set(OVERRUNS_NAMESPACE, &output.emulated, Some(driver));
-    let gpu = DriverBackend::new(driver, &[set], 5).unwrap_or_else(|error| panic!("{error}"));
+    let gpu = sanitized_fixtures("overruns", OVERRUNS_NAMESPACE, Sanitizer::Address, 5);
     let one_past = KernelEntry {
         namespace: OVERRUNS_NAMESPACE,
         table: "overruns",
         ..entry("neighbours", "one_past", &ONE_PAST)
     };
-    let run = |past: u32| {
-        let mut out = gpu.zeros::<f32>(32).unwrap();
-        let kernel = gpu.lookup(&one_past).unwrap_or_else(|error| panic!("{error}"));
-        let launched = gpu
-            .launch(kernel, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into(), past.into()])
-            .map_err(|error| error.to_string());
-        launched.map(|()| gpu.download::<f32>(&out).unwrap())
-    };
     // In bounds: the runtime's NaN fill before the block leaves the redzones alone.
     let written: Vec<f32> = (1..=32).map(|t| t as f32).collect();
-    assert_eq!(run(0), Ok(written), "each thread's own element");
+    assert_eq!(launch_on_one_block(&gpu, &one_past, 32, 0), Ok(written), "each thread's own element");
     // Thread 31 writes first[32], on the device a word of whatever variable lies next.
-    let report = run(1).expect_err("a write one past a __shared__ array went unreported");
+    let report = launch_on_one_block::<f32>(&gpu, &one_past, 32, 1)
+        .expect_err("a write one past a __shared__ array went unreported");
     assert!(report.contains("AddressSanitizer: global-buffer-overflow"), "{report}");
     assert!(report.contains("neighbours.cu:6"), "the report names the kernel's line: {report}");
 }
