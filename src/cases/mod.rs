@@ -457,6 +457,15 @@ impl KernelCase {
                 cases.push(Self::dense(field, (m, n, k), ld, offset, seed)?);
             }
         }
+        // The GEMVs over a K long enough for 5 chunks a lane in three of the four K parts: past
+        // the weight loads a lane keeps in flight (3, 2 and 1 steps ahead at m ≤ 4, ≤ 8, ≤ 16;
+        // the single-row loop unrolled by 4), as at the model's k = 4,096. The shorter k above
+        // end before the loads ahead are ever used.
+        for (field, m, ld) in
+            [("gemv", 1, 4104), ("gemv_batchm", 3, 4104), ("gemv_batchm", 8, 4112), ("gemv_batchm", 16, 4104)]
+        {
+            cases.push(Self::dense(field, (m, 33, 4104), ld, 0, seed)?);
+        }
         // Split K: tensor-core ranges of strided rows, the scalar path (odd k, unaligned), two
         // rows of tiles, and more splits than K tiles (the last ranges empty).
         for (m, n, k, ld, splits, offset) in [
