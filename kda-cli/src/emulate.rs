@@ -26,7 +26,8 @@ use kda_runtime::{EmulatedSet, GpuBackend, GpuBackendExt, bf16};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shapes {
     /// Enough to reach every barrier path of every kernel, for CI: head dims 32, 64 and 128,
-    /// chunks of 32 and 64, token counts across a chunk boundary, the dense edge shapes.
+    /// chunks of 32 and 64, token counts across a chunk boundary and one of whole chunks, the
+    /// dense edge shapes.
     Ci,
     /// The whole grid: head dims {32, 64, 128} × chunks {32, 64} × t ∈ {1, 5, C − 1, C, C + 1,
     /// 2C + 1, 100}, and the dense products at every m of 1..=17 and 65, n and k off the tiles,
@@ -190,8 +191,9 @@ fn geometries(shapes: Shapes) -> anyhow::Result<Vec<(String, KdaGeometry, Vec<u3
                 KdaGeometry { hidden: 2 * head_dim, heads: 2, head_dim, chunk, ..KdaGeometry::tiny() };
             geometry.validate().with_context(|| format!("head dim {head_dim}, chunk {chunk}"))?;
             let tokens = match shapes {
-                // t ≡ 1 (mod C) reaches the chunk kernels' one-row tail; C − 1 a partial chunk.
-                Shapes::Ci if (head_dim, chunk) == (32, 32) => vec![1, 33],
+                // t ≡ 1 (mod C) reaches the chunk kernels' one-row tail; C − 1 a partial chunk;
+                // t = C a last chunk that is whole, ending at the buffers' last row.
+                Shapes::Ci if (head_dim, chunk) == (32, 32) => vec![1, 32, 33],
                 Shapes::Ci if (head_dim, chunk) == (64, 64) => vec![65],
                 Shapes::Ci if (head_dim, chunk) == (128, 64) => vec![63],
                 Shapes::Ci => continue,
@@ -278,8 +280,10 @@ mod tests {
         let has = |head_dim: u32, chunk: u32, t: u32| {
             ci.iter().any(|(_, g, tokens)| g.head_dim == head_dim && g.chunk == chunk && tokens.contains(&t))
         };
-        // Every head dim; both chunks with a partial chunk; t ≡ 1 (mod C) at both chunk sizes.
+        // Every head dim; both chunks with a partial chunk; t ≡ 1 (mod C) at both chunk sizes; a
+        // whole last chunk.
         assert!(has(32, 32, 33) && has(64, 64, 65) && has(128, 64, 63) && has(32, 32, 1), "{ci:?}");
+        assert!(has(32, 32, 32), "{ci:?}");
         let edge = geometries(Shapes::Edge).unwrap();
         assert_eq!(edge.len(), 6);
         for (_, geometry, tokens) in &edge {
