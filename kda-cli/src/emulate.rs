@@ -156,10 +156,14 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     }
     // Every pointer one element off alignment: each kernel's path for unaligned operands, which
     // the sanitizers check for misaligned accesses (the driver allocates each view at its
-    // alignment).
-    for case in picked(KernelCase::all(&head_dim_64(), 5, options.seed)?) {
+    // alignment). The chunk kernels' also at t = C, where their last row ends the buffers.
+    let mut misaligned = KernelCase::all(&head_dim_64(), 5, options.seed)?;
+    for field in ["chunk_prepare", "chunk_scan"] {
+        misaligned.push(KernelCase::new(field, &head_dim_64(), head_dim_64().chunk, options.seed)?);
+    }
+    for case in picked(misaligned) {
         let case = case.with_offset(1);
-        check(format!("offset 1   t = 5    {:<15}", case.field()), &case, &mut report);
+        check(format!("offset 1   t = {:<4} {:<15}", case.tokens(), case.field()), &case, &mut report);
     }
     for (name, geometry) in [("tiny", KdaGeometry::tiny()), ("d64", head_dim_64())] {
         block(gpu.as_ref(), name, geometry, options.seed, &mut report, log);
