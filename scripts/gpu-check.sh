@@ -28,7 +28,8 @@
 #                                  then exits 1 if any of them failed.
 #
 # Environment (run mode): OUT (where the log goes), GPU_CHECK_STEP_TIMEOUT (seconds per step,
-# default 600; the baseline, the profile and the sanitizers take at most 240, 180 and 150 each).
+# default 600; the baseline, the profile and each sanitizer take at most 180, 150 and 90, so that
+# what needs the GPU fits a 600-second call; the CPU suite, which CI runs as well, comes last).
 #
 # Left out of the copied tests, each for a reason the run machine cannot meet:
 #   kda--compiletest       trybuild: runs cargo and rustc on tests/ui
@@ -169,7 +170,7 @@ run() {
         local site
         site="$(mktemp -d)"
         if PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$site" "$WHEELS"/*.whl; then
-            PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" STEP_LIMIT=240 step "fla baseline" \
+            PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" STEP_LIMIT=180 step "fla baseline" \
                 python3 -u scripts/fla_kda_baseline.py
         else
             note "fla baseline: the wheel does not install here"
@@ -180,7 +181,7 @@ run() {
     # Why each launch takes its time: Nsight Compute on every kda launch of one bench run.
     local ncu
     if ncu="$(tool ncu)"; then
-        STEP_LIMIT=180 step "ncu (kda bench)" "$ncu" --clock-control none --section SpeedOfLight \
+        STEP_LIMIT=150 step "ncu (kda bench)" "$ncu" --clock-control none --section SpeedOfLight \
             --section Occupancy --kernel-name "regex:^(kda_|dense_|causal_)" --csv --page details \
             --log-file "$out/ncu-details.csv" "$BIN/kda" bench --backend cuda --iterations 1
     else
@@ -191,7 +192,7 @@ run() {
     local sanitizer
     if [[ -x "$gpu_tests" ]] && sanitizer="$(tool compute-sanitizer)"; then
         for check in memcheck racecheck; do
-            STEP_LIMIT=150 step "compute-sanitizer $check" "$sanitizer" --tool "$check" --error-exitcode 1 \
+            STEP_LIMIT=90 step "compute-sanitizer $check" "$sanitizer" --tool "$check" --error-exitcode 1 \
                 "$gpu_tests" --include-ignored --test-threads=1 every_kernel_matches_the_reference_at_small_geometries
         done
     else
