@@ -17,7 +17,8 @@ KDA_EMU_API unsigned kda_emu_abi_version(void);
 KDA_EMU_API int kda_emu_find(const char* name);
 // The entry's parameter types in order, comma-separated ("const bf16*,bf16*,u32"), or NULL.
 KDA_EMU_API const char* kda_emu_params(int entry);
-// The module's static __shared__ bytes (all its kernels together).
+// The static __shared__ bytes of the library's kernel (under AddressSanitizer, every kernel's of
+// its module, with the redzones between them: see kda_emu_runtime.cpp).
 KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void);
 // Runs every block of the grid; 0, or 1 with a NUL-terminated message naming the kernel.
 // `args[i]` points to the value of parameter i (a device pointer for a buffer).

@@ -451,6 +451,8 @@ std::vector<uint64_t> block_order(uint64_t blocks, uint64_t seed) {
     return order;
 }
 
+// The bytes of the section of __shared__ variables: the kernel's own, or under AddressSanitizer every
+// kernel's of the module with their redzones (geometry_problem says why).
 size_t static_shared_bytes() {
     return __start_kda_emu_shared ? static_cast<size_t>(__stop_kda_emu_shared - __start_kda_emu_shared) : 0;
 }

@@ -157,9 +157,10 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     // Every pointer one element off alignment: each kernel's path for unaligned operands, which
     // the sanitizers check for misaligned accesses (the driver allocates each view at its
     // alignment). The chunk kernels' also at t = C, where their last row ends the buffers.
-    let mut misaligned = KernelCase::all(&head_dim_64(), 5, options.seed)?;
+    let d64 = head_dim_64();
+    let mut misaligned = KernelCase::all(&d64, 5, options.seed)?;
     for field in ["chunk_prepare", "chunk_scan"] {
-        misaligned.push(KernelCase::new(field, &head_dim_64(), head_dim_64().chunk, options.seed)?);
+        misaligned.push(KernelCase::new(field, &d64, d64.chunk, options.seed)?);
     }
     for case in picked(misaligned) {
         let case = case.with_offset(1);

@@ -40,7 +40,7 @@ use kda_runtime::{
 
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
 use crate::kernels::Glm5NextKdaKernels;
-use crate::kernels::defines::DENSE_GEMV_BATCHM_MAX_M;
+use crate::kernels::defines::{DENSE_GEMV_BATCHM_MAX_M, GEMV_K_PARTS};
 use crate::launch;
 use crate::ops::gemm_splits;
 use crate::weights::InputProjection;
@@ -457,14 +457,16 @@ impl KernelCase {
                 cases.push(Self::dense(field, (m, n, k), ld, offset, seed)?);
             }
         }
-        // The GEMVs over a K long enough for 5 chunks a lane in three of the four K parts: past
-        // the weight loads a lane keeps in flight (3, 2 and 1 steps ahead at m ≤ 4, ≤ 8, ≤ 16;
-        // the single-row loop unrolled by 4), as at the model's k = 4,096. The shorter k above
-        // end before the loads ahead are ever used.
-        for (field, m, ld) in
-            [("gemv", 1, 4104), ("gemv_batchm", 3, 4104), ("gemv_batchm", 8, 4112), ("gemv_batchm", 16, 4104)]
+        // The GEMVs over a K long enough for 5 chunks (of 8) a lane in every K part a block splits
+        // K into but the last, which gets one round of 32 chunks and a chunk more (k = 4,104 with
+        // 4 parts): past the weight loads a lane keeps in flight (3, 2 and 1 steps ahead at
+        // m ≤ 4, ≤ 8, ≤ 16; the single-row loop unrolled by 4), as at the model's k = 4,096.
+        // The shorter k above end before the loads ahead are ever used.
+        let long_k = 8 * (32 * (5 * (GEMV_K_PARTS - 1) + 1) + 1);
+        for (field, m, pad) in
+            [("gemv", 1, 0), ("gemv_batchm", 3, 0), ("gemv_batchm", 8, 8), ("gemv_batchm", 16, 0)]
         {
-            cases.push(Self::dense(field, (m, 33, 4104), ld, 0, seed)?);
+            cases.push(Self::dense(field, (m, 33, long_k), long_k + pad, 0, seed)?);
         }
         // Split K: tensor-core ranges of strided rows, the scalar path (odd k, unaligned), two
         // rows of tiles, and more splits than K tiles (the last ranges empty).
