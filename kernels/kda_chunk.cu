@@ -5,10 +5,11 @@
 // walks each head's chunks in order through the state and does only the products with it (plus
 // the attention's product with the new values): the sequential part takes no exponential.
 //
-// Layout: k, v, q, gate, u, w, qdec, kdec, out are [t_pad, h, d] f32 (position-major),
-// beta [t_pad, h], aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d], state [h, d, d] (K-major),
-// t_pad = ⌈t/c⌉·c. Positions ≥ t are read as zero whatever the buffers hold. c ∈ {32, 64}; d a
-// multiple of 32, at most KDA_MAX_HEAD_DIM. Other launches write nothing.
+// Layout: k, v, q, u, w, qdec, kdec, out are [t_pad, h, d] f32 (position-major), g_raw [t, h, d]
+// bf16 and b_raw [t, ldb] bf16 (the gate's raw projections, kda_gate.cuh), aqk [t_pad / c, h, c, c],
+// sdec [t_pad / c, h, d], state [h, d, d] (K-major), t_pad = ⌈t/c⌉·c. Positions ≥ t are read as
+// zero whatever the buffers hold (g_raw and b_raw have none). c ∈ {32, 64}; d a multiple of 32, at
+// most KDA_MAX_HEAD_DIM. Other launches write nothing.
 //
 // Every decay is a difference exp(gc_i − gc_j), j ≤ i (an exponent ≤ 0), with the accurate expf,
 // or in prepare's attention phase, between sub-blocks, the product of two such differences at a
@@ -31,6 +32,7 @@
 // Both grid-stride over their items. Shared memory is static and below 48 KiB at c = 64,
 // d = 128 (prepare 48,896 B, scan 45,056 B): no dynamic bytes, no opt-in attribute.
 #include "kda_common.cuh"
+#include "kda_gate.cuh"
 #include "mma_f32.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
@@ -261,6 +263,7 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
 
 // ---------------------------------------------------------------------------------------------
 // prepare, one (chunk, head):
+//   gate[p] = the forget gate's log-decay of g_raw[p], β_p of b_raw[p]   (kda_gate.cuh)
 //   gc[i]   = Σ_{p≤i} gate[p]                                  (ascending p, per channel)
 //   A[i][j] = −β_i Σ_x k[i,x]·k[j,x]·exp(gc[i,x] − gc[j,x])   j < i
 //   aqk[i][j] = Σ_x (q[i,x]·scale)·k[j,x]·exp(gc[i,x] − gc[j,x])   j ≤ i < real (0 elsewhere),
@@ -278,8 +281,8 @@ __device__ __forceinline__ void substitute_blocks(float* A, u32 lane, u32 warp) 
 // (`closing`, which every row's kdec and sdec need) in shared memory.
 template <u32 C>
 __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const float* __restrict__ k,
-                                              const float* __restrict__ v, const float* __restrict__ gate,
-                                              const float* __restrict__ beta, float* __restrict__ u,
+                                              const float* __restrict__ v, const ForgetGate& forget,
+                                              float* __restrict__ u,
                                               float* __restrict__ w, float* __restrict__ aqk,
                                               float* __restrict__ qdec, float* __restrict__ kdec,
                                               float* __restrict__ sdec, u32 t, u32 h, u32 d, u32 chunk, u32 head,
@@ -289,14 +292,17 @@ __device__ __forceinline__ void prepare_chunk(const float* __restrict__ q, const
     const u32 real = min(C, t - first);
     const Rows at{first, h, head, d};
 
-    // gc (into qdec's rows, see above), its closing row, and β (zero past t). gc is re-read below
-    // by other threads: plain loads after a barrier.
+    // gc (into qdec's rows, see above), its closing row, and β (zero past t), each gate taken
+    // from its raw projection as it is summed. gc is re-read below by other threads: plain loads
+    // after a barrier.
     float* const gc = qdec;
-    for (u32 i = tid; i < C; i += NT) beta_s[i] = i < real ? beta[static_cast<size_t>(first + i) * h + head] : 0.0f;
+    for (u32 i = tid; i < C; i += NT) beta_s[i] = i < real ? forget.beta(first + i, head) : 0.0f;
+    const float rate = forget.head_rate(head);
     for (u32 x = tid; x < d; x += NT) {
+        const u32 channel = head * d + x;
         float acc = 0.0f;
         for (u32 i = 0; i < C; ++i) {
-            const float g = i < real ? gate[at(i) + x] : 0.0f;
+            const float g = i < real ? forget.log_decay(at(i) + x, channel, rate) : 0.0f;
             acc = acc + g;
             gc[at(i) + x] = acc;
         }
@@ -726,30 +732,34 @@ __device__ __forceinline__ void scan_columns(const float* __restrict__ qdec, con
 }
 }  // namespace
 
-// q, k, v, gate [t_pad, h, d], beta [t_pad, h] -> u, w, qdec, kdec [t_pad, h, d],
+// q, k, v [t_pad, h, d]; g_raw [t, h, d], dt_bias [h·d], a_log [h], b_raw [t, ldb], law and
+// lower_bound (the forget gate and beta, kda_gate.cuh) -> u, w, qdec, kdec [t_pad, h, d],
 // aqk [t_pad / c, h, c, c], sdec [t_pad / c, h, d] (every position written).
 // Three blocks per SM (159 registers a thread, no spill; at four it spills): prepare is latency-bound, and left to
 // itself ptxas takes more registers than leave room for three.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 3)
     kda_chunk_prepare(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                      const float* __restrict__ gate, const float* __restrict__ beta, float* __restrict__ u,
-                      float* __restrict__ w, float* __restrict__ aqk,
-                      float* __restrict__ qdec, float* __restrict__ kdec, float* __restrict__ sdec, u32 t, u32 h,
-                      u32 d, u32 c, float scale) {
+                      const bf16* __restrict__ g_raw, const float* __restrict__ dt_bias,
+                      const float* __restrict__ a_log, const bf16* __restrict__ b_raw, float* __restrict__ u,
+                      float* __restrict__ w, float* __restrict__ aqk, float* __restrict__ qdec,
+                      float* __restrict__ kdec, float* __restrict__ sdec, u32 t, u32 h, u32 d, u32 c, u32 ldb,
+                      u32 law, float scale, float lower_bound) {
     __shared__ float A[CMAX * ASTR];
     __shared__ float beta_s[CMAX];
     __shared__ float closing[DMAX];
     __shared__ float stage[PREP_STAGE];
     if (blockDim.x != NT || blockDim.y != 1 || blockDim.z != 1) return;
     if ((c != 32 && c != 64) || c > CMAX || d == 0 || d % PREP_TD != 0) return;
+    const ForgetGate forget{g_raw, dt_bias, a_log, b_raw, ldb, law, lower_bound};
+    if (!forget.valid(h)) return;
     const u32 chunks = (t + c - 1) / c;
     for (u32 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
         for (u32 head = blockIdx.y; head < h; head += gridDim.y) {
             if (c == 32)
-                prepare_chunk<32>(q, k, v, gate, beta, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale, A,
+                prepare_chunk<32>(q, k, v, forget, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale, A,
                                   beta_s, closing, stage);
             else
-                prepare_chunk<64>(q, k, v, gate, beta, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale, A,
+                prepare_chunk<64>(q, k, v, forget, u, w, aqk, qdec, kdec, sdec, t, h, d, chunk, head, scale, A,
                                   beta_s, closing, stage);
             __syncthreads();
         }

@@ -6,7 +6,9 @@
 // column j·VPB + v of head hd of batch row r's sequence.
 // Shared memory is static (the head's inputs): no dynamic bytes.
 //
-// Per head, α = e^{g} along k, one thread per column v, in the reference order:
+// Per head, α = e^{g} along k, g the forget gate's log-decays of the row's g_raw and β its beta
+// (kda_gate.cuh, taken by each block for its head), one thread per column v, in the reference
+// order:
 //   pass 1, k ascending: s = S[k][v]·α[k]; store s; kv = fma(s, k[k], kv)
 //   δ = β·(v[v] − kv)
 //   pass 2, k ascending: s = fma(k[k], δ, s);  store s; o = fma(s, q[k]·scale, o)
@@ -18,6 +20,7 @@
 // the head dim as a compile-time constant (with_head_dim); the _regs entry unrolls its passes
 // whole, so that its column is an array of registers.
 #include "kda_common.cuh"
+#include "kda_gate.cuh"
 
 #ifndef KDA_MAX_HEAD_DIM
 #error "KDA_MAX_HEAD_DIM must be defined by the build (kernels.toml [defines])"
@@ -42,13 +45,14 @@ __device__ __forceinline__ bool recurrent_launch_ok(u32 h, u32 d) {
            d % RECURRENT_VPB == 0 && blockIdx.x < h && (blockIdx.y + 1) * RECURRENT_VPB <= d;
 }
 
-// Stages one head's inputs: q, k and gate point at that head's D values.
+// Stages one head's inputs: q and k point at that head's D values, `at` is their row's first
+// element in g_raw, `channel` the head's first channel.
 template <u32 D>
-__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const float* gate,
-                                             float scale) {
+__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const ForgetGate& forget,
+                                             size_t at, u32 channel, float rate, float scale) {
 #pragma unroll
     for (u32 i = threadIdx.x; i < D; i += RECURRENT_VPB) {
-        in.decay[i] = expf(gate[i]);
+        in.decay[i] = expf(forget.log_decay(at + i, channel + i, rate));
         in.k[i] = widen(k[i]);
         in.q_scaled[i] = widen(q[i]) * scale;
     }
@@ -85,12 +89,15 @@ __device__ __forceinline__ float update_column(const float* src, size_t src_stri
 }
 
 // Where batch row `row` of a step reads and writes: its q, k and v heads in the packed
-// [b, 3·h·d] rows, its gate, beta and output rows, and its state in the pool.
+// [b, 3·h·d] rows, its head's first element in g_raw and first channel, the head's rate, beta,
+// its output and its state in the pool.
 struct StepRow {
     const bf16* q;
     const bf16* k;
     float v;
-    const float* gate;
+    size_t gate_at;
+    u32 channel;
+    float rate;
     float beta;
     float* column;
     float* out;
@@ -98,9 +105,8 @@ struct StepRow {
 
 // The row of block (head, j, row), or false when the row has no slot (batch_slot): then the whole
 // block returns before any barrier, as the row writes nothing.
-__device__ __forceinline__ bool step_row(StepRow& at, const bf16* qkv, const float* gate, const float* beta,
-                                         float* pool, const u32* slot, float* out, u32 b, u32 slots, u32 h,
-                                         u32 d) {
+__device__ __forceinline__ bool step_row(StepRow& at, const bf16* qkv, const ForgetGate& forget, float* pool,
+                                         const u32* slot, float* out, u32 b, u32 slots, u32 h, u32 d) {
     const u32 row = blockIdx.z;
     if (row >= b) return false;
     const u32 s = batch_slot(slot, row, slots);
@@ -112,27 +118,33 @@ __device__ __forceinline__ bool step_row(StepRow& at, const bf16* qkv, const flo
     at.q = packed;
     at.k = packed + hd;
     at.v = widen(packed[2 * hd + col]);
-    at.gate = gate + at_row;
-    at.beta = beta[static_cast<size_t>(row) * h + head];
+    at.gate_at = at_row;
+    at.channel = head * d;
+    at.rate = forget.head_rate(head);
+    at.beta = forget.beta(row, head);
     at.column = pool + (static_cast<size_t>(s) * h + head) * d * d + col;
     at.out = out + at_row + col;
     return true;
 }
 
-// qkv [b, 3·h·d] bf16 (q | k | v per row), gate [b, h, d] f32 (log-decay), beta [b, h],
+// qkv [b, 3·h·d] bf16 (q | k | v per row); g_raw [b, h, d], dt_bias [h·d], a_log [h],
+// b_raw [b, ldb], law and lower_bound (the forget gate and beta, kda_gate.cuh);
 // pool [slots, h, d, d] f32 (K-major: S[hd][k][v] at (hd·d + k)·d + v within a slot), slot [b],
 // out [b, h, d] f32, scale = 1/sqrt(d). The column stays in global memory: both passes read and
 // write it there (the second read hits L2).
-extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qkv, const float* __restrict__ gate,
-                                                     const float* __restrict__ beta, float* pool,
-                                                     const u32* __restrict__ slot, float* __restrict__ out, u32 b,
-                                                     u32 slots, u32 h, u32 d, float scale) {
+extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qkv, const bf16* __restrict__ g_raw,
+                                                     const float* __restrict__ dt_bias,
+                                                     const float* __restrict__ a_log, const bf16* __restrict__ b_raw,
+                                                     float* pool, const u32* __restrict__ slot,
+                                                     float* __restrict__ out, u32 b, u32 slots, u32 h, u32 d,
+                                                     u32 ldb, u32 law, float scale, float lower_bound) {
     __shared__ StepInputs in;
-    if (!recurrent_launch_ok(h, d)) return;
+    const ForgetGate forget{g_raw, dt_bias, a_log, b_raw, ldb, law, lower_bound};
+    if (!recurrent_launch_ok(h, d) || !forget.valid(h)) return;
     StepRow at;
-    if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
+    if (!step_row(at, qkv, forget, pool, slot, out, b, slots, h, d)) return;
     with_head_dim(d, [&](auto dim) {
-        stage_inputs<decltype(dim)::value>(in, at.q, at.k, at.gate, scale);
+        stage_inputs<decltype(dim)::value>(in, at.q, at.k, forget, at.gate_at, at.channel, at.rate, scale);
         // Unrolled 8 steps at a time, so that pass 2 reads the column back from memory (unrolled
         // whole, nvcc forwards pass 1's stores to it).
         *at.out = update_column<decltype(dim)::value, 8>(at.column, d, at.column, d, at.column, d, in, at.beta,
@@ -142,25 +154,28 @@ extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qk
 
 // The same step reading the state once and writing it once: each thread loads its whole column
 // into registers (every load in flight together, coalesced across the warp, with the head's q, k
-// and gate loading behind them), pass 1 decays it there, and pass 2 writes the updated column to
+// and raw gate loading behind them), pass 1 decays it there, and pass 2 writes the updated column to
 // global memory. Bit-identical to kda_recurrent_decode_bf16: the same expressions on the same
 // values. At D = 128 the column takes 128 registers a thread; __launch_bounds__ asks for
 // REGS_BLOCKS_PER_SM one-warp blocks an SM, which leaves ptxas 65,536 / (32 · 12) = 170.
 constexpr u32 REGS_BLOCKS_PER_SM = 12;
 extern "C" __global__ void __launch_bounds__(RECURRENT_VPB, REGS_BLOCKS_PER_SM)
-    kda_recurrent_decode_bf16_regs(const bf16* __restrict__ qkv, const float* __restrict__ gate,
-                                   const float* __restrict__ beta, float* pool, const u32* __restrict__ slot,
-                                   float* __restrict__ out, u32 b, u32 slots, u32 h, u32 d, float scale) {
+    kda_recurrent_decode_bf16_regs(const bf16* __restrict__ qkv, const bf16* __restrict__ g_raw,
+                                   const float* __restrict__ dt_bias, const float* __restrict__ a_log,
+                                   const bf16* __restrict__ b_raw, float* pool, const u32* __restrict__ slot,
+                                   float* __restrict__ out, u32 b, u32 slots, u32 h, u32 d, u32 ldb, u32 law,
+                                   float scale, float lower_bound) {
     __shared__ StepInputs in;
-    if (!recurrent_launch_ok(h, d)) return;
+    const ForgetGate forget{g_raw, dt_bias, a_log, b_raw, ldb, law, lower_bound};
+    if (!recurrent_launch_ok(h, d) || !forget.valid(h)) return;
     StepRow at;
-    if (!step_row(at, qkv, gate, beta, pool, slot, out, b, slots, h, d)) return;
+    if (!step_row(at, qkv, forget, pool, slot, out, b, slots, h, d)) return;
     with_head_dim(d, [&](auto dim) {
         constexpr u32 D = decltype(dim)::value;
         float column[D];
 #pragma unroll
         for (u32 i = 0; i < D; ++i) column[i] = at.column[i * D];
-        stage_inputs<D>(in, at.q, at.k, at.gate, scale);
+        stage_inputs<D>(in, at.q, at.k, forget, at.gate_at, at.channel, at.rate, scale);
         // Row stride D, not d (equal here): a compile-time stride makes every row's address an
         // immediate offset of one pointer, where d's would hold D 64-bit addresses live from the
         // loads to the stores.

@@ -2,7 +2,7 @@
 
 use kda_runtime::KernelTable;
 
-/// GLM-5.3-Flash "Kimi Delta Attention" block: the 14 kernels of decode and chunked prefill
+/// GLM-5.3-Flash "Kimi Delta Attention" block: the 13 kernels of decode and chunked prefill
 /// (table `[glm5next_kda]`; parameters in `kernels.toml`, math in `docs/kernels.md`). The derive
 /// also generates the module [`glm5next_kda`] of the kernels' argument structs and a
 /// `launch_<field>` method per kernel.

@@ -92,12 +92,6 @@ pub fn conv_prefill(qkv: u32, head_dim: u32, t: u32) -> LaunchGeometry {
     warp_per_unit(t.div_ceil(CONV_PREFILL_TOKENS).saturating_mul(heads))
 }
 
-/// `kda_gate_bf16` on `tokens` × `heads` rows of channels: one warp per row (the kernel
-/// grid-strides over the rows by warp, so this is a sizing choice).
-pub fn gate(tokens: u32, heads: u32) -> LaunchGeometry {
-    warp_per_unit(tokens.saturating_mul(heads))
-}
-
 /// `kda_o_norm_gated_bf16` on `rows` = tokens × heads: one warp per head row (the kernel
 /// grid-strides over the rows by warp, so this is a sizing choice).
 pub fn norm(rows: u32) -> LaunchGeometry {
@@ -202,7 +196,6 @@ mod tests {
             gemv(7, 5),
             conv_decode(768, 64, 3),
             conv_prefill(256, 64, 100),
-            gate(5, 3),
             norm(4),
             recurrent(2, 128, 5),
             chunk_prepare(3, 2),

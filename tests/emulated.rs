@@ -150,14 +150,14 @@ fn a_gemm_launched_short_of_its_dynamic_shared_memory_writes_nothing() {
 }
 
 #[test]
-fn the_convs_and_the_gate_read_strided_rows_on_their_vector_paths() {
+fn the_convs_read_strided_rows_on_their_vector_paths() {
     // Four heads of 128: the stacked row is 3·512 + 2·128 + 4 = 1796 elements, a multiple of a
     // lane's 4 channels, so the convs read x a stacked row apart with 8-byte loads (at two heads
-    // the row is 1026 and they go element by element), and the gate reads b_raw likewise.
+    // the row is 1026 and they go element by element).
     let (gpu, kernels) = emulated();
     let geometry = KdaGeometry { heads: 4, ..d128() };
     let mut failures = Vec::new();
-    for (field, t) in [("conv_decode", 5), ("conv_prefill", 70), ("gate", 70)] {
+    for (field, t) in [("conv_decode", 5), ("conv_prefill", 70)] {
         let case = KernelCase::new(field, &geometry, t, support::SEED).unwrap();
         failures.extend(support::compare_case(&gpu, &kernels, field, &case).1);
     }
@@ -188,17 +188,13 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     // stages (and over three column tiles on its 64-row tile), and its scalar path (odd k, unaligned views) over the same tiles, reusing its
     // sub-tiles' shared buffer; split K walks every range of every tile; the prefill conv's warps
     // walk further heads and two token tiles, the first of which alone carries the state; the
-    // gate's 8 warps step over 5 tokens of 3 heads, wrapping past the last head mid-step; the
     // GEMVs walk four column blocks, rewriting their part totals in shared memory for each; the
     // chunk kernels walk every (chunk, head) and every (head, column tile).
     let (gpu, kernels) = emulated();
-    let one_block_of = |field: &str, geometry: &KdaGeometry, tokens| {
-        KernelCase::new(field, geometry, tokens, support::SEED).unwrap().with_blocks(1)
-    };
-    let one_block = |field: &str, tokens| one_block_of(field, &d64(), tokens);
+    let one_block =
+        |field: &str, tokens| KernelCase::new(field, &d64(), tokens, support::SEED).unwrap().with_blocks(1);
     let cases = [
         one_block("o_norm", 5),
-        one_block_of("gate", &KdaGeometry { heads: 3, ..d64() }, 5),
         one_block("conv_prefill", 65),
         one_block("gemv", 1),
         one_block("gemv_batchm", 5),

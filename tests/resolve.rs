@@ -7,9 +7,9 @@ use kda_runtime::testing::FakeBackend;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
-fn the_table_counts_14_entries_10_required_4_optional() {
-    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 14);
-    assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 10);
+fn the_table_counts_13_entries_9_required_4_optional() {
+    assert_eq!(Glm5NextKdaKernels::ENTRY_POINTS, 13);
+    assert_eq!(Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS, 9);
     assert_eq!(Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS, 4);
     assert_eq!(<Glm5NextKda as KernelTable>::NAME, "glm5next_kda");
     assert_eq!(<Glm5NextKda as KernelTable>::ENTRIES, &Glm5NextKdaKernels::ENTRIES);
@@ -85,7 +85,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
     assert_eq!(missing, ["gemm", "chunk_scan", "fill"]);
     assert_eq!(error.failures().count(), 0);
     // Nothing stops early: every entry was looked up.
-    assert_eq!(gpu.lookups().len(), 14);
+    assert_eq!(gpu.lookups().len(), 13);
     let message = error.to_string();
     let namespace = Glm5NextKdaKernels::NAMESPACE;
     assert_eq!(
@@ -94,8 +94,8 @@ fn three_missing_required_entries_are_named_in_one_error() {
             "kernel table `glm5next_kda` cannot be resolved on fake backend (test double): \
              3 required entry points missing\n  \
              - field `gemm`: gemm::dense_gemm_bf16 (required, kernels.toml:13): module `gemm` of `{namespace}` is not built for this target\n  \
-             - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:49): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
-             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:65): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
+             - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:45): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
+             - field `fill`: kda_layer_ops::kda_fill_f32 (required, kernels.toml:61): module `kda_layer_ops` of `{namespace}` has no entry point `kda_fill_f32`"
         )
     );
 }
@@ -123,7 +123,7 @@ fn try_kernel_is_none_only_for_not_found() {
     let named = |module, entry| KernelEntry::named(module, entry);
     assert!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16")).unwrap().is_some());
     assert_eq!(try_kernel(&gpu, &named("kda_recurrent", "kda_recurrent_decode_bf16_regs")).unwrap(), None);
-    assert_eq!(try_kernel(&gpu, &named("kda_gate", "kda_gate_bf16")).unwrap(), None);
+    assert_eq!(try_kernel(&gpu, &named("kda_layer_ops", "kda_fill_f32")).unwrap(), None);
     let error = try_kernel(&gpu, &named("kda_chunk", "kda_chunk_scan")).unwrap_err();
     assert!(matches!(error, LookupError::Failed { .. }));
     assert_eq!(

@@ -117,7 +117,7 @@ impl Record {
 ///     .failing_module("kda_recurrent", "image built for sm_100");
 /// let lookup = |module, entry| gpu.lookup(&KernelEntry::named(module, entry));
 /// assert!(matches!(lookup("gemm", "dense_gemm_f32"), Err(LookupError::EntryNotInModule { .. })));
-/// assert!(matches!(lookup("kda_gate", "kda_gate_bf16"), Err(LookupError::ModuleNotCarried { .. })));
+/// assert!(matches!(lookup("kda_layer_ops", "kda_fill_f32"), Err(LookupError::ModuleNotCarried { .. })));
 /// assert!(matches!(lookup("kda_recurrent", "kda_recurrent_decode_bf16"), Err(LookupError::Failed { .. })));
 /// ```
 pub struct FakeBackend {

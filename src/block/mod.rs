@@ -258,10 +258,13 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 eps: g.l2_eps,
             },
         )?;
+        let ForgetGate { g_raw, dt_bias, a_log, b_raw, ldb, law, lower_bound } = self.forget_gate(front);
         let step = args::recurrent {
             qkv: scratch.conv_out.view(),
-            gate: front.gate.view(),
-            beta: front.beta.view(),
+            g_raw,
+            dt_bias,
+            a_log,
+            b_raw,
             pool: recurrent_pool.view_mut(),
             slot: rows.slot,
             out: scratch.core.view_mut(),
@@ -269,7 +272,10 @@ impl<'g> Glm5NextKdaBlock<'g> {
             slots: capacity,
             h: g.heads,
             d: g.head_dim,
+            ldb,
+            law,
             scale: g.scale(),
+            lower_bound,
         };
         let geometry = launch::recurrent(g.heads, g.head_dim, b);
         // The two kernels are one contract (bit-identical, same params): the shared-memory one
@@ -301,7 +307,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let t = self.tokens(hidden)?;
         let (gpu, g) = (self.gpu, self.geometry);
         let (qkv, t_pad) = (g.qkv(), g.padded(t)?);
-        let mut front = FrontEnd::new(gpu, &g, (t, t_pad), self.partials_len(t))?;
+        let mut front = FrontEnd::new(gpu, &g, t, self.partials_len(t))?;
         self.front_end(gpu, hidden.view(), t, &mut front)?;
 
         // The chunked form's buffers have `t_pad` rows, whole chunks; the chunk kernels take t and
@@ -333,6 +339,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let (mut qdec, mut kdec) = (written(padded)?, written(padded)?);
         let mut aqk = written(elements("t_pad·H·C", &[t_pad, g.heads, g.chunk])?)?;
         let mut sdec = written(elements("t_pad/C·qkv", &[t_pad / g.chunk, qkv])?)?;
+        let ForgetGate { g_raw, dt_bias, a_log, b_raw, ldb, law, lower_bound } = self.forget_gate(&front);
         self.kernels.launch_chunk_prepare(
             gpu,
             launch::chunk_prepare(t_pad / g.chunk, g.heads),
@@ -340,8 +347,10 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 q: q.view(),
                 k: k.view(),
                 v: v.view(),
-                gate: front.gate.view(),
-                beta: front.beta.view(),
+                g_raw,
+                dt_bias,
+                a_log,
+                b_raw,
                 u: u.view_mut(),
                 w: w.view_mut(),
                 aqk: aqk.view_mut(),
@@ -352,7 +361,10 @@ impl<'g> Glm5NextKdaBlock<'g> {
                 h: g.heads,
                 d: g.head_dim,
                 c: g.chunk,
+                ldb,
+                law,
                 scale: g.scale(),
+                lower_bound,
             },
         )?;
         let mut core = written(padded)?;
@@ -390,7 +402,7 @@ impl<'g> Glm5NextKdaBlock<'g> {
         front: &mut FrontEnd,
     ) -> Result<(), BlockError> {
         let g = self.geometry;
-        let (qkv, d, heads) = (g.qkv(), g.head_dim, g.heads);
+        let (qkv, d) = (g.qkv(), g.head_dim);
         let w = &self.weights;
         let partials = &mut front.partials;
         let mut mm = |x: StridedRows<'_>, weight: View<'_>, y: ViewMut<'_>, n: u32, k: u32| {
@@ -401,30 +413,26 @@ impl<'g> Glm5NextKdaBlock<'g> {
         let hidden = StridedRows { view: hidden, ld: g.hidden };
         let stacked = InputProjection::stacked_width(&g);
         mm(hidden, w.input_proj.view(), front.projected.view_mut(), stacked, g.hidden)?;
-        let [gate_down, out_gate_down, b_raw] =
-            [InputProjection::GateDown, InputProjection::OutGateDown, InputProjection::Beta]
-                .map(|projection| projection.outputs(&g, &front.projected));
+        let [gate_down, out_gate_down] = [InputProjection::GateDown, InputProjection::OutGateDown]
+            .map(|projection| projection.outputs(&g, &front.projected));
         mm(gate_down, w.f_b.view(), front.g_raw.view_mut(), qkv, d)?;
-        self.kernels.launch_gate(
-            gpu,
-            launch::gate(t, heads),
-            args::gate {
-                g_raw: front.g_raw.view(),
-                dt_bias: w.dt_bias.view(),
-                a_log: w.a_log.view(),
-                b_raw: b_raw.view,
-                gate: front.gate.view_mut(),
-                beta: front.beta.view_mut(),
-                t,
-                h: heads,
-                d,
-                ldb: b_raw.ld,
-                law: g.gate_law.code(),
-                lower_bound: g.gate_law.lower_bound(),
-            },
-        )?;
         mm(out_gate_down, w.g_b.view(), front.out_gate.view_mut(), qkv, d)?;
         Ok(())
+    }
+
+    /// The forget gate's inputs in `front` and the weights, as the stateful kernels take them.
+    fn forget_gate<'a>(&'a self, front: &'a FrontEnd) -> ForgetGate<'a> {
+        let g = self.geometry;
+        let b_raw = InputProjection::Beta.outputs(&g, &front.projected);
+        ForgetGate {
+            g_raw: front.g_raw.view(),
+            dt_bias: self.weights.dt_bias.view(),
+            a_log: self.weights.a_log.view(),
+            b_raw: b_raw.view,
+            ldb: b_raw.ld,
+            law: g.gate_law.code(),
+            lower_bound: g.gate_law.lower_bound(),
+        }
     }
 
     /// The gated output norm of `t` rows of the core output (`gated`: the core output and the
@@ -499,8 +507,54 @@ impl<'g> Glm5NextKdaBlock<'g> {
     }
 }
 
+/// The forget gate's arguments of `chunk_prepare` and the recurrent kernels: the raw
+/// projections, the weights and the law they apply to them.
+struct ForgetGate<'a> {
+    g_raw: View<'a>,
+    dt_bias: View<'a>,
+    a_log: View<'a>,
+    b_raw: View<'a>,
+    ldb: u32,
+    law: u32,
+    lower_bound: f32,
+}
+
 /// The arguments of `recurrent` for `recurrent_regs`, which shares its contract.
 fn regs_args(step: args::recurrent<'_>) -> args::recurrent_regs<'_> {
-    let args::recurrent { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale } = step;
-    args::recurrent_regs { qkv, gate, beta, pool, slot, out, b, slots, h, d, scale }
+    let args::recurrent {
+        qkv,
+        g_raw,
+        dt_bias,
+        a_log,
+        b_raw,
+        pool,
+        slot,
+        out,
+        b,
+        slots,
+        h,
+        d,
+        ldb,
+        law,
+        scale,
+        lower_bound,
+    } = step;
+    args::recurrent_regs {
+        qkv,
+        g_raw,
+        dt_bias,
+        a_log,
+        b_raw,
+        pool,
+        slot,
+        out,
+        b,
+        slots,
+        h,
+        d,
+        ldb,
+        law,
+        scale,
+        lower_bound,
+    }
 }

@@ -8,18 +8,14 @@ use super::{BlockError, elements};
 use crate::geometry::KdaGeometry;
 use crate::weights::InputProjection;
 
-/// The products of the block input that the stateful part reads, for `t` rows; gate and beta get
-/// `t_pad` rows for the chunked form, which reads none past `t` (nor does anything else).
+/// The products of the block input that the stateful part reads, for `t` rows.
 pub(super) struct FrontEnd {
     /// `[t, 3·qkv + 2·D + H]` bf16: the projections of the block input, each row one product's
     /// over the stacked weight ([`InputProjection::outputs`]).
     pub(super) projected: DeviceBuffer,
-    /// `[t, qkv]` bf16: the gate's up projection, before the gate law.
+    /// `[t, qkv]` bf16: the gate's up projection, before the gate law (which the stateful
+    /// kernels apply as they read it).
     pub(super) g_raw: DeviceBuffer,
-    /// `[t_pad, H, D]` f32 log-decays.
-    pub(super) gate: DeviceBuffer,
-    /// `[t_pad, H]` f32.
-    pub(super) beta: DeviceBuffer,
     /// `[t, qkv]` bf16: the output gate.
     pub(super) out_gate: DeviceBuffer,
     /// f32: the split-K partial sums of the call's dense products (the back end's too), as long
@@ -28,36 +24,29 @@ pub(super) struct FrontEnd {
 }
 
 impl FrontEnd {
-    /// The buffers of `t` rows (`t_pad` for the chunked form's), with `partials` f32 elements of
-    /// split-K partial sums.
+    /// The buffers of `t` rows, with `partials` f32 elements of split-K partial sums.
     pub(super) fn new(
         gpu: &dyn GpuBackend,
         g: &KdaGeometry,
-        (t, t_pad): (u32, u32),
+        t: u32,
         partials: usize,
     ) -> Result<Self, BlockError> {
         let qkv = g.qkv();
-        // Every buffer is written before it is read (the padded rows past t never are: the chunk
-        // kernels take t), so none needs a zero-fill.
+        // Every buffer is written before it is read, so none needs a zero-fill.
         let bf16 = |what, width| {
             Ok::<_, BlockError>(gpu.alloc_for_write(DType::Bf16, elements(what, &[t, width])?)?)
-        };
-        let f32_padded = |what, width| {
-            Ok::<_, BlockError>(gpu.alloc_for_write(DType::F32, elements(what, &[t_pad, width])?)?)
         };
         Ok(Self {
             projected: bf16("t·(3·qkv + 2·D + H)", InputProjection::stacked_width(g))?,
             g_raw: bf16("t·qkv", qkv)?,
-            gate: f32_padded("t_pad·qkv", qkv)?,
-            beta: f32_padded("t_pad·H", g.heads)?,
             out_gate: bf16("t·qkv", qkv)?,
             partials: gpu.alloc_for_write(DType::F32, partials)?,
         })
     }
 
-    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 6] {
-        let Self { projected, g_raw, gate, beta, out_gate, partials } = self;
-        [projected, g_raw, gate, beta, out_gate, partials]
+    fn buffers_mut(&mut self) -> [&mut DeviceBuffer; 4] {
+        let Self { projected, g_raw, out_gate, partials } = self;
+        [projected, g_raw, out_gate, partials]
     }
 }
 
@@ -82,7 +71,7 @@ impl DecodeScratch {
     ) -> Result<Self, BlockError> {
         let (qkv, dim) = (g.qkv(), g.conv_dim());
         Ok(Self {
-            front: FrontEnd::new(gpu, g, (rows, rows), partials)?,
+            front: FrontEnd::new(gpu, g, rows, partials)?,
             conv_out: gpu.alloc(DType::Bf16, elements("B·3·qkv", &[rows, dim])?)?,
             core: gpu.alloc(DType::F32, elements("B·qkv", &[rows, qkv])?)?,
             normed: gpu.alloc(DType::Bf16, elements("B·qkv", &[rows, qkv])?)?,

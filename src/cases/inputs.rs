@@ -104,42 +104,88 @@ pub(super) fn conv_pool_inputs(rng: &mut SplitMix64, s: Shape, slots: u32) -> (V
     (state, bf16_vec(&uniform(rng, window, -0.5, 0.5)))
 }
 
+/// The forget gate's raw inputs of `rows` tokens, as `chunk_prepare` and the recurrent kernels
+/// take them: the gate's up projection, per-channel biases, per-head rates, and β's projection,
+/// its rows the block's stacked width apart.
+pub(super) struct GateInputs {
+    g_raw: Vec<bf16>,
+    dt_bias: Vec<f32>,
+    a_log: Vec<f32>,
+    b_raw: Vec<bf16>,
+}
+
+impl GateInputs {
+    /// Each channel has a rate of its own: a bias in [−8, 0), moved by up to ±0.5 from row to
+    /// row by g_raw, on heads of rate e^{a_log} within e^{±0.3}. Under the bounded law of −5 that
+    /// is a log-decay from about −2e-5 to −3.7 a step, so that slow channels carry their keys
+    /// across a whole chunk, as a model's do (gates drawn anew for every row leave nothing of a
+    /// key 16 rows on, and with it no test of the chunk kernels' terms between sub-blocks). β's
+    /// projections in [−3, 3): β within (0.04, 0.96).
+    pub(super) fn draw(rng: &mut SplitMix64, s: Shape, rows: u32) -> Self {
+        let dt_bias = uniform(rng, s.qkv, -8.0, 0.0);
+        let a_log = uniform(rng, s.h, -0.3, 0.3);
+        let g_raw = bf16_vec(&uniform(rng, rows * s.qkv, -0.5, 0.5));
+        let b_raw = bf16_vec(&uniform(rng, rows * s.h, -3.0, 3.0));
+        Self { g_raw, dt_bias, a_log, b_raw }
+    }
+
+    /// `g_raw, dt_bias, a_log, b_raw`.
+    pub(super) fn buffers(self, s: Shape) -> [CaseArg; 4] {
+        [
+            read("g_raw", self.g_raw),
+            read("dt_bias", self.dt_bias),
+            read("a_log", self.a_log),
+            read_rows("b_raw", self.b_raw, s.h, s.stacked),
+        ]
+    }
+}
+
+/// `ldb, law, scale, lower_bound`: the last scalars of `chunk_prepare` and the recurrent kernels.
+pub(super) fn gate_scalars(s: Shape) -> [CaseArg; 4] {
+    let law = s.geometry.gate_law;
+    [
+        CaseArg::u32("ldb", s.stacked),
+        CaseArg::u32("law", law.code()),
+        CaseArg::f32("scale", s.geometry.scale()),
+        CaseArg::f32("lower_bound", law.lower_bound()),
+    ]
+}
+
 /// The inputs of the chunked prefill, `[t_pad, ...]` with the padding poisoned.
 pub(super) struct ChunkInputs {
     s: Shape,
     q: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
-    gate: Vec<f32>,
-    beta: Vec<f32>,
+    gate: GateInputs,
 }
 
 impl ChunkInputs {
     /// q and k L2-normalised per head and rounded to bf16 (as the conv and L2 kernels leave
-    /// them), v the SiLU outputs of the conv, negative log-decays, β in (0, 1).
+    /// them), v the SiLU outputs of the conv, the forget gate's raw inputs.
     pub(super) fn draw(rng: &mut SplitMix64, s: Shape) -> Self {
         let padded = (s.t_pad * s.qkv) as usize;
         let widen = |x: Vec<bf16>| x.iter().map(|x| x.to_f32()).collect::<Vec<_>>();
         let k = poisoned(widen(unit_heads(rng, s.t * s.h, s.d)), padded);
         let v = poisoned(widen(silu_outputs(rng, s.t * s.qkv)), padded);
-        let gate = poisoned(log_decays(rng, s.t, s.qkv), padded);
-        let beta = poisoned(betas(rng, s.t * s.h), (s.t_pad * s.h) as usize);
+        let gate = GateInputs::draw(rng, s, s.t);
         let q = poisoned(widen(unit_heads(rng, s.t * s.h, s.d)), padded);
-        Self { s, q, k, v, gate, beta }
+        Self { s, q, k, v, gate }
     }
 
     pub(super) fn prepare_args(self) -> Vec<CaseArg> {
         let s = self.s;
         let len = s.t_pad * s.qkv;
-        let (real, beta_real) = ((s.t * s.qkv) as usize, (s.t * s.h) as usize);
+        let real = (s.t * s.qkv) as usize;
         // Prepare writes every position, the padding as if its inputs were zero.
         let out = |name| write(DType::F32, name, len, Check::RelativeRms(1e-5));
-        vec![
+        let mut args = vec![
             read_prefix("q", self.q, real),
             read_prefix("k", self.k, real),
             read_prefix("v", self.v, real),
-            read_prefix("gate", self.gate, real),
-            read_prefix("beta", self.beta, beta_real),
+        ];
+        args.extend(self.gate.buffers(s));
+        args.extend([
             out("u"),
             out("w"),
             write(DType::F32, "aqk", s.t_pad * s.h * s.geometry.chunk, Check::RelativeRms(1e-5)),
@@ -150,8 +196,9 @@ impl ChunkInputs {
             CaseArg::u32("h", s.h),
             CaseArg::u32("d", s.d),
             CaseArg::u32("c", s.geometry.chunk),
-            CaseArg::f32("scale", s.geometry.scale()),
-        ]
+        ]);
+        args.extend(gate_scalars(s));
+        args
     }
 }
 
@@ -254,8 +301,8 @@ impl DecodeBatch {
     }
 }
 
-/// `qkv, gate, beta, pool, slot, out, b, slots, h, d, scale` of a batched recurrent step: unit q
-/// and k heads, v at SiLU scale.
+/// `qkv, g_raw, dt_bias, a_log, b_raw, pool, slot, out, b, slots, h, d, ldb, law, scale,
+/// lower_bound` of a batched recurrent step: unit q and k heads, v at SiLU scale.
 pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch) -> Vec<CaseArg> {
     let b = batch.b;
     let mut qkv = Vec::with_capacity((b * 3 * s.qkv) as usize);
@@ -263,11 +310,11 @@ pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch
         qkv.extend(unit_heads(rng, 2 * s.h, s.d));
         qkv.extend(silu_outputs(rng, s.qkv));
     }
+    let gate = GateInputs::draw(rng, s, b);
     let states = (0..batch.capacity).flat_map(|_| state_values(rng, s)).collect();
-    vec![
-        read("qkv", qkv),
-        read("gate", log_decays(rng, b, s.qkv)),
-        read("beta", betas(rng, b * s.h)),
+    let mut args = vec![read("qkv", qkv)];
+    args.extend(gate.buffers(s));
+    args.extend([
         batch.pool("pool", states, Check::RelativeRms(1e-5)),
         batch.slot_arg(),
         write(DType::F32, "out", b * s.qkv, Check::RelativeRms(1e-5)),
@@ -275,8 +322,9 @@ pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch
         CaseArg::u32("slots", batch.capacity),
         CaseArg::u32("h", s.h),
         CaseArg::u32("d", s.d),
-        CaseArg::f32("scale", s.geometry.scale()),
-    ]
+    ]);
+    args.extend(gate_scalars(s));
+    args
 }
 
 /// The generator of one case's inputs: `seed` mixed with the FNV-1a hash of `key`, so that each
@@ -317,26 +365,6 @@ pub(super) fn unit_heads(rng: &mut SplitMix64, heads: u32, d: u32) -> Vec<bf16> 
         head.iter_mut().for_each(|x| *x /= norm);
     }
     bf16_vec(&values)
-}
-
-/// Log-decays `[rows, channels]` as the bounded gate makes them, `−5·σ(x)`. Each channel has a
-/// rate of its own (x in [−8, 0): from ≈ −0.002 to −2.5 a step), moved by up to ±0.5 in x from
-/// row to row, so that slow channels carry their keys across a whole chunk, as a model's do.
-/// Gates drawn anew for every row (−1.4 a step on average) leave nothing of a key 16 rows on, and
-/// with it no test of the chunk kernels' terms between sub-blocks.
-pub(super) fn log_decays(rng: &mut SplitMix64, rows: u32, channels: u32) -> Vec<f32> {
-    let rates = uniform(rng, channels, -8.0, 0.0);
-    let moves = uniform(rng, rows * channels, -0.5, 0.5);
-    let gate = |x: f32| -5.0 / (1.0 + (-x).exp());
-    moves
-        .chunks(channels as usize)
-        .flat_map(|row| row.iter().zip(&rates).map(|(dx, x)| gate(x + dx)))
-        .collect()
-}
-
-/// β = σ(x), x in [−3, 3): within (0.04, 0.96).
-pub(super) fn betas(rng: &mut SplitMix64, n: u32) -> Vec<f32> {
-    uniform(rng, n, -3.0, 3.0).into_iter().map(|x| 1.0 / (1.0 + (-x).exp())).collect()
 }
 
 /// A recurrent state `[h, d, d]` of a sequence under way: nonzero, within ±0.5.

@@ -264,25 +264,6 @@ impl KernelCase {
                 ];
                 (|k| Some(k.conv_prefill), launch::conv_prefill(s.qkv, s.d, s.t), args)
             }
-            "gate" => {
-                let law = s.geometry.gate_law;
-                let args = vec![
-                    read("g_raw", activations(&mut rng, s.t * s.qkv)),
-                    // Biases as trained, in [−4, −1]: σ's argument mostly negative, mild decays.
-                    read("dt_bias", uniform(&mut rng, s.qkv, -4.0, -1.0)),
-                    read("a_log", uniform(&mut rng, s.h, -0.5, 0.5)),
-                    read_rows("b_raw", activations(&mut rng, s.t * s.h), s.h, s.stacked),
-                    write(DType::F32, "gate", s.t * s.qkv, Check::gate(law)),
-                    write(DType::F32, "beta", s.t * s.h, Check::Relative(1e-6)),
-                    CaseArg::u32("t", s.t),
-                    CaseArg::u32("h", s.h),
-                    CaseArg::u32("d", s.d),
-                    CaseArg::u32("ldb", s.stacked),
-                    CaseArg::u32("law", law.code()),
-                    CaseArg::f32("lower_bound", law.lower_bound()),
-                ];
-                (|k| Some(k.gate), launch::gate(s.t, s.h), args)
-            }
             "chunk_prepare" => {
                 let args = ChunkInputs::draw(&mut stream(seed, "chunk"), s).prepare_args();
                 (|k| Some(k.chunk_prepare), launch::chunk_prepare(s.t_pad / s.geometry.chunk, s.h), args)

@@ -9,6 +9,7 @@
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
+use super::kda_gate::{ForgetGate, GateArgs};
 use super::{par_rows_mut, require};
 use crate::kernels::glm5next_kda;
 
@@ -77,22 +78,23 @@ impl Layout {
     }
 }
 
-/// `q, k, v, gate [t_pad, h, d], beta [t_pad, h], u, w [t_pad, h, d], aqk [chunks, h, c, c],
-/// qdec, kdec [t_pad, h, d], sdec [chunks, h, d], t, h, d, c, scale`. Positions ≥ t are read as 0
-/// whatever the buffers hold, so the padding neither moves the cumulative gates nor leaks into
-/// the outputs; every position of the outputs is written.
+/// `q, k, v [t_pad, h, d], g_raw [t, h, d], dt_bias [h·d], a_log [h], b_raw [t, h] (rows ldb
+/// apart), u, w [t_pad, h, d], aqk [chunks, h, c, c], qdec, kdec [t_pad, h, d], sdec [chunks, h,
+/// d], t, h, d, c, ldb, law, scale, lower_bound`. Positions ≥ t are read as 0 whatever the buffers
+/// hold, so the padding neither moves the cumulative gates nor leaks into the outputs; every
+/// position of the outputs is written.
 fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (q, k, v, gate) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?, args.const_f32(3)?);
-    let beta = args.const_f32(4)?;
-    let (u, w, aqk) = (args.mut_f32(5)?, args.mut_f32(6)?, args.mut_f32(7)?);
-    let (qdec, kdec, sdec) = (args.mut_f32(8)?, args.mut_f32(9)?, args.mut_f32(10)?);
-    let layout = Layout::read(&mut args, 11)?;
-    let scale = args.f32(15)?;
+    let (q, k, v) = (args.const_f32(0)?, args.const_f32(1)?, args.const_f32(2)?);
+    let (u, w, aqk) = (args.mut_f32(7)?, args.mut_f32(8)?, args.mut_f32(9)?);
+    let (qdec, kdec, sdec) = (args.mut_f32(10)?, args.mut_f32(11)?, args.mut_f32(12)?);
+    let layout = Layout::read(&mut args, 13)?;
+    let gate_args = GateArgs { buffers: 3, ldb: 17, law: 18, lower_bound: 20 };
+    let forget = ForgetGate::read(&mut args, gate_args, (layout.t, layout.h, layout.d))?;
+    let scale = args.f32(19)?;
     for (name, len) in [
         ("q [t_pad, h, d]", q.len()),
         ("k [t_pad, h, d]", k.len()),
         ("v [t_pad, h, d]", v.len()),
-        ("gate [t_pad, h, d]", gate.len()),
         ("u [t_pad, h, d]", u.len()),
         ("w [t_pad, h, d]", w.len()),
         ("qdec [t_pad, h, d]", qdec.len()),
@@ -100,11 +102,10 @@ fn kda_chunk_prepare(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
     ] {
         layout.require(name, len)?;
     }
-    require("beta [t_pad, h]", beta.len(), &[layout.t_pad, layout.h])?;
     layout.require_aqk(aqk.len())?;
     layout.require_sdec(sdec.len())?;
     let Layout { h, d, c, .. } = layout;
-    let inputs = PrepareInputs { layout, q, k, v, gate, beta, scale };
+    let inputs = PrepareInputs { layout, q, k, v, forget, scale };
     // A chunk's rows are contiguous in every output: chunks in parallel, and within one, heads
     // in parallel into small blocks that are then copied to their strided rows.
     let chunk_len = c * h * d;
@@ -148,8 +149,7 @@ struct PrepareInputs<'a> {
     q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
-    gate: &'a [f32],
-    beta: &'a [f32],
+    forget: ForgetGate<'a>,
     scale: f32,
 }
 
@@ -167,7 +167,7 @@ struct Prepared {
 impl PrepareInputs<'_> {
     /// Computes `u`, `w`, `aqk`, `qdec`, `kdec` and `sdec` of one chunk of one head.
     fn block(&self, chunk: usize, head: usize) -> Prepared {
-        let Layout { h, d, c, .. } = self.layout;
+        let Layout { d, c, .. } = self.layout;
         let real = self.layout.real(chunk);
         let zeros = vec![0.0; d];
         let row = |data: &[f32], i: usize| -> Vec<f32> {
@@ -176,13 +176,16 @@ impl PrepareInputs<'_> {
         let k: Vec<Vec<f32>> = (0..c).map(|i| row(self.k, i)).collect();
         let v: Vec<Vec<f32>> = (0..c).map(|i| row(self.v, i)).collect();
         let beta: Vec<f32> =
-            (0..c).map(|i| if i < real { self.beta[(chunk * c + i) * h + head] } else { 0.0 }).collect();
+            (0..c).map(|i| if i < real { self.forget.beta(chunk * c + i, head) } else { 0.0 }).collect();
 
-        // gc[i] = Σ_{p ≤ i} gate[p], one accumulator per channel.
+        // gc[i] = Σ_{p ≤ i} gate[p], one accumulator per channel; the padding adds nothing.
         let mut gc = Vec::with_capacity(c * d);
         let mut acc = vec![0.0f32; d];
         for i in 0..c {
-            acc.iter_mut().zip(row(self.gate, i)).for_each(|(acc, g)| *acc += g);
+            if i < real {
+                let gates = self.forget.log_decays(chunk * c + i, head);
+                acc.iter_mut().zip(gates).for_each(|(acc, g)| *acc += g);
+            }
             gc.extend_from_slice(&acc);
         }
         let gc_row = |i: usize| &gc[i * d..(i + 1) * d];

@@ -1,17 +1,16 @@
-//! `kda_gate::kda_gate_bf16`: the forget gate as a per-channel log-decay `g ≤ 0`, under either law,
-//! and beta, the sigmoid of the b projection.
+//! The forget gate as a per-channel log-decay `g ≤ 0`, under either law, and beta, the sigmoid of
+//! the b projection. They have no kernel of their own: the kernels that consume them
+//! (`kda_chunk_prepare` at prefill, the recurrent pair at decode) take the raw projections and
+//! apply the laws where they read them, all through [`ForgetGate`].
 
-use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
-use rayon::prelude::*;
+use std::borrow::Cow;
 
-use super::{packed_rows, par_rows_mut, require, sigmoid};
-use crate::kernels::glm5next_kda;
+use half::bf16;
+use kda_runtime::cpu::{CpuArgs, KernelError};
 
-pub(super) fn register(gpu: CpuBackend) -> CpuBackend {
-    gpu.with_kernel(glm5next_kda::gate::ENTRY, kda_gate_bf16)
-}
+use super::{packed_rows, require, sigmoid};
 
-/// The gate law, argument `law` of the kernel.
+/// The gate law, argument `law` of its kernels.
 #[derive(Clone, Copy)]
 enum Law {
     /// `law = 0`, GLM-5.3-Flash: `lower_bound · σ(e^{a_log} · x)`.
@@ -21,46 +20,84 @@ enum Law {
 }
 
 impl Law {
-    /// The gate of pre-activation `x = g_raw + dt_bias` on a head with `a_log`.
-    fn gate(self, a_log: f32, x: f32) -> f32 {
+    /// The gate of pre-activation `x = g_raw + dt_bias` on a head of rate `e^{a_log}`.
+    fn gate(self, rate: f32, x: f32) -> f32 {
         match self {
-            Law::Bounded { lower_bound } => lower_bound * sigmoid(a_log.exp() * x),
+            Law::Bounded { lower_bound } => lower_bound * sigmoid(rate * x),
             // Above 20, ln(1 + e^x) equals x in f32, and e^x would overflow further up. `ln_1p`
             // keeps ln(1 + e^x) accurate where e^x is tiny and 1 + e^x would round to 1.
             Law::Softplus => {
                 let softplus = if x > 20.0 { x } else { x.exp().ln_1p() };
-                -a_log.exp() * softplus
+                -rate * softplus
             }
         }
     }
 }
 
-/// `g_raw [t, h, d], dt_bias [h·d], a_log [h], b_raw [t, h] (rows ldb apart), gate [t, h, d],
-/// beta [t, h], t, h, d, ldb, law, lower_bound`.
-fn kda_gate_bf16(mut args: CpuArgs<'_>) -> Result<(), KernelError> {
-    let (g_raw, dt_bias, a_log) = (args.const_bf16(0)?, args.const_f32(1)?, args.const_f32(2)?);
-    let (b_raw, gate, beta) = (args.const_bf16(3)?, args.mut_f32(4)?, args.mut_f32(5)?);
-    let (t, h, d) = (args.u32(6)? as usize, args.u32(7)? as usize, args.u32(8)? as usize);
-    let ldb = args.u32(9)? as usize;
-    let law = match args.u32(10)? {
-        0 => Law::Bounded { lower_bound: args.f32(11)? },
-        1 => Law::Softplus,
-        other => {
-            return Err(KernelError::new(format!("law = {other} is neither 0 (bounded) nor 1 (softplus)")));
-        }
-    };
-    require("g_raw [t, h, d]", g_raw.len(), &[t, h, d])?;
-    require("dt_bias [h·d]", dt_bias.len(), &[h, d])?;
-    require("a_log [h]", a_log.len(), &[h])?;
-    require("gate [t, h, d]", gate.len(), &[t, h, d])?;
-    require("beta [t, h]", beta.len(), &[t, h])?;
-    let b_raw = packed_rows("b_raw [t, h], rows ldb apart", b_raw, (t, h, ldb))?;
-    beta[..t * h].par_iter_mut().zip(&b_raw[..]).for_each(|(beta, b)| *beta = sigmoid(b.to_f32()));
-    let row = h * d;
-    par_rows_mut(gate, t, row).zip(g_raw[..t * row].par_chunks(row.max(1))).for_each(|(gate, g_raw)| {
-        for (channel, (gate, g)) in gate.iter_mut().zip(g_raw).enumerate() {
-            *gate = law.gate(a_log[channel / d], g.to_f32() + dt_bias[channel]);
-        }
-    });
-    Ok(())
+/// Where a kernel's gate arguments sit: the first of its four buffers (`g_raw`, `dt_bias`,
+/// `a_log`, `b_raw`, in that order) and its scalars `ldb`, `law` and `lower_bound`.
+pub(super) struct GateArgs {
+    pub(super) buffers: usize,
+    pub(super) ldb: usize,
+    pub(super) law: usize,
+    pub(super) lower_bound: usize,
+}
+
+/// The raw gate inputs of one launch, over `rows` rows of `h` heads of `d` channels: `g_raw
+/// [rows, h, d]`, `dt_bias [h·d]`, `a_log [h]`, `b_raw [rows, h]` (rows `ldb` apart in the
+/// buffer), and the law.
+pub(super) struct ForgetGate<'a> {
+    g_raw: &'a [bf16],
+    dt_bias: &'a [f32],
+    a_log: &'a [f32],
+    /// Packed `[rows, h]`.
+    b_raw: Cow<'a, [bf16]>,
+    law: Law,
+    h: usize,
+    d: usize,
+}
+
+impl<'a> ForgetGate<'a> {
+    /// Takes the gate arguments at `at` of a launch over `(rows, h, d)`, refusing an unknown law
+    /// and buffers too short for them.
+    pub(super) fn read(
+        args: &mut CpuArgs<'a>,
+        at: GateArgs,
+        (rows, h, d): (usize, usize, usize),
+    ) -> Result<Self, KernelError> {
+        let (g_raw, dt_bias) = (args.const_bf16(at.buffers)?, args.const_f32(at.buffers + 1)?);
+        let (a_log, b_raw) = (args.const_f32(at.buffers + 2)?, args.const_bf16(at.buffers + 3)?);
+        let ldb = args.u32(at.ldb)? as usize;
+        let law = match args.u32(at.law)? {
+            0 => Law::Bounded { lower_bound: args.f32(at.lower_bound)? },
+            1 => Law::Softplus,
+            other => {
+                return Err(KernelError::new(format!(
+                    "law = {other} is neither 0 (bounded) nor 1 (softplus)"
+                )));
+            }
+        };
+        require("g_raw [t, h, d]", g_raw.len(), &[rows, h, d])?;
+        require("dt_bias [h·d]", dt_bias.len(), &[h, d])?;
+        require("a_log [h]", a_log.len(), &[h])?;
+        let b_raw = packed_rows("b_raw [t, h], rows ldb apart", b_raw, (rows, h, ldb))?;
+        Ok(Self { g_raw, dt_bias, a_log, b_raw, law, h, d })
+    }
+
+    /// The `d` log-decays of `head` in `row`.
+    pub(super) fn log_decays(&self, row: usize, head: usize) -> Vec<f32> {
+        let (d, rate) = (self.d, self.a_log[head].exp());
+        let channels = head * d..(head + 1) * d;
+        let g_raw = &self.g_raw[row * self.h * d..][channels.clone()];
+        g_raw
+            .iter()
+            .zip(&self.dt_bias[channels])
+            .map(|(g, bias)| self.law.gate(rate, g.to_f32() + bias))
+            .collect()
+    }
+
+    /// β of `head` in `row`.
+    pub(super) fn beta(&self, row: usize, head: usize) -> f32 {
+        sigmoid(self.b_raw[row * self.h + head].to_f32())
+    }
 }

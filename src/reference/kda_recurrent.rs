@@ -7,6 +7,7 @@ use half::bf16;
 use kda_runtime::cpu::{CpuArgs, CpuBackend, KernelError};
 use rayon::prelude::*;
 
+use super::kda_gate::{ForgetGate, GateArgs};
 use super::{batch_slots, pool_rows, require};
 use crate::kernels::glm5next_kda;
 
@@ -36,18 +37,19 @@ struct Step {
     beta: f32,
 }
 
-/// `qkv [b, 3·h·d], gate [b, h, d], beta [b, h], pool [slots, h, d, d], slot [b], out [b, h, d],
-/// b, slots, h, d, scale`: row r's state in pool slot `slot[r]`; a row without a slot (see
-/// [`batch_slots`]) writes nothing.
+/// `qkv [b, 3·h·d], g_raw [b, h, d], dt_bias [h·d], a_log [h], b_raw [b, h] (rows ldb apart),
+/// pool [slots, h, d, d], slot [b], out [b, h, d], b, slots, h, d, ldb, law, scale, lower_bound`:
+/// row r's state in pool slot `slot[r]`; a row without a slot (see [`batch_slots`]) writes
+/// nothing.
 fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
-    let (qkv, gate, beta) = (args.const_bf16(0)?, args.const_f32(1)?, args.const_f32(2)?);
-    let (pool, slot, out) = (args.mut_f32(3)?, args.const_u32(4)?, args.mut_f32(5)?);
-    let (b, slots) = (args.u32(6)? as usize, args.u32(7)? as usize);
-    let (h, d) = (args.u32(8)? as usize, args.u32(9)? as usize);
-    let scale = args.f32(10)?;
+    let qkv = args.const_bf16(0)?;
+    let (pool, slot, out) = (args.mut_f32(5)?, args.const_u32(6)?, args.mut_f32(7)?);
+    let (b, slots) = (args.u32(8)? as usize, args.u32(9)? as usize);
+    let (h, d) = (args.u32(10)? as usize, args.u32(11)? as usize);
+    let gate_args = GateArgs { buffers: 1, ldb: 12, law: 13, lower_bound: 15 };
+    let forget = ForgetGate::read(&mut args, gate_args, (b, h, d))?;
+    let scale = args.f32(14)?;
     require("qkv [b, 3, h, d]", qkv.len(), &[b, 3, h, d])?;
-    require("gate [b, h, d]", gate.len(), &[b, h, d])?;
-    require("beta [b, h]", beta.len(), &[b, h])?;
     require("pool [slots, h, d, d]", pool.len(), &[slots, h, d, d])?;
     require("out [b, h, d]", out.len(), &[b, h, d])?;
     let rows = batch_slots(slot, b, slots)?;
@@ -71,10 +73,10 @@ fn decode(mut args: CpuArgs<'_>, column: Column) -> Result<(), KernelError> {
         let packed = &qkv[row * 3 * hd..][..3 * hd];
         let at = head * d..(head + 1) * d;
         let step = Step {
-            decay: gate[row * hd..][at.clone()].iter().map(|g| g.exp()).collect(),
+            decay: forget.log_decays(row, head).into_iter().map(f32::exp).collect(),
             k: widen(&packed[hd..][at.clone()]),
             q_scaled: packed[at.clone()].iter().map(|q| q.to_f32() * scale).collect(),
-            beta: beta[row * h + head],
+            beta: forget.beta(row, head),
         };
         let v = widen(&packed[2 * hd..][at]);
         match column {

@@ -43,15 +43,14 @@ use half::bf16;
 use kda_runtime::cpu::{CpuBackend, KernelError};
 use rayon::prelude::*;
 
-/// A CPU backend carrying all 14 entries of `[glm5next_kda]`, run by the reference kernels.
+/// A CPU backend carrying all 13 entries of `[glm5next_kda]`, run by the reference kernels.
 ///
 /// Use [`CpuBackend::without`] on it to emulate a target that lacks the optional entries.
 pub fn backend() -> CpuBackend {
-    let modules: [fn(CpuBackend) -> CpuBackend; 7] = [
+    let modules: [fn(CpuBackend) -> CpuBackend; 6] = [
         gemm::register,
         gemv::register,
         causal_conv1d::register,
-        kda_gate::register,
         kda_chunk::register,
         kda_recurrent::register,
         kda_layer_ops::register,

@@ -89,20 +89,22 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     assert_eq!((eps.name.as_str(), &eps.ty), ("eps", &ParamType::Scalar(ScalarType::F32)));
 
     // `cdiv(t,c)*c*h*d`: `*` is left-associative, `cdiv` an operand.
-    let chunk_prepare = &table.entries[8];
+    let chunk_prepare = &table.entries[7];
+    assert_eq!(chunk_prepare.field, "chunk_prepare");
     let ParamType::Buffer { extent, extent_text, .. } = &chunk_prepare.params.as_ref().unwrap()[0].ty else {
         panic!("q is a buffer")
     };
     assert_eq!(extent_text, "cdiv(t,c)*c*h*d");
-    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 11), scalar("c", 14));
+    let cdiv = binary(BinaryOp::Cdiv, scalar("t", 13), scalar("c", 16));
     let expected = binary(
         BinaryOp::Mul,
-        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 14)), scalar("h", 12)),
-        scalar("d", 13),
+        binary(BinaryOp::Mul, binary(BinaryOp::Mul, cdiv, scalar("c", 16)), scalar("h", 14)),
+        scalar("d", 15),
     );
     assert_eq!(*extent, *expected);
     // Entries without `requires` have none.
-    assert!(table.entries[13].requires.is_empty());
+    assert_eq!(table.entries[12].field, "fill");
+    assert!(table.entries[12].requires.is_empty());
 }
 
 #[test]

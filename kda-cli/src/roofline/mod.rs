@@ -409,7 +409,8 @@ impl LaunchModel {
                 ("gemv", "x") => self.need("k")?,
                 ("conv_decode", "x") => self.need("b")? * self.need("dim")?,
                 ("conv_prefill", "x") => self.need("t")? * 3 * self.need("qkv")?,
-                ("gate", "b_raw") => self.need("t")? * self.need("h")?,
+                ("chunk_prepare", "b_raw") => self.need("t")? * self.need("h")?,
+                ("recurrent" | "recurrent_regs", "b_raw") => self.need("b")? * self.need("h")?,
                 // The t real rows, not the chunk padding.
                 ("conv_prefill", "q" | "k" | "v") => self.need("t")? * self.need("qkv")?,
                 // Only the b batch rows' slots of the pool.

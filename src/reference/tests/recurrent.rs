@@ -3,22 +3,28 @@
 
 use half::bf16;
 
+use super::gate::RawGate;
 use super::*;
 
 /// Inputs of `t` tokens of `h` heads of dim `d`, as the block produces them: q and k
-/// L2-normalised then rounded to bf16, v bf16, log-decay gates < 0, β in (0, 1), and a non-zero
+/// L2-normalised then rounded to bf16, v bf16, the forget gate's raw inputs, and a non-zero
 /// initial state.
 pub(super) struct KdaInputs {
     pub(super) q: Vec<bf16>,
     pub(super) k: Vec<bf16>,
     pub(super) v: Vec<bf16>,
-    pub(super) gate: Vec<f32>,
-    pub(super) beta: Vec<f32>,
+    pub(super) gate: RawGate,
     pub(super) state: Vec<f32>,
 }
 
 impl KdaInputs {
+    /// Under the bounded gate law.
     pub(super) fn new(seed: u64, t: usize, h: usize, d: usize) -> Self {
+        Self::with_law(seed, t, h, d, 0)
+    }
+
+    /// Under gate law `law` (0 bounded, 1 softplus).
+    pub(super) fn with_law(seed: u64, t: usize, h: usize, d: usize, law: u32) -> Self {
         let mut rng = Rng::new(seed);
         let unit_rows = |rng: &mut Rng| -> Vec<bf16> {
             let raw = rng.f32s(t * h * d, -1.0, 1.0);
@@ -35,8 +41,7 @@ impl KdaInputs {
             q,
             k,
             v: rng.bf16s(t * h * d, -1.0, 1.0),
-            gate: rng.f32s(t * h * d, -1.5, -0.01),
-            beta: rng.f32s(t * h, 0.05, 0.95),
+            gate: RawGate::random(&mut rng, (t, h, d), law),
             state: rng.f32s(h * d * d, -0.1, 0.1),
         }
     }
@@ -49,7 +54,7 @@ pub(super) fn scale(d: usize) -> f32 {
 /// The ABI recurrence in f64, token by token: `[t, h, d]` outputs and the final `[h, d, d]` state.
 pub(super) fn recurrence64(inputs: &KdaInputs, t: usize, h: usize, d: usize) -> (Vec<f64>, Vec<f64>) {
     let (q, k, v) = (widen(&inputs.q), widen(&inputs.k), widen(&inputs.v));
-    let (gate, beta) = (widen_f32(&inputs.gate), widen_f32(&inputs.beta));
+    let (gate, beta) = (inputs.gate.gates64(h, d), inputs.gate.betas64());
     let scale = f64::from(scale(d));
     let mut state = widen_f32(&inputs.state);
     let mut out = vec![0.0; t * h * d];
@@ -106,7 +111,9 @@ fn try_step(
     let packed: Vec<bf16> =
         [&inputs.q, &inputs.k, &inputs.v].iter().flat_map(|x| x[rows.clone()].to_vec()).collect();
     let (qkv, slot) = (dev.up(&packed), dev.up(&[0u32]));
-    let (gate, beta) = (dev.up(&inputs.gate[rows]), dev.up(&inputs.beta[tau * h..(tau + 1) * h]));
+    let raw = &inputs.gate;
+    let (g_raw, b_raw) = (dev.up(&raw.g_raw[rows]), dev.up(&raw.b_raw[tau * h..(tau + 1) * h]));
+    let (dt_bias, a_log) = (dev.up(&raw.dt_bias), dev.up(&raw.a_log));
     let (mut state, mut out) = (dev.up(state), dev.up(&vec![0.0f32; h * d]));
     let [h, d] = u32s(sizes);
     let geometry = launch::recurrent(h, d, 1);
@@ -116,8 +123,10 @@ fn try_step(
             // A batch of one, the state a pool of one slot.
             glm5next_kda::$entry {
                 qkv: qkv.view(),
-                gate: gate.view(),
-                beta: beta.view(),
+                g_raw: g_raw.view(),
+                dt_bias: dt_bias.view(),
+                a_log: a_log.view(),
+                b_raw: b_raw.view(),
                 pool: state.view_mut(),
                 slot: slot.view(),
                 out: out.view_mut(),
@@ -125,7 +134,10 @@ fn try_step(
                 slots: 1,
                 h,
                 d,
+                ldb: h,
+                law: raw.law,
                 scale,
+                lower_bound: raw.lower_bound,
             }
         };
     }
@@ -165,24 +177,26 @@ fn bits(values: &[f32]) -> Vec<u32> {
 }
 
 #[test]
-fn recurrent_matches_the_f64_recurrence_for_every_head_dim() {
-    for (t, h, d) in [(4, 2, 32), (2, 1, 64), (2, 1, 128)] {
-        let inputs = KdaInputs::new(30 + d as u64, t, h, d);
+fn recurrent_matches_the_f64_recurrence_for_every_head_dim_and_gate_law() {
+    for ((t, h, d), law) in [((4, 2, 32), 0), ((3, 2, 32), 1), ((2, 1, 64), 1), ((2, 1, 128), 0)] {
+        let inputs = KdaInputs::with_law(30 + d as u64 + u64::from(law), t, h, d, law);
         let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
         let (want_out, want_state) = recurrence64(&inputs, t, h, d);
-        assert_close(&format!("recurrent out, d = {d}"), &out, &want_out, 1e-5);
-        assert_close(&format!("recurrent state, d = {d}"), &state, &want_state, 1e-5);
+        assert_close(&format!("recurrent out, d = {d}, law {law}"), &out, &want_out, 1e-5);
+        assert_close(&format!("recurrent state, d = {d}, law {law}"), &state, &want_state, 1e-5);
     }
 }
 
 #[test]
 fn recurrent_regs_is_bit_identical_to_recurrent() {
     let (t, h, d) = (3, 2, 32);
-    let inputs = KdaInputs::new(35, t, h, d);
-    let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
-    let (regs_out, regs_state) = decode_steps(Recurrent::Regs, &inputs, t, h, d);
-    assert_eq!(bits(&out), bits(&regs_out));
-    assert_eq!(bits(&state), bits(&regs_state));
+    for law in [0, 1] {
+        let inputs = KdaInputs::with_law(35, t, h, d, law);
+        let (out, state) = decode_steps(Recurrent::Plain, &inputs, t, h, d);
+        let (regs_out, regs_state) = decode_steps(Recurrent::Regs, &inputs, t, h, d);
+        assert_eq!(bits(&out), bits(&regs_out), "law {law}");
+        assert_eq!(bits(&state), bits(&regs_state), "law {law}");
+    }
 }
 
 #[test]
@@ -194,8 +208,7 @@ fn recurrent_hand_case() {
         q: bf16s(&first_channel(&[1.0], d)),
         k: bf16s(&first_channel(&[1.0], d)),
         v: bf16s(&first_channel(&[3.0], d)),
-        gate: vec![0.0; d],
-        beta: vec![0.5],
+        gate: RawGate::channel_zero(0.0, &[0.0], d),
         state: first_channel(&[2.0], d * d),
     };
     let (state, out) = try_step(Recurrent::Plain, &inputs, &inputs.state, 0, [1, d], 1.0).ok();
@@ -219,5 +232,16 @@ fn recurrent_refuses_a_short_state_and_an_unsupported_head_dim() {
     let reason = try_step(Recurrent::Plain, &inputs, &inputs.state, 0, [h, d], scale(d))
         .refused(&(inputs.state.clone(), vec![0.0; h * d]));
     let refusal = "`glm5next_kda.recurrent`: the launch does not meet `d == 32 || d == 64 || d == 128`";
+    assert!(reason.starts_with(refusal), "{reason}");
+}
+
+#[test]
+fn recurrent_refuses_an_unknown_gate_law() {
+    let (h, d) = (2, 32);
+    let mut inputs = KdaInputs::new(38, 1, h, d);
+    inputs.gate.law = 2;
+    let reason = try_step(Recurrent::Regs, &inputs, &inputs.state, 0, [h, d], scale(d))
+        .refused(&(inputs.state.clone(), vec![0.0; h * d]));
+    let refusal = "`glm5next_kda.recurrent_regs`: the launch does not meet `law <= 1` (b = 1, slots = 1, h = 2, d = 32, ldb = 2, law = 2, ";
     assert!(reason.starts_with(refusal), "{reason}");
 }
