@@ -259,30 +259,34 @@ impl<'g> Glm5NextKdaBlock<'g> {
             },
         )?;
         let ForgetGate { g_raw, dt_bias, a_log, b_raw, ldb, law, lower_bound } = self.forget_gate(front);
-        let step = args::recurrent {
-            qkv: scratch.conv_out.view(),
-            g_raw,
-            dt_bias,
-            a_log,
-            b_raw,
-            pool: recurrent_pool.view_mut(),
-            slot: rows.slot,
-            out: scratch.core.view_mut(),
-            b,
-            slots: capacity,
-            h: g.heads,
-            d: g.head_dim,
-            ldb,
-            law,
-            scale: g.scale(),
-            lower_bound,
-        };
         let geometry = launch::recurrent(g.heads, g.head_dim, b);
-        // The two kernels are one contract (bit-identical, same params): the shared-memory one
-        // where the target has it.
+        // The two kernels are one contract (bit-identical, same params), each with its own
+        // argument struct: the one holding each state column in registers where the target has it.
+        macro_rules! step {
+            ($entry:ident) => {
+                args::$entry {
+                    qkv: scratch.conv_out.view(),
+                    g_raw,
+                    dt_bias,
+                    a_log,
+                    b_raw,
+                    pool: recurrent_pool.view_mut(),
+                    slot: rows.slot,
+                    out: scratch.core.view_mut(),
+                    b,
+                    slots: capacity,
+                    h: g.heads,
+                    d: g.head_dim,
+                    ldb,
+                    law,
+                    scale: g.scale(),
+                    lower_bound,
+                }
+            };
+        }
         match self.kernels.recurrent_regs {
-            Some(_) => self.kernels.launch_recurrent_regs(gpu, geometry, regs_args(step))?,
-            None => self.kernels.launch_recurrent(gpu, geometry, step)?,
+            Some(_) => self.kernels.launch_recurrent_regs(gpu, geometry, step!(recurrent_regs))?,
+            None => self.kernels.launch_recurrent(gpu, geometry, step!(recurrent))?,
         }
         let gated = (scratch.core.view(), scratch.front.out_gate.view());
         self.back_end(gpu, gated, b, (&mut scratch.normed, &mut scratch.front.partials), rows.out)
@@ -517,44 +521,4 @@ struct ForgetGate<'a> {
     ldb: u32,
     law: u32,
     lower_bound: f32,
-}
-
-/// The arguments of `recurrent` for `recurrent_regs`, which shares its contract.
-fn regs_args(step: args::recurrent<'_>) -> args::recurrent_regs<'_> {
-    let args::recurrent {
-        qkv,
-        g_raw,
-        dt_bias,
-        a_log,
-        b_raw,
-        pool,
-        slot,
-        out,
-        b,
-        slots,
-        h,
-        d,
-        ldb,
-        law,
-        scale,
-        lower_bound,
-    } = step;
-    args::recurrent_regs {
-        qkv,
-        g_raw,
-        dt_bias,
-        a_log,
-        b_raw,
-        pool,
-        slot,
-        out,
-        b,
-        slots,
-        h,
-        d,
-        ldb,
-        law,
-        scale,
-        lower_bound,
-    }
 }
