@@ -45,20 +45,6 @@ __device__ __forceinline__ bool recurrent_launch_ok(u32 h, u32 d) {
            d % RECURRENT_VPB == 0 && blockIdx.x < h && (blockIdx.y + 1) * RECURRENT_VPB <= d;
 }
 
-// Stages one head's inputs: q and k point at that head's D values, `at` is their row's first
-// element in g_raw, `channel` the head's first channel.
-template <u32 D>
-__device__ __forceinline__ void stage_inputs(StepInputs& in, const bf16* q, const bf16* k, const ForgetGate& forget,
-                                             size_t at, u32 channel, float rate, float scale) {
-#pragma unroll
-    for (u32 i = threadIdx.x; i < D; i += RECURRENT_VPB) {
-        in.decay[i] = expf(forget.log_decay(at + i, channel + i, rate));
-        in.k[i] = widen(k[i]);
-        in.q_scaled[i] = widen(q[i]) * scale;
-    }
-    __syncthreads();
-}
-
 // The two passes over one column of D elements, UNROLL steps at a time. `Src` is where pass 1 reads
 // the column, `Mid` holds the decayed column between the passes, `Dst` receives the updated column:
 // element i of each is at `ptr[i * stride]`. Only the memory differs between the entries, never an
@@ -127,6 +113,19 @@ __device__ __forceinline__ bool step_row(StepRow& at, const bf16* qkv, const For
     return true;
 }
 
+// Stages the inputs of the head `at` names.
+template <u32 D>
+__device__ __forceinline__ void stage_inputs(StepInputs& in, const StepRow& at, const ForgetGate& forget,
+                                             float scale) {
+#pragma unroll
+    for (u32 i = threadIdx.x; i < D; i += RECURRENT_VPB) {
+        in.decay[i] = expf(forget.log_decay(at.gate_at + i, at.channel + i, at.rate));
+        in.k[i] = widen(at.k[i]);
+        in.q_scaled[i] = widen(at.q[i]) * scale;
+    }
+    __syncthreads();
+}
+
 // qkv [b, 3·h·d] bf16 (q | k | v per row); g_raw [b, h, d], dt_bias [h·d], a_log [h],
 // b_raw [b, ldb], law and lower_bound (the forget gate and beta, kda_gate.cuh);
 // pool [slots, h, d, d] f32 (K-major: S[hd][k][v] at (hd·d + k)·d + v within a slot), slot [b],
@@ -144,7 +143,7 @@ extern "C" __global__ void kda_recurrent_decode_bf16(const bf16* __restrict__ qk
     StepRow at;
     if (!step_row(at, qkv, forget, pool, slot, out, b, slots, h, d)) return;
     with_head_dim(d, [&](auto dim) {
-        stage_inputs<decltype(dim)::value>(in, at.q, at.k, forget, at.gate_at, at.channel, at.rate, scale);
+        stage_inputs<decltype(dim)::value>(in, at, forget, scale);
         // Unrolled 8 steps at a time, so that pass 2 reads the column back from memory (unrolled
         // whole, nvcc forwards pass 1's stores to it).
         *at.out = update_column<decltype(dim)::value, 8>(at.column, d, at.column, d, at.column, d, in, at.beta,
@@ -175,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(RECURRENT_VPB, REGS_BLOCKS_PER_SM)
         float column[D];
 #pragma unroll
         for (u32 i = 0; i < D; ++i) column[i] = at.column[i * D];
-        stage_inputs<D>(in, at.q, at.k, forget, at.gate_at, at.channel, at.rate, scale);
+        stage_inputs<D>(in, at, forget, scale);
         // Row stride D, not d (equal here): a compile-time stride makes every row's address an
         // immediate offset of one pointer, where d's would hold D 64-bit addresses live from the
         // loads to the stores.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use kda::cases::{Check, HostData, KernelCase};
-use kda::geometry::KdaGeometry;
+use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::Glm5NextKdaKernels;
 use kda::weights::{HostWeights, synthetic_hidden};
 use kda_build::cuda::KernelBuild;
@@ -191,9 +191,17 @@ fn finish(mut report: EmulateReport, running: Instant) -> EmulateReport {
 fn geometries(shapes: Shapes) -> anyhow::Result<Vec<(String, KdaGeometry, Vec<u32>)>> {
     let mut runs = Vec::new();
     for head_dim in [32, 64, 128] {
+        // Head dim 128 under the softplus law, the others the bounded one: every run takes both.
+        let gate_law = if head_dim == 128 { GateLaw::Softplus } else { KdaGeometry::tiny().gate_law };
         for chunk in [32, 64] {
-            let geometry =
-                KdaGeometry { hidden: 2 * head_dim, heads: 2, head_dim, chunk, ..KdaGeometry::tiny() };
+            let geometry = KdaGeometry {
+                hidden: 2 * head_dim,
+                heads: 2,
+                head_dim,
+                chunk,
+                gate_law,
+                ..KdaGeometry::tiny()
+            };
             geometry.validate().with_context(|| format!("head dim {head_dim}, chunk {chunk}"))?;
             let tokens = match shapes {
                 // t ≡ 1 (mod C) reaches the chunk kernels' one-row tail; C − 1 a partial chunk;
@@ -204,7 +212,8 @@ fn geometries(shapes: Shapes) -> anyhow::Result<Vec<(String, KdaGeometry, Vec<u3
                 Shapes::Ci => continue,
                 Shapes::Edge => vec![1, 5, chunk - 1, chunk, chunk + 1, 2 * chunk + 1, 100],
             };
-            runs.push((format!("d{head_dim} c{chunk}"), geometry, tokens));
+            let law = if gate_law == GateLaw::Softplus { ", softplus" } else { "" };
+            runs.push((format!("d{head_dim} c{chunk}{law}"), geometry, tokens));
         }
     }
     Ok(runs)
@@ -289,6 +298,10 @@ mod tests {
         // whole last chunk.
         assert!(has(32, 32, 33) && has(64, 64, 65) && has(128, 64, 63) && has(32, 32, 1), "{ci:?}");
         assert!(has(32, 32, 32), "{ci:?}");
+        let laws = |runs: &[(String, KdaGeometry, Vec<u32>)]| {
+            runs.iter().map(|(_, g, _)| g.gate_law).collect::<Vec<_>>()
+        };
+        assert!(laws(&ci).contains(&GateLaw::Softplus) && laws(&ci).contains(&KdaGeometry::tiny().gate_law));
         let edge = geometries(Shapes::Edge).unwrap();
         assert_eq!(edge.len(), 6);
         for (_, geometry, tokens) in &edge {

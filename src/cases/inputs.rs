@@ -119,10 +119,13 @@ impl GateInputs {
     /// row by g_raw, on heads of rate e^{a_log} within e^{±0.3}. Under the bounded law of −5 that
     /// is a log-decay from about −2e-5 to −3.7 a step, so that slow channels carry their keys
     /// across a whole chunk, as a model's do (gates drawn anew for every row leave nothing of a
-    /// key 16 rows on, and with it no test of the chunk kernels' terms between sub-blocks). β's
-    /// projections in [−3, 3): β within (0.04, 0.96).
+    /// key 16 rows on, and with it no test of the chunk kernels' terms between sub-blocks). The
+    /// last channel of each head has a bias of 100, past where e^x overflows f32: softplus must
+    /// take x itself there, or its gate is −inf and the chunk form's differences of cumulative
+    /// gates NaN. β's projections in [−3, 3): β within (0.04, 0.96).
     pub(super) fn draw(rng: &mut SplitMix64, s: Shape, rows: u32) -> Self {
-        let dt_bias = uniform(rng, s.qkv, -8.0, 0.0);
+        let mut dt_bias = uniform(rng, s.qkv, -8.0, 0.0);
+        dt_bias.chunks_mut(s.d as usize).for_each(|head| *head.last_mut().unwrap() = 100.0);
         let a_log = uniform(rng, s.h, -0.3, 0.3);
         let g_raw = bf16_vec(&uniform(rng, rows * s.qkv, -0.5, 0.5));
         let b_raw = bf16_vec(&uniform(rng, rows * s.h, -3.0, 3.0));

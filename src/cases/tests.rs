@@ -155,7 +155,10 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     let sdec = prepared.iter().find(|output| output.name == "sdec").unwrap();
     assert_eq!(sdec.data.as_f32().unwrap(), f32s(&scan, "sdec"));
     // The gate's raw inputs: a bias of its own per channel, β's projection its stacked width apart.
-    assert!(f32s(&prepare, "dt_bias").iter().all(|&b| (-8.0..0.0).contains(&b)));
+    let dt_bias = f32s(&prepare, "dt_bias");
+    for head in dt_bias.chunks(d) {
+        assert!(head[..d - 1].iter().all(|&b| (-8.0..0.0).contains(&b)) && head[d - 1] == 100.0);
+    }
     let b_raw = prepare.buffer("b_raw").unwrap().data.as_bf16().unwrap();
     assert_eq!(b_raw.len(), (t - 1) * InputProjection::stacked_width(&geometry) as usize + 2);
     assert!(f32s(&scan, "state").iter().any(|&x| x != 0.0));
