@@ -310,9 +310,9 @@ def op_loop_bound() -> list[Mutant]:
 # The decay sites: (file, exact original text, replacement, what it does). Every code occurrence of
 # the text is a site. The cumulative log-decay is `gc` (prepare's attention stage holds it as
 # `st.g(row, x)`, its last real row is `closing`); the scan takes its decays from prepare (`sdec`);
-# the recurrent kernels' is `in.decay`, e^{gate}.
+# the recurrent kernels' is `in.decay`, e^{gate}. Both take each gate from `ForgetGate::log_decay`.
 DECAY_SITES = [
-    ("kda_chunk.cu", "gate[at(i) + x]", "gate[at(i + 1) + x]",
+    ("kda_chunk.cu", "forget.log_decay(at(i) + x, channel, rate)", "forget.log_decay(at(i + 1) + x, channel, rate)",
      "prepare: cumulative log-decay gc[i] sums the gate of position i + 1"),
     ("kda_chunk.cu", "expf(st.g(i, xx) - st.g(j, xx))", "expf(st.g(j, xx) - st.g(i, xx))",
      "prepare, pairs within a sub-block: exp(gc_i - gc_j) -> exp(gc_j - gc_i)"),
@@ -333,8 +333,8 @@ DECAY_SITES = [
      "prepare, sdec: the next channel's closing decay"),
     ("kda_chunk.cu", "sdec_at[8]", "sdec_at[9]",
      "scan: state row k + 8 decayed by the next channel's sdec"),
-    ("kda_recurrent.cu", "expf(gate[i])", "expf(gate[i + 1])",
-     "recurrent: decay[i] = e^{g[i+1]}"),
+    ("kda_recurrent.cu", "forget.log_decay(at.gate_at + i, at.channel + i, at.rate)",
+     "forget.log_decay(at.gate_at + i + 1, at.channel + i + 1, at.rate)", "recurrent: decay[i] = e^{g[i+1]}"),
     ("kda_recurrent.cu", "* in.decay[i]", "* in.decay[i + 1]",
      "recurrent: pass 1 decays row i by decay[i+1]"),
 ]

@@ -25,7 +25,7 @@ pub enum GateLaw {
 }
 
 impl GateLaw {
-    /// The `law` argument of `kda_gate_bf16`.
+    /// The `law` argument of `chunk_prepare` and the recurrent kernels.
     pub fn code(self) -> u32 {
         match self {
             GateLaw::Bounded { .. } => 0,
@@ -33,7 +33,8 @@ impl GateLaw {
         }
     }
 
-    /// The `lower_bound` argument of `kda_gate_bf16` (unused by the softplus law).
+    /// The `lower_bound` argument of `chunk_prepare` and the recurrent kernels (unused by the
+    /// softplus law).
     pub fn lower_bound(self) -> f32 {
         match self {
             GateLaw::Bounded { lower_bound } => lower_bound,
