@@ -86,8 +86,8 @@ struct Shape {
     hidden: u32,
     /// The sequences of a batched decode case: `t`, at most [`MAX_CASE_BATCH`].
     batch: u32,
-    /// The row stride of the block's stacked projections, with which the conv and the gate read
-    /// their inputs in place ([`InputProjection`]).
+    /// The row stride of the block's stacked projections, with which the convs and the forget
+    /// gate's consumers read their inputs in place ([`InputProjection`]).
     stacked: u32,
 }
 

@@ -39,9 +39,10 @@
 //! weights count once per launch. Some kernels touch less than the view the block hands them, and
 //! count what they touch:
 //! - an operand read in rows a stride apart (the columns of one projection among the stacked
-//!   projections' outputs: the dense products' `a` or `x`, the convs' `x`, the gate's `b_raw`)
-//!   counts its rows times their width, not the view that spans them (nor, for the single-row
-//!   `gemv`, the rest of the stacked row after its `k` elements);
+//!   projections' outputs: the dense products' `a` or `x`, the convs' `x`, the `b_raw` of
+//!   `chunk_prepare` and the recurrent kernels) counts its rows times their width, not the view
+//!   that spans them (nor, for the single-row `gemv`, the rest of the stacked row after its `k`
+//!   elements);
 //! - `conv_prefill` writes the first `t` rows of its `q`, `k` and `v` (the rows past them are the
 //!   chunk padding): `t·qkv` elements each;
 //! - the decode kernels' `pool [slots, …]` is touched only in the `b` slots the batch rows name:
