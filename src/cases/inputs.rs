@@ -144,7 +144,7 @@ impl GateInputs {
 }
 
 /// `ldb, law, scale, lower_bound`: the last scalars of `chunk_prepare` and the recurrent kernels.
-pub(super) fn gate_scalars(s: Shape) -> [CaseArg; 4] {
+pub(super) fn gate_and_scale_scalars(s: Shape) -> [CaseArg; 4] {
     let law = s.geometry.gate_law;
     [
         CaseArg::u32("ldb", s.stacked),
@@ -200,7 +200,7 @@ impl ChunkInputs {
             CaseArg::u32("d", s.d),
             CaseArg::u32("c", s.geometry.chunk),
         ]);
-        args.extend(gate_scalars(s));
+        args.extend(gate_and_scale_scalars(s));
         args
     }
 }
@@ -326,7 +326,7 @@ pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch
         CaseArg::u32("h", s.h),
         CaseArg::u32("d", s.d),
     ]);
-    args.extend(gate_scalars(s));
+    args.extend(gate_and_scale_scalars(s));
     args
 }
 
