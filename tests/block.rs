@@ -586,9 +586,18 @@ fn a_state_of_another_geometry_or_backend_is_refused_and_nothing_is_written() {
     assert!(matches!(block.decode_step(&mut state, &hidden), Err(BlockError::State { .. })));
 }
 
-/// Memory that was never allocated: only its length is ever looked at.
-struct NoMemory;
-impl BufferStorage for NoMemory {}
+/// Memory that was never allocated: `0` bf16 elements claimed, only the length ever looked at.
+struct NoMemory(usize);
+
+impl BufferStorage for NoMemory {
+    fn dtype(&self) -> DType {
+        DType::Bf16
+    }
+
+    fn len(&self) -> usize {
+        self.0
+    }
+}
 
 #[test]
 fn more_tokens_than_the_kernels_sizes_hold_are_refused_before_anything_is_allocated() {
@@ -599,13 +608,8 @@ fn more_tokens_than_the_kernels_sizes_hold_are_refused_before_anything_is_alloca
     let allocated = gpu.allocations();
     let tokens = geometry.max_tokens() as usize + 1;
     // The length of such an input is all the block may look at: claim it without the memory.
-    let hidden = DeviceBuffer::new(
-        BackendId::fresh(),
-        DType::Bf16,
-        tokens * geometry.hidden as usize,
-        Box::new(NoMemory),
-    )
-    .unwrap();
+    let hidden =
+        DeviceBuffer::new(BackendId::fresh(), Box::new(NoMemory(tokens * geometry.hidden as usize))).unwrap();
     let error = block.prefill(&mut state, &hidden).unwrap_err();
     let BlockError::Geometry(GeometryError::TooManyTokens { tokens: found, max }) = error else {
         panic!("{error}")

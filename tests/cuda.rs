@@ -37,21 +37,26 @@ fn two_sets_carrying_one_module_are_refused_as_such_with_or_without_a_gpu() {
     // Another set of this crate's namespace with its first module: which `gemm` a lookup would
     // find would be a guess. Checked before the device is opened, so a machine without a GPU
     // reports this mistake, not its missing driver.
-    static AGAIN: kda_runtime::ImageSet = kda_runtime::ImageSet {
-        namespace: KERNEL_IMAGES.namespace,
-        images: &[kda_runtime::KernelImage {
-            module: "gemm",
-            fatbin: &[],
-            coverage: kda_runtime::ImageCoverage { sass: &[], ptx: None },
-        }],
-        missing: None,
+    // SAFETY: the set is refused (or, without nvcc, carried and never looked up) before any of
+    // its images is loaded.
+    static AGAIN: kda_runtime::ImageSet = unsafe {
+        kda_runtime::ImageSet::from_build(
+            KERNEL_IMAGES.namespace(),
+            &[kda_runtime::KernelImage {
+                module: "gemm",
+                fatbin: &[],
+                coverage: kda_runtime::ImageCoverage { sass: &[], ptx: None },
+                entries: &[],
+            }],
+            None,
+        )
     };
     match CudaBackend::new(0, &[&KERNEL_IMAGES, &AGAIN]) {
-        Err(BackendError::DuplicateModule(duplicate)) if !KERNEL_IMAGES.images.is_empty() => {
+        Err(BackendError::DuplicateModule(duplicate)) if !KERNEL_IMAGES.images().is_empty() => {
             assert_eq!((duplicate.module, duplicate.sets), ("gemm", (0, 1)));
         }
         // Built without nvcc: this crate's set is empty, so only `AGAIN` carries `gemm`.
-        Err(BackendError::Unavailable { .. }) | Ok(_) if KERNEL_IMAGES.images.is_empty() => {}
+        Err(BackendError::Unavailable { .. }) | Ok(_) if KERNEL_IMAGES.images().is_empty() => {}
         other => panic!("expected a duplicate module, got {:?}", other.map(|_| "a backend")),
     }
 }
@@ -63,9 +68,9 @@ fn contains(bytes: &[u8], needle: &[u8]) -> bool {
 
 #[test]
 fn the_embedded_images_cover_every_entry_of_the_table() {
-    if let Some(why) = KERNEL_IMAGES.missing {
+    if let Some(why) = KERNEL_IMAGES.missing() {
         // Built without nvcc (CI builds with it, KDA_REQUIRE_NVCC=1): no image, and why.
-        assert!(KERNEL_IMAGES.images.is_empty());
+        assert!(KERNEL_IMAGES.images().is_empty());
         assert!(why.contains("nvcc"), "{why}");
         return;
     }

@@ -108,7 +108,7 @@ fn a_replayed_decode_step_is_decode_batch_bit_for_bit() {
 fn the_driver_runs_every_kernel_in_a_process_of_its_own_with_the_same_results() {
     // The sanitizer runs go through the driver; here it is the plain build's, so this checks the
     // request and response path itself: every argument there and every written buffer back.
-    let driver = EMULATED_KERNELS.driver.expect("the emulated build makes a driver");
+    let driver = EMULATED_KERNELS.driver().expect("the emulated build makes a driver");
     let gpu = DriverBackend::new(driver, &[&EMULATED_KERNELS], 7).unwrap();
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     assert_parity(&gpu, &kernels, &[("tiny", tiny(), &[33])]);

@@ -25,7 +25,7 @@ use support::{
 
 /// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
 fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
-    if let Some(why) = KERNEL_IMAGES.missing {
+    if let Some(why) = KERNEL_IMAGES.missing() {
         panic!("no CUDA kernel images in this test binary: {why}");
     }
     let gpu = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap_or_else(|error| panic!("no GPU: {error}"));

@@ -17,7 +17,7 @@ fn compiled_layout(module: &str, entry: &str) -> Vec<ParamSlot> {
 
 /// Whether this build compiled the kernels (CI always does: `KDA_REQUIRE_NVCC=1`).
 fn compiled() -> bool {
-    match KERNEL_IMAGES.missing {
+    match KERNEL_IMAGES.missing() {
         Some(why) => {
             assert!(std::env::var("KDA_REQUIRE_NVCC").as_deref() != Ok("1"), "nvcc is required: {why}");
             eprintln!("no kernels were compiled ({why}): nothing to compare");

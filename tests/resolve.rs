@@ -34,7 +34,7 @@ fn the_entries_resolve_in_the_namespace_of_the_images_built_from_their_manifest(
     let namespace = Glm5NextKdaKernels::NAMESPACE;
     assert_eq!(namespace, concat!("kda@", env!("CARGO_PKG_VERSION"), ":kernels.toml"));
     assert!(Glm5NextKdaKernels::ENTRIES.iter().all(|entry| entry.namespace == namespace));
-    assert_eq!(KERNEL_IMAGES.namespace, namespace);
+    assert_eq!(KERNEL_IMAGES.namespace(), namespace);
     // Another crate's table of the same modules is not carried by a target carrying this one.
     let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
     let theirs = KernelEntry { namespace: "theirs@1.0.0:kernels.toml", ..*glm5next_kda::gemm::ENTRY };

@@ -90,14 +90,25 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     let libraries =
         built.emulated.iter().zip(&paths).map(|(library, path)| (&*library.module, &*library.entry, &**path));
     let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
-    let set = EmulatedSet::leak(Glm5NextKdaKernels::NAMESPACE, libraries, driver.as_deref());
+    // SAFETY: the libraries and the driver are what the emulated build just wrote from this
+    // manifest's modules, whose entries `Glm5NextKdaKernels::ENTRIES` are (the emulator compares each
+    // library's C parameter types with its entry's signature at lookup).
+    #[allow(unsafe_code)]
+    let set = unsafe {
+        EmulatedSet::leak(
+            Glm5NextKdaKernels::NAMESPACE,
+            libraries,
+            &Glm5NextKdaKernels::ENTRIES,
+            driver.as_deref(),
+        )
+    };
     let selected = selection(&options.only)?;
     let picked = |cases: Vec<KernelCase>| cases.into_iter().filter(|case| selected(case.field()));
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
     let gpu: Box<dyn GpuBackend> = match options.sanitizer {
         None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
         Some(_) => {
-            let driver = set.driver.context("the emulated build made no driver")?;
+            let driver = set.driver().context("the emulated build made no driver")?;
             Box::new(DriverBackend::new(driver, &[set], options.seed)?)
         }
     };

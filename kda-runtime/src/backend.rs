@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::signature::ScalarKind;
 use crate::{
-    BackendError, DType, DeviceBuffer, Element, KernelEntry, KernelHandle, LookupError, View, ViewMut,
+    BackendError, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle, LookupError, View, ViewMut,
 };
 
 /// Grid and block dimensions of a launch, and its dynamic shared memory.
@@ -248,8 +248,10 @@ pub trait GpuBackend: Send + Sync {
     /// Captures the launches `work` issues, on the backend it is handed, into a [`DeviceGraph`]
     /// that runs them again as one unit, where this backend has graphs; `Ok(None)` without running
     /// `work` where it has none, which is the default. The launches are checked as always, and a
-    /// capture does not run them: launching the graph does. `work` must issue launches only (no
-    /// allocation, copy or synchronization).
+    /// capture does not run them: launching the graph does. `work` issues launches only: the
+    /// backend it is handed refuses allocations, copies, synchronization and unchecked launches
+    /// ([`Capture`](crate::graph::Capture) records what each launch binds for the graph's
+    /// [`bindings`](DeviceGraph::bindings)).
     ///
     /// Safe code launches a graph through [`LaunchList::capture`](crate::replay::LaunchList::capture),
     /// which binds it to the buffers it was captured on.
@@ -260,20 +262,6 @@ pub trait GpuBackend: Send + Sync {
         let _ = work;
         Ok(None)
     }
-}
-
-/// Launches captured by [`GpuBackend::capture`], replayable as one unit (a CUDA graph): the
-/// launch overhead of a whole step paid once. A graph keeps alive the code it runs, not the
-/// buffers it touches.
-pub trait DeviceGraph: Send + Sync {
-    /// Runs the captured launches again, in order, with the arguments they were captured with.
-    ///
-    /// # Safety
-    ///
-    /// Every buffer the captured launches use is still allocated (the graph holds their
-    /// addresses), and every buffer they write has no other view in use until they finish: the
-    /// borrows the captured launches held hold again.
-    unsafe fn launch(&self) -> Result<(), BackendError>;
 }
 
 /// Typed transfers on any backend, built on the byte-level methods of [`GpuBackend`].

@@ -64,33 +64,41 @@ impl Element for u32 {
 
 /// A backend's memory behind a [`DeviceBuffer`]; dropping it frees the memory.
 ///
-/// Backends downcast it back to their own type (through `Any`) when the buffer comes back to them.
-pub trait BufferStorage: Any + Send + Sync {}
+/// The storage is the one owner of its element type and length: a buffer asks its storage each
+/// time, so replacing the storage (through [`DeviceBuffer::storage_mut`]) can never leave the
+/// buffer describing memory it no longer has. Backends downcast it back to their own type
+/// (through `Any`) when the buffer comes back to them, and dereference only their own types, whose
+/// `dtype` and `len` are the memory they hold.
+pub trait BufferStorage: Any + Send + Sync {
+    /// The element type of the memory.
+    fn dtype(&self) -> DType;
+    /// The number of elements the memory holds.
+    fn len(&self) -> usize;
 
-/// Memory on a backend, `len` elements of `dtype` (whose byte size fits `usize`). Dropping it
-/// frees the memory.
+    /// Whether the memory holds no element.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Memory on a backend: elements of one [`DType`], as many as its storage holds. Dropping it frees
+/// the memory.
 pub struct DeviceBuffer {
     id: u64,
     backend: BackendId,
-    dtype: DType,
-    len: usize,
     storage: Box<dyn BufferStorage>,
 }
 
 impl DeviceBuffer {
-    /// Wraps `storage` that `backend` allocated for `len` elements of `dtype`; an error where the
-    /// byte size overflows `usize` (no backend could have allocated it).
-    pub fn new(
-        backend: BackendId,
-        dtype: DType,
-        len: usize,
-        storage: Box<dyn BufferStorage>,
-    ) -> Result<Self, BackendError> {
+    /// Wraps `storage` that `backend` allocated; an error where its byte size overflows `usize`
+    /// (no backend could have allocated it).
+    pub fn new(backend: BackendId, storage: Box<dyn BufferStorage>) -> Result<Self, BackendError> {
+        let (dtype, len) = (storage.dtype(), storage.len());
         dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
         // 2^64 buffers are out of reach, so ids do not repeat.
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        Ok(Self { id, backend, dtype, len, storage })
+        Ok(Self { id, backend, storage })
     }
 
     /// A number no other buffer of this process has: what a [recording](crate::replay) names a
@@ -104,30 +112,31 @@ impl DeviceBuffer {
         self.backend
     }
 
-    /// The element type.
+    /// The element type, as the storage holds it.
     pub fn dtype(&self) -> DType {
-        self.dtype
+        self.storage.dtype()
     }
 
-    /// The number of elements.
+    /// The number of elements, as the storage holds them.
     pub fn len(&self) -> usize {
-        self.len
+        self.storage.len()
     }
 
     /// Whether the buffer holds no element.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// The size in bytes.
+    /// The size in bytes (`usize::MAX` for a storage of another backend that reports more).
     pub fn byte_len(&self) -> usize {
-        // `new` refused every length whose byte size overflows.
-        self.len * self.dtype.size()
+        // A backend's own storage holds memory, whose size fits `usize`; only a foreign storage
+        // could report more, and no backend dereferences a foreign storage.
+        self.dtype().bytes(self.len()).unwrap_or(usize::MAX)
     }
 
     /// The whole buffer, read only.
     pub fn view(&self) -> View<'_> {
-        View { buffer: self, range: 0..self.len }
+        View { buffer: self, range: 0..self.len() }
     }
 
     /// Elements `range` of the buffer, read only: the `pointer + offset` a kernel gets for part of
@@ -138,7 +147,7 @@ impl DeviceBuffer {
 
     /// The whole buffer, for a kernel that writes it.
     pub fn view_mut(&mut self) -> ViewMut<'_> {
-        let range = 0..self.len;
+        let range = 0..self.len();
         ViewMut { buffer: self, range }
     }
 
@@ -153,7 +162,8 @@ impl DeviceBuffer {
         (&*self.storage as &dyn Any).downcast_ref()
     }
 
-    /// The backend's storage, mutably, if it is an `S`.
+    /// The backend's storage, mutably, if it is an `S`. Replacing it replaces what the buffer is:
+    /// its element type and length are the new storage's.
     pub fn storage_mut<S: BufferStorage>(&mut self) -> Option<&mut S> {
         (&mut *self.storage as &mut dyn Any).downcast_mut()
     }
@@ -163,8 +173,8 @@ impl fmt::Debug for DeviceBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceBuffer")
             .field("backend", &self.backend)
-            .field("dtype", &self.dtype)
-            .field("len", &self.len)
+            .field("dtype", &self.dtype())
+            .field("len", &self.len())
             .finish_non_exhaustive()
     }
 }
@@ -204,7 +214,7 @@ macro_rules! view_accessors {
 
         /// The element type.
         pub fn dtype(&self) -> DType {
-            self.buffer.dtype
+            self.buffer.dtype()
         }
 
         /// The range, if it lies inside the buffer.
@@ -214,9 +224,14 @@ macro_rules! view_accessors {
 
         /// The viewed bytes of the buffer, if the range lies inside it.
         pub fn checked_byte_range(&self) -> Result<Range<usize>, BackendError> {
-            // Inside a buffer, whose byte size fits `usize` (`DeviceBuffer::new`).
-            let size = self.buffer.dtype.size();
-            self.checked_range().map(|range| range.start * size..range.end * size)
+            let size = self.buffer.dtype().size();
+            let range = self.checked_range()?;
+            // Inside a buffer whose storage holds it, so its byte size fits `usize`; checked all
+            // the same, as a foreign storage may report any length.
+            match (range.start.checked_mul(size), range.end.checked_mul(size)) {
+                (Some(start), Some(end)) => Ok(start..end),
+                _ => Err(BackendError::TooLarge { dtype: self.buffer.dtype(), len: range.end }),
+            }
         }
     };
 }
@@ -270,9 +285,10 @@ impl<'a> From<&'a mut DeviceBuffer> for ViewMut<'a> {
 }
 
 fn checked_range(buffer: &DeviceBuffer, range: &Range<usize>) -> Result<Range<usize>, BackendError> {
-    if range.start <= range.end && range.end <= buffer.len {
+    let len = buffer.len();
+    if range.start <= range.end && range.end <= len {
         Ok(range.clone())
     } else {
-        Err(BackendError::SliceOutOfBounds { range: range.clone(), len: buffer.len })
+        Err(BackendError::SliceOutOfBounds { range: range.clone(), len })
     }
 }

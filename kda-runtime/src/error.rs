@@ -14,7 +14,7 @@ pub enum BackendError {
         reason: String,
     },
     /// A handle or buffer of another backend instance was passed in.
-    #[error("{what} was issued by another backend than {backend}")]
+    #[error("{what} does not belong to {backend}, which refuses it")]
     ForeignResource {
         /// What was foreign: "kernel handle 0x…" or "a device buffer".
         what: String,

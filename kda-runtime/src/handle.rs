@@ -23,6 +23,20 @@ impl BackendId {
     }
 }
 
+impl BackendId {
+    /// The id's number, for names (a file, a message).
+    pub(crate) fn number(self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Display for BackendId {
+    /// `backend #4`, the form messages name a backend by where they know nothing else of it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "backend #{}", self.0)
+    }
+}
+
 /// A resolved kernel entry point: which backend issued it and that backend's index for it.
 ///
 /// The backend id is non-zero, so `Option<KernelHandle>` is as small as the handle. A handle is
@@ -52,7 +66,7 @@ impl KernelHandle {
 
 impl std::fmt::Display for KernelHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "kernel handle {} of backend {}", self.index, self.backend.0)
+        write!(f, "kernel handle {} of {}", self.index, self.backend)
     }
 }
 

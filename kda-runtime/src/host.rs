@@ -18,7 +18,23 @@ pub enum HostStorage {
     U32(Vec<u32>),
 }
 
-impl BufferStorage for HostStorage {}
+impl BufferStorage for HostStorage {
+    fn dtype(&self) -> DType {
+        match self {
+            HostStorage::Bf16(_) => DType::Bf16,
+            HostStorage::F32(_) => DType::F32,
+            HostStorage::U32(_) => DType::U32,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            HostStorage::Bf16(data) => data.len(),
+            HostStorage::F32(data) => data.len(),
+            HostStorage::U32(data) => data.len(),
+        }
+    }
+}
 
 impl HostStorage {
     /// `len` zeroed elements of `dtype`, or an error where the host cannot hold them (instead of
@@ -117,24 +133,24 @@ impl HostMemory {
 
     /// A zeroed buffer of `len` elements of `dtype`.
     pub fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::zeroed(dtype, len)?))
+        DeviceBuffer::new(self.backend, Box::new(HostStorage::zeroed(dtype, len)?))
     }
 
     /// A buffer of `len` elements of `dtype`, every byte `byte`.
     pub fn alloc_filled(&self, dtype: DType, len: usize, byte: u8) -> Result<DeviceBuffer, BackendError> {
-        DeviceBuffer::new(self.backend, dtype, len, Box::new(HostStorage::filled(dtype, len, byte)?))
+        DeviceBuffer::new(self.backend, Box::new(HostStorage::filled(dtype, len, byte)?))
     }
 
     /// The storage of `buffer`, if this backend allocated it.
     pub fn storage<'b>(&self, buffer: &'b DeviceBuffer) -> Result<&'b HostStorage, BackendError> {
         self.check_owner(buffer)?;
-        buffer.storage().ok_or_else(|| self.foreign_buffer())
+        buffer.storage().ok_or_else(|| self.foreign_buffer(buffer))
     }
 
     /// The storage of `buffer`, mutably, if this backend allocated it.
     pub fn storage_mut<'b>(&self, buffer: &'b mut DeviceBuffer) -> Result<&'b mut HostStorage, BackendError> {
         self.check_owner(buffer)?;
-        let foreign = self.foreign_buffer();
+        let foreign = self.foreign_buffer(buffer);
         buffer.storage_mut().ok_or(foreign)
     }
 
@@ -164,13 +180,14 @@ impl HostMemory {
     }
 
     fn check_owner(&self, buffer: &DeviceBuffer) -> Result<(), BackendError> {
-        if buffer.backend() == self.backend { Ok(()) } else { Err(self.foreign_buffer()) }
+        if buffer.backend() == self.backend { Ok(()) } else { Err(self.foreign_buffer(buffer)) }
     }
 
-    fn foreign_buffer(&self) -> BackendError {
+    /// `buffer` refused: named by its id and the backend that allocated it.
+    fn foreign_buffer(&self, buffer: &DeviceBuffer) -> BackendError {
         BackendError::ForeignResource {
-            what: "a device buffer".to_owned(),
-            backend: format!("backend {:?}", self.backend),
+            what: format!("device buffer {} (allocated by {})", buffer.id(), buffer.backend()),
+            backend: self.backend.to_string(),
         }
     }
 }
@@ -231,15 +248,27 @@ mod tests {
         }
     }
 
+    /// Another backend's storage, which claims `0` f32 elements without holding them.
+    struct Claims(usize);
+
+    impl BufferStorage for Claims {
+        fn dtype(&self) -> DType {
+            DType::F32
+        }
+
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+
     #[test]
     fn a_device_buffer_whose_bytes_overflow_usize_cannot_be_made() {
         let id = BackendId::fresh();
-        let empty = || Box::new(HostStorage::F32(Vec::new()));
         let largest = usize::MAX / 4;
-        assert_too_large(DeviceBuffer::new(id, DType::F32, largest + 1, empty()), DType::F32, largest + 1);
+        assert_too_large(DeviceBuffer::new(id, Box::new(Claims(largest + 1))), DType::F32, largest + 1);
         // The largest length whose bytes fit is a buffer (this one claims memory it does not have,
         // which only a backend's own allocation could make true).
-        assert_eq!(DeviceBuffer::new(id, DType::F32, largest, empty()).unwrap().byte_len(), largest * 4);
+        assert_eq!(DeviceBuffer::new(id, Box::new(Claims(largest))).unwrap().byte_len(), largest * 4);
     }
 
     #[test]
@@ -262,15 +291,13 @@ mod tests {
 
     #[test]
     fn memory_refuses_a_buffer_it_did_not_allocate() {
-        struct Elsewhere;
-        impl BufferStorage for Elsewhere {}
         let id = BackendId::fresh();
         let memory = HostMemory::new(id);
         let mut buffer = memory.alloc(DType::U32, 2).unwrap();
         memory.copy_to_device(bytemuck::cast_slice(&[7u32, 8]), &mut buffer).unwrap();
         assert_eq!(memory.storage(&buffer).unwrap(), &HostStorage::U32(vec![7, 8]));
         // The right backend id around another backend's storage, and host memory of another id.
-        let mut disguised = DeviceBuffer::new(id, DType::U32, 2, Box::new(Elsewhere)).unwrap();
+        let mut disguised = DeviceBuffer::new(id, Box::new(Claims(2))).unwrap();
         assert!(matches!(memory.storage_mut(&mut disguised), Err(BackendError::ForeignResource { .. })));
         let other = HostMemory::new(BackendId::fresh());
         let mut bytes = [0u8; 8];

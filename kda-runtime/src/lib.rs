@@ -31,6 +31,7 @@ pub mod cuda;
 pub mod emu;
 mod entry;
 mod error;
+pub mod graph;
 mod handle;
 pub mod host;
 mod image;
@@ -45,13 +46,14 @@ mod stream;
 mod table;
 pub mod testing;
 
-pub use backend::{DeviceGraph, GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
+pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
 pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
+pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};
 pub use handle::{BackendId, KernelHandle};
 pub use image::{
-    CudaArch, EmulatedLibrary, EmulatedModule, EmulatedSet, ImageCoverage, ImageSet, Incompatibility,
+    BuiltEntry, CudaArch, EmulatedLibrary, EmulatedModule, EmulatedSet, ImageCoverage, ImageSet, Incompatibility,
     KernelImage, PtxImage,
 };
 pub use lookup::{LookupError, try_kernel};

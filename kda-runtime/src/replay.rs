@@ -124,7 +124,7 @@ impl LaunchList {
         shared: &[&DeviceBuffer],
         exclusive: &mut [&mut DeviceBuffer],
     ) -> Result<Option<CapturedList>, BackendError> {
-        let bound = bound_ids(shared, exclusive);
+        let bound = Bound::of(shared, exclusive);
         let graph = gpu.capture(&mut |capturing| self.replay(capturing, shared, exclusive))?;
         Ok(graph.map(|graph| CapturedList { graph, bound }))
     }
@@ -133,14 +133,36 @@ impl LaunchList {
 /// A [`LaunchList`] captured into a device graph, bound to the buffers it was captured on.
 pub struct CapturedList {
     graph: Box<dyn crate::DeviceGraph>,
-    /// The ids of the shared, then the exclusive buffers of the capture.
-    bound: Vec<u64>,
+    bound: Bound,
+}
+
+/// The ids of the buffers a capture was bound to, each list apart: a buffer bound exclusive is
+/// never taken for one bound shared.
+#[derive(Debug, PartialEq, Eq)]
+struct Bound {
+    shared: Vec<u64>,
+    exclusive: Vec<u64>,
+}
+
+impl Bound {
+    fn of(shared: &[&DeviceBuffer], exclusive: &[&mut DeviceBuffer]) -> Self {
+        Self {
+            shared: shared.iter().map(|b| b.id()).collect(),
+            exclusive: exclusive.iter().map(|b| b.id()).collect(),
+        }
+    }
+
+    fn matches(&self, shared: &[&DeviceBuffer], exclusive: &[&mut DeviceBuffer]) -> bool {
+        self.shared.iter().copied().eq(shared.iter().map(|b| b.id()))
+            && self.exclusive.iter().copied().eq(exclusive.iter().map(|b| b.id()))
+    }
 }
 
 impl CapturedList {
-    /// Whether `shared` and `exclusive` are the buffers the graph was captured on, in order.
+    /// Whether `shared` and `exclusive` are the buffers the graph was captured on, in order, each
+    /// in the list it was captured in.
     pub fn is_bound_to(&self, shared: &[&DeviceBuffer], exclusive: &[&mut DeviceBuffer]) -> bool {
-        bound_ids(shared, exclusive) == self.bound
+        self.bound.matches(shared, exclusive)
     }
 
     /// Runs the captured launches again on the buffers they were captured on, which must be
@@ -156,20 +178,24 @@ impl CapturedList {
                 "a graph bound to other buffers than it was captured on".to_owned(),
             ));
         }
-        // SAFETY: `DeviceGraph::launch` needs the captured buffers alive and the written ones
-        // exclusively borrowed. Buffer ids are never reused (`DeviceBuffer::id`), so equal ids are
-        // the captured buffers themselves: `shared` borrows them, so they are allocated, and
-        // `exclusive` borrows the written ones mutably (a capture binds writes to exclusive places
-        // only, `LaunchRecorder::record`), as the capture did. The graph's launches are the list's,
-        // each checked against its signature on these buffers when captured, and a buffer's
-        // length and element type never change.
-        unsafe { self.graph.launch() }
+        // The graph's own bindings, not the list's: a backend's `capture` may have handed back a
+        // graph of other launches than this list's.
+        if !self.graph.bindings().are_covered_by(shared, exclusive) {
+            return Err(BackendError::Replay(
+                "the captured graph uses buffers this launch does not bind (or of another shape than \
+                 captured), or writes one bound shared"
+                    .to_owned(),
+            ));
+        }
+        // SAFETY: `DeviceGraph::launch` needs every buffer its bindings name among the buffers it
+        // is given, the written ones among `exclusive`, and each of the shape it was captured
+        // with: `are_covered_by` just checked that (the graph's launches were
+        // checked against their signatures on these buffers when captured). `shared` borrows its
+        // buffers and `exclusive` borrows its buffers mutably for the whole call, so they are
+        // alive and no other view of a written one is in use. Buffer ids are never reused
+        // (`DeviceBuffer::id`), so equal ids are the captured buffers themselves.
+        unsafe { self.graph.launch(shared, exclusive) }
     }
-}
-
-/// The ids of the bound buffers, shared first.
-fn bound_ids(shared: &[&DeviceBuffer], exclusive: &[&mut DeviceBuffer]) -> Vec<u64> {
-    shared.iter().map(|b| b.id()).chain(exclusive.iter().map(|b| b.id())).collect()
 }
 
 /// The arguments of one launch on the buffers now bound. A recorded launch writes each exclusive

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::host::HostMemory;
 use crate::registry::KernelRegistry;
+use crate::graph::Capture;
 use crate::signature::{self, Access};
 use crate::stream::StreamOrder;
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, KernelArg, KernelEntry,
+    BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings, KernelArg, KernelEntry,
     KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
 };
 
@@ -397,14 +398,16 @@ impl GpuBackend for FakeBackend {
             return Ok(None);
         }
         self.record().capturing = Some(Vec::new());
-        let issued = work(self);
+        let capture = Capture::new(self);
+        let issued = work(&capture);
         let launches = {
             let mut record = self.record();
             record.captures += 1;
             record.capturing.take().unwrap_or_default()
         };
         issued?;
-        Ok(Some(Box::new(FakeGraph { record: Arc::clone(&self.record), launches })))
+        let bindings = capture.finish();
+        Ok(Some(Box::new(FakeGraph { record: Arc::clone(&self.record), launches, bindings })))
     }
 
     /// A stream of the fake, numbered from 1 in the order opened, sharing its kernels, memory and
@@ -420,11 +423,16 @@ impl GpuBackend for FakeBackend {
 struct FakeGraph {
     record: Arc<Mutex<Record>>,
     launches: Vec<FakeLaunch>,
+    bindings: GraphBindings,
 }
 
 impl DeviceGraph for FakeGraph {
+    fn bindings(&self) -> &GraphBindings {
+        &self.bindings
+    }
+
     /// Records the captured launches; nothing runs, so nothing relies on the caller's promises.
-    unsafe fn launch(&self) -> Result<(), BackendError> {
+    unsafe fn launch(&self, _: &[&DeviceBuffer], _: &mut [&mut DeviceBuffer]) -> Result<(), BackendError> {
         let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
         record.graph_launches += 1;
         record.launches.extend(self.launches.iter().cloned());

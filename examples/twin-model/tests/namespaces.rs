@@ -8,7 +8,7 @@ use kda_example::{ScaleModel, ScaleModelKernels, scale_model};
 use kda_example_twin::{TwinModel, TwinModelKernels, twin_model};
 use kda_runtime::modules::{DuplicateModule, LoadError, ModuleCache, ModuleLoader};
 use kda_runtime::{
-    BackendError, GpuBackendExt, ImageCoverage, ImageSet, KernelEntry, KernelImage, KernelTable,
+    BackendError, BuiltEntry, GpuBackendExt, ImageCoverage, ImageSet, KernelEntry, KernelImage, KernelTable,
     LaunchGeometry, LookupError,
 };
 
@@ -45,8 +45,8 @@ fn entries_are_in_the_namespace_of_their_package_and_manifest() {
 
 #[test]
 fn each_crates_images_are_in_its_tables_namespace() {
-    assert_eq!(kda_example::KERNEL_IMAGES.namespace, OURS.namespace);
-    assert_eq!(kda_example_twin::KERNEL_IMAGES.namespace, THEIRS.namespace);
+    assert_eq!(kda_example::KERNEL_IMAGES.namespace(), OURS.namespace);
+    assert_eq!(kda_example_twin::KERNEL_IMAGES.namespace(), THEIRS.namespace);
 }
 
 /// A loader the test controls: a module is the image it was loaded from, a function that image
@@ -77,25 +77,28 @@ impl ModuleLoader for Recording {
 
 /// A crate's image set as the cache is given it. Built without nvcc, a crate embeds no image:
 /// then a stand-in in the crate's own namespace, with one `scale` image whose bytes are that
-/// namespace, so the cache still holds two `scale`s to tell apart by the real crates' namespaces.
-fn carried(set: &'static ImageSet) -> &'static ImageSet {
-    if !set.images.is_empty() {
+/// namespace and which proves `entry`'s signature, so the cache still holds two `scale`s to tell
+/// apart by the real crates' namespaces.
+fn carried(set: &'static ImageSet, entry: &KernelEntry) -> &'static ImageSet {
+    if !set.images().is_empty() {
         return set;
     }
     let coverage = ImageCoverage { sass: &[], ptx: None };
-    let images =
-        Box::leak(Box::new([KernelImage { module: "scale", fatbin: set.namespace.as_bytes(), coverage }]));
-    Box::leak(Box::new(ImageSet { namespace: set.namespace, images, missing: None }))
+    let entries = Box::leak(Box::new([BuiltEntry { entry: entry.entry, signature: entry.signature }]));
+    let fatbin = set.namespace().as_bytes();
+    let images = Box::leak(Box::new([KernelImage { module: "scale", fatbin, coverage, entries }]));
+    // SAFETY: `Recording` loads and launches nothing: it hands the image back.
+    Box::leak(Box::new(unsafe { ImageSet::from_build(set.namespace(), images, None) }))
 }
 
 /// The image of `module` in `set`.
 fn image(set: &'static ImageSet, module: &str) -> &'static KernelImage {
-    set.images.iter().find(|image| image.module == module).expect("the set carries the module")
+    set.images().iter().find(|image| image.module == module).expect("the set carries the module")
 }
 
 #[test]
 fn one_module_cache_loads_each_crates_own_scale_image() -> Result<(), LookupError> {
-    let (ours, theirs) = (carried(&kda_example::KERNEL_IMAGES), carried(&kda_example_twin::KERNEL_IMAGES));
+    let (ours, theirs) = (carried(&kda_example::KERNEL_IMAGES, OURS), carried(&kda_example_twin::KERNEL_IMAGES, THEIRS));
     let cache =
         ModuleCache::new(Recording::default(), &[ours, theirs]).expect("two namespaces do not collide");
     let (our_index, their_index) = (cache.lookup(OURS)?, cache.lookup(THEIRS)?);
@@ -113,12 +116,12 @@ fn one_module_cache_loads_each_crates_own_scale_image() -> Result<(), LookupErro
 
 #[test]
 fn distinct_sets_in_one_namespace_are_refused() {
-    let ours = carried(&kda_example::KERNEL_IMAGES);
+    let ours = carried(&kda_example::KERNEL_IMAGES, OURS);
     // The same set twice is carried once.
     assert!(ModuleCache::new(Recording::default(), &[ours, ours]).is_ok());
     // A copy at another address claims the same modules of the same namespace.
     let copy: &'static ImageSet = Box::leak(Box::new(*ours));
     let refused = ModuleCache::new(Recording::default(), &[ours, copy]).err().expect("a duplicate namespace");
-    let first = ours.images[0].module;
+    let first = ours.images()[0].module;
     assert_eq!(refused, DuplicateModule { namespace: OURS.namespace, module: first, sets: (0, 1) });
 }

@@ -68,6 +68,22 @@ fn param(param: &Param) -> TokenStream {
     }
 }
 
+/// The `&[::kda_runtime::BuiltEntry]` of one module's manifest `entries`, as the build step embeds
+/// it beside the module's image: each entry's name and the signature the derive gives its table,
+/// spelled by the same tokens, so a table's signatures equal the build's exactly. An entry whose
+/// signature the derive refuses (it reports why) is embedded without one, so no checked lookup of
+/// it resolves.
+pub fn built_entries<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> TokenStream {
+    let rows = entries.into_iter().map(|entry| {
+        let name = &entry.entry;
+        let signature = signature(entry).unwrap_or_else(|_| quote!(::core::option::Option::None));
+        quote!(::kda_runtime::BuiltEntry { entry: #name, signature: #signature })
+    });
+    let prelude = prelude();
+    let rows = bracketed(comma_separated(rows));
+    quote!({ #prelude &#rows })
+}
+
 /// The runtime's name of a scalar type.
 pub(super) fn scalar_kind(scalar: ScalarType) -> TokenStream {
     match scalar {

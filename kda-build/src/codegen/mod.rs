@@ -30,6 +30,7 @@ use std::path::PathBuf;
 
 use proc_macro2::TokenStream;
 
+pub use contract::built_entries;
 pub use locate::ManifestFile;
 
 /// Where the derive is being expanded, which decides where a relative manifest path points.

@@ -9,13 +9,16 @@ use std::fmt::Write;
 
 use super::emulation::EmulatedLibrary;
 use super::{Arch, BuiltImage};
-use crate::Define;
 use crate::manifest::namespace::namespace_expr;
+use crate::{Define, Manifest};
 
 /// What the generated file says.
 pub(super) struct Generated<'a> {
     /// The manifest's namespace key (`kernels.toml`).
     pub manifest_key: &'a str,
+    /// The manifest the images were built and checked against: each module's entries and their
+    /// signatures are embedded beside its image.
+    pub manifest: Option<&'a Manifest>,
     pub defines: &'a [Define],
     pub images: &'a [BuiltImage],
     /// The emulated libraries and the driver, when the build emulates.
@@ -46,16 +49,20 @@ impl Generated<'_> {
             );
         }
         out.push_str("}\n\n/// The CUDA kernel images compiled into this crate, one fatbin per module.\n");
-        out.push_str("pub static KERNEL_IMAGES: ::kda_runtime::ImageSet = ::kda_runtime::ImageSet {\n");
-        let _ = writeln!(out, "    namespace: {},", namespace_expr(self.manifest_key));
-        out.push_str("    images: &[\n");
+        out.push_str("#[allow(unsafe_code)]\n");
+        out.push_str("pub static KERNEL_IMAGES: ::kda_runtime::ImageSet = ");
+        out.push_str(FROM_BUILD_SAFETY);
+        out.push_str("unsafe { ::kda_runtime::ImageSet::from_build(\n");
+        let _ = writeln!(out, "    {},", namespace_expr(self.manifest_key));
+        out.push_str("    &[\n");
         for image in self.images {
             let _ = writeln!(
                 out,
-                "        ::kda_runtime::KernelImage {{\n            module: {:?},\n            fatbin: include_bytes!({:?}),\n            coverage: {},\n        }},",
+                "        ::kda_runtime::KernelImage {{\n            module: {:?},\n            fatbin: include_bytes!({:?}),\n            coverage: {},\n            entries: {},\n        }},",
                 image.module,
                 image.fatbin.display().to_string(),
-                self.coverage(image)
+                self.coverage(image),
+                self.built_entries(&image.module)
             );
         }
         out.push_str("    ],\n");
@@ -63,7 +70,7 @@ impl Generated<'_> {
             Some(why) => format!("::core::option::Option::Some({why:?})"),
             None => "::core::option::Option::None".to_owned(),
         };
-        let _ = writeln!(out, "    missing: {missing},\n}};");
+        let _ = writeln!(out, "    {missing},\n) }};");
         self.resources(&mut out);
         if let Some((libraries, driver)) = self.emulated {
             self.emulated_set(&mut out, libraries, driver);
@@ -78,10 +85,10 @@ impl Generated<'_> {
         driver: Option<&std::path::Path>,
     ) {
         out.push_str("\n/// The kernels built for the emulator: per module, one shared library per entry.\n");
-        out.push_str(
-            "pub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ::kda_runtime::EmulatedSet {\n",
-        );
-        let _ = writeln!(out, "    namespace: {},\n    modules: &[", namespace_expr(self.manifest_key));
+        out.push_str("#[allow(unsafe_code)]\npub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ");
+        out.push_str(FROM_BUILD_SAFETY);
+        out.push_str("unsafe { ::kda_runtime::EmulatedSet::from_build(\n");
+        let _ = writeln!(out, "    {},\n    &[", namespace_expr(self.manifest_key));
         // Libraries come in manifest order; a module's entries may be listed apart.
         let mut order: Vec<&str> = Vec::new();
         let mut by_module: std::collections::HashMap<&str, Vec<&EmulatedLibrary>> = Default::default();
@@ -103,13 +110,21 @@ impl Generated<'_> {
                     library.path.display().to_string()
                 );
             }
-            out.push_str("        ] },\n");
+            let _ = writeln!(out, "        ], entries: {} }},", self.built_entries(module));
         }
         let driver = match driver {
             Some(path) => format!("::core::option::Option::Some({:?})", path.display().to_string()),
             None => "::core::option::Option::None".to_owned(),
         };
-        let _ = writeln!(out, "    ],\n    driver: {driver},\n}};");
+        let _ = writeln!(out, "    ],\n    {driver},\n) }};");
+    }
+
+    /// The entries of `module` with their signatures, as `&[BuiltEntry]` tokens: what lookups in
+    /// the module are checked against (none where the manifest did not parse).
+    fn built_entries(&self, module: &str) -> String {
+        let entries = self.manifest.into_iter().flat_map(|manifest| &manifest.tables);
+        let entries = entries.flat_map(|table| &table.entries).filter(|entry| entry.module == module);
+        crate::codegen::built_entries(entries).to_string()
     }
 
     /// The `resources` module: its type, then one row per kernel and target.
@@ -153,6 +168,9 @@ impl Generated<'_> {
         format!("::kda_runtime::ImageCoverage {{ sass: &[{}], ptx: {ptx} }}", sass.join(", "))
     }
 }
+
+/// Why the generated sets may be made with the `unsafe` constructors: said once, in the file.
+const FROM_BUILD_SAFETY: &str = "\n    // SAFETY: kda-build wrote these images and libraries from the manifest's modules, and every\n    // listed entry's C parameters are checked against the signature embedded beside it (nvcc's\n    // PTX by the build; an emulated library's own report by the emulator, at lookup).\n    ";
 
 /// `arch` as the runtime's `CudaArch`.
 fn cuda_arch(arch: &Arch) -> String {
@@ -230,6 +248,7 @@ mod tests {
         }];
         let problems = ["kernels.toml:3:1: `gemm::gone` is not in kernels/gemm.cu".to_owned()];
         let generated = Generated {
+            manifest: None,
             manifest_key: "kernels.toml",
             defines: &defines,
             images: &images,
@@ -278,6 +297,7 @@ mod tests {
         // The two `conv` entries are listed apart; the set keeps the module's first place.
         let libraries = [library("conv", "decode"), library("gemm", "gemm"), library("conv", "prefill")];
         let generated = Generated {
+            manifest: None,
             manifest_key: "kernels.toml",
             defines: &[],
             images: &[],

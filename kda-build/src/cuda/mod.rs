@@ -307,7 +307,7 @@ impl KernelBuild {
                 // here would only repeat it. The defines that read well are still generated.
                 let defines = Manifest::recover_defines(&text);
                 let why = "the manifest has errors (the derive reports them)";
-                self.write_generated(&name, &defines, &output, Some(why), (0, 0))?;
+                self.write_generated(&name, None, &defines, &output, Some(why), (0, 0))?;
                 output.manifest_error = Some(error);
                 return Ok(output);
             }
@@ -335,7 +335,7 @@ impl KernelBuild {
                 (Some("nvcc was not found when this crate was built"), (0, 0))
             }
         };
-        self.write_generated(&name, &manifest.defines, &output, missing, toolkit)?;
+        self.write_generated(&name, Some(&manifest), &manifest.defines, &output, missing, toolkit)?;
         if self.cargo_directives {
             for warning in &output.warnings {
                 println!("cargo::warning={warning}");
@@ -482,6 +482,7 @@ impl KernelBuild {
     fn write_generated(
         &self,
         name: &str,
+        manifest: Option<&Manifest>,
         defines: &[crate::Define],
         output: &BuildOutput,
         missing: Option<&str>,
@@ -490,6 +491,7 @@ impl KernelBuild {
         let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
         let generated = generate::Generated {
             manifest_key: name,
+            manifest,
             defines,
             images: &output.images,
             emulated: self

@@ -71,14 +71,25 @@ pub struct CudaBackend {
 /// A function ready to launch, with the entry whose signature its layout was checked against.
 type CudaKernel = Resolved<Arc<CudaFunction>>;
 
-/// Device memory behind a [`DeviceBuffer`]: bytes, freed when dropped, and their reads on each
-/// stream.
+/// Device memory behind a [`DeviceBuffer`]: `len` elements of `dtype` in bytes (at least one),
+/// freed when dropped, and their reads on each stream. Private, so no code outside this module
+/// makes one or changes one's shape.
 struct CudaStorage {
+    dtype: DType,
+    len: usize,
     bytes: CudaSlice<u8>,
     reads: Reads,
 }
 
-impl BufferStorage for CudaStorage {}
+impl BufferStorage for CudaStorage {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
 
 impl Drop for CudaStorage {
     /// Makes the allocating stream wait for the reads on every stream before `Drop for
@@ -204,7 +215,7 @@ impl CudaBackend {
         let bytes = dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
         let bytes =
             allocate(&self.stream, bytes.max(1)).map_err(|e| self.driver("allocating device memory", e))?;
-        DeviceBuffer::new(self.id, dtype, len, Box::new(CudaStorage { bytes, reads: Reads::default() }))
+        DeviceBuffer::new(self.id, Box::new(CudaStorage { dtype, len, bytes, reads: Reads::default() }))
     }
 }
 

@@ -13,6 +13,7 @@
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{c_type_of, scalar_bits};
@@ -22,6 +23,12 @@ use crate::{
     BackendError, BackendId, DType, DeviceBuffer, EmulatedModule, EmulatedSet, GpuBackend, KernelArg,
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, signature,
 };
+
+/// Writes `bytes` to a file at `path` that did not exist (never through a symlink found there).
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new().write(true).create_new(true).open(path)?.write_all(bytes)
+}
 
 /// The request's and the response's first bytes (`kda_emu_driver.cpp`).
 const MAGIC: &[u8; 8] = b"KDAEMU1\n";
@@ -34,6 +41,39 @@ pub struct DriverBackend {
     modules: ModuleCache<DriverLoader>,
     seed: u64,
     launches: AtomicU64,
+    /// Where requests and responses go: a directory of this backend's own, made on the first
+    /// launch and removed with the backend.
+    exchange: OnceLock<Result<PrivateDir, String>>,
+}
+
+/// A directory only this user can enter (0700), made new (never one that already existed, so no
+/// other user's planted file or symlink is inside), removed with everything in it when dropped.
+#[derive(Debug)]
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    /// A new directory under the system's temporary directory, named for this process and
+    /// `backend`, with a number that makes it new.
+    fn new(backend: BackendId) -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let mut attempt = 0u32;
+        loop {
+            let path = base.join(format!("kda-emu-{}-{}-{attempt}", std::process::id(), backend.number()));
+            // `create` (not `create_all`) fails where the path exists, as anything, a symlink too.
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(Self(path)),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Finds an entry's library; the driver opens it.
@@ -82,6 +122,7 @@ impl DriverBackend {
             modules: ModuleCache::new(DriverLoader, sets)?,
             seed,
             launches: AtomicU64::new(0),
+            exchange: OnceLock::new(),
         })
     }
 
@@ -162,13 +203,15 @@ impl DriverBackend {
         };
         let windows = windows(args, extents.as_deref())?;
         let request = self.request(kernel, geometry, args, &windows)?;
-        // Unique in this process across backends and threads.
+        // Unique in this backend across threads.
         static REQUESTS: AtomicU64 = AtomicU64::new(0);
         let number = REQUESTS.fetch_add(1, Ordering::Relaxed);
-        let stem = std::env::temp_dir().join(format!("kda-emu-{}-{number}", std::process::id()));
+        let exchange = self.exchange.get_or_init(|| PrivateDir::new(self.id).map_err(|error| error.to_string()));
+        let exchange = exchange.as_ref().map_err(|error| failed(format!("making the driver's directory: {error}")))?;
+        let stem = exchange.0.join(number.to_string());
         let (request_path, response_path) = (stem.with_extension("request"), stem.with_extension("response"));
         let io = |operation: &str, error: std::io::Error| failed(format!("{operation}: {error}"));
-        std::fs::write(&request_path, &request).map_err(|e| io("writing the driver's request", e))?;
+        write_new(&request_path, &request).map_err(|e| io("writing the driver's request", e))?;
         let output = self.run_driver(&request_path, &response_path, false);
         // ThreadSanitizer cannot map its shadow memory under some kernels' address-space
         // randomisation; the same run without it is still a sanitized run.
@@ -347,5 +390,38 @@ impl GpuBackend for DriverBackend {
 
     fn synchronize(&self) -> Result<(), BackendError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    use super::*;
+
+    #[test]
+    fn the_driver_exchanges_files_in_a_new_directory_only_its_user_can_enter() {
+        let backend = BackendId::fresh();
+        // Another user's plant at the first name the backend would take: a symlink to a
+        // directory of theirs.
+        let theirs = std::env::temp_dir().join(format!("kda-emu-theirs-{}", backend.number()));
+        std::fs::create_dir_all(&theirs).unwrap();
+        let planted = std::env::temp_dir().join(format!("kda-emu-{}-{}-0", std::process::id(), backend.number()));
+        symlink(&theirs, &planted).unwrap();
+        let dir = PrivateDir::new(backend).unwrap();
+        assert_ne!(dir.0, planted, "a planted path was taken as the backend's own directory");
+        let metadata = std::fs::symlink_metadata(&dir.0).unwrap();
+        assert!(metadata.is_dir() && !metadata.file_type().is_symlink());
+        assert_eq!(metadata.permissions().mode() & 0o777, 0o700);
+        // A request is written to a new file only, never through a symlink found at its path.
+        let request = dir.0.join("0.request");
+        symlink(theirs.join("victim"), &request).unwrap();
+        assert!(write_new(&request, b"request").is_err());
+        assert!(!theirs.join("victim").exists(), "the write followed the symlink");
+        let path = dir.0.clone();
+        drop(dir);
+        assert!(!path.exists(), "the directory outlived its backend");
+        std::fs::remove_file(&planted).unwrap();
+        std::fs::remove_dir_all(&theirs).unwrap();
     }
 }

@@ -33,13 +33,16 @@
 //! }
 //!
 //! const NO_CODE: ImageCoverage = ImageCoverage { sass: &[], ptx: None };
-//! static OURS: ImageSet = ImageSet {
-//!     namespace: "ours@0.1.0:kernels.toml",
-//!     images: &[KernelImage { module: "gemm", fatbin: &[], coverage: NO_CODE }],
-//!     missing: None,
+//! // SAFETY: this loader loads no code: it hands out names.
+//! static OURS: ImageSet = unsafe {
+//!     ImageSet::from_build(
+//!         "ours@0.1.0:kernels.toml",
+//!         &[KernelImage { module: "gemm", fatbin: &[], coverage: NO_CODE, entries: &[] }],
+//!         None,
+//!     )
 //! };
 //! let cache = ModuleCache::new(Names, &[&OURS, &OURS])?;
-//! let gemm = KernelEntry { namespace: OURS.namespace, ..KernelEntry::named("gemm", "dense_gemm_bf16") };
+//! let gemm = KernelEntry { namespace: OURS.namespace(), ..KernelEntry::named("gemm", "dense_gemm_bf16") };
 //! let index = cache.lookup(&gemm)?;
 //! assert_eq!(cache.lookup(&gemm)?, index);
 //! assert_eq!(cache.function(index).unwrap().function, "dense_gemm_bf16");
@@ -53,8 +56,9 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::{OnceLock, PoisonError, RwLock};
 
+use crate::image::proved_signature;
 use crate::{
-    BackendError, BackendId, EmulatedModule, EmulatedSet, ImageSet, Incompatibility, KernelEntry,
+    BackendError, BackendId, BuiltEntry, EmulatedModule, EmulatedSet, ImageSet, Incompatibility, KernelEntry,
     KernelHandle, KernelImage, LookupError, Signature,
 };
 
@@ -69,21 +73,28 @@ pub trait ModuleSet: Sync + 'static {
     fn images(&self) -> &'static [Self::Image];
     /// The module an image holds.
     fn module(image: &Self::Image) -> &'static str;
+    /// The entries the build proved in an image, with their signatures: the only signatures a
+    /// lookup in it resolves with.
+    fn entries(image: &Self::Image) -> &'static [BuiltEntry];
 }
 
 impl ModuleSet for ImageSet {
     type Image = KernelImage;
 
     fn namespace(&self) -> &'static str {
-        self.namespace
+        ImageSet::namespace(self)
     }
 
     fn images(&self) -> &'static [KernelImage] {
-        self.images
+        ImageSet::images(self)
     }
 
     fn module(image: &KernelImage) -> &'static str {
         image.module
+    }
+
+    fn entries(image: &KernelImage) -> &'static [BuiltEntry] {
+        image.entries
     }
 }
 
@@ -91,15 +102,19 @@ impl ModuleSet for EmulatedSet {
     type Image = EmulatedModule;
 
     fn namespace(&self) -> &'static str {
-        self.namespace
+        EmulatedSet::namespace(self)
     }
 
     fn images(&self) -> &'static [EmulatedModule] {
-        self.modules
+        self.modules()
     }
 
     fn module(image: &EmulatedModule) -> &'static str {
         image.module
+    }
+
+    fn entries(image: &EmulatedModule) -> &'static [BuiltEntry] {
+        image.entries
     }
 }
 
@@ -295,6 +310,12 @@ impl<L: ModuleLoader> ModuleCache<L> {
         let loaded = slot.loaded.get_or_init(|| self.loader.load(slot.image));
         let module = loaded.as_ref().map_err(|error| self.load_failure(entry, error))?;
         let function = self.loader.function(module, entry)?;
+        // The launches of the handle are checked against the build's signature, never the
+        // caller's: a kernel the module has, asked for under a signature the build did not prove
+        // for it, does not resolve.
+        let signature = proved_signature(L::Set::entries(slot.image), entry)
+            .map_err(|reason| LookupError::SignatureMismatch { entry: Box::new(*entry), reason })?;
+        let entry = &KernelEntry { signature, ..*entry };
         let mut functions = self.functions.write().unwrap_or_else(PoisonError::into_inner);
         // Another thread may have found the same function meanwhile: keep one index per key.
         if let Some(index) = functions.by_key.get(&key) {

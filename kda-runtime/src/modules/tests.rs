@@ -9,20 +9,32 @@ use crate::{CudaArch, ImageCoverage};
 
 const NO_CODE: ImageCoverage = ImageCoverage { sass: &[], ptx: None };
 
+/// What the build proved of every module: `a` under two signatures (two tables list it), `b`
+/// without one.
+const PROVED: &[BuiltEntry] = &[
+    BuiltEntry { entry: "a", signature: Some(&AXPY_SIGNATURE) },
+    BuiltEntry { entry: "a", signature: Some(&EMPTY) },
+    BuiltEntry { entry: "b", signature: None },
+];
+
 const fn image(module: &'static str) -> KernelImage {
-    KernelImage { module, fatbin: &[], coverage: NO_CODE }
+    KernelImage { module, fatbin: &[], coverage: NO_CODE, entries: PROVED }
 }
 
-static OURS: ImageSet = ImageSet {
-    namespace: "ours@0.1.0:kernels.toml",
-    images: &[image("gemm"), image("norm"), image("broken"), image("sm100")],
-    missing: None,
-};
-static THEIRS: ImageSet =
-    ImageSet { namespace: "theirs@2.0.0:kernels.toml", images: &[image("gemm")], missing: None };
+/// A set as the build would write it. The test loader loads no code, so any set is safe to it.
+const fn set(namespace: &'static str, images: &'static [KernelImage], missing: Option<&'static str>) -> ImageSet {
+    // SAFETY: `Recording` loads nothing and launches nothing.
+    unsafe { ImageSet::from_build(namespace, images, missing) }
+}
+
+static OURS: ImageSet = set(
+    "ours@0.1.0:kernels.toml",
+    &[image("gemm"), image("norm"), image("broken"), image("sm100")],
+    None,
+);
+static THEIRS: ImageSet = set("theirs@2.0.0:kernels.toml", &[image("gemm")], None);
 /// Built without nvcc: carries nothing.
-static NONE_BUILT: ImageSet =
-    ImageSet { namespace: "bare@0.1.0:kernels.toml", images: &[], missing: Some("nvcc was not found") };
+static NONE_BUILT: ImageSet = set("bare@0.1.0:kernels.toml", &[], Some("nvcc was not found"));
 
 /// Why `broken` does not load, and `sm100`'s coverage, which does not run on the test's device.
 const BROKEN: &str = "CUDA_ERROR_INVALID_IMAGE";
@@ -80,7 +92,7 @@ impl ModuleLoader for Recording {
 
 /// `module::entry` of `set`'s namespace.
 fn entry(set: &ImageSet, module: &'static str, entry: &'static str) -> KernelEntry {
-    KernelEntry { namespace: set.namespace, ..KernelEntry::named(module, entry) }
+    KernelEntry { namespace: set.namespace(), ..KernelEntry::named(module, entry) }
 }
 
 fn cache() -> ModuleCache<Recording> {
@@ -117,7 +129,7 @@ fn threads_released_together_load_each_module_once_and_share_handle_indices() {
         threads.into_iter().map(|thread| thread.join().unwrap()).collect()
     });
     let loader = cache.loader();
-    for image in [&OURS.images[0], &OURS.images[1], &THEIRS.images[0]] {
+    for image in [&OURS.images()[0], &OURS.images()[1], &THEIRS.images()[0]] {
         assert_eq!(loader.loads_of(image), 1, "{}", image.module);
     }
     assert_eq!(loader.total_loads(), 3);
@@ -147,7 +159,7 @@ fn a_failed_load_is_kept_and_answered_again_without_loading_again() {
     }
     // Another entry of the module gets the same answer from the same, single load.
     assert!(matches!(cache.lookup(&entry(&OURS, "broken", "b")), Err(LookupError::Failed { .. })));
-    assert_eq!(cache.loader().loads_of(&OURS.images[2]), 1);
+    assert_eq!(cache.loader().loads_of(&OURS.images()[2]), 1);
     assert_eq!(cache.loader().functions.load(Ordering::Relaxed), 0);
 }
 
@@ -159,7 +171,7 @@ fn an_incompatible_image_is_kept_as_such_naming_the_module_device_and_code() {
         let LookupError::Incompatible { ref namespace, ref module, ref device, ref reason } = error else {
             panic!("{error:?}");
         };
-        assert_eq!((namespace.as_str(), module.as_str()), (OURS.namespace, "sm100"));
+        assert_eq!((namespace.as_str(), module.as_str()), (OURS.namespace(), "sm100"));
         assert_eq!(device, "CUDA device 0 (NVIDIA H200, sm_90)");
         assert_eq!(**reason, Incompatibility::NoCode { device: CudaArch::new(9, 0), image: SM100_ONLY });
         assert!(!error.is_not_found(), "an image built for other devices is no reason to fall back");
@@ -169,7 +181,7 @@ fn an_incompatible_image_is_kept_as_such_naming_the_module_device_and_code() {
              no SASS for sm_90 and no PTX it can use: the image carries SASS for sm_100 only"
         );
     }
-    assert_eq!(cache.loader().loads_of(&OURS.images[3]), 1);
+    assert_eq!(cache.loader().loads_of(&OURS.images()[3]), 1);
 }
 
 #[test]
@@ -178,13 +190,13 @@ fn two_sets_modules_of_one_name_are_told_apart_by_namespace() {
     let ours = cache.lookup(&entry(&OURS, "gemm", "a")).unwrap();
     let theirs = cache.lookup(&entry(&THEIRS, "gemm", "a")).unwrap();
     assert_ne!(ours, theirs);
-    assert_eq!(cache.loader().loads_of(&OURS.images[0]), 1);
-    assert_eq!(cache.loader().loads_of(&THEIRS.images[0]), 1);
-    assert!(cache.carries(THEIRS.namespace, "gemm"));
-    assert!(!cache.carries(THEIRS.namespace, "norm"));
+    assert_eq!(cache.loader().loads_of(&OURS.images()[0]), 1);
+    assert_eq!(cache.loader().loads_of(&THEIRS.images()[0]), 1);
+    assert!(cache.carries(THEIRS.namespace(), "gemm"));
+    assert!(!cache.carries(THEIRS.namespace(), "norm"));
     assert!(cache.has_module("norm"));
     // Neither is the `gemm` of a namespace the cache was not given, nor of the empty one.
-    for namespace in [NONE_BUILT.namespace, ""] {
+    for namespace in [NONE_BUILT.namespace(), ""] {
         let elsewhere = KernelEntry { namespace, ..KernelEntry::named("gemm", "a") };
         let error = cache.lookup(&elsewhere).unwrap_err();
         assert!(matches!(error, LookupError::ModuleNotCarried { .. }), "{error:?}");
@@ -205,24 +217,43 @@ fn one_index_per_distinct_signature_of_an_entry_point() {
     assert_eq!(indices, [0, 1, 2, 1], "an equal signature at another address is the same contract");
     assert_eq!(cache.function(2).unwrap().entry.signature, Some(&EMPTY));
     assert!(cache.function(3).is_none());
+    // The handle keeps the build's signature, not the caller's equal copy.
+    let kept = cache.function(1).unwrap().entry.signature.unwrap();
+    assert!(std::ptr::eq(kept, &AXPY_SIGNATURE));
+}
+
+#[test]
+fn a_signature_the_build_did_not_prove_does_not_resolve() {
+    let cache = cache();
+    let forged = Box::leak(Box::new(Signature { requires: &[], ..AXPY_SIGNATURE }));
+    for entry in [
+        KernelEntry { signature: Some(forged), ..entry(&OURS, "gemm", "a") },
+        KernelEntry { signature: Some(&AXPY_SIGNATURE), ..entry(&OURS, "gemm", "b") },
+    ] {
+        match cache.lookup(&entry) {
+            Err(LookupError::SignatureMismatch { reason, .. }) => {
+                assert!(reason.contains("not the one the build proved"), "{reason}")
+            }
+            other => panic!("{entry} resolved with a signature the build did not prove: {other:?}"),
+        }
+    }
+    // A kernel the module lacks is absent, whatever signature it is asked for with.
+    let absent = KernelEntry { signature: Some(&AXPY_SIGNATURE), ..entry(&OURS, "gemm", "c") };
+    assert!(cache.lookup(&absent).unwrap_err().is_not_found());
 }
 
 #[test]
 fn one_module_in_two_distinct_sets_is_an_error_naming_both() {
-    static AGAIN: ImageSet = ImageSet { images: &[image("norm")], ..OURS };
+    static AGAIN: ImageSet = set("ours@0.1.0:kernels.toml", &[image("norm")], None);
     let error = ModuleCache::new(Recording::default(), &[&THEIRS, &OURS, &AGAIN]).err().unwrap();
-    assert_eq!(error, DuplicateModule { namespace: OURS.namespace, module: "norm", sets: (1, 2) });
+    assert_eq!(error, DuplicateModule { namespace: OURS.namespace(), module: "norm", sets: (1, 2) });
     assert_eq!(
         error.to_string(),
         "image sets 1 and 2 (in the order given) both carry module `norm` of `ours@0.1.0:kernels.toml`: \
          pass each crate's `KERNEL_IMAGES` once"
     );
     // One set listing a module twice is refused the same way.
-    static TWICE: ImageSet = ImageSet {
-        namespace: "twice@0.1.0:kernels.toml",
-        images: &[image("gemm"), image("gemm")],
-        missing: None,
-    };
+    static TWICE: ImageSet = set("twice@0.1.0:kernels.toml", &[image("gemm"), image("gemm")], None);
     let error = ModuleCache::new(Recording::default(), &[&TWICE]).err().unwrap();
     assert_eq!(error.sets, (0, 0));
     assert_eq!(

@@ -1,0 +1,164 @@
+//! Safe code against the launch contract, on the CPU and fake backends: each test is an attack
+//! written with safe public API only, which once reached undefined behaviour (or a panic) and is
+//! now refused with an `Err`. The emulator's part is the model crate's `tests/abuse.rs`. Miri runs
+//! this file where a nightly toolchain has it (`.ci/run`).
+
+use kda_runtime::cpu::CpuBackend;
+use kda_runtime::host::HostStorage;
+use kda_runtime::replay::LaunchRecorder;
+use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
+use kda_runtime::testing::FakeBackend;
+use kda_runtime::{
+    BackendError, DType, DeviceBuffer, DeviceGraph, GpuBackend, GpuBackendExt, KernelArg, KernelEntry,
+    KernelHandle, LaunchGeometry, LookupError, View, ViewMut, bf16,
+};
+
+/// `f32 dst[n], u32 n, f32 value`, as a manifest would give `fill`.
+const FILL: Signature = Signature {
+    params: &[
+        KernelParam::buffer("dst", DType::F32, Access::Write, "n", &[Op::Scalar(1)]),
+        KernelParam::scalar("n", ScalarKind::U32),
+        KernelParam::scalar("value", ScalarKind::F32),
+    ],
+    requires: &[],
+};
+
+const FILL_ENTRY: KernelEntry =
+    KernelEntry { table: "abuse", signature: Some(&FILL), ..KernelEntry::named("ops", "fill") };
+
+/// A CPU backend whose `fill` writes `value` into the first `n` elements of `dst`.
+fn cpu() -> CpuBackend {
+    CpuBackend::new().with_kernel(&FILL_ENTRY, |mut args| {
+        let (n, value) = (args.u32(1)? as usize, args.f32(2)?);
+        args.mut_f32(0)?[..n].fill(value);
+        Ok(())
+    })
+}
+
+fn fill(gpu: &dyn GpuBackend, kernel: KernelHandle, dst: &mut DeviceBuffer, n: u32) -> Result<(), BackendError> {
+    gpu.launch(kernel, LaunchGeometry::linear(n, 256), &mut [dst.view_mut().into(), n.into(), 1.5f32.into()])
+}
+
+#[test]
+fn storage_replaced_by_a_shorter_one_shortens_its_buffer() {
+    let gpu = cpu();
+    let kernel = gpu.lookup(&FILL_ENTRY).unwrap();
+    let mut dst = gpu.zeros::<f32>(16_384).unwrap();
+    // The buffer still says 16,384 elements to anyone who kept its length: the storage is the one
+    // place its length lives, so the launch sees 16.
+    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::F32(vec![0.0; 16]);
+    assert_eq!(dst.len(), 16);
+    let error = fill(&gpu, kernel, &mut dst, 16_384).unwrap_err();
+    assert!(error.to_string().contains("a view of 16 elements"), "{error}");
+    // Storage of another element type makes a buffer of that type.
+    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::Bf16(vec![bf16::ZERO; 16_384]);
+    assert_eq!(dst.dtype(), DType::Bf16);
+    let error = fill(&gpu, kernel, &mut dst, 16_384).unwrap_err();
+    assert!(error.to_string().contains("bf16 elements"), "{error}");
+    // Within what the storage holds, the launch runs.
+    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::F32(vec![0.0; 16]);
+    fill(&gpu, kernel, &mut dst, 16).unwrap();
+    assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.5; 16]);
+}
+
+#[test]
+fn a_signature_made_by_the_caller_is_not_the_one_registered() {
+    // `dst` with an extent of 0: a launch checked against it would write past any buffer.
+    static WEAK: Signature = Signature {
+        params: &[KernelParam::buffer("dst", DType::F32, Access::Write, "0", &[Op::Literal(0)]), FILL.params[1], FILL.params[2]],
+        requires: &[],
+    };
+    let forged = KernelEntry { signature: Some(&WEAK), ..FILL_ENTRY };
+    for gpu in [Box::new(cpu()) as Box<dyn GpuBackend>, Box::new(FakeBackend::new().with_entry(&FILL_ENTRY))] {
+        match gpu.lookup(&forged) {
+            Err(LookupError::SignatureMismatch { .. }) => {}
+            other => panic!("{}: a forged signature resolved: {other:?}", gpu.describe()),
+        }
+    }
+}
+
+/// A backend that forwards to a fake with graphs, except that its `capture` hands back a graph
+/// it captured earlier, of other launches on another buffer, which it then freed.
+struct Smuggler {
+    fake: FakeBackend,
+    kernel: KernelHandle,
+}
+
+impl Smuggler {
+    /// The graph of a `fill` of a buffer that is freed when this returns.
+    fn stale_graph(&self) -> Result<Option<Box<dyn DeviceGraph>>, BackendError> {
+        let mut z = self.fake.zeros::<f32>(64)?;
+        self.fake.capture(&mut |gpu| fill(gpu, self.kernel, &mut z, 64))
+    }
+}
+
+impl GpuBackend for Smuggler {
+    fn describe(&self) -> String {
+        "a smuggler".to_owned()
+    }
+    fn has_module(&self, module: &str) -> bool {
+        self.fake.has_module(module)
+    }
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.fake.lookup(entry)
+    }
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.fake.alloc(dtype, len)
+    }
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        self.fake.copy_to_device(src, dst)
+    }
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.fake.copy_to_host(src, dst)
+    }
+    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+        self.fake.copy_on_device(src, dst)
+    }
+    fn launch(&self, kernel: KernelHandle, geometry: LaunchGeometry, args: &mut [KernelArg<'_>]) -> Result<(), BackendError> {
+        self.fake.launch(kernel, geometry, args)
+    }
+    unsafe fn launch_unchecked(&self, _: KernelHandle, _: LaunchGeometry, _: &mut [KernelArg<'_>]) -> Result<(), BackendError> {
+        Err(BackendError::Replay("not forwarded".to_owned()))
+    }
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.fake.synchronize()
+    }
+    fn capture(
+        &self,
+        _work: &mut dyn FnMut(&dyn GpuBackend) -> Result<(), BackendError>,
+    ) -> Result<Option<Box<dyn DeviceGraph>>, BackendError> {
+        self.stale_graph()
+    }
+}
+
+#[test]
+fn a_graph_that_is_not_the_lists_own_does_not_launch() {
+    let fake = FakeBackend::new().with_entry(&FILL_ENTRY).with_graphs();
+    let kernel = fake.lookup(&FILL_ENTRY).unwrap();
+    let smuggler = Smuggler { fake, kernel };
+    // An empty step, recorded and captured: the smuggler hands back the graph of a fill of a
+    // buffer that no longer exists.
+    let list = LaunchRecorder::new(&smuggler, &[], &[]).finish();
+    let captured = list.capture(&smuggler, &[], &mut []).unwrap().expect("the fake has graphs");
+    let error = captured.launch(&[], &mut []).expect_err("a graph of a freed buffer launched");
+    assert!(error.to_string().contains("does not bind"), "{error}");
+    assert_eq!(smuggler.fake.graph_launches(), 0);
+}
+
+#[test]
+fn a_buffer_captured_exclusive_is_not_bound_as_shared() {
+    let gpu = FakeBackend::new().with_entry(&FILL_ENTRY).with_graphs();
+    let kernel = gpu.lookup(&FILL_ENTRY).unwrap();
+    let mut y = gpu.zeros::<f32>(64).unwrap();
+    let recorder = LaunchRecorder::new(&gpu, &[], &[&y]);
+    fill(&recorder, kernel, &mut y, 64).unwrap();
+    let list = recorder.finish();
+    let captured = list.capture(&gpu, &[], &mut [&mut y]).unwrap().expect("the fake has graphs");
+    // `y`, which the graph writes, passed shared: the same ids in the same order once the two
+    // lists are put together, and another borrow of `y` may be alive meanwhile.
+    assert!(!captured.is_bound_to(&[&y], &[]));
+    let error = captured.launch(&[&y], &mut []).expect_err("a written buffer was bound shared");
+    assert!(error.to_string().contains("other buffers"), "{error}");
+    captured.launch(&[], &mut [&mut y]).unwrap();
+    assert_eq!(gpu.graph_launches(), 1);
+}
