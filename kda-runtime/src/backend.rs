@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::signature::ScalarKind;
 use crate::{
-    BackendError, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle, LookupError, View, ViewMut,
+    BackendError, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle, LookupError, View,
+    ViewMut,
 };
 
 /// Grid and block dimensions of a launch, and its dynamic shared memory.
@@ -187,10 +188,18 @@ pub trait GpuBackend: Send + Sync {
     ///
     /// On a device that runs the kernel natively, the caller guarantees what the signature check
     /// would otherwise prove, because a kernel trusts its arguments:
-    /// - `args` has exactly the kernel's parameters, in order, each of the C type the kernel
-    ///   declares (a device pointer for a view, the scalar's exact width and type);
+    /// - `args` has exactly the kernel's parameters, in order, each of the C type the kernel's
+    ///   code declares (a device pointer for a view, the scalar's exact width and type), whatever
+    ///   the entry the handle was looked up for says: no backend can see a parameter's C type
+    ///   at launch;
     /// - every view holds at least the elements the kernel reads or writes through it at these
     ///   scalar values and this geometry, of the element type the kernel declares;
+    /// - every view is aligned as the kernel's code reads it: a kernel that loads 16 bytes at a
+    ///   time (vector loads, `cp.async`) needs its views to start at offsets that keep those
+    ///   loads aligned (a buffer's own start is 256-byte aligned on CUDA; a slice starts where
+    ///   its first element is);
+    /// - `geometry.shared_mem_bytes` is at least the dynamic shared memory the kernel uses at
+    ///   this geometry and these scalars;
     /// - every buffer the kernel writes is passed as [`KernelArg::Write`];
     /// - `geometry` is one the kernel supports (a block shape it checks and silently refuses
     ///   writes nothing, which is a bug but not undefined behaviour).

@@ -36,7 +36,11 @@ pub trait DeviceGraph: Send + Sync {
     ///   addresses;
     /// - no other view of a written buffer is in use until the launches finish (the borrows the
     ///   captured launches held hold again), which `written`'s exclusive borrows give the caller.
-    unsafe fn launch(&self, read: &[&DeviceBuffer], written: &mut [&mut DeviceBuffer]) -> Result<(), BackendError>;
+    unsafe fn launch(
+        &self,
+        read: &[&DeviceBuffer],
+        written: &mut [&mut DeviceBuffer],
+    ) -> Result<(), BackendError>;
 }
 
 /// The buffers a graph's launches bind, by [`DeviceBuffer::id`] (ids are never reused, so an id
@@ -93,7 +97,8 @@ impl GraphBindings {
     pub fn are_covered_by(&self, read: &[&DeviceBuffer], written: &[&mut DeviceBuffer]) -> bool {
         let in_written = |bound: &BoundBuffer| written.iter().any(|buffer| bound.is(buffer));
         let in_read = |bound: &BoundBuffer| read.iter().any(|buffer| bound.is(buffer));
-        self.writes.iter().all(in_written) && self.reads.iter().all(|bound| in_read(bound) || in_written(bound))
+        self.writes.iter().all(in_written)
+            && self.reads.iter().all(|bound| in_read(bound) || in_written(bound))
     }
 }
 

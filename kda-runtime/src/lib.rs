@@ -10,6 +10,61 @@
 //! A model crate depends on this crate alone: the derive is re-exported here, and the code it
 //! generates names only `::kda_runtime` paths.
 //!
+//! # Soundness
+//!
+//! Safe code cannot cause undefined behaviour through this crate, on any backend, whoever wrote
+//! the safe code. The argument, in full:
+//!
+//! **Trusted, not checked.** What a crate's build step wrote, made into an [`ImageSet`] or
+//! [`EmulatedSet`] only through their `unsafe` constructors: the fatbins and emulated libraries,
+//! the driver, and the signatures embedded beside them ([`BuiltEntry`]), proved by the build
+//! against nvcc's PTX (and, on the emulator, against each library's own report of its C types at
+//! lookup). The CUDA driver and cudarc. And the manifest's extents being right for the kernel's
+//! code: nothing can check that a kernel touches only `m*k` elements of `a`; the emulator's
+//! sanitizers (`kda emulate --sanitizer address|thread`, with its launch fuzz) are what catch a
+//! wrong extent, by running the real code at the edges of its views.
+//!
+//! **Checked before anything reaches a device, by this crate's code:**
+//! - a handle is the backend's own and was issued by it ([`modules::ModuleCache::resolved`],
+//!   [`registry`](cpu::CpuBackend)): a handle made with [`KernelHandle::new`] names either
+//!   nothing (refused) or a kernel the backend resolved, checked against that kernel's signature;
+//! - a launch's signature is the build's: a lookup resolves only where the entry's signature
+//!   equals one the build proved for that entry point, and the handle keeps the build's copy
+//!   ([`modules::ModuleCache::lookup`]), so a [`KernelEntry`] with a signature of the caller's
+//!   making does not resolve;
+//! - every argument against that signature: count, kinds, element types, access, requirements,
+//!   extents ([`signature::check`]);
+//! - every buffer is the backend's own, of its own storage type, and every view lies inside its
+//!   buffer ([`host::HostMemory`], the CUDA backend's storage, `View::checked_range`); a buffer's
+//!   element type and length are its storage's ([`BufferStorage`]), so replacing a storage
+//!   through [`DeviceBuffer::storage_mut`] replaces them too, and no view exists meanwhile;
+//! - a graph launches only on buffers that cover its own bindings, with the shapes it was captured
+//!   with ([`replay::CapturedList::launch`], [`GraphBindings::are_covered_by`]), whatever backend
+//!   captured it, and is ordered with other streams' work by the buffers' events;
+//! - work on different streams is ordered by buffer ([`GpuBackend::new_stream`]).
+//!
+//! **Public constructors and the traits safe code can implement**, and why none breaks this:
+//! - [`DeviceBuffer::new`] takes any storage: backends dereference only their own storage
+//!   types, whose shape is the memory they hold; another type's storage is a foreign buffer.
+//! - [`host::HostStorage`]'s variants are public: a `Vec`'s length is its memory.
+//! - [`KernelEntry`]'s fields are public: an entry is a key; its signature must equal the build's.
+//! - [`KernelHandle::new`] and [`BackendId::fresh`]: see handles above.
+//! - [`GpuBackend`]: this crate calls a backend of the caller's making only through its safe
+//!   methods, and trusts nothing it returns in an `unsafe` block: a graph from its
+//!   [`capture`](GpuBackend::capture) is checked against the graph's own bindings, recorded by
+//!   the capturing backend of this crate ([`graph::Capture`]).
+//! - [`DeviceGraph`], [`BufferStorage`], [`modules::ModuleLoader`], [`modules::ModuleSet`]: what an
+//!   implementation of the caller's reports is used only by that caller's own backend, or (a
+//!   graph's bindings) checked before any `unsafe` call; a graph's `launch` is the caller's code.
+//! - [`cpu::CpuBackend::with_kernel`] runs safe Rust on slices of the views.
+//! - [`emu::DriverBackend::new`] runs the given driver in a child process; its response is read
+//!   with bounds checks and written only into the launch's views.
+//! - [`ImageSet::from_build`], [`EmulatedSet::from_build`] and [`EmulatedSet::leak`] are `unsafe`:
+//!   their `# Safety` sections say what the caller vouches for.
+//!
+//! Every `unsafe` block in this crate says what it relies on and which of the code above ensures
+//! it; [`GpuBackend::launch_unchecked`]'s `# Safety` lists what its caller guarantees instead.
+//!
 //! ```
 //! use kda_runtime::testing::FakeBackend;
 //! use kda_runtime::{GpuBackend, try_kernel};
@@ -53,8 +108,8 @@ pub use error::BackendError;
 pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};
 pub use handle::{BackendId, KernelHandle};
 pub use image::{
-    BuiltEntry, CudaArch, EmulatedLibrary, EmulatedModule, EmulatedSet, ImageCoverage, ImageSet, Incompatibility,
-    KernelImage, PtxImage,
+    BuiltEntry, CudaArch, EmulatedLibrary, EmulatedModule, EmulatedSet, ImageCoverage, ImageSet,
+    Incompatibility, KernelImage, PtxImage,
 };
 pub use lookup::{LookupError, try_kernel};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};

@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::graph::Capture;
 use crate::host::HostMemory;
 use crate::registry::KernelRegistry;
-use crate::graph::Capture;
 use crate::signature::{self, Access};
 use crate::stream::StreamOrder;
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings, KernelArg, KernelEntry,
-    KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
+    BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings, KernelArg,
+    KernelEntry, KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
 };
 
 /// A launch as [`FakeBackend`] saw it.

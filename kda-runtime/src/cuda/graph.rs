@@ -87,7 +87,11 @@ impl DeviceGraph for CudaDeviceGraph {
         &self.bindings
     }
 
-    unsafe fn launch(&self, read: &[&DeviceBuffer], written: &mut [&mut DeviceBuffer]) -> Result<(), BackendError> {
+    unsafe fn launch(
+        &self,
+        read: &[&DeviceBuffer],
+        written: &mut [&mut DeviceBuffer],
+    ) -> Result<(), BackendError> {
         let graph = self.graph.lock().unwrap_or_else(PoisonError::into_inner);
         let (stream, key) = (&*self.stream, self.key);
         // Ordered as a kernel launch of the same buffers is (module `cuda`, Streams): for each
@@ -101,7 +105,10 @@ impl DeviceGraph for CudaDeviceGraph {
         for buffer in written.iter_mut() {
             if names(&self.bindings.writes, buffer) {
                 let storage = self.own_mut(buffer)?;
-                storage.reads.wait(stream, Some(key)).map_err(|e| self.driver("waiting for reads on other streams", e))?;
+                storage
+                    .reads
+                    .wait(stream, Some(key))
+                    .map_err(|e| self.driver("waiting for reads on other streams", e))?;
                 guards.push(storage.bytes.device_ptr_mut(stream).1);
             } else if names(&self.bindings.reads, buffer) {
                 let storage = self.own(buffer)?;

@@ -3,12 +3,12 @@
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 
+use std::sync::PoisonError;
+
+use super::modules::DEFAULT_SHARED_MEMORY;
 use super::reads::Reads;
 use super::{CudaBackend, CudaKernel};
 use crate::{BackendError, KernelArg, LaunchGeometry};
-
-/// Dynamic shared memory a kernel gets without opting in.
-const DEFAULT_SHARED_MEMORY: u32 = 48 * 1024;
 
 /// An argument ready to push: device memory borrowed for the launch, or a scalar.
 enum Prepared<'a> {
@@ -36,7 +36,7 @@ pub(super) unsafe fn launch(
     geometry: LaunchGeometry,
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {
-    let function = &kernel.function;
+    let function = &kernel.function.function;
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {
         module: kernel.entry.module.to_owned(),
@@ -47,12 +47,16 @@ pub(super) unsafe fn launch(
         ),
     })?;
     if geometry.shared_mem_bytes > DEFAULT_SHARED_MEMORY {
-        function
-            .set_attribute(
-                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_mem_bytes,
-            )
-            .map_err(|error| gpu.driver("raising the dynamic shared memory limit", error))?;
+        let mut limit = kernel.function.dynamic_shared_limit.lock().unwrap_or_else(PoisonError::into_inner);
+        if *limit < geometry.shared_mem_bytes {
+            function
+                .set_attribute(
+                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_mem_bytes,
+                )
+                .map_err(|error| gpu.driver("raising the dynamic shared memory limit", error))?;
+            *limit = geometry.shared_mem_bytes;
+        }
     }
     let mut builder = gpu.stream.launch_builder(function);
     for arg in &mut prepared {

@@ -45,7 +45,7 @@ mod reads;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError};
 
 use crate::modules::{ModuleCache, Resolved};
 use crate::{
@@ -69,7 +69,7 @@ pub struct CudaBackend {
 }
 
 /// A function ready to launch, with the entry whose signature its layout was checked against.
-type CudaKernel = Resolved<Arc<CudaFunction>>;
+type CudaKernel = Resolved<Arc<modules::LoadedFunction>>;
 
 /// Device memory behind a [`DeviceBuffer`]: `len` elements of `dtype` in bytes (at least one),
 /// freed when dropped, and their reads on each stream. Private, so no code outside this module

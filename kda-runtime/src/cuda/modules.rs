@@ -2,7 +2,7 @@
 //! once its coverage says the device can run it, and an entry's function is checked against the
 //! entry's signature (`cuFuncGetParamInfo`) when it is found.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{self, cudaError_enum};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
@@ -26,7 +26,7 @@ pub(super) struct CudaLoader {
 impl ModuleLoader for CudaLoader {
     type Set = ImageSet;
     type Module = Arc<CudaModule>;
-    type Function = Arc<CudaFunction>;
+    type Function = Arc<LoadedFunction>;
 
     fn device(&self) -> &str {
         &self.description
@@ -47,7 +47,7 @@ impl ModuleLoader for CudaLoader {
         &self,
         module: &Arc<CudaModule>,
         kernel: &KernelEntry,
-    ) -> Result<Arc<CudaFunction>, LookupError> {
+    ) -> Result<Arc<LoadedFunction>, LookupError> {
         let (name, entry, device) = (kernel.module, kernel.entry, &self.description);
         let failed = |operation: String, message: String| {
             LookupError::failed(kernel, BackendError::Driver { operation, source: message.into() })
@@ -74,8 +74,20 @@ impl ModuleLoader for CudaLoader {
             compare_layout(signature, &layout)
                 .map_err(|reason| LookupError::SignatureMismatch { entry: Box::new(*kernel), reason })?;
         }
-        Ok(Arc::new(function))
+        Ok(Arc::new(LoadedFunction { function, dynamic_shared_limit: Mutex::new(DEFAULT_SHARED_MEMORY) }))
     }
+}
+
+/// Dynamic shared memory a kernel gets without opting in.
+pub(super) const DEFAULT_SHARED_MEMORY: u32 = 48 * 1024;
+
+/// A function of a loaded module, and the dynamic shared memory it has been allowed so far.
+pub(super) struct LoadedFunction {
+    pub function: CudaFunction,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` as last raised. Only ever raised, under
+    /// this lock: a launch that asked for more than another must not find the limit lowered
+    /// under it by that other launch, which a plain set before each launch allowed.
+    pub dynamic_shared_limit: Mutex<u32>,
 }
 
 /// The most parameters a kernel can have: CUDA's parameter buffer is 32,764 bytes, at least 1

@@ -63,7 +63,9 @@ impl PrivateDir {
             // `create` (not `create_all`) fails where the path exists, as anything, a symlink too.
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => return Ok(Self(path)),
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    attempt += 1
+                }
                 Err(error) => return Err(error),
             }
         }
@@ -206,8 +208,10 @@ impl DriverBackend {
         // Unique in this backend across threads.
         static REQUESTS: AtomicU64 = AtomicU64::new(0);
         let number = REQUESTS.fetch_add(1, Ordering::Relaxed);
-        let exchange = self.exchange.get_or_init(|| PrivateDir::new(self.id).map_err(|error| error.to_string()));
-        let exchange = exchange.as_ref().map_err(|error| failed(format!("making the driver's directory: {error}")))?;
+        let exchange =
+            self.exchange.get_or_init(|| PrivateDir::new(self.id).map_err(|error| error.to_string()));
+        let exchange =
+            exchange.as_ref().map_err(|error| failed(format!("making the driver's directory: {error}")))?;
         let stem = exchange.0.join(number.to_string());
         let (request_path, response_path) = (stem.with_extension("request"), stem.with_extension("response"));
         let io = |operation: &str, error: std::io::Error| failed(format!("{operation}: {error}"));
@@ -406,7 +410,8 @@ mod tests {
         // directory of theirs.
         let theirs = std::env::temp_dir().join(format!("kda-emu-theirs-{}", backend.number()));
         std::fs::create_dir_all(&theirs).unwrap();
-        let planted = std::env::temp_dir().join(format!("kda-emu-{}-{}-0", std::process::id(), backend.number()));
+        let planted =
+            std::env::temp_dir().join(format!("kda-emu-{}-{}-0", std::process::id(), backend.number()));
         symlink(&theirs, &planted).unwrap();
         let dir = PrivateDir::new(backend).unwrap();
         assert_ne!(dir.0, planted, "a planted path was taken as the backend's own directory");

@@ -134,7 +134,11 @@ mod tests {
         let set = unsafe {
             EmulatedSet::leak(
                 "ours@0.1.0:kernels.toml",
-                [("conv", "decode", "/emu/a.so"), ("gemm", "gemm", "/emu/b.so"), ("conv", "prefill", "/emu/c.so")],
+                [
+                    ("conv", "decode", "/emu/a.so"),
+                    ("gemm", "gemm", "/emu/b.so"),
+                    ("conv", "prefill", "/emu/c.so"),
+                ],
                 &proved,
                 Some("/emu/driver"),
             )
@@ -147,7 +151,8 @@ mod tests {
         assert_eq!(modules, [("conv", vec!["decode", "prefill"]), ("gemm", vec!["gemm"])]);
         assert_eq!(set.modules[0].libraries[1].path, "/emu/c.so");
         // Only the proved entries that a library has are carried as proved.
-        let proved = |module: &EmulatedModule| module.entries.iter().map(|built| built.entry).collect::<Vec<_>>();
+        let proved =
+            |module: &EmulatedModule| module.entries.iter().map(|built| built.entry).collect::<Vec<_>>();
         assert_eq!((proved(&set.modules[0]), proved(&set.modules[1])), (vec!["prefill"], vec![]));
         assert_eq!(set.driver(), Some("/emu/driver"));
     }

@@ -100,8 +100,9 @@ pub(crate) fn proved_signature(
     let Some(asked) = entry.signature else { return Ok(None) };
     let mut proved = built.iter().filter(|built| built.entry == entry.entry).peekable();
     if proved.peek().is_none() {
-        return Err("the build proved no signature for this entry point (its manifest does not list it)"
-            .to_owned());
+        return Err(
+            "the build proved no signature for this entry point (its manifest does not list it)".to_owned()
+        );
     }
     proved.find_map(|built| built.signature.filter(|signature| *signature == asked)).map(Some).ok_or_else(
         || "the signature is not the one the build proved for this entry point (a hand-made entry, or a table and images from different manifests)".to_owned(),

@@ -22,16 +22,17 @@ const fn image(module: &'static str) -> KernelImage {
 }
 
 /// A set as the build would write it. The test loader loads no code, so any set is safe to it.
-const fn set(namespace: &'static str, images: &'static [KernelImage], missing: Option<&'static str>) -> ImageSet {
+const fn set(
+    namespace: &'static str,
+    images: &'static [KernelImage],
+    missing: Option<&'static str>,
+) -> ImageSet {
     // SAFETY: `Recording` loads nothing and launches nothing.
     unsafe { ImageSet::from_build(namespace, images, missing) }
 }
 
-static OURS: ImageSet = set(
-    "ours@0.1.0:kernels.toml",
-    &[image("gemm"), image("norm"), image("broken"), image("sm100")],
-    None,
-);
+static OURS: ImageSet =
+    set("ours@0.1.0:kernels.toml", &[image("gemm"), image("norm"), image("broken"), image("sm100")], None);
 static THEIRS: ImageSet = set("theirs@2.0.0:kernels.toml", &[image("gemm")], None);
 /// Built without nvcc: carries nothing.
 static NONE_BUILT: ImageSet = set("bare@0.1.0:kernels.toml", &[], Some("nvcc was not found"));
