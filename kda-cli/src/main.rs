@@ -342,7 +342,7 @@ fn roofline_only(run: &BenchRun) -> anyhow::Result<()> {
 #[cfg(feature = "cuda")]
 fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
     let gpu = kda_runtime::cuda::CudaBackend::new(0, &[&kda::kernels::KERNEL_IMAGES])?;
-    if let Some(why) = kda::kernels::KERNEL_IMAGES.missing {
+    if let Some(why) = kda::kernels::KERNEL_IMAGES.missing() {
         bail!("this binary carries no CUDA kernel images: {why}");
     }
     Ok(Box::new(gpu))
