@@ -35,7 +35,12 @@ fn cpu() -> CpuBackend {
     })
 }
 
-fn fill(gpu: &dyn GpuBackend, kernel: KernelHandle, dst: &mut DeviceBuffer, n: u32) -> Result<(), BackendError> {
+fn fill(
+    gpu: &dyn GpuBackend,
+    kernel: KernelHandle,
+    dst: &mut DeviceBuffer,
+    n: u32,
+) -> Result<(), BackendError> {
     gpu.launch(kernel, LaunchGeometry::linear(n, 256), &mut [dst.view_mut().into(), n.into(), 1.5f32.into()])
 }
 
@@ -65,11 +70,16 @@ fn storage_replaced_by_a_shorter_one_shortens_its_buffer() {
 fn a_signature_made_by_the_caller_is_not_the_one_registered() {
     // `dst` with an extent of 0: a launch checked against it would write past any buffer.
     static WEAK: Signature = Signature {
-        params: &[KernelParam::buffer("dst", DType::F32, Access::Write, "0", &[Op::Literal(0)]), FILL.params[1], FILL.params[2]],
+        params: &[
+            KernelParam::buffer("dst", DType::F32, Access::Write, "0", &[Op::Literal(0)]),
+            FILL.params[1],
+            FILL.params[2],
+        ],
         requires: &[],
     };
     let forged = KernelEntry { signature: Some(&WEAK), ..FILL_ENTRY };
-    for gpu in [Box::new(cpu()) as Box<dyn GpuBackend>, Box::new(FakeBackend::new().with_entry(&FILL_ENTRY))] {
+    for gpu in [Box::new(cpu()) as Box<dyn GpuBackend>, Box::new(FakeBackend::new().with_entry(&FILL_ENTRY))]
+    {
         match gpu.lookup(&forged) {
             Err(LookupError::SignatureMismatch { .. }) => {}
             other => panic!("{}: a forged signature resolved: {other:?}", gpu.describe()),
@@ -114,10 +124,20 @@ impl GpuBackend for Smuggler {
     fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
         self.fake.copy_on_device(src, dst)
     }
-    fn launch(&self, kernel: KernelHandle, geometry: LaunchGeometry, args: &mut [KernelArg<'_>]) -> Result<(), BackendError> {
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
         self.fake.launch(kernel, geometry, args)
     }
-    unsafe fn launch_unchecked(&self, _: KernelHandle, _: LaunchGeometry, _: &mut [KernelArg<'_>]) -> Result<(), BackendError> {
+    unsafe fn launch_unchecked(
+        &self,
+        _: KernelHandle,
+        _: LaunchGeometry,
+        _: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
         Err(BackendError::Replay("not forwarded".to_owned()))
     }
     fn synchronize(&self) -> Result<(), BackendError> {

@@ -98,7 +98,8 @@ fn image(set: &'static ImageSet, module: &str) -> &'static KernelImage {
 
 #[test]
 fn one_module_cache_loads_each_crates_own_scale_image() -> Result<(), LookupError> {
-    let (ours, theirs) = (carried(&kda_example::KERNEL_IMAGES, OURS), carried(&kda_example_twin::KERNEL_IMAGES, THEIRS));
+    let (ours, theirs) =
+        (carried(&kda_example::KERNEL_IMAGES, OURS), carried(&kda_example_twin::KERNEL_IMAGES, THEIRS));
     let cache =
         ModuleCache::new(Recording::default(), &[ours, theirs]).expect("two namespaces do not collide");
     let (our_index, their_index) = (cache.lookup(OURS)?, cache.lookup(THEIRS)?);
