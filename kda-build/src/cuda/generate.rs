@@ -49,7 +49,7 @@ impl Generated<'_> {
             );
         }
         out.push_str("}\n\n/// The CUDA kernel images compiled into this crate, one fatbin per module.\n");
-        out.push_str("#[allow(unsafe_code)]\n");
+        out.push_str("#[allow(unsafe_code, unused_imports)]\n");
         out.push_str("pub static KERNEL_IMAGES: ::kda_runtime::ImageSet = ");
         out.push_str(FROM_BUILD_SAFETY);
         out.push_str("unsafe { ::kda_runtime::ImageSet::from_build(\n");
@@ -85,7 +85,7 @@ impl Generated<'_> {
         driver: Option<&std::path::Path>,
     ) {
         out.push_str("\n/// The kernels built for the emulator: per module, one shared library per entry.\n");
-        out.push_str("#[allow(unsafe_code)]\npub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ");
+        out.push_str("#[allow(unsafe_code, unused_imports)]\npub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ");
         out.push_str(FROM_BUILD_SAFETY);
         out.push_str("unsafe { ::kda_runtime::EmulatedSet::from_build(\n");
         let _ = writeln!(out, "    {},\n    &[", namespace_expr(self.manifest_key));
