@@ -1,5 +1,6 @@
 //! The manifest parser: the model it builds and every error class, located and in file order.
 
+use kda_build::manifest::MAX_REPORTED_ERRORS;
 use kda_build::{Location, Manifest};
 
 #[path = "manifest/params.rs"]
@@ -242,4 +243,25 @@ fn a_misspelt_key_and_a_missing_one_in_the_same_entry_are_both_reported() {
             "k.toml:2:54: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`",
         ]
     );
+}
+
+#[test]
+fn twenty_thousand_duplicate_parameters_show_the_first_errors_and_count_the_rest() {
+    // 20,001 parameters of one name: 20,000 duplicates, which once printed 1.6 MB.
+    let params = vec!["u32 n"; 20_001].join(", ");
+    let text = format!("[t]\nf = {{ module = \"m\", entry = \"e\", params = \"{params}\" }}\n");
+    let error = Manifest::parse("k.toml", &text).unwrap_err();
+    assert_eq!((error.diagnostics.len(), error.omitted), (MAX_REPORTED_ERRORS, 20_000 - MAX_REPORTED_ERRORS));
+    let rendered = error.to_string();
+    let lines: Vec<&str> = rendered.lines().collect();
+    assert_eq!(lines.len(), MAX_REPORTED_ERRORS + 1);
+    // The first duplicates, in file order: the second parameter is the first repeat.
+    let prefix = "f = { module = \"m\", entry = \"e\", params = \"";
+    for (i, line) in lines[..MAX_REPORTED_ERRORS].iter().enumerate() {
+        let column = prefix.len() + (i + 1) * "u32 n, ".len() + "u32 ".len() + 1;
+        let expected = format!("k.toml:2:{column}: entry `f`: parameter `n` is listed twice: first at 2:");
+        assert!(line.starts_with(&expected), "{line}, expected {expected}");
+    }
+    assert_eq!(lines[MAX_REPORTED_ERRORS], "... and 19980 more errors");
+    assert!(rendered.len() < 4_096, "{} bytes", rendered.len());
 }

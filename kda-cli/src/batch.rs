@@ -12,7 +12,7 @@ use kda::compare::Agreement;
 use kda::geometry::KdaGeometry;
 use kda::weights::{HostWeights, synthetic_hidden};
 
-use crate::job::{JobError, rate, timed, widen};
+use crate::job::{JobError, check_tokens, rate, timed, widen};
 
 /// What the batched job runs.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +27,26 @@ pub struct BatchOptions {
     pub steps: u32,
     /// Seed of the synthetic weights and inputs.
     pub seed: u64,
+}
+
+impl BatchOptions {
+    /// The decode tokens across the batch, `batch × steps`: an error where a count is zero or
+    /// past the block's bound ([`KdaGeometry::max_tokens`]), checked before anything is
+    /// allocated.
+    pub fn decode_tokens(&self) -> Result<u32, JobError> {
+        // A zero batch or step count leaves nothing to time or compare (and divides by zero).
+        for (option, count) in [("--batch", self.batch), ("--decode", self.steps)] {
+            if count == 0 {
+                return Err(JobError::Zero(option));
+            }
+        }
+        let max = self.geometry.max_tokens();
+        // Each sequence's prompt is one prefill call.
+        check_tokens("--prompt", Some(self.prompt), u64::from(self.prompt), max)?;
+        // Every step's tokens are held on the device at once, in one output buffer.
+        let tokens = self.batch.checked_mul(self.steps);
+        check_tokens("--batch × --decode", tokens, u64::from(self.batch) * u64::from(self.steps), max)
+    }
 }
 
 /// What the batched job measured: tokens per second across the batch, each path over the same
@@ -53,6 +73,7 @@ pub struct BatchReport {
 /// Runs the batched job on `gpu`.
 pub fn run(gpu: &dyn GpuBackend, options: &BatchOptions) -> Result<BatchReport, JobError> {
     let BatchOptions { geometry, batch, prompt, steps, seed } = *options;
+    let decoded = options.decode_tokens()?;
     let block = Glm5NextKdaBlock::new(gpu, geometry, &HostWeights::synthetic(&geometry, seed))?;
     let width = geometry.hidden as usize;
     let mut pool = block.new_pool(batch)?;
@@ -111,11 +132,10 @@ pub fn run(gpu: &dyn GpuBackend, options: &BatchOptions) -> Result<BatchReport, 
     };
     let single_bits = bits(&single_host, &single)?;
     let batched_bits = bits(&batched_host, &batched)?;
-    let tokens = batch * steps;
     Ok(BatchReport {
-        single_tokens_per_s: rate(tokens, single_time),
-        batched_tokens_per_s: rate(tokens, batched_time),
-        replayed_tokens_per_s: rate(tokens, replayed_time),
+        single_tokens_per_s: rate(decoded, single_time),
+        batched_tokens_per_s: rate(decoded, batched_time),
+        replayed_tokens_per_s: rate(decoded, replayed_time),
         replayed_step: replayed_time / steps,
         batched: Agreement::of(&widen(&batched_host), &widen(&single_host))
             .ok_or(JobError::Incomparable("batched outputs"))?,
@@ -172,5 +192,33 @@ mod tests {
                 [report.single_tokens_per_s, report.batched_tokens_per_s, report.replayed_tokens_per_s];
             assert!(rates.iter().all(|r| r.is_finite() && *r > 0.0), "{rates:?}");
         }
+    }
+
+    /// The batched job of `batch` sequences at `tiny`.
+    fn options(batch: u32, prompt: u32, steps: u32) -> BatchOptions {
+        BatchOptions { geometry: KdaGeometry::tiny(), batch, prompt, steps, seed: 9 }
+    }
+
+    #[test]
+    fn counts_past_the_bound_or_zero_are_refused_before_anything_runs() {
+        let gpu = kda::reference::backend();
+        let max = KdaGeometry::tiny().max_tokens();
+        // A prompt of 4294967295 tokens would be a terabyte of inputs per sequence.
+        let error = run(&gpu, &options(2, u32::MAX, 1)).unwrap_err();
+        assert!(matches!(error, JobError::TooManyTokens { option: "--prompt", .. }), "{error}");
+        // 65,535 × 65,538 wraps in u32.
+        let error = run(&gpu, &options(65_535, 1, 65_538)).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "--batch × --decode = 4295032830 tokens: the block takes at most {max} tokens at this \
+                 geometry (its kernels' sizes are 32-bit)"
+            )
+        );
+        // No steps: nothing to time (the replayed step's mean divided by zero).
+        let error = run(&gpu, &options(2, 1, 0)).unwrap_err().to_string();
+        assert_eq!(error, "--decode must be at least 1");
+        let error = run(&gpu, &options(0, 1, 1)).unwrap_err().to_string();
+        assert_eq!(error, "--batch must be at least 1");
     }
 }

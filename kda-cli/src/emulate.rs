@@ -9,7 +9,7 @@
 //! with a change in it (the mutation script's) is checked without rebuilding anything else.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -73,13 +73,18 @@ pub struct EmulateReport {
 /// The bound of the whole block against the reference (docs/kernels.md).
 const BLOCK_BOUND: f64 = 2e-3;
 
-/// Builds the kernels and runs every shape; `log` gets a line per compared buffer.
-pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Result<EmulateReport> {
-    let started = Instant::now();
-    let variant = options.sanitizer.map_or("plain", Sanitizer::name);
-    let built = KernelBuild::new(&options.manifest, &options.kernels, options.out_dir.join(variant))
+/// The model's kernels built for the emulator with `sanitizer` into `out_dir/<variant>`, as a set
+/// the emulation backends take (leaked: make one per run).
+pub fn emulated_build(
+    manifest: &Path,
+    kernels: &Path,
+    out_dir: &Path,
+    sanitizer: Option<Sanitizer>,
+) -> anyhow::Result<&'static EmulatedSet> {
+    let variant = sanitizer.map_or("plain", Sanitizer::name);
+    let built = KernelBuild::new(manifest, kernels, out_dir.join(variant))
         .without_nvcc()
-        .emulation(Emulation { sanitizer: options.sanitizer })
+        .emulation(Emulation { sanitizer })
         .run()?;
     if !built.problems.is_empty() {
         let problems: Vec<String> = built.problems.iter().map(ToString::to_string).collect();
@@ -91,8 +96,8 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         built.emulated.iter().zip(&paths).map(|(library, path)| (&*library.module, &*library.entry, &**path));
     let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
     // SAFETY: the libraries and the driver are what the emulated build just wrote from this
-    // manifest's modules, whose entries `Glm5NextKdaKernels::ENTRIES` are (the emulator compares each
-    // library's C parameter types with its entry's signature at lookup).
+    // manifest's modules, whose entries `Glm5NextKdaKernels::ENTRIES` are (the emulator compares
+    // each library's C parameter types with its entry's signature at lookup).
     #[allow(unsafe_code)]
     let set = unsafe {
         EmulatedSet::leak(
@@ -102,6 +107,13 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
             driver.as_deref(),
         )
     };
+    Ok(set)
+}
+
+/// Builds the kernels and runs every shape; `log` gets a line per compared buffer.
+pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Result<EmulateReport> {
+    let started = Instant::now();
+    let set = emulated_build(&options.manifest, &options.kernels, &options.out_dir, options.sanitizer)?;
     let selected = selection(&options.only)?;
     let picked = |cases: Vec<KernelCase>| cases.into_iter().filter(|case| selected(case.field()));
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };

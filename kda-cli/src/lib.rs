@@ -12,6 +12,8 @@ pub mod bench;
 #[cfg(feature = "emulation")]
 pub mod emulate;
 pub mod job;
+#[cfg(feature = "emulation")]
+pub mod launch_fuzz;
 pub mod listing;
 pub mod report;
 pub mod roofline;

@@ -5,13 +5,14 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Parser, Subcommand, ValueEnum};
 use kda::geometry::KdaGeometry;
 use kda::kernels::{MANIFEST, MANIFEST_NAME};
 use kda_build::Manifest;
 #[cfg(feature = "emulation")]
 use kda_build::cuda::emulation::Sanitizer;
+use kda_build::manifest::read_manifest;
 use kda_cli::baseline::{GemmBaseline, GemmComparison};
 use kda_cli::batch::{BatchOptions, BatchReport};
 use kda_cli::bench::BenchOptions;
@@ -111,6 +112,10 @@ enum Command {
         /// Print a line per compared buffer.
         #[arg(long)]
         verbose: bool,
+        /// Instead of the suite, fuzz the launch checks with this many random launches through
+        /// the safe API (`--sanitizer address` only; see `kda_cli::launch_fuzz`).
+        #[arg(long)]
+        fuzz_launches: Option<u64>,
     },
 }
 
@@ -132,7 +137,14 @@ fn main() -> anyhow::Result<()> {
             if roofline { roofline_only(&options) } else { bench(backend.unwrap_or(cli.backend), &options) }
         }
         #[cfg(feature = "emulation")]
-        Some(Command::Emulate { sanitizer, all, shapes, kernels, out, fail_fast, only, verbose }) => {
+        Some(Command::Emulate { sanitizer, fuzz_launches: Some(launches), kernels, out, .. }) => {
+            if sanitizer != Some(Sanitizer::Address) {
+                bail!("--fuzz-launches needs --sanitizer address");
+            }
+            fuzz_launches(launches, kernels, out, cli.seed)
+        }
+        #[cfg(feature = "emulation")]
+        Some(Command::Emulate { sanitizer, all, shapes, kernels, out, fail_fast, only, verbose, .. }) => {
             let variants = match (all, sanitizer) {
                 (true, _) => vec![None, Some(Sanitizer::Address), Some(Sanitizer::Thread)],
                 (false, sanitizer) => vec![sanitizer],
@@ -228,25 +240,60 @@ fn emulate(sanitizer: Option<Sanitizer>, run: &EmulateRun) -> anyhow::Result<()>
     Ok(())
 }
 
+/// `kda emulate --sanitizer address --fuzz-launches N`: the fuzz of the launch checks, its table
+/// printed; an `Err` on a sanitizer report or a failed negative control.
+#[cfg(feature = "emulation")]
+fn fuzz_launches(
+    launches: u64,
+    kernels: Option<PathBuf>,
+    out: Option<PathBuf>,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repository().join("target"), PathBuf::from);
+    let options = kda_cli::launch_fuzz::FuzzOptions {
+        manifest: repository().join("kernels.toml"),
+        kernels: kernels.unwrap_or_else(|| repository().join("kernels")),
+        out_dir: out.unwrap_or_else(|| target.join("kda-emulate")),
+        launches,
+        seed,
+    };
+    let report = kda_cli::launch_fuzz::run(&options, &mut |line| println!("{line}"))?;
+    println!("{}", report.table());
+    if !report.passed() {
+        bail!("the launch fuzz failed: {} sanitizer reports on safe launches", report.reports.len());
+    }
+    Ok(())
+}
+
 fn run(cli: &Cli) -> anyhow::Result<()> {
     let geometry = KdaGeometry::preset(&cli.preset)?;
     geometry.validate()?;
+    let options = JobOptions { geometry, prompt: cli.prompt, decode: cli.decode, seed: cli.seed };
+    let batch = cli.batch.map(|batch| {
+        let options =
+            BatchOptions { geometry, batch, prompt: cli.prompt, steps: cli.decode.max(1), seed: cli.seed };
+        (batch, options)
+    });
+    // Token counts past the block's bound are refused before a backend is opened, and the
+    // batched part's before the job runs: not after minutes of work.
+    options.tokens()?;
+    if let Some((_, options)) = &batch {
+        options.decode_tokens()?;
+    }
     let (gpu, _) = select_backend(cli.backend)?;
     print!("{}", kda_cli::report::resolution(gpu.as_ref()));
     println!(
         "\nblock: {} ({geometry}); prompt {} tokens, then {} decode steps; seed {}",
         cli.preset, cli.prompt, cli.decode, cli.seed
     );
-    let options = JobOptions { geometry, prompt: cli.prompt, decode: cli.decode, seed: cli.seed };
     let report = kda_cli::job::run(gpu.as_ref(), &options, &mut progress)?;
     print_report(&report);
-    if let Some(batch) = cli.batch {
+    if let Some((batch, options)) = batch {
         println!(
             "\nbatched decode: {batch} sequences, each a prompt of {} tokens, then {} steps",
             cli.prompt, cli.decode
         );
-        let options =
-            BatchOptions { geometry, batch, prompt: cli.prompt, steps: cli.decode.max(1), seed: cli.seed };
         print_batch_report(batch, &kda_cli::batch::run(gpu.as_ref(), &options)?);
     }
     Ok(())
@@ -412,9 +459,10 @@ fn print_report(report: &JobReport) {
 fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
     let (file, text) = match path {
         Some(path) => {
-            let text =
-                std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            (path.display().to_string(), text)
+            let file = path.display().to_string();
+            // Capped in size and located where not UTF-8, as the derive and the build read it.
+            let text = read_manifest(&path, &file)?;
+            (file, text)
         }
         None => (MANIFEST_NAME.to_owned(), MANIFEST.to_owned()),
     };

@@ -1,8 +1,9 @@
 //! Fuzzes `kda list --manifest PATH` on the inputs of `kda-build/tests/fuzz_manifest.rs`: in
 //! process, the steps `main` takes (read the file, parse it, render the listing) on every input;
 //! the binary itself on the named cases and a sample of the rest. Neither may panic or hang; a
-//! rejection is the parser's located errors (or, for bytes that are not UTF-8, a read error
-//! naming the file), and the binary's listing is the in-process one.
+//! rejection is the parser's located errors (the first of them, and a count of the rest; for
+//! bytes that are not UTF-8, one error at the first such byte), and the binary's listing is the
+//! in-process one.
 //!
 //! ```sh
 //! cargo test --test fuzz_list -- --nocapture                                    # 2,000 inputs
@@ -18,6 +19,7 @@ mod fuzz;
 use std::path::Path;
 use std::process::Command;
 
+use kda_build::manifest::{ReadError, read_manifest};
 use kda_build::{Manifest, ManifestError};
 
 use fuzz::{Case, Config, Origin, Stage};
@@ -56,13 +58,20 @@ fn in_process(case: &mut Case<'_>, stage: Stage) -> Option<Listed> {
     const SECTION: &str = "2. kda list, in process";
     let path = case.path.to_owned();
     let file = path.display().to_string();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_manifest(&path, &file) {
         Ok(text) => text,
-        Err(error) => {
-            if stage == Stage::NotUtf8 && error.kind() == std::io::ErrorKind::InvalidData {
-                case.count(SECTION, "not UTF-8: clean read error");
-                return Some(Listed::Error(format!("cannot read {file}")));
+        Err(ReadError::NotUtf8(error)) if stage == Stage::NotUtf8 => {
+            // One located error, at the first byte that is not UTF-8.
+            let lines = String::from_utf8_lossy(&case.input.bytes).split('\n').count();
+            let rendered = error.to_string();
+            if error.diagnostics.len() != 1 || fuzz::located(&rendered, &file, lines).is_none() {
+                case.fail(format!("not UTF-8, but not one located error: {}", fuzz::short(&rendered)));
+                return None;
             }
+            case.count(SECTION, "not UTF-8: located read error");
+            return Some(Listed::Error(rendered));
+        }
+        Err(error) => {
             case.fail(format!("reading the manifest: {error} (parser stage {stage:?})"));
             return None;
         }
@@ -73,11 +82,27 @@ fn in_process(case: &mut Case<'_>, stage: Stage) -> Option<Listed> {
     match result {
         Err(error) => {
             let rendered = error.to_string();
-            if let Some(bad) = rendered.split('\n').find(|line| fuzz::located(line, &file, lines).is_none()) {
+            // Located lines, then the count of the rest where there are more than the cap.
+            let mut shown = rendered.split('\n');
+            let summary = error.summary();
+            if let Some(summary) = &summary
+                && shown.next_back() != Some(summary.as_str())
+            {
+                case.fail(format!("{} errors left out, but no line says so", error.omitted));
+                return None;
+            }
+            if let Some(bad) = shown.find(|line| fuzz::located(line, &file, lines).is_none()) {
                 case.fail(format!("an error line not located in the manifest: {}", fuzz::short(bad)));
                 return None;
             }
-            case.count(SECTION, "rejected: located errors");
+            case.count(
+                SECTION,
+                if summary.is_some() {
+                    "rejected: located, the rest counted"
+                } else {
+                    "rejected: located errors"
+                },
+            );
             Some(Listed::Error(rendered))
         }
         Ok(manifest) => {

@@ -108,11 +108,7 @@ impl HostData {
     }
 
     /// A new buffer on `gpu` holding `offset` [`POISON`] elements, then this data.
-    pub(super) fn upload_at(
-        &self,
-        gpu: &dyn GpuBackend,
-        offset: usize,
-    ) -> Result<DeviceBuffer, BackendError> {
+    pub fn upload_at(&self, gpu: &dyn GpuBackend, offset: usize) -> Result<DeviceBuffer, BackendError> {
         fn prefixed<T: Copy>(poison: T, offset: usize, data: &[T]) -> Vec<T> {
             let mut all = vec![poison; offset];
             all.extend_from_slice(data);

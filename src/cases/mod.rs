@@ -146,25 +146,42 @@ pub struct KernelCase {
 
 /// A case's arguments on a backend, ready for repeated launches.
 pub struct PreparedCase {
-    slots: Vec<Slot>,
+    slots: Vec<PreparedArg>,
+}
+
+impl PreparedCase {
+    /// The arguments, in the kernel's order, for a caller that changes them (the launch fuzz).
+    pub fn into_args(self) -> Vec<PreparedArg> {
+        self.slots
+    }
 }
 
 /// A prepared argument: elements `range` of an uploaded buffer (and whether the kernel writes
 /// them), or a scalar.
-enum Slot {
-    View { buffer: DeviceBuffer, range: Range<usize>, writable: bool },
+pub enum PreparedArg {
+    /// Elements `range` of `buffer`.
+    View {
+        /// The uploaded buffer.
+        buffer: DeviceBuffer,
+        /// The elements the kernel gets.
+        range: Range<usize>,
+        /// Whether the kernel writes them.
+        writable: bool,
+    },
+    /// A `u32` scalar.
     U32(u32),
+    /// An `f32` scalar.
     F32(f32),
 }
 
-impl Slot {
+impl PreparedArg {
     /// The launch argument: a mutable view of a written buffer, a read-only view of a read one.
-    fn arg(&mut self) -> KernelArg<'_> {
+    pub fn arg(&mut self) -> KernelArg<'_> {
         match self {
-            Slot::View { buffer, range, writable: true } => buffer.slice_mut(range.clone()).into(),
-            Slot::View { buffer, range, writable: false } => buffer.slice(range.clone()).into(),
-            Slot::U32(value) => KernelArg::U32(*value),
-            Slot::F32(value) => KernelArg::F32(*value),
+            PreparedArg::View { buffer, range, writable: true } => buffer.slice_mut(range.clone()).into(),
+            PreparedArg::View { buffer, range, writable: false } => buffer.slice(range.clone()).into(),
+            PreparedArg::U32(value) => KernelArg::U32(*value),
+            PreparedArg::F32(value) => KernelArg::F32(*value),
         }
     }
 }
@@ -566,18 +583,18 @@ impl KernelCase {
             .map(|arg| {
                 let offset = self.offset;
                 Ok(match arg {
-                    CaseArg::Buffer(buffer) => Slot::View {
+                    CaseArg::Buffer(buffer) => PreparedArg::View {
                         buffer: buffer.data.upload_at(gpu, offset)?,
                         range: offset..offset + buffer.data.len(),
                         writable: buffer.access != Access::Read,
                     },
-                    CaseArg::Slice { data, range, .. } => Slot::View {
+                    CaseArg::Slice { data, range, .. } => PreparedArg::View {
                         buffer: data.upload_at(gpu, offset)?,
                         range: offset + range.start..offset + range.end,
                         writable: false,
                     },
-                    CaseArg::U32 { value, .. } => Slot::U32(*value),
-                    CaseArg::F32 { value, .. } => Slot::F32(*value),
+                    CaseArg::U32 { value, .. } => PreparedArg::U32(*value),
+                    CaseArg::F32 { value, .. } => PreparedArg::F32(*value),
                 })
             })
             .collect::<Result<_, BackendError>>()?;
@@ -627,7 +644,7 @@ impl KernelCase {
     ) -> Result<(), BackendError> {
         self.check_params()?;
         let kernel = self.kernel(kernels).ok_or(BackendError::Absent { entry: Box::new(self.entry) })?;
-        let mut args: Vec<KernelArg<'_>> = prepared.slots.iter_mut().map(Slot::arg).collect();
+        let mut args: Vec<KernelArg<'_>> = prepared.slots.iter_mut().map(PreparedArg::arg).collect();
         gpu.launch(kernel, self.launch, &mut args)
     }
 
@@ -642,7 +659,7 @@ impl KernelCase {
             .iter()
             .zip(&prepared.slots)
             .filter_map(|(arg, slot)| match (arg, slot) {
-                (CaseArg::Buffer(buffer), Slot::View { buffer: device, range, writable: true }) => {
+                (CaseArg::Buffer(buffer), PreparedArg::View { buffer: device, range, writable: true }) => {
                     Some((buffer, device, range))
                 }
                 _ => None,

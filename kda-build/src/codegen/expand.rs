@@ -37,8 +37,7 @@ pub(super) fn derive(input: &DeriveInput, site: &DeriveSite) -> TokenStream {
     let manifest = file.as_ref().and_then(|file| {
         Manifest::parse(&file.display, &file.text)
             .map_err(|error| {
-                let rendered = error.diagnostics.iter().map(|d| d.render(&error.file));
-                errors.extend(rendered.map(|message| syn::Error::new(manifest_span, message)));
+                errors.extend(error.lines().map(|message| syn::Error::new(manifest_span, message)));
             })
             .ok()
     });

@@ -47,7 +47,6 @@ pub(super) fn locate(relative: &str, site: &DeriveSite) -> Result<ManifestFile, 
             }
         ));
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read the kernel manifest `{}`: {error}", path.display()))?;
+    let text = crate::manifest::read_manifest(path, relative).map_err(|error| error.to_string())?;
     Ok(ManifestFile { display: relative.to_owned(), path: path.clone(), text })
 }

@@ -53,8 +53,8 @@ impl Generated<'_> {
         out.push_str("pub static KERNEL_IMAGES: ::kda_runtime::ImageSet = ");
         out.push_str(FROM_BUILD_SAFETY);
         out.push_str("unsafe { ::kda_runtime::ImageSet::from_build(\n");
-        let _ = writeln!(out, "    {},", namespace_expr(self.manifest_key));
-        out.push_str("    &[\n");
+        let _ = writeln!(out, "    /* namespace */ {},", namespace_expr(self.manifest_key));
+        out.push_str("    /* images */ &[\n");
         for image in self.images {
             let _ = writeln!(
                 out,
@@ -70,7 +70,7 @@ impl Generated<'_> {
             Some(why) => format!("::core::option::Option::Some({why:?})"),
             None => "::core::option::Option::None".to_owned(),
         };
-        let _ = writeln!(out, "    {missing},\n) }};");
+        let _ = writeln!(out, "    /* missing */ {missing},\n) }};");
         self.resources(&mut out);
         if let Some((libraries, driver)) = self.emulated {
             self.emulated_set(&mut out, libraries, driver);
@@ -88,7 +88,8 @@ impl Generated<'_> {
         out.push_str("#[allow(unsafe_code, unused_imports)]\npub static EMULATED_KERNELS: ::kda_runtime::EmulatedSet = ");
         out.push_str(FROM_BUILD_SAFETY);
         out.push_str("unsafe { ::kda_runtime::EmulatedSet::from_build(\n");
-        let _ = writeln!(out, "    {},\n    &[", namespace_expr(self.manifest_key));
+        let _ =
+            writeln!(out, "    /* namespace */ {},\n    /* modules */ &[", namespace_expr(self.manifest_key));
         // Libraries come in manifest order; a module's entries may be listed apart.
         let mut order: Vec<&str> = Vec::new();
         let mut by_module: std::collections::HashMap<&str, Vec<&EmulatedLibrary>> = Default::default();
@@ -116,7 +117,7 @@ impl Generated<'_> {
             Some(path) => format!("::core::option::Option::Some({:?})", path.display().to_string()),
             None => "::core::option::Option::None".to_owned(),
         };
-        let _ = writeln!(out, "    ],\n    {driver},\n) }};");
+        let _ = writeln!(out, "    ],\n    /* driver */ {driver},\n) }};");
     }
 
     /// The entries of `module` with their signatures, as `&[BuiltEntry]` tokens: what lookups in
@@ -247,8 +248,14 @@ mod tests {
             }],
         }];
         let problems = ["kernels.toml:3:1: `gemm::gone` is not in kernels/gemm.cu".to_owned()];
+        let manifest = crate::Manifest::parse(
+            "kernels.toml",
+            "[t]\ngemm = { module = \"gemm\", entry = \"dense_gemm_bf16\", params = \"f32 c[n], u32 n\" }\n\
+             other = { module = \"norm\", entry = \"rms\" }\n",
+        )
+        .unwrap();
         let generated = Generated {
-            manifest: None,
+            manifest: Some(&manifest),
             manifest_key: "kernels.toml",
             defines: &defines,
             images: &images,
@@ -275,7 +282,13 @@ mod tests {
             "{source}"
         );
         assert!(source.contains("\":\", \"kernels.toml\")"), "{source}");
-        assert!(source.contains("missing: ::core::option::Option::None,"), "{source}");
+        assert!(source.contains("/* missing */ ::core::option::Option::None,"), "{source}");
+        // The module's entries, each with the signature the derive gives it; another module's not.
+        let entries = &source[source.find("entries: ").expect(&source)..];
+        let entries = &entries[..entries.find('\n').expect(&source)];
+        assert!(entries.contains("BuiltEntry { entry : \"dense_gemm_bf16\""), "{entries}");
+        assert!(entries.contains("P :: buffer (\"c\" , D :: F32 , Write , \"n\""), "{entries}");
+        assert!(!entries.contains("\"rms\""), "{entries}");
         assert!(
             source.contains(
                 "        EntryResources { module: \"gemm\", entry: \"dense_gemm_bf16\", \
@@ -316,7 +329,7 @@ mod tests {
         assert!(conv < decode && decode < prefill && prefill < gemm, "{source}");
         assert!(source.contains("path: \"/out/emu/libconv.prefill.so\""), "{source}");
         assert!(
-            source.contains("driver: ::core::option::Option::Some(\"/out/emu/kda_emu_driver\")"),
+            source.contains("/* driver */ ::core::option::Option::Some(\"/out/emu/kda_emu_driver\"),"),
             "{source}"
         );
     }

@@ -49,6 +49,7 @@ pub use signature::{PtxParam, SignatureMismatch, SignatureProblem, ptx_params};
 pub use symbols::{EntryProblem, check_entries, ptx_entries, ptx_isa};
 pub use target::{Arch, Target, parse_targets};
 
+use crate::manifest::{ReadError, read_manifest};
 use crate::{Manifest, ManifestError};
 use module::{Compiled, Compiler};
 use target::Plan;
@@ -57,6 +58,9 @@ use target::Plan;
 /// as compiler errors).
 #[derive(thiserror::Error)]
 pub enum BuildError {
+    /// The manifest could not be read (missing, unreadable, past the size cap).
+    #[error(transparent)]
+    Manifest(ReadError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -297,15 +301,20 @@ impl KernelBuild {
     pub fn run(&self) -> Result<BuildOutput, BuildError> {
         self.rerun_if_changed();
         let name = self.manifest_name();
-        let text = read(&self.manifest)?;
         let mut output =
             BuildOutput { generated: self.out_dir.join(&self.out_file), ..BuildOutput::default() };
-        let manifest = match Manifest::parse(&name, &text) {
+        let parsed = match read_manifest(&self.manifest, &name) {
+            Ok(text) => {
+                Manifest::parse(&name, &text).map_err(|error| (error, Manifest::recover_defines(&text)))
+            }
+            Err(ReadError::NotUtf8(error)) => Err((error, Vec::new())),
+            Err(error) => return Err(BuildError::Manifest(error)),
+        };
+        let manifest = match parsed {
             Ok(manifest) => manifest,
-            Err(error) => {
+            Err((error, defines)) => {
                 // The derive reads the same manifest and reports this, located; a second report
                 // here would only repeat it. The defines that read well are still generated.
-                let defines = Manifest::recover_defines(&text);
                 let why = "the manifest has errors (the derive reports them)";
                 self.write_generated(&name, None, &defines, &output, Some(why), (0, 0))?;
                 output.manifest_error = Some(error);

@@ -105,22 +105,58 @@ impl Diagnostic {
     }
 }
 
-/// Every problem of a manifest, in file order.
+/// The most problems a [`ManifestError`] keeps and shows one by one; the rest are counted in one
+/// summary line. One mistake repeated (20,000 duplicate parameters) would otherwise print
+/// megabytes, burying the first problems, which are the ones to fix first.
+pub const MAX_REPORTED_ERRORS: usize = 20;
+
+/// The problems of a manifest, in file order: the first [`MAX_REPORTED_ERRORS`], and how many
+/// more there are.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ManifestError {
     /// The manifest file, as the user named it.
     pub file: String,
-    /// The problems, in file order; never empty.
+    /// The first problems, in file order; never empty, at most [`MAX_REPORTED_ERRORS`].
     pub diagnostics: Vec<Diagnostic>,
+    /// The problems after those, counted but not kept.
+    pub omitted: usize,
+}
+
+impl ManifestError {
+    /// The error of `file` with the problems `diagnostics`, in any order: sorted into file
+    /// order (stably: problems at one offset keep the order they were found in), then capped at
+    /// [`MAX_REPORTED_ERRORS`].
+    pub fn new(file: &str, mut diagnostics: Vec<Diagnostic>) -> Self {
+        diagnostics.sort_by_key(|diagnostic| diagnostic.span.start);
+        let omitted = diagnostics.len().saturating_sub(MAX_REPORTED_ERRORS);
+        diagnostics.truncate(MAX_REPORTED_ERRORS);
+        ManifestError { file: file.to_owned(), diagnostics, omitted }
+    }
+
+    /// What every front end shows, one line each: `FILE:LINE:COL: message` per kept problem,
+    /// then `... and N more errors` when some were omitted.
+    pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        let kept = self.diagnostics.iter().map(|diagnostic| diagnostic.render(&self.file));
+        kept.chain(self.summary())
+    }
+
+    /// The line counting the omitted problems, if any.
+    pub fn summary(&self) -> Option<String> {
+        match self.omitted {
+            0 => None,
+            1 => Some("... and 1 more error".to_owned()),
+            n => Some(format!("... and {n} more errors")),
+        }
+    }
 }
 
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, diagnostic) in self.diagnostics.iter().enumerate() {
+        for (i, line) in self.lines().enumerate() {
             if i > 0 {
                 f.write_str("\n")?;
             }
-            f.write_str(&diagnostic.render(&self.file))?;
+            f.write_str(&line)?;
         }
         Ok(())
     }
@@ -140,6 +176,37 @@ mod tests {
         // Inside a multi-byte character: the character's own column.
         assert_eq!(Location::of_offset(text, 8), Location { line: 2, column: 2 });
         assert_eq!(Location::of_offset(text, 1000), Location { line: 3, column: 1 });
+    }
+
+    /// An error of `count` problems, one per line, found in reverse file order.
+    fn error_of(count: usize) -> ManifestError {
+        let text = "x\n".repeat(count);
+        let index = LineIndex::new(&text);
+        let diagnostics =
+            (0..count).rev().map(|i| Diagnostic::new(&index, 2 * i..2 * i + 1, "bad")).collect();
+        ManifestError::new("k.toml", diagnostics)
+    }
+
+    #[test]
+    fn errors_past_the_cap_are_counted_in_one_summary_line() {
+        let error = error_of(MAX_REPORTED_ERRORS + 7);
+        assert_eq!((error.diagnostics.len(), error.omitted), (MAX_REPORTED_ERRORS, 7));
+        let lines: Vec<String> = error.lines().collect();
+        assert_eq!(lines.len(), MAX_REPORTED_ERRORS + 1);
+        // The first problems in file order are the ones kept.
+        assert_eq!(lines[0], "k.toml:1:1: bad");
+        assert_eq!(lines[MAX_REPORTED_ERRORS - 1], format!("k.toml:{MAX_REPORTED_ERRORS}:1: bad"));
+        assert_eq!(lines[MAX_REPORTED_ERRORS], "... and 7 more errors");
+        assert_eq!(error.to_string(), lines.join("\n"));
+        assert_eq!(error_of(MAX_REPORTED_ERRORS + 1).summary().as_deref(), Some("... and 1 more error"));
+    }
+
+    #[test]
+    fn errors_up_to_the_cap_are_all_shown_without_a_summary() {
+        let error = error_of(MAX_REPORTED_ERRORS);
+        assert_eq!((error.diagnostics.len(), error.omitted), (MAX_REPORTED_ERRORS, 0));
+        assert_eq!(error.lines().count(), MAX_REPORTED_ERRORS);
+        assert!(!error.to_string().contains("more error"));
     }
 
     #[test]

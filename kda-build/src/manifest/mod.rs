@@ -11,10 +11,12 @@
 //! A reserved `[defines]` table holds named integer constants (`DENSE_GEMV_BATCHM_MAX_M = 16`)
 //! that the kernels get as `-D` flags and Rust as constants.
 //!
-//! [`Manifest::parse`] reads the file and reports every problem at once, in file order, each at
-//! its `LINE:COL`.
+//! [`read_manifest`] reads the file (at most [`MAX_MANIFEST_BYTES`], UTF-8), and
+//! [`Manifest::parse`] parses it and reports every problem at once, in file order, each at its
+//! `LINE:COL` (the first [`MAX_REPORTED_ERRORS`] of them, then how many more).
 
 mod diagnostic;
+mod file;
 mod ident;
 pub mod namespace;
 mod params;
@@ -22,7 +24,8 @@ mod parse;
 mod signature;
 mod validate;
 
-pub use diagnostic::{Diagnostic, LineIndex, Location, ManifestError};
+pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, ManifestError};
+pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};
 pub use ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 pub use signature::{
     BinaryOp, CompareOp, Comparison, ElementType, Expr, LaunchDim, Param, ParamType, Requirement, ScalarType,
@@ -104,9 +107,8 @@ impl Manifest {
                 defines: raw.defines.into_iter().map(|define| parse::into_define(source, define)).collect(),
             })
         } else {
-            // File order, whichever step found them.
-            diagnostics.sort_by_key(|diagnostic| diagnostic.span.start);
-            Err(ManifestError { file: file.to_owned(), diagnostics })
+            // File order, whichever step found them, capped once here for every front end.
+            Err(ManifestError::new(file, diagnostics))
         }
     }
 

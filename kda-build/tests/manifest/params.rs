@@ -353,10 +353,16 @@ fn deep_nesting_and_huge_inputs_are_errors_not_crashes() {
         errors(&with_params(&format!("bf16 a[{digits}]"))),
         [format!("k.toml:2:51: entry `g`: integer literal `{}…` does not fit in u64", "9".repeat(40))]
     );
-    // 100,001 empty parameters, each an error, and one for listing more than a kernel takes.
-    let commas = errors(&with_params(&",".repeat(100_000)));
-    assert_eq!(commas.len(), 100_002);
-    assert!(commas.iter().any(|e| e.contains("a kernel takes at most 65,535 parameters")));
+    // 100,001 empty parameters, each an error, and one for listing more than a kernel takes:
+    // the first shown, the rest counted.
+    let commas = Manifest::parse("k.toml", &with_params(&",".repeat(100_000))).unwrap_err();
+    assert_eq!(commas.diagnostics.len() + commas.omitted, 100_002);
+    assert!(commas.to_string().ends_with(&format!("\n... and {} more errors", commas.omitted)));
+    // Alone, the one for listing more parameters than a kernel takes.
+    let many: Vec<String> = (0..65_536).map(|i| format!("u32 n{i}")).collect();
+    let many = errors(&with_params(&many.join(", ")));
+    assert_eq!(many.len(), 1);
+    assert!(many[0].contains("a kernel takes at most 65,535 parameters; `params` lists 65536"), "{many:?}");
 }
 
 #[test]
