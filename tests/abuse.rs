@@ -1,7 +1,9 @@
 //! Safe code against the launch contract on the emulator, which runs the kernels' real code: each
 //! test is an attack written with safe public API only that once wrote past a heap allocation,
 //! and is now refused before the kernel runs. The CPU and fake backends' part is
-//! `kda-runtime/tests/abuse.rs`; CI runs both under AddressSanitizer's eyes through the emulator.
+//! `kda-runtime/tests/abuse.rs`. The same attacks under AddressSanitizer, on every entry, are
+//! classes of the launch fuzz (`kda emulate --sanitizer address --fuzz-launches N`:
+//! `swapped_storage`, `forged_signature`), which CI runs.
 
 use kda::kernels::{EMULATED_KERNELS, glm5next_kda};
 use kda_runtime::emu::EmuBackend;

@@ -16,7 +16,8 @@ pub enum BackendError {
     /// A handle or buffer of another backend instance was passed in.
     #[error("{what} does not belong to {backend}, which refuses it")]
     ForeignResource {
-        /// What was foreign: "kernel handle 0x…" or "a device buffer".
+        /// What was foreign: "kernel handle 3 of backend #2", "device buffer 7 (allocated by
+        /// backend #2)".
         what: String,
         /// The backend it was passed to.
         backend: String,

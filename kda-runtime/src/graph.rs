@@ -13,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::{
     BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
-    LookupError, View, ViewMut,
+    LookupError,
 };
 
 /// Launches captured by [`GpuBackend::capture`], replayable as one unit (a CUDA graph): the
@@ -108,6 +108,33 @@ fn insert(bound: &mut Vec<BoundBuffer>, buffer: BoundBuffer) {
     }
 }
 
+/// The allocation and copy methods of [`GpuBackend`] for a wrapper that records launches and
+/// refuses everything else, each an `Err` from the wrapper's own `refuse(what)`.
+macro_rules! refused_memory_methods {
+    () => {
+        fn alloc(&self, _: $crate::DType, _: usize) -> Result<$crate::DeviceBuffer, $crate::BackendError> {
+            Err(self.refuse("an allocation"))
+        }
+
+        fn copy_to_device(&self, _: &[u8], _: &mut $crate::DeviceBuffer) -> Result<(), $crate::BackendError> {
+            Err(self.refuse("a copy"))
+        }
+
+        fn copy_to_host(&self, _: &$crate::DeviceBuffer, _: &mut [u8]) -> Result<(), $crate::BackendError> {
+            Err(self.refuse("a copy"))
+        }
+
+        fn copy_on_device(
+            &self,
+            _: $crate::View<'_>,
+            _: $crate::ViewMut<'_>,
+        ) -> Result<(), $crate::BackendError> {
+            Err(self.refuse("a copy"))
+        }
+    };
+}
+pub(crate) use refused_memory_methods;
+
 /// The backend a capture hands its `work`: launches go through to the capturing backend, checked
 /// as always, and what each binds is noted for the graph's [`GraphBindings`]; everything else a
 /// graph cannot hold (allocations, copies, synchronization, unchecked launches, whose buffers no
@@ -146,21 +173,7 @@ impl GpuBackend for Capture<'_> {
         self.gpu.lookup(entry)
     }
 
-    fn alloc(&self, _: DType, _: usize) -> Result<DeviceBuffer, BackendError> {
-        Err(self.refuse("an allocation"))
-    }
-
-    fn copy_to_device(&self, _: &[u8], _: &mut DeviceBuffer) -> Result<(), BackendError> {
-        Err(self.refuse("a copy"))
-    }
-
-    fn copy_to_host(&self, _: &DeviceBuffer, _: &mut [u8]) -> Result<(), BackendError> {
-        Err(self.refuse("a copy"))
-    }
-
-    fn copy_on_device(&self, _: View<'_>, _: ViewMut<'_>) -> Result<(), BackendError> {
-        Err(self.refuse("a copy"))
-    }
+    refused_memory_methods!();
 
     fn launch(
         &self,

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::{
     BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
-    LookupError, View, ViewMut,
+    LookupError,
 };
 
 /// Where a recorded view points: a place in the recording's buffer lists.
@@ -330,21 +330,7 @@ impl GpuBackend for LaunchRecorder<'_> {
         self.gpu.lookup(entry)
     }
 
-    fn alloc(&self, _: DType, _: usize) -> Result<DeviceBuffer, BackendError> {
-        Err(self.refuse("an allocation"))
-    }
-
-    fn copy_to_device(&self, _: &[u8], _: &mut DeviceBuffer) -> Result<(), BackendError> {
-        Err(self.refuse("a copy"))
-    }
-
-    fn copy_to_host(&self, _: &DeviceBuffer, _: &mut [u8]) -> Result<(), BackendError> {
-        Err(self.refuse("a copy"))
-    }
-
-    fn copy_on_device(&self, _: View<'_>, _: ViewMut<'_>) -> Result<(), BackendError> {
-        Err(self.refuse("a copy"))
-    }
+    crate::graph::refused_memory_methods!();
 
     fn launch(
         &self,
@@ -380,6 +366,7 @@ mod tests {
     use crate::testing::FakeBackend;
     use crate::testing::fixtures::AXPY;
     use crate::{GpuBackendExt, LaunchGeometry};
+    use crate::{View, ViewMut};
 
     /// `y[i] += a·x[i]`.
     fn axpy_backend() -> CpuBackend {

@@ -163,16 +163,16 @@ impl CudaBackend {
 
     fn storage<'b>(&self, buffer: &'b DeviceBuffer) -> Result<&'b CudaStorage, BackendError> {
         if buffer.backend() != self.id {
-            return Err(self.foreign("a device buffer"));
+            return Err(self.foreign_buffer(buffer));
         }
-        buffer.storage().ok_or_else(|| self.foreign("a device buffer"))
+        buffer.storage().ok_or_else(|| self.foreign_buffer(buffer))
     }
 
     fn storage_mut<'b>(&self, buffer: &'b mut DeviceBuffer) -> Result<&'b mut CudaStorage, BackendError> {
         if buffer.backend() != self.id {
-            return Err(self.foreign("a device buffer"));
+            return Err(self.foreign_buffer(buffer));
         }
-        let foreign = self.foreign("a device buffer");
+        let foreign = self.foreign_buffer(buffer);
         buffer.storage_mut().ok_or(foreign)
     }
 
@@ -191,6 +191,11 @@ impl CudaBackend {
     /// The function behind `kernel`, if this backend issued it.
     fn resolved(&self, kernel: KernelHandle) -> Result<CudaKernel, BackendError> {
         self.modules.resolved(self.id, self.description(), kernel)
+    }
+
+    /// `buffer` refused: named by its id and the backend that allocated it.
+    fn foreign_buffer(&self, buffer: &DeviceBuffer) -> BackendError {
+        self.foreign(&format!("device buffer {} (allocated by {})", buffer.id(), buffer.backend()))
     }
 
     fn foreign(&self, what: &str) -> BackendError {
