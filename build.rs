@@ -4,26 +4,14 @@
 //! `KDA_REQUIRE_NVCC=1` makes that an error. With the feature `emulation`, every entry is also
 //! built as C++ for the emulator (`EMULATED_KERNELS`).
 
-use std::path::PathBuf;
-
 fn main() -> Result<(), kda_build::cuda::BuildError> {
     // nvcc's defaults (`-O3`, products contracted into FMAs): the bit-identical kernel pairs write
     // every multiply-add as an explicit `__fmaf_rn`, which no `--fmad` setting changes.
-    let build = kda_build::cuda::KernelBuild::from_env()?.nvcc_candidate(installed_nvcc());
+    let build = kda_build::cuda::KernelBuild::from_env()?;
     // Feature `emulation`: the same kernels as C++ libraries for the emulation backend.
     let build = match std::env::var_os("CARGO_FEATURE_EMULATION") {
         Some(_) => build.emulation(kda_build::cuda::emulation::Emulation::default()),
         None => build,
     };
     build.run().map(drop)
-}
-
-/// Where `scripts/install-cuda.sh` puts the pinned toolkit (`KDA_CUDA_PREFIX` overrides).
-fn installed_nvcc() -> PathBuf {
-    println!("cargo::rerun-if-env-changed=KDA_CUDA_PREFIX");
-    let prefix = std::env::var_os("KDA_CUDA_PREFIX").map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-        home.join(".cache/kda/cuda-13.0.88")
-    });
-    prefix.join("cuda/bin/nvcc")
 }

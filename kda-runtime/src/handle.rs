@@ -33,7 +33,7 @@ impl BackendId {
 impl std::fmt::Display for BackendId {
     /// `backend #4`, the form messages name a backend by where they know nothing else of it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "backend #{}", self.0)
+        write!(f, "backend #{}", self.number())
     }
 }
 

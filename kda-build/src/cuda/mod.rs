@@ -166,7 +166,8 @@ enum NvccSource {
 }
 
 /// The environment that changes what a build makes, beyond the files it reads.
-const ENV_VARS: [&str; 5] = ["NVCC", "CUDA_HOME", "CUDA_PATH", "CUDA_COMPUTE_CAP", "KDA_REQUIRE_NVCC"];
+const ENV_VARS: [&str; 6] =
+    ["NVCC", "CUDA_HOME", "CUDA_PATH", "KDA_CUDA_PREFIX", "CUDA_COMPUTE_CAP", "KDA_REQUIRE_NVCC"];
 
 /// The flags every module is compiled with, before the include directories and the user's.
 const BASE_FLAGS: [&str; 2] = ["-O3", "-std=c++17"];

@@ -29,7 +29,8 @@ impl Nvcc {
     }
 
     /// nvcc from `NVCC` (used as given), else the first that runs of `CUDA_HOME/bin/nvcc`,
-    /// `CUDA_PATH/bin/nvcc`, `extra` (in order), and what `cc` finds (`nvcc` on `PATH`).
+    /// `CUDA_PATH/bin/nvcc`, `extra` (in order), what `cc` finds (`nvcc` on `PATH`), and the
+    /// pinned toolkit's per-user install ([`installed_nvcc`]).
     pub fn find(extra: &[PathBuf]) -> Result<Self, String> {
         if let Some(path) = std::env::var_os("NVCC") {
             return Self::at(path);
@@ -164,7 +165,24 @@ fn candidates(extra: &[PathBuf]) -> Vec<PathBuf> {
         .collect();
     candidates.extend_from_slice(extra);
     candidates.push(compiler_from_cc());
+    candidates.extend(installed_nvcc());
     candidates
+}
+
+/// The pinned CUDA release that `scripts/install-cuda.sh` installs.
+pub(crate) const PINNED_CUDA: &str = "13.0.88";
+
+/// Where `scripts/install-cuda.sh` puts the pinned toolkit's nvcc for this user:
+/// `$KDA_CUDA_PREFIX/cuda/bin/nvcc`, by default under `$HOME/.cache/kda/cuda-<PINNED_CUDA>`, so
+/// that any crate's build finds it without `NVCC` set. `None` without `HOME` or the prefix.
+pub(crate) fn installed_nvcc() -> Option<PathBuf> {
+    let prefix = match std::env::var_os("KDA_CUDA_PREFIX") {
+        Some(prefix) => PathBuf::from(prefix),
+        None => {
+            PathBuf::from(std::env::var_os("HOME")?).join(".cache/kda").join(format!("cuda-{PINNED_CUDA}"))
+        }
+    };
+    Some(prefix.join("cuda/bin/nvcc"))
 }
 
 /// The CUDA compiler `cc` would use (`NVCC`, else `nvcc` on `PATH`).
@@ -194,6 +212,21 @@ fn parse_release(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_installed_toolkit_is_the_one_the_install_script_pins() {
+        let script =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/install-cuda.sh"))
+                .expect("scripts/install-cuda.sh");
+        assert!(
+            script.contains(&format!("nvidia-cuda-nvcc=={PINNED_CUDA}\n")),
+            "the script pins another nvcc"
+        );
+        assert!(
+            script.contains(&format!("PREFIX=\"${{KDA_CUDA_PREFIX:-$HOME/.cache/kda/cuda-{PINNED_CUDA}}}\""))
+        );
+        assert!(installed_nvcc().is_none_or(|path| path.ends_with("cuda/bin/nvcc")));
+    }
 
     #[test]
     fn the_release_is_read_from_nvcc_version() {
