@@ -1,4 +1,4 @@
-//! The GLM-5 Next KDA model crate: its kernel table, derived from `kernels.toml`, the dense-product
+//! The GLM-5.3-Flash KDA model crate: its kernel table, derived from `kernels.toml`, the dense-product
 //! dispatch, the KDA block that runs decode and chunked prefill through the table, its geometry
 //! and weights, and the CPU reference kernels. The `kda` command is the `kda-cli` package.
 

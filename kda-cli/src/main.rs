@@ -1,4 +1,4 @@
-//! `kda`: the GLM-5 Next KDA block on the best backend available, and the manifest's tables.
+//! `kda`: the GLM-5.3-Flash KDA block on the best backend available, and the manifest's tables.
 
 #![forbid(unsafe_code)]
 
@@ -20,7 +20,7 @@ use kda_cli::job::{JobOptions, JobReport};
 use kda_cli::roofline;
 use kda_runtime::GpuBackend;
 
-/// The GLM-5 Next KDA block and its kernel registry. Without a subcommand: resolves the kernel
+/// The GLM-5.3-Flash KDA block and its kernel registry. Without a subcommand: resolves the kernel
 /// table on the best backend, runs a prompt through chunked prefill and some decode steps on
 /// synthetic weights, and checks them against the per-token path.
 #[derive(Parser)]

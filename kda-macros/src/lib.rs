@@ -19,7 +19,15 @@ use proc_macro::TokenStream;
 ///
 /// Every key is optional: `manifest` defaults to `kernels.toml` (relative to the crate root, or
 /// else to the deriving file's folder), `table` to the snake_case of the type's name, `name` to
-/// the type's name + `Kernels`.
+/// the type's name + `Kernels`. `entry_points = N, required = N, optional = N` pin the counts the
+/// crate relies on: a table that grows past them is a compile error.
+///
+/// It generates the handles struct (a `KernelHandle` per required entry, an `Option` per optional
+/// one, documented by the entry's `doc`), its `ENTRY_POINTS`, `REQUIRED_ENTRY_POINTS`,
+/// `OPTIONAL_ENTRY_POINTS`, `ENTRIES` and `NAMESPACE`, `resolve(&dyn GpuBackend)`, a
+/// `launch_<field>` per entry with `params`, a module named after the table with each entry's
+/// argument struct, and `impl KernelTable` for the marker. Every manifest error is a compile error
+/// at `kernels.toml:LINE:COL`.
 #[proc_macro_derive(KernelTable, attributes(kernel_table))]
 pub fn derive_kernel_table(input: TokenStream) -> TokenStream {
     let call_site = proc_macro::Span::call_site();

@@ -10,6 +10,53 @@
 //! A model crate depends on this crate alone: the derive is re-exported here, and the code it
 //! generates names only `::kda_runtime` paths.
 //!
+//! # Getting started
+//!
+//! 1. **The manifest**, `kernels.toml` at the crate root: one entry per kernel of
+//!    `kernels/<module>.cu`, with its parameters and what a launch must satisfy.
+//!
+//!    ```toml
+//!    [my_model]
+//!    scale = { module = "scale", entry = "scale_f32", params = "f32 x[n], u32 n, f32 factor" }
+//!    ```
+//!
+//! 2. **The build**, `build.rs` (kda-build, feature `cuda`): compiles the modules with nvcc, proves
+//!    every entry's C parameter types, and writes the embedding code. Add
+//!    `.emulation(Emulation::default())` (feature `emulation` of both crates) to build the same
+//!    sources for the emulator too.
+//!
+//!    ```text
+//!    fn main() -> Result<(), kda_build::cuda::BuildError> {
+//!        kda_build::cuda::KernelBuild::from_env()?.run().map(drop)
+//!    }
+//!    ```
+//!
+//! 3. **The derive and the images**, in the crate:
+//!
+//!    ```text
+//!    #[derive(kda_runtime::KernelTable)]
+//!    pub struct MyModel; // the table `[my_model]`; handles `MyModelKernels`, arguments `my_model::*`
+//!    mod compiled { kda_runtime::include_kernels!(); } // KERNEL_IMAGES (and EMULATED_KERNELS)
+//!    pub use compiled::{defines, KERNEL_IMAGES};
+//!    ```
+//!
+//! 4. **Resolve and launch**, on any backend: the launch is checked against the build's signature
+//!    before anything reaches the device.
+//!
+//!    ```text
+//!    let gpu = kda_runtime::cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?;
+//!    let kernels = MyModelKernels::resolve(&gpu)?;
+//!    let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
+//!    let args = my_model::scale { x: x.view_mut(), n: 3, factor: 2.0 };
+//!    kernels.launch_scale(&gpu, kda_runtime::LaunchGeometry::linear(3, 256), args)?;
+//!    ```
+//!
+//! 5. **Test without a GPU**: [`cpu::CpuBackend`] runs Rust reference kernels registered against
+//!    the table's entries; [`emu::EmuBackend`]`::new(&[&EMULATED_KERNELS])` runs the same `.cu`
+//!    on host threads, and [`emu::DriverBackend`] under AddressSanitizer or ThreadSanitizer.
+//!
+//! The repository's `examples/scale-model` is a complete crate built this way.
+//!
 //! # Soundness
 //!
 //! Safe code cannot cause undefined behaviour through this crate, on any backend, whoever wrote
@@ -116,7 +163,9 @@ pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use signature::Signature;
 pub use table::KernelTable;
 
-/// Derives the kernel table of a marker type from a manifest; see the crate `kda-macros`.
+/// `#[derive(KernelTable)]`: the kernel table of a marker type, generated from a table of the
+/// crate's `kernels.toml` (see [Getting started](crate#getting-started) and the derive's own
+/// documentation below).
 pub use kda_macros::KernelTable;
 
 pub use half::bf16;

@@ -30,7 +30,7 @@ impl Nvcc {
 
     /// nvcc from `NVCC` (used as given), else the first that runs of `CUDA_HOME/bin/nvcc`,
     /// `CUDA_PATH/bin/nvcc`, `extra` (in order), what `cc` finds (`nvcc` on `PATH`), and the
-    /// pinned toolkit's per-user install ([`installed_nvcc`]).
+    /// pinned toolkit's per-user install (`$KDA_CUDA_PREFIX`, by default `~/.cache/kda/cuda-<pin>`).
     pub fn find(extra: &[PathBuf]) -> Result<Self, String> {
         if let Some(path) = std::env::var_os("NVCC") {
             return Self::at(path);

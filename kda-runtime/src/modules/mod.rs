@@ -5,7 +5,7 @@
 //! A backend brings a [`ModuleLoader`], which turns one image into a module and finds an entry's
 //! function in it; the cache does the rest, the same for every such backend: the CUDA backend is
 //! a `cudarc` loader of [`ImageSet`]s over it, the emulation backend a `dlopen` loader of
-//! [`EmulatedSet`](crate::EmulatedSet)s (any [`ModuleSet`]).
+//! [`EmulatedSet`]s (any [`ModuleSet`]).
 //!
 //! ```
 //! use kda_runtime::modules::{LoadError, ModuleCache, ModuleLoader};
