@@ -7,10 +7,8 @@
 use std::path::PathBuf;
 
 use kda_build::codegen::{DeriveSite, derive_kernel_table};
+use kda_test_support::manifests;
 use quote::quote;
-
-#[path = "../tests/support/manifests.rs"]
-mod manifests;
 
 fn main() {
     divan::main();

@@ -1,5 +1,5 @@
 //! The typed launcher against the raw launch of the same trivial kernel (`fill` of one element),
-//! in interleaved rounds, on the CPU reference backend and on the test fake. The launcher checks
+//! in interleaved rounds, on the CPU reference backend and on the recording backend. The launcher checks
 //! the same contract the raw checked launch does, so the goal is typed / raw ≤ 1.05; the
 //! unchecked launch is measured too, to show what the check itself costs.
 //!
@@ -10,7 +10,7 @@
 mod interleave;
 
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, glm5next_kda as table};
-use kda_runtime::testing::FakeBackend;
+use kda_runtime::record::RecordingBackend;
 use kda_runtime::{DType, GpuBackend, KernelArg, LaunchGeometry};
 
 const ROUNDS: usize = 200;
@@ -19,9 +19,9 @@ const CALLS: usize = 2_000;
 fn main() {
     let cpu = kda::reference::backend();
     bench("CPU reference backend", &cpu);
-    // The fake records every launch; both sides pay for the record alike.
-    let fake = FakeBackend::new().with_table::<Glm5NextKda>();
-    bench("fake backend", &fake);
+    // The recording backend records every launch; both sides pay for the record alike.
+    let recording = RecordingBackend::new().with_table::<Glm5NextKda>();
+    bench("recording backend", &recording);
 }
 
 fn bench(backend: &str, gpu: &dyn GpuBackend) {

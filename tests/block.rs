@@ -13,7 +13,7 @@ use kda::geometry::{CONV_WIDTH, GateLaw, GeometryError, KdaGeometry};
 use kda::rng::SplitMix64;
 use kda::weights::{HostWeights, WeightsError, synthetic_hidden};
 use kda_runtime::cpu::CpuBackend;
-use kda_runtime::testing::FakeBackend;
+use kda_runtime::record::RecordingBackend;
 use kda_runtime::{BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, GpuBackendExt};
 
 #[path = "support/f64_kda.rs"]
@@ -601,7 +601,7 @@ impl BufferStorage for NoMemory {
 
 #[test]
 fn more_tokens_than_the_kernels_sizes_hold_are_refused_before_anything_is_allocated() {
-    let gpu = FakeBackend::new().with_table::<kda::kernels::Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<kda::kernels::Glm5NextKda>();
     let geometry = tiny();
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 48)).unwrap();
     let mut state = block.new_state().unwrap();

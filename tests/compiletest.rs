@@ -5,9 +5,7 @@
 use std::path::Path;
 
 use kda_build::Manifest;
-
-#[path = "support/manifests.rs"]
-mod manifests;
+use kda_test_support::manifests;
 
 #[test]
 fn ui() {

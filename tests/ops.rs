@@ -5,13 +5,13 @@ use half::bf16;
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
 use kda::ops::dense_mm_bf16;
 use kda::rng::SplitMix64;
-use kda_runtime::testing::{FakeArg, FakeBackend};
+use kda_runtime::record::{RecordedArg, RecordingBackend};
 use kda_runtime::{BackendError, DType, GpuBackend, GpuBackendExt};
 
 const N: u32 = 24;
 const K: u32 = 40;
 
-fn launched_for(gpu: &FakeBackend, m: u32) -> (String, Vec<FakeArg>) {
+fn launched_for(gpu: &RecordingBackend, m: u32) -> (String, Vec<RecordedArg>) {
     let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
     let x = gpu.alloc(DType::Bf16, (m * K) as usize).unwrap();
     let w = gpu.alloc(DType::Bf16, (N * K) as usize).unwrap();
@@ -22,26 +22,29 @@ fn launched_for(gpu: &FakeBackend, m: u32) -> (String, Vec<FakeArg>) {
 
 #[test]
 fn one_row_runs_gemv() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let (kernel, args) = launched_for(&gpu, 1);
     assert_eq!(kernel, "gemv::dense_gemv_bf16");
-    assert_eq!(&args[3..], [FakeArg::U32(N), FakeArg::U32(K)]);
-    assert_eq!(args[2], FakeArg::Buffer { dtype: DType::Bf16, len: N as usize, writable: true });
+    assert_eq!(&args[3..], [RecordedArg::U32(N), RecordedArg::U32(K)]);
+    assert_eq!(args[2], RecordedArg::Buffer { dtype: DType::Bf16, len: N as usize, writable: true });
 }
 
 #[test]
 fn two_to_sixteen_rows_run_batchm_where_the_target_has_it() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     for m in [2, 9, 16] {
         let (kernel, args) = launched_for(&gpu, m);
         assert_eq!(kernel, "dense_gemv_bf16_batchm::dense_gemv_bf16_batchm", "m = {m}");
-        assert_eq!(&args[3..], [FakeArg::U32(m), FakeArg::U32(N), FakeArg::U32(K), FakeArg::U32(K)]);
+        assert_eq!(
+            &args[3..],
+            [RecordedArg::U32(m), RecordedArg::U32(N), RecordedArg::U32(K), RecordedArg::U32(K)]
+        );
     }
 }
 
 #[test]
 fn without_batchm_those_rows_run_gemm() {
-    let gpu = FakeBackend::new()
+    let gpu = RecordingBackend::new()
         .with_table::<Glm5NextKda>()
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
     for m in [2, 16] {
@@ -52,10 +55,13 @@ fn without_batchm_those_rows_run_gemm() {
 
 #[test]
 fn more_than_sixteen_rows_run_gemm() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let (kernel, args) = launched_for(&gpu, 17);
     assert_eq!(kernel, "gemm::dense_gemm_bf16");
-    assert_eq!(&args[3..], [FakeArg::U32(17), FakeArg::U32(N), FakeArg::U32(K), FakeArg::U32(K)]);
+    assert_eq!(
+        &args[3..],
+        [RecordedArg::U32(17), RecordedArg::U32(N), RecordedArg::U32(K), RecordedArg::U32(K)]
+    );
 }
 
 /// `x · wᵀ` in f64 from the same bf16 values.
@@ -102,7 +108,7 @@ fn every_path_computes_the_product_within_one_bf16_ulp_and_the_fallback_bit_for_
 
 #[test]
 fn dense_products_check_their_operands_before_allocating() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
     let x = gpu.alloc(DType::Bf16, 2 * 8).unwrap();
     let w = gpu.alloc(DType::Bf16, 4 * 8).unwrap();
@@ -125,29 +131,31 @@ fn one_row_of_few_tiles_over_a_long_k_splits_k_and_nothing_else_does() {
     // added by the reduce; the same product without the pair, or over two rows of tiles, or a
     // shorter K, is one gemm.
     let (n, k) = (128, 2048);
-    let launched = |gpu: &FakeBackend, m: u32, k: u32| -> Vec<(String, Vec<FakeArg>)> {
+    let launched = |gpu: &RecordingBackend, m: u32, k: u32| -> Vec<(String, Vec<RecordedArg>)> {
         let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
         let x = gpu.alloc(DType::Bf16, (m * k) as usize).unwrap();
         let w = gpu.alloc(DType::Bf16, (n * k) as usize).unwrap();
         dense_mm_bf16(gpu, &kernels, &x, &w, (m, n, k)).unwrap();
         gpu.launches().into_iter().map(|l| (format!("{}::{}", l.module, l.entry), l.args)).collect()
     };
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let split = launched(&gpu, 20, k);
     let names: Vec<&str> = split.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(names, ["gemm::dense_gemm_bf16_splitk", "gemm::dense_gemm_splitk_reduce_bf16"]);
-    let partial = FakeArg::Buffer { dtype: DType::F32, len: 2 * 20 * 128, writable: true };
+    let partial = RecordedArg::Buffer { dtype: DType::F32, len: 2 * 20 * 128, writable: true };
     assert_eq!(split[0].1[2], partial);
-    assert_eq!(split[0].1[3..], [20, n, k, k, 2].map(FakeArg::U32));
-    assert_eq!(split[1].1[2..], [20, n, 2].map(FakeArg::U32));
+    assert_eq!(split[0].1[3..], [20, n, k, k, 2].map(RecordedArg::U32));
+    assert_eq!(split[1].1[2..], [20, n, 2].map(RecordedArg::U32));
     for (gpu, m, k) in [
         (
-            FakeBackend::new().with_table::<Glm5NextKda>().without("gemm", "dense_gemm_splitk_reduce_bf16"),
+            RecordingBackend::new()
+                .with_table::<Glm5NextKda>()
+                .without("gemm", "dense_gemm_splitk_reduce_bf16"),
             20,
             k,
         ),
-        (FakeBackend::new().with_table::<Glm5NextKda>(), 129, k),
-        (FakeBackend::new().with_table::<Glm5NextKda>(), 20, 1024),
+        (RecordingBackend::new().with_table::<Glm5NextKda>(), 129, k),
+        (RecordingBackend::new().with_table::<Glm5NextKda>(), 20, 1024),
     ] {
         let names: Vec<String> = launched(&gpu, m, k).into_iter().map(|(name, _)| name).collect();
         assert_eq!(names, ["gemm::dense_gemm_bf16"], "m = {m}, k = {k}");

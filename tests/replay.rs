@@ -9,7 +9,7 @@ use kda::geometry::KdaGeometry;
 use kda::kernels::Glm5NextKda;
 use kda::weights::{HostWeights, synthetic_hidden};
 use kda_runtime::GpuBackendExt;
-use kda_runtime::testing::FakeBackend;
+use kda_runtime::record::RecordingBackend;
 use support::decode::{assert_replay_is_decode_batch, pool_bits, prefilled_pool, scrambled_slots};
 
 /// A pool of `capacity` slots, all held, all zero.
@@ -33,7 +33,7 @@ fn a_replay_is_decode_batch_bit_for_bit_in_every_dispatch_class() {
 
 #[test]
 fn a_replay_launches_what_decode_batch_launches_and_allocates_nothing() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let geometry = KdaGeometry::tiny();
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 3)).unwrap();
     let mut pool = held_pool(&block, 40);
@@ -61,7 +61,7 @@ fn a_replay_launches_what_decode_batch_launches_and_allocates_nothing() {
 
 #[test]
 fn where_the_backend_has_graphs_a_step_is_one_graph_launch_captured_per_pool() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>().with_graphs();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>().with_graphs();
     let geometry = KdaGeometry::tiny();
     let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 3)).unwrap();
     let mut pools = [held_pool(&block, 20), held_pool(&block, 20)];

@@ -1,9 +1,9 @@
-//! `Glm5NextKdaKernels::resolve` against `FakeBackend`: what is found, what may be absent, and
+//! `Glm5NextKdaKernels::resolve` against `RecordingBackend`: what is found, what may be absent, and
 //! what must never be swallowed.
 
 use kda::kernels::glm5next_kda;
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, KERNEL_IMAGES};
-use kda_runtime::testing::FakeBackend;
+use kda_runtime::record::RecordingBackend;
 use kda_runtime::{GpuBackend, KernelEntry, KernelTable, LaunchGeometry, LookupError, try_kernel};
 
 #[test]
@@ -36,7 +36,7 @@ fn the_entries_resolve_in_the_namespace_of_the_images_built_from_their_manifest(
     assert!(Glm5NextKdaKernels::ENTRIES.iter().all(|entry| entry.namespace == namespace));
     assert_eq!(KERNEL_IMAGES.namespace(), namespace);
     // Another crate's table of the same modules is not carried by a target carrying this one.
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let theirs = KernelEntry { namespace: "theirs@1.0.0:kernels.toml", ..*glm5next_kda::gemm::ENTRY };
     let error = gpu.lookup(&theirs).unwrap_err();
     assert_eq!(
@@ -47,7 +47,7 @@ fn the_entries_resolve_in_the_namespace_of_the_images_built_from_their_manifest(
 
 #[test]
 fn every_entry_present_resolves_each_once_in_manifest_order() {
-    let gpu = FakeBackend::new().with_table::<Glm5NextKda>();
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
     let expected: Vec<(String, String)> =
         Glm5NextKdaKernels::ENTRIES.iter().map(|e| (e.module.to_owned(), e.entry.to_owned())).collect();
@@ -60,7 +60,7 @@ fn every_entry_present_resolves_each_once_in_manifest_order() {
 
 #[test]
 fn an_absent_optional_entry_is_none() {
-    let gpu = FakeBackend::new()
+    let gpu = RecordingBackend::new()
         .with_table::<Glm5NextKda>()
         .without("kda_recurrent", "kda_recurrent_decode_bf16_regs")
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
@@ -72,7 +72,7 @@ fn an_absent_optional_entry_is_none() {
 
 #[test]
 fn three_missing_required_entries_are_named_in_one_error() {
-    let gpu = FakeBackend::new()
+    let gpu = RecordingBackend::new()
         .with_table::<Glm5NextKda>()
         // The whole gemm module (its optional split-K pair too): a module the target lacks.
         .without("gemm", "dense_gemm_bf16")
@@ -91,7 +91,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
     assert_eq!(
         message,
         format!(
-            "kernel table `glm5next_kda` cannot be resolved on fake backend (test double): \
+            "kernel table `glm5next_kda` cannot be resolved on recording backend (computes nothing): \
              3 required entry points missing\n  \
              - field `gemm`: gemm::dense_gemm_bf16 (required, kernels.toml:13): module `gemm` of `{namespace}` is not built for this target\n  \
              - field `chunk_scan`: kda_chunk::kda_chunk_scan (required, kernels.toml:45): module `kda_chunk` of `{namespace}` has no entry point `kda_chunk_scan`\n  \
@@ -102,7 +102,7 @@ fn three_missing_required_entries_are_named_in_one_error() {
 
 #[test]
 fn a_failing_module_under_an_optional_entry_is_an_error_not_none() {
-    let gpu = FakeBackend::new()
+    let gpu = RecordingBackend::new()
         .with_table::<Glm5NextKda>()
         .failing_module("dense_gemv_bf16_batchm", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION");
     let error = Glm5NextKdaKernels::resolve(&gpu).unwrap_err();
@@ -117,7 +117,7 @@ fn a_failing_module_under_an_optional_entry_is_an_error_not_none() {
 
 #[test]
 fn try_kernel_is_none_only_for_not_found() {
-    let gpu = FakeBackend::new()
+    let gpu = RecordingBackend::new()
         .with_kernel("kda_recurrent", "kda_recurrent_decode_bf16")
         .failing_module("kda_chunk", "module image is corrupt");
     let named = |module, entry| KernelEntry::named(module, entry);
@@ -134,8 +134,8 @@ fn try_kernel_is_none_only_for_not_found() {
 
 #[test]
 fn a_handle_launches_only_on_the_backend_that_issued_it() {
-    let first = FakeBackend::new().with_table::<Glm5NextKda>();
-    let second = FakeBackend::new().with_table::<Glm5NextKda>();
+    let first = RecordingBackend::new().with_table::<Glm5NextKda>();
+    let second = RecordingBackend::new().with_table::<Glm5NextKda>();
     let kernels = Glm5NextKdaKernels::resolve(&first).unwrap();
     let geometry = LaunchGeometry::linear(8, 256);
     let mut buffer = first.alloc(kda_runtime::DType::F32, 8).unwrap();
@@ -172,7 +172,7 @@ fn every_entry_of_the_table_carries_its_signature_from_the_manifest() {
 
 #[test]
 fn a_launch_of_an_absent_optional_entry_is_an_error() {
-    let gpu = FakeBackend::new()
+    let gpu = RecordingBackend::new()
         .with_table::<Glm5NextKda>()
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm");
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();

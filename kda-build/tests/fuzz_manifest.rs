@@ -1,6 +1,7 @@
 //! Fuzzes the front ends of `kda-build` that read a manifest: the parser, the derive's code
 //! generator (feature `codegen`) and the build step, on generated, mutated, garbage and
-//! pathological manifests (see `fuzz/`). None may panic or hang; every rejection must be located.
+//! pathological manifests (the fuzzer is `kda_test_support::fuzz`, in `test-support/`, shared with
+//! `kda-cli/tests/fuzz_list.rs`). None may panic or hang; every rejection must be located.
 //!
 //! ```sh
 //! cargo test -p kda-build --features codegen --test fuzz_manifest -- --nocapture      # 3,000 inputs
@@ -10,13 +11,9 @@
 //! `cargo test --workspace` builds kda-build with `codegen` (the root package's dev-dependency
 //! turns it on), so the derive is fuzzed there too; without the feature that stage is skipped.
 
-#[allow(dead_code)]
-mod fuzz;
-
 use kda_build::Manifest;
 use kda_build::cuda::{KernelBuild, Problem};
-
-use fuzz::{Case, Config, FILE, Parsed, Stage};
+use kda_test_support::fuzz::{self, Case, Config, FILE, Parsed, Stage};
 
 /// Enough for CI (about 15 s of a debug test on two cores); the documented run sets
 /// `KDA_FUZZ_CASES=100000`.

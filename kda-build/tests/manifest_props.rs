@@ -3,6 +3,9 @@
 
 use kda_build::Manifest;
 use kda_build::manifest::ParamType;
+// The manifest fuzzer's pieces: fragments that make TOML and manifest errors when spliced in
+// anywhere, and the tokens random `params` and `requires` strings are made of.
+use kda_test_support::fuzz::generate::{CONTRACT_TOKENS, FRAGMENTS};
 use proptest::prelude::*;
 
 const VALID: &str = "[glm5next_kda]\n\
@@ -18,93 +21,6 @@ const VALID: &str = "[glm5next_kda]\n\
     requires = ['c == 32 || c == 64', \"grid.x * THREADS >= t\"]\n\
     [defines]\n\
     THREADS = 256\n";
-
-/// Fragments that make TOML and manifest errors when spliced in anywhere.
-const FRAGMENTS: &[&str] = &[
-    "[",
-    "]",
-    "{",
-    "}",
-    "=",
-    "\"",
-    "\n",
-    ",",
-    "optional = 1",
-    "module = \"a-b\"",
-    "x = { }",
-    "[t]\n",
-    "é",
-    "\0",
-    "'''",
-    "#",
-    "fn",
-    "entry = \"e\"",
-    ".",
-    "[[a]]\n",
-    // The params and requires grammar.
-    "const ",
-    "f16 ",
-    "u32 ",
-    "(",
-    ")",
-    "cdiv(",
-    "*",
-    "- 300",
-    "% 0",
-    "block.x",
-    "||",
-    "==",
-    "18446744073709551616",
-    "\\u0041",
-    "params = \"u32 n\"",
-    "requires = [\"n > 1\"]",
-];
-
-/// Tokens random `params` and `requires` strings are made of.
-const CONTRACT_TOKENS: &[&str] = &[
-    "const",
-    "bf16",
-    "f32",
-    "u32",
-    "i32",
-    "u64",
-    "f16",
-    "n",
-    "m",
-    "eps",
-    "type",
-    "é",
-    "THREADS",
-    "[",
-    "]",
-    "(",
-    ")",
-    ",",
-    "+",
-    "-",
-    "*",
-    "%",
-    "cdiv",
-    "block",
-    "grid",
-    ".",
-    "x",
-    "w",
-    "0",
-    "1",
-    "7",
-    "18446744073709551616",
-    "0x1",
-    "==",
-    "!=",
-    "<",
-    "<=",
-    ">=",
-    "=",
-    "||",
-    "|",
-    "$",
-];
 
 /// Every error's line and column lie inside `text`.
 fn assert_located_inside(text: &str) {

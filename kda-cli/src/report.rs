@@ -48,7 +48,7 @@ fn status(gpu: &dyn GpuBackend, entry: &KernelEntry) -> String {
 
 #[cfg(test)]
 mod tests {
-    use kda_runtime::testing::FakeBackend;
+    use kda_runtime::record::RecordingBackend;
 
     use super::*;
     use kda::kernels::Glm5NextKda;
@@ -63,7 +63,7 @@ mod tests {
 
     #[test]
     fn the_report_names_absent_failed_and_missing_entries() {
-        let gpu = FakeBackend::new()
+        let gpu = RecordingBackend::new()
             .with_table::<Glm5NextKda>()
             .without("kda_recurrent", "kda_recurrent_decode_bf16_regs")
             .without("gemm", "dense_gemm_bf16")

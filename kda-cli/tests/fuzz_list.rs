@@ -1,4 +1,5 @@
-//! Fuzzes `kda list --manifest PATH` on the inputs of `kda-build/tests/fuzz_manifest.rs`: in
+//! Fuzzes `kda list --manifest PATH` on the inputs of `kda-build/tests/fuzz_manifest.rs` (the
+//! fuzzer both run is `kda_test_support::fuzz`, in `test-support/`): in
 //! process, the steps `main` takes (read the file, parse it, render the listing) on every input;
 //! the binary itself on the named cases and a sample of the rest. Neither may panic or hang; a
 //! rejection is the parser's located errors (the first of them, and a count of the rest; for
@@ -12,17 +13,12 @@
 //!
 //! `KDA_FUZZ_BINARY_EVERY=N` runs the binary on every N-th random input (default 25).
 
-#[allow(dead_code)]
-#[path = "../../kda-build/tests/fuzz/mod.rs"]
-mod fuzz;
-
 use std::path::Path;
 use std::process::Command;
 
 use kda_build::manifest::{ReadError, read_manifest};
 use kda_build::{Manifest, ManifestError};
-
-use fuzz::{Case, Config, Origin, Stage};
+use kda_test_support::fuzz::{self, Case, Config, Origin, Stage};
 
 /// About 15 s of a debug test on two cores, binary runs included (the parser's own fuzzing is
 /// `kda-build`'s, with 3,000).

@@ -123,7 +123,7 @@ macro_rules! scalar_args {
 }
 scalar_args!(u32 => U32, i32 => I32, u64 => U64, f32 => F32);
 
-/// A device that carries kernel modules and runs them: CUDA, the CPU reference, or a test fake.
+/// A device that carries kernel modules and runs them: CUDA, the CPU reference, the emulator, or the recording dry run.
 ///
 /// Object safe, so model code takes `&dyn GpuBackend` and runs unchanged on every backend.
 /// Handles and buffers are valid only on the backend that issued them, and on its

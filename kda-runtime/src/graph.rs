@@ -11,10 +11,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::{
-    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
-    LookupError,
-};
+use crate::{BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry};
 
 /// Launches captured by [`GpuBackend::capture`], replayable as one unit (a CUDA graph): the
 /// launch overhead of a whole step paid once. A graph keeps alive the code it runs, not the
@@ -165,13 +162,7 @@ impl GpuBackend for Capture<'_> {
         format!("{} (capturing)", self.gpu.describe())
     }
 
-    fn has_module(&self, module: &str) -> bool {
-        self.gpu.has_module(module)
-    }
-
-    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.gpu.lookup(entry)
-    }
+    crate::forward::forwarded_methods!(gpu: has_module, lookup);
 
     refused_memory_methods!();
 

@@ -1,5 +1,5 @@
 //! Host memory behind [`DeviceBuffer`]s, for backends that compute on the CPU (the CPU reference
-//! backend, the test fake).
+//! backend, the recording backend).
 
 use half::bf16;
 
@@ -213,14 +213,14 @@ mod tests {
 
     use super::*;
     use crate::cpu::CpuBackend;
-    use crate::testing::FakeBackend;
+    use crate::record::RecordingBackend;
     use crate::{GpuBackend, GpuBackendExt};
 
     const DTYPES: [DType; 3] = [DType::Bf16, DType::F32, DType::U32];
 
     /// The host-memory backends, each as model code sees it.
     fn backends() -> [Box<dyn GpuBackend>; 2] {
-        [Box::new(CpuBackend::new()), Box::new(FakeBackend::new())]
+        [Box::new(CpuBackend::new()), Box::new(RecordingBackend::new())]
     }
 
     #[track_caller]
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn copies_on_the_device_need_equal_sizes_and_one_owner() {
-        let gpu = FakeBackend::new();
+        let gpu = RecordingBackend::new();
         let src = gpu.upload(&[1.0f32, 2.0, 3.0]).unwrap();
         let mut dst = gpu.zeros::<f32>(3).unwrap();
         gpu.copy_on_device(src.view(), dst.view_mut()).unwrap();
@@ -325,7 +325,7 @@ mod tests {
         let wrong_type = gpu.copy_on_device(words.view(), dst.view_mut());
         assert!(matches!(wrong_type, Err(BackendError::DTypeMismatch { .. })));
         assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.0, 1.0, 2.0], "a refused copy writes nothing");
-        let other = FakeBackend::new();
+        let other = RecordingBackend::new();
         let mut foreign = other.zeros::<f32>(3).unwrap();
         let refused = gpu.copy_on_device(src.view(), foreign.view_mut());
         assert!(matches!(refused, Err(BackendError::ForeignResource { .. })));
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_default_timer_covers_the_work() {
-        let gpu = FakeBackend::new();
+        let gpu = RecordingBackend::new();
         let elapsed = gpu
             .time(&mut || {
                 std::thread::sleep(Duration::from_millis(20));

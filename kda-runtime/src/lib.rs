@@ -113,12 +113,12 @@
 //! it; [`GpuBackend::launch_unchecked`]'s `# Safety` lists what its caller guarantees instead.
 //!
 //! ```
-//! use kda_runtime::testing::FakeBackend;
+//! use kda_runtime::record::RecordingBackend;
 //! use kda_runtime::{GpuBackend, try_kernel};
 //!
 //! use kda_runtime::KernelEntry;
 //!
-//! let gpu = FakeBackend::new().with_kernel("gemm", "dense_gemm_bf16");
+//! let gpu = RecordingBackend::new().with_kernel("gemm", "dense_gemm_bf16");
 //! assert!(gpu.lookup(&KernelEntry::named("gemm", "dense_gemm_bf16")).is_ok());
 //! // "Not found" is the only failure an optional kernel turns into `None`.
 //! assert_eq!(try_kernel(&gpu, &KernelEntry::named("gemm", "dense_gemm_f32")).unwrap(), None);
@@ -133,6 +133,9 @@ pub mod cuda;
 pub mod emu;
 mod entry;
 mod error;
+#[cfg(test)]
+mod fixtures;
+mod forward;
 pub mod graph;
 mod handle;
 pub mod host;
@@ -140,13 +143,13 @@ mod image;
 mod lookup;
 pub mod modules;
 pub mod profile;
+pub mod record;
 mod registry;
 pub mod replay;
 mod resolve;
 pub mod signature;
 mod stream;
 mod table;
-pub mod testing;
 
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
 pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};

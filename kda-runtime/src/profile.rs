@@ -10,10 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::{
-    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
-    LookupError, View, ViewMut,
-};
+use crate::{BackendError, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry, LookupError};
 
 /// One timed launch: the kernel by module and entry point, and the device time it took.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,38 +64,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl GpuBackend for LaunchTimer<'_> {
-    fn describe(&self) -> String {
-        self.gpu.describe()
-    }
-
-    fn has_module(&self, module: &str) -> bool {
-        self.gpu.has_module(module)
-    }
+    crate::forward::forwarded_methods!(
+        gpu: describe,
+        has_module,
+        alloc,
+        alloc_for_write,
+        copy_to_device,
+        copy_to_host,
+        copy_on_device,
+        synchronize,
+        time,
+    );
 
     fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
         let handle = self.gpu.lookup(entry)?;
         lock(&self.entries).insert(handle, (entry.module.to_owned(), entry.entry.to_owned()));
         Ok(handle)
-    }
-
-    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.gpu.alloc(dtype, len)
-    }
-
-    fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.gpu.alloc_for_write(dtype, len)
-    }
-
-    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        self.gpu.copy_to_device(src, dst)
-    }
-
-    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.gpu.copy_to_host(src, dst)
-    }
-
-    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
-        self.gpu.copy_on_device(src, dst)
     }
 
     fn launch(
@@ -120,23 +101,15 @@ impl GpuBackend for LaunchTimer<'_> {
         // the same contract on the wrapped backend, which receives them unchanged.
         self.timed(kernel, &mut || unsafe { self.gpu.launch_unchecked(kernel, geometry, args) })
     }
-
-    fn synchronize(&self) -> Result<(), BackendError> {
-        self.gpu.synchronize()
-    }
-
-    fn time(&self, work: &mut dyn FnMut() -> Result<(), BackendError>) -> Result<Duration, BackendError> {
-        self.gpu.time(work)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::GpuBackendExt;
     use crate::cpu::CpuBackend;
+    use crate::fixtures::{signed, write};
     use crate::signature::{KernelParam, Op, ScalarKind, Signature};
-    use crate::testing::fixtures::{signed, write};
+    use crate::{DType, GpuBackendExt};
 
     const FILL_SIGNATURE: Signature = Signature {
         params: &[write("out", DType::F32, "n", &[Op::Scalar(1)]), KernelParam::scalar("n", ScalarKind::U32)],

@@ -1,5 +1,5 @@
 //! The kernels a host-side backend carries, by `(namespace, module, entry)`, and the handles it
-//! issues for them: shared by the CPU backend and the test fake.
+//! issues for them: shared by the CPU backend and the recording backend.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -137,8 +137,8 @@ impl<K> KernelRegistry<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{AXPY, AXPY_SIGNATURE, EMPTY, signed};
     use crate::signature::{KernelParam, ScalarKind};
-    use crate::testing::fixtures::{AXPY, AXPY_SIGNATURE, EMPTY, signed};
 
     /// A registry carrying `blas::axpy` (signed) and `blas::noop` (unsigned), kernels named by
     /// strings.

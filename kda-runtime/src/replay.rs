@@ -12,10 +12,7 @@
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::{
-    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
-    LookupError,
-};
+use crate::{BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry};
 
 /// Where a recorded view points: a place in the recording's buffer lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +25,7 @@ enum Place {
 
 /// One argument of a recorded launch.
 #[derive(Clone, Debug, PartialEq)]
-enum RecordedArg {
+enum ListedArg {
     /// Elements `range` of the buffer at `place`, written by the kernel where `writable`.
     View {
         place: Place,
@@ -43,10 +40,10 @@ enum RecordedArg {
 
 /// One launch of a list.
 #[derive(Clone, Debug)]
-struct RecordedLaunch {
+struct ListedLaunch {
     kernel: KernelHandle,
     geometry: LaunchGeometry,
-    args: Vec<RecordedArg>,
+    args: Vec<ListedArg>,
 }
 
 /// The element type and length of each bound buffer: what a replay must bind again.
@@ -72,7 +69,7 @@ impl Shapes {
 /// The launches of one step, replayable on the backend that recorded them.
 #[derive(Clone, Debug)]
 pub struct LaunchList {
-    launches: Vec<RecordedLaunch>,
+    launches: Vec<ListedLaunch>,
     shapes: Shapes,
 }
 
@@ -202,14 +199,14 @@ impl CapturedList {
 /// buffer through one view at most and never reads one it writes (the borrows of the recorded
 /// launch ruled both out), so each written buffer is lent once, the rest shared.
 fn bind<'a>(
-    recorded: &[RecordedArg],
+    recorded: &[ListedArg],
     shared: &[&'a DeviceBuffer],
     exclusive: &'a mut [&mut DeviceBuffer],
 ) -> Result<Vec<KernelArg<'a>>, BackendError> {
     let written = |index: usize| {
         recorded
             .iter()
-            .any(|arg| matches!(arg, RecordedArg::View { place: Place::Exclusive(i), writable: true, .. } if *i == index))
+            .any(|arg| matches!(arg, ListedArg::View { place: Place::Exclusive(i), writable: true, .. } if *i == index))
     };
     let mut lent: Vec<Option<&'a mut DeviceBuffer>> = Vec::with_capacity(exclusive.len());
     let mut read: Vec<Option<&'a DeviceBuffer>> = Vec::with_capacity(exclusive.len());
@@ -229,19 +226,19 @@ fn bind<'a>(
         .iter()
         .map(|arg| {
             Ok(match arg {
-                RecordedArg::View { place: Place::Shared(i), range, .. } => {
+                ListedArg::View { place: Place::Shared(i), range, .. } => {
                     KernelArg::Read(shared[*i].slice(range.clone()))
                 }
-                RecordedArg::View { place: place @ Place::Exclusive(i), range, writable: true } => {
+                ListedArg::View { place: place @ Place::Exclusive(i), range, writable: true } => {
                     KernelArg::Write(lent[*i].take().ok_or_else(|| misuse(*place))?.slice_mut(range.clone()))
                 }
-                RecordedArg::View { place: place @ Place::Exclusive(i), range, writable: false } => {
+                ListedArg::View { place: place @ Place::Exclusive(i), range, writable: false } => {
                     KernelArg::Read(read[*i].ok_or_else(|| misuse(*place))?.slice(range.clone()))
                 }
-                RecordedArg::U32(value) => KernelArg::U32(*value),
-                RecordedArg::I32(value) => KernelArg::I32(*value),
-                RecordedArg::U64(value) => KernelArg::U64(*value),
-                RecordedArg::F32(value) => KernelArg::F32(*value),
+                ListedArg::U32(value) => KernelArg::U32(*value),
+                ListedArg::I32(value) => KernelArg::I32(*value),
+                ListedArg::U64(value) => KernelArg::U64(*value),
+                ListedArg::F32(value) => KernelArg::F32(*value),
             })
         })
         .collect()
@@ -257,7 +254,7 @@ pub struct LaunchRecorder<'g> {
     shared: Vec<u64>,
     exclusive: Vec<u64>,
     shapes: Shapes,
-    launches: Mutex<Vec<RecordedLaunch>>,
+    launches: Mutex<Vec<ListedLaunch>>,
 }
 
 impl<'g> LaunchRecorder<'g> {
@@ -279,11 +276,11 @@ impl<'g> LaunchRecorder<'g> {
         LaunchList { launches, shapes: self.shapes }
     }
 
-    fn log(&self) -> MutexGuard<'_, Vec<RecordedLaunch>> {
+    fn log(&self) -> MutexGuard<'_, Vec<ListedLaunch>> {
         self.launches.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn record(&self, arg: &KernelArg<'_>) -> Result<RecordedArg, BackendError> {
+    fn record(&self, arg: &KernelArg<'_>) -> Result<ListedArg, BackendError> {
         let view = |id: u64, range: Range<usize>, writable: bool| {
             let place = match (
                 self.shared.iter().position(|&s| s == id),
@@ -300,15 +297,15 @@ impl<'g> LaunchRecorder<'g> {
                     ));
                 }
             };
-            Ok(RecordedArg::View { place, range, writable })
+            Ok(ListedArg::View { place, range, writable })
         };
         match arg {
             KernelArg::Read(v) => view(v.buffer().id(), v.range(), false),
             KernelArg::Write(v) => view(v.buffer().id(), v.range(), true),
-            KernelArg::U32(value) => Ok(RecordedArg::U32(*value)),
-            KernelArg::I32(value) => Ok(RecordedArg::I32(*value)),
-            KernelArg::U64(value) => Ok(RecordedArg::U64(*value)),
-            KernelArg::F32(value) => Ok(RecordedArg::F32(*value)),
+            KernelArg::U32(value) => Ok(ListedArg::U32(*value)),
+            KernelArg::I32(value) => Ok(ListedArg::I32(*value)),
+            KernelArg::U64(value) => Ok(ListedArg::U64(*value)),
+            KernelArg::F32(value) => Ok(ListedArg::F32(*value)),
         }
     }
 
@@ -322,13 +319,7 @@ impl GpuBackend for LaunchRecorder<'_> {
         format!("{} (recording)", self.gpu.describe())
     }
 
-    fn has_module(&self, module: &str) -> bool {
-        self.gpu.has_module(module)
-    }
-
-    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.gpu.lookup(entry)
-    }
+    crate::forward::forwarded_methods!(gpu: has_module, lookup, synchronize);
 
     crate::graph::refused_memory_methods!();
 
@@ -340,7 +331,7 @@ impl GpuBackend for LaunchRecorder<'_> {
     ) -> Result<(), BackendError> {
         let recorded = args.iter().map(|arg| self.record(arg)).collect::<Result<Vec<_>, _>>()?;
         self.gpu.launch(kernel, geometry, args)?;
-        self.log().push(RecordedLaunch { kernel, geometry, args: recorded });
+        self.log().push(ListedLaunch { kernel, geometry, args: recorded });
         Ok(())
     }
 
@@ -353,18 +344,14 @@ impl GpuBackend for LaunchRecorder<'_> {
     ) -> Result<(), BackendError> {
         Err(self.refuse("an unchecked launch"))
     }
-
-    fn synchronize(&self) -> Result<(), BackendError> {
-        self.gpu.synchronize()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cpu::CpuBackend;
-    use crate::testing::FakeBackend;
-    use crate::testing::fixtures::AXPY;
+    use crate::fixtures::AXPY;
+    use crate::record::RecordingBackend;
     use crate::{GpuBackendExt, LaunchGeometry};
     use crate::{View, ViewMut};
 
@@ -440,7 +427,7 @@ mod tests {
 
     #[test]
     fn a_captured_list_launches_only_on_the_buffers_it_was_captured_on() {
-        let gpu = FakeBackend::new().with_entry(&AXPY).with_graphs();
+        let gpu = RecordingBackend::new().with_entry(&AXPY).with_graphs();
         let axpy = gpu.lookup(&AXPY).unwrap();
         let x = gpu.upload(&[1.0f32, 2.0]).unwrap();
         let (mut y, mut other_y) = (gpu.zeros::<f32>(2).unwrap(), gpu.zeros::<f32>(2).unwrap());
@@ -452,7 +439,8 @@ mod tests {
         let list = recorder.finish();
         let recorded = gpu.launches();
 
-        let captured = list.capture(&gpu, &[&x], &mut [&mut y]).unwrap().expect("the fake has graphs");
+        let captured =
+            list.capture(&gpu, &[&x], &mut [&mut y]).unwrap().expect("the recording backend has graphs");
         assert_eq!(gpu.launches(), recorded, "a capture launches nothing");
         assert!(captured.is_bound_to(&[&x], &[&mut y]) && !captured.is_bound_to(&[&x], &[&mut other_y]));
         let refused = captured.launch(&[&x], &mut [&mut other_y]);
@@ -462,7 +450,7 @@ mod tests {
         assert_eq!(gpu.graph_launches(), 1);
         assert_eq!(gpu.launches()[recorded.len()..], recorded[..], "the graph's launches are the list's");
         // Without graphs there is nothing to capture.
-        let plain = FakeBackend::new().with_entry(&AXPY);
+        let plain = RecordingBackend::new().with_entry(&AXPY);
         let (x, mut y) = (plain.upload(&[1.0f32, 2.0]).unwrap(), plain.zeros::<f32>(2).unwrap());
         assert!(list.capture(&plain, &[&x], &mut [&mut y]).unwrap().is_none());
         assert!(plain.launches().is_empty());

@@ -10,12 +10,7 @@ mod order;
 
 pub(crate) use order::StreamOrder;
 
-use std::time::Duration;
-
-use crate::{
-    BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
-    LookupError, View, ViewMut,
-};
+use crate::{BackendError, GpuBackend};
 
 /// The default stream of a backend `B`: every call goes to `B`, so the stream issues into `B`'s
 /// own queue. Issue order is then the order the ordering rule asks for, on any backend; nothing
@@ -23,61 +18,20 @@ use crate::{
 pub(crate) struct InOrder<'a, B: ?Sized>(pub(crate) &'a B);
 
 impl<B: GpuBackend + ?Sized> GpuBackend for InOrder<'_, B> {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-
-    fn has_module(&self, module: &str) -> bool {
-        self.0.has_module(module)
-    }
-
-    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.0.lookup(entry)
-    }
-
-    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.0.alloc(dtype, len)
-    }
-
-    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        self.0.copy_to_device(src, dst)
-    }
-
-    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.0.copy_to_host(src, dst)
-    }
-
-    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
-        self.0.copy_on_device(src, dst)
-    }
-
-    fn launch(
-        &self,
-        kernel: KernelHandle,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        self.0.launch(kernel, geometry, args)
-    }
-
-    unsafe fn launch_unchecked(
-        &self,
-        kernel: KernelHandle,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        // SAFETY: the caller upholds `launch_unchecked`'s contract for these arguments, and it is
-        // the same contract on `B`, which receives them unchanged.
-        unsafe { self.0.launch_unchecked(kernel, geometry, args) }
-    }
-
-    fn synchronize(&self) -> Result<(), BackendError> {
-        self.0.synchronize()
-    }
-
-    fn time(&self, work: &mut dyn FnMut() -> Result<(), BackendError>) -> Result<Duration, BackendError> {
-        self.0.time(work)
-    }
+    crate::forward::forwarded_methods!(
+        0: describe,
+        has_module,
+        lookup,
+        alloc,
+        alloc_for_write,
+        copy_to_device,
+        copy_to_host,
+        copy_on_device,
+        launch,
+        launch_unchecked,
+        synchronize,
+        time,
+    );
 
     /// Another stream of `B` (into the same queue, unless `B` opens queues of its own).
     fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
@@ -88,7 +42,7 @@ impl<B: GpuBackend + ?Sized> GpuBackend for InOrder<'_, B> {
 #[cfg(test)]
 mod tests {
     use crate::cpu::CpuBackend;
-    use crate::testing::fixtures::AXPY;
+    use crate::fixtures::AXPY;
     use crate::{DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, LaunchGeometry};
 
     /// `y += 2·x` with `axpy` on `gpu`, over four elements.

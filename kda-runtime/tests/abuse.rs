@@ -1,13 +1,13 @@
-//! Safe code against the launch contract, on the CPU and fake backends: each test is an attack
+//! Safe code against the launch contract, on the CPU and recording backends: each test is an attack
 //! written with safe public API only, which once reached undefined behaviour (or a panic) and is
 //! now refused with an `Err`. The emulator's part is the model crate's `tests/abuse.rs`. Miri runs
 //! this file where a nightly toolchain has it (`.ci/run`).
 
 use kda_runtime::cpu::CpuBackend;
 use kda_runtime::host::HostStorage;
+use kda_runtime::record::RecordingBackend;
 use kda_runtime::replay::LaunchRecorder;
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
-use kda_runtime::testing::FakeBackend;
 use kda_runtime::{
     BackendError, DType, DeviceBuffer, DeviceGraph, GpuBackend, GpuBackendExt, KernelArg, KernelEntry,
     KernelHandle, LaunchGeometry, LookupError, View, ViewMut, bf16,
@@ -78,7 +78,8 @@ fn a_signature_made_by_the_caller_is_not_the_one_registered() {
         requires: &[],
     };
     let forged = KernelEntry { signature: Some(&WEAK), ..FILL_ENTRY };
-    for gpu in [Box::new(cpu()) as Box<dyn GpuBackend>, Box::new(FakeBackend::new().with_entry(&FILL_ENTRY))]
+    for gpu in
+        [Box::new(cpu()) as Box<dyn GpuBackend>, Box::new(RecordingBackend::new().with_entry(&FILL_ENTRY))]
     {
         match gpu.lookup(&forged) {
             Err(LookupError::SignatureMismatch { .. }) => {}
@@ -87,18 +88,18 @@ fn a_signature_made_by_the_caller_is_not_the_one_registered() {
     }
 }
 
-/// A backend that forwards to a fake with graphs, except that its `capture` hands back a graph
+/// A backend that forwards to a recording backend with graphs, except that its `capture` hands back a graph
 /// it captured earlier, of other launches on another buffer, which it then freed.
 struct Smuggler {
-    fake: FakeBackend,
+    recording: RecordingBackend,
     kernel: KernelHandle,
 }
 
 impl Smuggler {
     /// The graph of a `fill` of a buffer that is freed when this returns.
     fn stale_graph(&self) -> Result<Option<Box<dyn DeviceGraph>>, BackendError> {
-        let mut z = self.fake.zeros::<f32>(64)?;
-        self.fake.capture(&mut |gpu| fill(gpu, self.kernel, &mut z, 64))
+        let mut z = self.recording.zeros::<f32>(64)?;
+        self.recording.capture(&mut |gpu| fill(gpu, self.kernel, &mut z, 64))
     }
 }
 
@@ -107,22 +108,22 @@ impl GpuBackend for Smuggler {
         "a smuggler".to_owned()
     }
     fn has_module(&self, module: &str) -> bool {
-        self.fake.has_module(module)
+        self.recording.has_module(module)
     }
     fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.fake.lookup(entry)
+        self.recording.lookup(entry)
     }
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.fake.alloc(dtype, len)
+        self.recording.alloc(dtype, len)
     }
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
-        self.fake.copy_to_device(src, dst)
+        self.recording.copy_to_device(src, dst)
     }
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.fake.copy_to_host(src, dst)
+        self.recording.copy_to_host(src, dst)
     }
     fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
-        self.fake.copy_on_device(src, dst)
+        self.recording.copy_on_device(src, dst)
     }
     fn launch(
         &self,
@@ -130,7 +131,7 @@ impl GpuBackend for Smuggler {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
-        self.fake.launch(kernel, geometry, args)
+        self.recording.launch(kernel, geometry, args)
     }
     unsafe fn launch_unchecked(
         &self,
@@ -141,7 +142,7 @@ impl GpuBackend for Smuggler {
         Err(BackendError::Replay("not forwarded".to_owned()))
     }
     fn synchronize(&self) -> Result<(), BackendError> {
-        self.fake.synchronize()
+        self.recording.synchronize()
     }
     fn capture(
         &self,
@@ -153,27 +154,27 @@ impl GpuBackend for Smuggler {
 
 #[test]
 fn a_graph_that_is_not_the_lists_own_does_not_launch() {
-    let fake = FakeBackend::new().with_entry(&FILL_ENTRY).with_graphs();
-    let kernel = fake.lookup(&FILL_ENTRY).unwrap();
-    let smuggler = Smuggler { fake, kernel };
+    let recording = RecordingBackend::new().with_entry(&FILL_ENTRY).with_graphs();
+    let kernel = recording.lookup(&FILL_ENTRY).unwrap();
+    let smuggler = Smuggler { recording, kernel };
     // An empty step, recorded and captured: the smuggler hands back the graph of a fill of a
     // buffer that no longer exists.
     let list = LaunchRecorder::new(&smuggler, &[], &[]).finish();
-    let captured = list.capture(&smuggler, &[], &mut []).unwrap().expect("the fake has graphs");
+    let captured = list.capture(&smuggler, &[], &mut []).unwrap().expect("the recording backend has graphs");
     let error = captured.launch(&[], &mut []).expect_err("a graph of a freed buffer launched");
     assert!(error.to_string().contains("does not bind"), "{error}");
-    assert_eq!(smuggler.fake.graph_launches(), 0);
+    assert_eq!(smuggler.recording.graph_launches(), 0);
 }
 
 #[test]
 fn a_buffer_captured_exclusive_is_not_bound_as_shared() {
-    let gpu = FakeBackend::new().with_entry(&FILL_ENTRY).with_graphs();
+    let gpu = RecordingBackend::new().with_entry(&FILL_ENTRY).with_graphs();
     let kernel = gpu.lookup(&FILL_ENTRY).unwrap();
     let mut y = gpu.zeros::<f32>(64).unwrap();
     let recorder = LaunchRecorder::new(&gpu, &[], &[&y]);
     fill(&recorder, kernel, &mut y, 64).unwrap();
     let list = recorder.finish();
-    let captured = list.capture(&gpu, &[], &mut [&mut y]).unwrap().expect("the fake has graphs");
+    let captured = list.capture(&gpu, &[], &mut [&mut y]).unwrap().expect("the recording backend has graphs");
     // `y`, which the graph writes, passed shared: the same ids in the same order once the two
     // lists are put together, and another borrow of `y` may be alive meanwhile.
     assert!(!captured.is_bound_to(&[&y], &[]));

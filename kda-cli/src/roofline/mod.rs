@@ -10,7 +10,7 @@
 //! # Where the launches come from
 //!
 //! The launches are the block's own: [`Glm5NextKdaBlock::decode_batch`] and
-//! [`Glm5NextKdaBlock::prefill`] run on [`FakeBackend`], which computes nothing and records every
+//! [`Glm5NextKdaBlock::prefill`] run on [`RecordingBackend`], which computes nothing and records every
 //! launch with its arguments (buffer views with element type and length, and scalars), so the
 //! kernels, their order, the dense dispatch ([`kda::ops::dense_mm_kernel`]) and every shape are the
 //! ones the block launches; no second list of launches exists to drift from it. One part of the
@@ -18,7 +18,7 @@
 //! product's size at the real head count, so the sampled runs go without the split-K pair and
 //! each `gemm` the dispatch would split at its real sizes becomes the pair (`split`).
 //!
-//! The fake's buffers are real host memory, zeroed on allocation: at `glm5-flash` one layer's
+//! The recording backend's buffers are real host memory, zeroed on allocation: at `glm5-flash` one layer's
 //! weights (260 MB of bf16), a prefill of 4,096 tokens (~1.9 GB of activations) and a pool of 64
 //! recurrent states (268 MB) would take seconds to zero on a small machine. So the block is run
 //! at the layer's real hidden size, head dimension, chunk, batch and token counts but with **1, 2
@@ -66,7 +66,7 @@ use kda::block::{BlockError, Glm5NextKdaBlock};
 use kda::cases::MAX_CASE_BATCH;
 use kda::geometry::{GeometryError, KdaGeometry};
 use kda_runtime::profile::TimedLaunch;
-use kda_runtime::testing::{FakeBackend, FakeLaunch};
+use kda_runtime::record::{RecordedLaunch, RecordingBackend};
 use kda_runtime::{BackendError, DType, GpuBackend};
 
 mod flops;
@@ -119,10 +119,10 @@ pub enum RooflineError {
     /// The geometry or a token count is not one the block runs.
     #[error(transparent)]
     Geometry(#[from] GeometryError),
-    /// The block refused to run on the fake backend.
+    /// The block refused to run on the recording backend.
     #[error(transparent)]
     Block(#[from] BlockError),
-    /// The fake backend refused an allocation.
+    /// The recording backend refused an allocation.
     #[error(transparent)]
     Backend(#[from] BackendError),
     /// The block's launches at another head count are not the same launches.
@@ -169,7 +169,7 @@ pub enum RooflineError {
         /// The head count.
         heads: u32,
     },
-    /// A launch of a kernel that is not in the table (the fake carries only the table's).
+    /// A launch of a kernel that is not in the table (the recording backend carries only the table's).
     #[error("a launch of `{0}`, which is not an entry of `[glm5next_kda]`")]
     UnknownKernel(String),
     /// The block's launches on a backend are not the model's (another kernel, another count).
@@ -218,13 +218,13 @@ impl Scenario {
         ]
     }
 
-    /// Runs the scenario's call of `block` on `gpu` (the fake the block was made on) and returns
+    /// Runs the scenario's call of `block` on `gpu` (the recording backend the block was made on) and returns
     /// the launches of that call alone (not those that set up its pool).
     fn record(
         &self,
-        gpu: &FakeBackend,
+        gpu: &RecordingBackend,
         block: &Glm5NextKdaBlock<'_>,
-    ) -> Result<Vec<FakeLaunch>, RooflineError> {
+    ) -> Result<Vec<RecordedLaunch>, RooflineError> {
         let mut before = 0;
         self.run(gpu, block, &mut || before = gpu.launches().len())?;
         Ok(gpu.launches().split_off(before))

@@ -1,26 +1,26 @@
-//! The block's launches recorded on the fake backend at 1, 2 and 3 heads, and extrapolated to the
+//! The block's launches recorded on the recording backend at 1, 2 and 3 heads, and extrapolated to the
 //! layer's head count.
 
 use kda::block::Glm5NextKdaBlock;
 use kda::geometry::KdaGeometry;
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
 use kda::weights::HostWeights;
-use kda_runtime::testing::{FakeArg, FakeBackend, FakeLaunch};
+use kda_runtime::record::{RecordedArg, RecordedLaunch, RecordingBackend};
 use kda_runtime::{DType, KernelEntry};
 
 use super::{LaunchArg, LaunchModel, RooflineError, SAMPLE_HEADS, Scenario};
 
-/// The block at `geometry` on a fresh fake carrying the table less `absent`, and the launches of
+/// The block at `geometry` on a fresh recording backend carrying the table less `absent`, and the launches of
 /// each of `scenarios` on it.
 pub fn record(
     geometry: &KdaGeometry,
     scenarios: &[Scenario],
     absent: &[&str],
-) -> Result<Vec<Vec<FakeLaunch>>, RooflineError> {
+) -> Result<Vec<Vec<RecordedLaunch>>, RooflineError> {
     let gpu = absent
         .iter()
         .filter_map(|field| table_entry(|entry| entry.field == *field))
-        .fold(FakeBackend::new().with_table::<Glm5NextKda>(), |gpu, entry| {
+        .fold(RecordingBackend::new().with_table::<Glm5NextKda>(), |gpu, entry| {
             gpu.without(entry.module, entry.entry)
         });
     // Synthetic weights: only their lengths matter here, and at 1 to 3 heads they are small.
@@ -37,7 +37,7 @@ pub(super) fn table_entry(find: impl Fn(&KernelEntry) -> bool) -> Option<&'stati
 /// extrapolated from the first two runs and checked against the third.
 pub(super) fn extrapolate(
     scenario: &Scenario,
-    runs: [&[FakeLaunch]; 3],
+    runs: [&[RecordedLaunch]; 3],
     heads: u32,
 ) -> Result<Vec<LaunchModel>, RooflineError> {
     let drift = |run: usize, what: String| RooflineError::Drift {
@@ -124,8 +124,8 @@ enum Sampled {
 
 /// The argument at the three head counts, if it is of one kind in all three (and an f32 scalar
 /// of one value).
-fn sample([a, b, c]: [&FakeArg; 3]) -> Option<Sampled> {
-    use FakeArg::{Buffer, F32, I32, U32, U64};
+fn sample([a, b, c]: [&RecordedArg; 3]) -> Option<Sampled> {
+    use RecordedArg::{Buffer, F32, I32, U32, U64};
     let int = |x: i128, y: i128, z: i128, max: i128| Some(Sampled::Int { values: [x, y, z], max });
     match (a, b, c) {
         (

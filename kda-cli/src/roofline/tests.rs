@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use kda::cases::{Access, BufferArg, CaseArg, KernelCase};
 use kda_runtime::LaunchGeometry;
-use kda_runtime::testing::FakeArg;
+use kda_runtime::record::RecordedArg;
 
 use super::record::table_entry;
 use super::*;
@@ -143,30 +143,30 @@ fn totals_are_the_sums_of_the_rows() {
 }
 
 /// The launches of a direct run of the block as the model describes them, compared one by one.
-fn assert_same_launches(model: &[LaunchModel], recorded: &[FakeLaunch], what: &str) {
+fn assert_same_launches(model: &[LaunchModel], recorded: &[RecordedLaunch], what: &str) {
     assert_eq!(model.len(), recorded.len(), "{what}: launch count");
-    for (index, (launch, fake)) in model.iter().zip(recorded).enumerate() {
-        let entry = table_entry(|e| e.module == fake.module && e.entry == fake.entry).unwrap();
+    for (index, (launch, seen)) in model.iter().zip(recorded).enumerate() {
+        let entry = table_entry(|e| e.module == seen.module && e.entry == seen.entry).unwrap();
         assert_eq!(launch.field, entry.field, "{what}: launch {index}");
-        assert_eq!(launch.args.len(), fake.args.len(), "{what}: launch {index}");
-        for (arg, fake) in launch.args.iter().zip(&fake.args) {
-            let same = match (arg, fake) {
+        assert_eq!(launch.args.len(), seen.args.len(), "{what}: launch {index}");
+        for (arg, seen) in launch.args.iter().zip(&seen.args) {
+            let same = match (arg, seen) {
                 (
                     LaunchArg::Buffer { dtype, len, writable, .. },
-                    FakeArg::Buffer { dtype: d, len: l, writable: w },
+                    RecordedArg::Buffer { dtype: d, len: l, writable: w },
                 ) => (dtype, *len, writable) == (d, *l as u64, w),
-                (LaunchArg::Int { value, .. }, FakeArg::U32(v)) => *value == u64::from(*v),
-                (LaunchArg::F32 { value, .. }, FakeArg::F32(v)) => value.to_bits() == v.to_bits(),
+                (LaunchArg::Int { value, .. }, RecordedArg::U32(v)) => *value == u64::from(*v),
+                (LaunchArg::F32 { value, .. }, RecordedArg::F32(v)) => value.to_bits() == v.to_bits(),
                 _ => false,
             };
-            assert!(same, "{what}: launch {index} (`{}`): {arg:?} vs {fake:?}", launch.field);
+            assert!(same, "{what}: launch {index} (`{}`): {arg:?} vs {seen:?}", launch.field);
         }
     }
 }
 
 #[test]
 fn the_model_is_the_block_run_at_the_real_head_count() {
-    // At `mid` (8 heads of 64) the block runs at full size on the fake in a moment: the model
+    // At `mid` (8 heads of 64) the block runs at full size on the recording backend in a moment: the model
     // extrapolated from 1, 2 and 3 heads must be that run, launch by launch, value by value.
     let geometry = KdaGeometry::mid();
     let scenarios = Scenario::all(PREFILL_TOKENS);
@@ -328,16 +328,16 @@ fn absent_optional_kernels_are_absent_from_the_model() {
     assert!(!without.contains(&"recurrent_regs") && without.contains(&"recurrent"), "{without:?}");
 }
 
-fn fill(n: u32, module: &str) -> FakeLaunch {
-    FakeLaunch {
+fn fill(n: u32, module: &str) -> RecordedLaunch {
+    RecordedLaunch {
         stream: 0,
         module: module.to_owned(),
         entry: "kda_fill_f32".to_owned(),
         geometry: LaunchGeometry::linear(n, 256),
         args: vec![
-            FakeArg::Buffer { dtype: DType::F32, len: n as usize, writable: true },
-            FakeArg::U32(n),
-            FakeArg::F32(0.0),
+            RecordedArg::Buffer { dtype: DType::F32, len: n as usize, writable: true },
+            RecordedArg::U32(n),
+            RecordedArg::F32(0.0),
         ],
     }
 }

@@ -1,7 +1,7 @@
 use half::bf16;
 
 use super::*;
-use crate::testing::fixtures::{AXPY, EMPTY, contents, signed};
+use crate::fixtures::{AXPY, EMPTY, contents, signed};
 use crate::{DType, DeviceBuffer, GpuBackendExt, View, ViewMut, try_kernel};
 
 /// `blas::noop` and `other::noop`: no parameters.

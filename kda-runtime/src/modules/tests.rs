@@ -4,7 +4,7 @@ use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::testing::fixtures::{AXPY_SIGNATURE, EMPTY};
+use crate::fixtures::{AXPY_SIGNATURE, EMPTY};
 use crate::{CudaArch, ImageCoverage};
 
 const NO_CODE: ImageCoverage = ImageCoverage { sass: &[], ptx: None };

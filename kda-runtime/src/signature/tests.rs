@@ -2,8 +2,8 @@
 //! arguments against a signature, and the parameter layout a CUDA kernel must have.
 
 use super::*;
+use crate::fixtures::{read, signed, write};
 use crate::host::HostMemory;
-use crate::testing::fixtures::{read, signed, write};
 use crate::{BackendId, DeviceBuffer};
 
 /// `cdiv(t,c)*c*h*d`: `t` tokens padded to whole chunks of `c`, times heads and head size.

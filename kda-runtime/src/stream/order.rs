@@ -13,7 +13,7 @@ use crate::signature::Access;
 /// - a write on `S` waits for every other stream that read the buffer since its last write, and
 ///   for the last write itself if that was on another stream `S` has not waited for yet.
 ///
-/// Streams are numbered by whoever keeps the model (the test fake: 0 for itself, then 1, 2, ... in
+/// Streams are numbered by whoever keeps the model (the recording backend: 0 for itself, then 1, 2, ... in
 /// the order streams are opened). Uses on one stream never wait: its queue keeps them in order.
 #[derive(Debug, Default)]
 pub(crate) struct StreamOrder {

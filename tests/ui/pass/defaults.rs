@@ -1,6 +1,6 @@
 //! Every attribute key defaulted: `kernels.toml` (here: beside this file), table `small_model`
 //! (the type's name in snake_case), struct `SmallModelKernels`.
-use kda_runtime::testing::FakeBackend;
+use kda_runtime::record::RecordingBackend;
 use kda_runtime::{KernelHandle, KernelTable};
 
 #[derive(KernelTable)]
@@ -12,7 +12,7 @@ fn main() {
     const _: () = assert!(SmallModelKernels::OPTIONAL_ENTRY_POINTS == 1);
     assert_eq!(<SmallModel as KernelTable>::NAME, "small_model");
     assert_eq!(SmallModelKernels::ENTRIES[2].line, 5);
-    let gpu = FakeBackend::new().with_table::<SmallModel>();
+    let gpu = RecordingBackend::new().with_table::<SmallModel>();
     let kernels = SmallModelKernels::resolve(&gpu).unwrap();
     let _: KernelHandle = kernels.gemm;
     let _: Option<KernelHandle> = kernels.gemv_batchm;

@@ -1,6 +1,6 @@
 //! Adding one line to `kernels.toml` (tests/compiletest.rs writes that copy) adds the field, the
 //! count and the lookup, with no other edit.
-use kda_runtime::testing::FakeBackend;
+use kda_runtime::record::RecordingBackend;
 use kda_runtime::{KernelEntry, KernelHandle, KernelTable};
 
 #[derive(KernelTable)]
@@ -16,7 +16,7 @@ fn main() {
     assert_eq!(GrownKernels::REQUIRED_ENTRY_POINTS, Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS + 1);
     assert_eq!(GrownKernels::OPTIONAL_ENTRY_POINTS, Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS);
 
-    let gpu = FakeBackend::new().with_table::<Grown>();
+    let gpu = RecordingBackend::new().with_table::<Grown>();
     let grown = GrownKernels::resolve(&gpu).unwrap();
     let _: KernelHandle = grown.extra_kernel;
     let last = gpu.lookups().pop().unwrap();
@@ -25,7 +25,7 @@ fn main() {
     // A target built from the old manifest lacks it, and resolve says so. (Here the old manifest
     // is another file, so another namespace: its entries are carried in the grown one's, as a
     // build of the old version of the same manifest would carry them.)
-    let old_target = Glm5NextKdaKernels::ENTRIES.iter().fold(FakeBackend::new(), |gpu, entry| {
+    let old_target = Glm5NextKdaKernels::ENTRIES.iter().fold(RecordingBackend::new(), |gpu, entry| {
         gpu.with_entry(&KernelEntry { namespace: GrownKernels::NAMESPACE, ..*entry })
     });
     let error = GrownKernels::resolve(&old_target).unwrap_err();

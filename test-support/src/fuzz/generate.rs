@@ -11,11 +11,12 @@ impl Rng {
     /// The generator of case `index` of a run seeded `seed`.
     pub fn for_case(seed: u64, index: u64) -> Self {
         let mut rng = Rng(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        rng.next();
+        rng.next_u64();
         rng
     }
 
-    pub fn next(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -25,7 +26,7 @@ impl Rng {
 
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     /// Uniform in `lo..=hi`.
@@ -38,6 +39,7 @@ impl Rng {
         self.below(100) < percent
     }
 
+    /// One of `items` (not empty), uniformly.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
@@ -60,9 +62,11 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// Every origin, in the report's column order.
     pub const ALL: [Origin; 5] =
         [Origin::Valid, Origin::Mutated, Origin::Garbage, Origin::Pathological, Origin::Named];
 
+    /// The origin's column heading in the report.
     pub fn name(self) -> &'static str {
         match self {
             Origin::Valid => "valid",
@@ -73,6 +77,7 @@ impl Origin {
         }
     }
 
+    /// The origin's column: its place in [`Origin::ALL`].
     pub fn index(self) -> usize {
         self as usize
     }
@@ -80,7 +85,9 @@ impl Origin {
 
 /// One input.
 pub struct Input {
+    /// The file's bytes, UTF-8 or not.
     pub bytes: Vec<u8>,
+    /// How it was made.
     pub origin: Origin,
     /// A table the text names, for the derive to ask for when the manifest does not parse.
     pub table: String,
@@ -171,8 +178,9 @@ const DOCS: &[&str] = &[
     "*/ /* #[doc] \"\"\" ''' } { ] [",
 ];
 
-/// Tokens random `params` and `requires` strings are made of (the token soup of
-/// `manifest_props.rs`, plus the pieces that stress the lexer).
+/// Tokens random `params` and `requires` strings are made of, here and in the token soup of
+/// `kda-build/tests/manifest_props.rs`: the grammar's words and punctuation, plus the pieces that
+/// stress the lexer.
 pub const CONTRACT_TOKENS: &[&str] = &[
     "const",
     "bf16",
@@ -233,9 +241,9 @@ pub const CONTRACT_TOKENS: &[&str] = &[
     "D",
 ];
 
-/// Fragments spliced into valid manifests: TOML structure, the contract grammar, huge
-/// literals, odd characters and escapes.
-const FRAGMENTS: &[&str] = &[
+/// Fragments spliced into valid manifests, here and in `kda-build/tests/manifest_props.rs`'s
+/// mutations: TOML structure, the contract grammar, huge literals, odd characters and escapes.
+pub const FRAGMENTS: &[&str] = &[
     "[",
     "]",
     "{",
@@ -451,6 +459,7 @@ impl Manifest {
         Manifest { tables, defines, defines_first: rng.chance(30) }
     }
 
+    /// The name of its first table (`t` when it has none), for the derive to ask for.
     pub fn first_table(&self) -> String {
         self.tables.first().map_or_else(|| "t".to_owned(), |table| table.name.clone())
     }
@@ -754,7 +763,7 @@ fn mutate_once(rng: &mut Rng, bytes: &mut Vec<u8>) -> String {
     match rng.below(14) {
         0 => {
             if at < bytes.len() {
-                bytes[at] = rng.next() as u8;
+                bytes[at] = rng.next_u64() as u8;
             }
             format!("byte flip at {at}")
         }
@@ -838,7 +847,7 @@ fn mutate_once(rng: &mut Rng, bytes: &mut Vec<u8>) -> String {
 fn garbage(rng: &mut Rng) -> (Vec<u8>, String) {
     let len = rng.below(400);
     match rng.below(4) {
-        0 => ((0..len).map(|_| rng.next() as u8).collect(), "random bytes".into()),
+        0 => ((0..len).map(|_| rng.next_u64() as u8).collect(), "random bytes".into()),
         1 => {
             let alphabet = b"[]{}=\"'.,#\n \t\\abcxyz019_-+:";
             ((0..len).map(|_| *rng.pick(alphabet)).collect(), "TOML punctuation".into())

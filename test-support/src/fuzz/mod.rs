@@ -1,5 +1,5 @@
 //! The manifest fuzzer shared by every front end's test (`kda-build/tests/fuzz_manifest.rs`,
-//! `tests/fuzz_list.rs`): seeded inputs, the parser's checks, a parallel runner with a per-input
+//! `kda-cli/tests/fuzz_list.rs`): seeded inputs, the parser's checks, a parallel runner with a per-input
 //! time bound and a watchdog, and the per-stage report.
 //!
 //! The generator is our own SplitMix64-driven one rather than proptest's strategies: each case
@@ -48,10 +48,15 @@ fn hang_limit() -> Duration {
     slow_limit() * 15
 }
 
+/// What one run covers, and on how many threads.
 pub struct Config {
+    /// The seed every random input is drawn from (`KDA_FUZZ_SEED`, else [`DEFAULT_SEED`]).
     pub seed: u64,
+    /// How many random inputs, after the named ones (`KDA_FUZZ_CASES`).
     pub cases: u64,
+    /// Only this random case, without the named ones (`KDA_FUZZ_ONLY`).
     pub only: Option<u64>,
+    /// How many workers (`KDA_FUZZ_THREADS`, else the available parallelism).
     pub threads: usize,
 }
 
@@ -92,13 +97,16 @@ pub enum Stage {
     Validation,
     /// The `params` and `requires` parser.
     Contract,
+    /// Every step passed: a manifest.
     Accepted,
 }
 
 impl Stage {
+    /// Every stage, in pipeline order (the order of the report's rows).
     pub const ALL: [Stage; 6] =
         [Stage::NotUtf8, Stage::Syntax, Stage::Shape, Stage::Validation, Stage::Contract, Stage::Accepted];
 
+    /// The stage's row in the report.
     pub fn name(self) -> &'static str {
         match self {
             Stage::NotUtf8 => "rejected: not UTF-8",
@@ -113,9 +121,11 @@ impl Stage {
 
 /// What the parser made of an input.
 pub struct Parsed {
+    /// The first step that rejected the input, or [`Stage::Accepted`].
     pub stage: Stage,
     /// The text, where the bytes are UTF-8.
     pub text: Option<String>,
+    /// What the parser returned, where it ran on the text and did not panic.
     pub result: Option<Result<Manifest, ManifestError>>,
 }
 
@@ -387,7 +397,7 @@ pub fn located(message: &str, file: &str, lines: usize) -> Option<(u32, u32)> {
 
 /// The counts and failures of one worker, merged at the end.
 #[derive(Default)]
-pub struct Tally {
+struct Tally {
     /// `(section, rank, row)` → inputs per origin; the parser's rows rank in pipeline order.
     counts: BTreeMap<(String, usize, String), [u64; 5]>,
     time: BTreeMap<&'static str, Duration>,
@@ -415,9 +425,16 @@ impl Tally {
     }
 }
 
+/// A front end panicked in [`Case::guard`]: the panic is recorded as the case's failure already.
+#[derive(Debug)]
+pub struct Panicked;
+
 /// One input being run: where its file is, and what to record.
 pub struct Case<'a> {
+    /// The case's number: `KDA_FUZZ_ONLY` reruns a random one; named ones count down from
+    /// `u64::MAX`.
     pub index: u64,
+    /// The input itself.
     pub input: &'a Input,
     /// The input, written to disk (the derive, the build and `kda list` read files).
     pub path: &'a Path,
@@ -438,7 +455,7 @@ impl Case<'_> {
     }
 
     /// Runs one front end, timed, its panics caught and reported.
-    pub fn guard<T>(&mut self, stage: &'static str, run: impl FnOnce() -> T) -> Result<T, ()> {
+    pub fn guard<T>(&mut self, stage: &'static str, run: impl FnOnce() -> T) -> Result<T, Panicked> {
         let start = Instant::now();
         let result = catch_unwind(AssertUnwindSafe(run));
         let elapsed = start.elapsed();
@@ -447,7 +464,10 @@ impl Case<'_> {
             let what = self.describe();
             self.tally.slow.push(format!("{stage} took {elapsed:.2?} on {what}"));
         }
-        result.map_err(|panic| self.fail(format!("PANIC in {stage}: {}", panic_message(&*panic))))
+        result.map_err(|panic| {
+            self.fail(format!("PANIC in {stage}: {}", panic_message(&*panic)));
+            Panicked
+        })
     }
 
     /// Records a failed check.
@@ -457,6 +477,7 @@ impl Case<'_> {
         }
     }
 
+    /// Records a failure; the first of a case saves its input under the run's `failures/`.
     pub fn fail(&mut self, message: String) {
         let saved = if self.failed { String::new() } else { save(self.root, self.index, &self.input.bytes) };
         self.failed = true;
