@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times a public chunked KDA forward, `chunk_kda` of flash-linear-attention (the `fla-core`
 package, Triton kernels), at one `glm5-flash` layer's prefill: the baseline that kda's chunk pair
-(`chunk_prepare` + `chunk_scan`, timed by `kda bench` in the same GPU check) is held against.
+(`chunk_prepare` + `chunk_scan`, timed by `kda-block bench` in the same GPU check) is held against.
 
 The work is the same: per-channel log-decay gates (bounded, as `glm5-flash`'s gate law gives
 them), a state carried in and out, q and k already L2-normalised. Each configuration is called

@@ -3,7 +3,7 @@
 # Rust toolchain.
 #
 # Usage:
-#   scripts/gpu-check.sh --build   Here (Rust, nvcc): builds the test binaries and the `kda` binary
+#   scripts/gpu-check.sh --build   Here (Rust, nvcc): builds the test binaries and the `kda-block` binary
 #                                  with `--release --no-default-features --features cuda` (no
 #                                  emulation: its libraries stay in this checkout's target/) and
 #                                  KDA_REQUIRE_NVCC=1, and copies
@@ -15,8 +15,8 @@
 #                                  pip or the index the baseline is left out, with a warning.
 #   scripts/gpu-check.sh           On the GPU machine, from a copy of the repo that holds gpu-check/:
 #                                  nvidia-smi (if present); the GPU parity tests (tests/gpu.rs);
-#                                  `kda --backend cuda` on the default preset and on glm5-flash, and
-#                                  batched at glm5-flash; `kda bench --backend cuda`; then, where the
+#                                  `kda-block --backend cuda` on the default preset and on glm5-flash, and
+#                                  batched at glm5-flash; `kda-block bench --backend cuda`; then, where the
 #                                  machine has them, fla-core's `chunk_kda` timed at the same layer
 #                                  (scripts/fla_kda_baseline.py, PyTorch's python3), Nsight Compute's
 #                                  speed of light and occupancy of every kda launch of one bench run
@@ -71,8 +71,8 @@ build() {
 
     JSON="$(mktemp)"
     trap 'rm -f "$JSON"' EXIT
-    cargo test --release --workspace --no-default-features --features cuda --no-run --message-format=json >"$JSON"
-    cargo build --release --no-default-features --features cuda --bin kda
+    cargo test --release --workspace --no-default-features --features cuda,app --no-run --message-format=json >"$JSON"
+    cargo build --release --no-default-features --features cuda,app --bin kda-block
 
     rm -rf "$BIN"
     mkdir -p "$BIN/tests"
@@ -106,15 +106,15 @@ if not copied:
 for name in sorted(copied):
     print(f"  copied {name}")
 PY
-    cp target/release/kda "$BIN/kda"
+    cp target/release/kda-block "$BIN/kda-block"
     rm -rf "$WHEELS"
     if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$WHEELS" "$FLA_CORE"; then
         echo "warning: could not fetch $FLA_CORE: the GPU check will leave out the fla baseline" >&2
     fi
-    strip "$BIN"/kda "$BIN"/tests/* 2>/dev/null || true
+    strip "$BIN"/kda-block "$BIN"/tests/* 2>/dev/null || true
 
     local unfit=()
-    for binary in "$BIN"/kda "$BIN"/tests/*; do
+    for binary in "$BIN"/kda-block "$BIN"/tests/*; do
         if grep -qaF "$ROOT" "$binary"; then
             unfit+=("$binary: holds the checkout's path $ROOT")
         fi
@@ -133,7 +133,7 @@ PY
 
 run() {
     cd "$ROOT"
-    if [[ ! -x "$BIN/kda" ]] || ! compgen -G "$BIN/tests/*" >/dev/null; then
+    if [[ ! -x "$BIN/kda-block" ]] || ! compgen -G "$BIN/tests/*" >/dev/null; then
         echo "error: no binaries in $BIN: run scripts/gpu-check.sh --build first (where Rust and nvcc" \
             "are), then bring gpu-check/ along" >&2
         exit 2
@@ -141,7 +141,7 @@ run() {
     local out="${OUT:-gpu-check}"
     LIMIT="${GPU_CHECK_STEP_TIMEOUT:-600}"
     mkdir -p "$out"
-    # Errors of the kda binary print without a backtrace (panics still follow RUST_BACKTRACE).
+    # Errors of the kda-block binary print without a backtrace (panics still follow RUST_BACKTRACE).
     export RUST_LIB_BACKTRACE="${RUST_LIB_BACKTRACE:-0}"
     LOG="$out/gpu-check.log"
     : >"$LOG"
@@ -158,13 +158,13 @@ run() {
     # then the rest of the suite, which CI also runs without a GPU.
     local gpu_tests="$BIN/tests/kda--gpu"
     [[ -x "$gpu_tests" ]] && step "test kda--gpu" "$gpu_tests" --include-ignored --test-threads=1 --nocapture
-    step "kda (default preset)" "$BIN/kda" --backend cuda
-    step "kda (glm5-flash)" "$BIN/kda" --backend cuda --preset glm5-flash
+    step "kda-block (default preset)" "$BIN/kda-block" --backend cuda
+    step "kda-block (glm5-flash)" "$BIN/kda-block" --backend cuda --preset glm5-flash
     # Batched decode: the time of one step of 64 sequences against one step of one.
     for batch in 1 64; do
-        step "kda (glm5-flash, batch $batch)" "$BIN/kda" --backend cuda --preset glm5-flash --prompt 16 --batch "$batch"
+        step "kda-block (glm5-flash, batch $batch)" "$BIN/kda-block" --backend cuda --preset glm5-flash --prompt 16 --batch "$batch"
     done
-    step "kda bench" "$BIN/kda" bench --backend cuda
+    step "kda-block bench" "$BIN/kda-block" bench --backend cuda
     # A public chunked KDA at the same layer, beside the chunk pair's times in the bench above.
     if compgen -G "$WHEELS/*.whl" >/dev/null; then
         local site
@@ -181,9 +181,9 @@ run() {
     # Why each launch takes its time: Nsight Compute on every kda launch of one bench run.
     local ncu
     if ncu="$(tool ncu)"; then
-        STEP_LIMIT=150 step "ncu (kda bench)" "$ncu" --clock-control none --section SpeedOfLight \
+        STEP_LIMIT=150 step "ncu (kda-block bench)" "$ncu" --clock-control none --section SpeedOfLight \
             --section Occupancy --kernel-name "regex:^(kda_|dense_|causal_)" --csv --page details \
-            --log-file "$out/ncu-details.csv" "$BIN/kda" bench --backend cuda --iterations 1
+            --log-file "$out/ncu-details.csv" "$BIN/kda-block" bench --backend cuda --iterations 1
     else
         note "ncu: not on this machine"
     fi

@@ -4,7 +4,7 @@
 Applies mutation operators to a copy of `kernels/`, at every site each operator fits, one mutant
 at a time, and runs the emulated suite on each mutant:
 
-    kda emulate --kernels MUTANT_DIR --out OUT_DIR --fail-fast                      (plain)
+    kda-block emulate --kernels MUTANT_DIR --out OUT_DIR --fail-fast                      (plain)
     ... --sanitizer address     (AddressSanitizer + UBSan, only if the plain run passed)
     ... --sanitizer thread      (ThreadSanitizer, only if the ASan run passed too)
 
@@ -19,7 +19,7 @@ A mutant is *killed* by the first stage that rejects it:
 
 and *survives* if every run passes (`--stages` picks the runs: ThreadSanitizer is the one that
 sees a missing barrier whose race the plain runs happen to order safely). Each run checks the
-cases of the kernels whose module is the mutated file or includes it (`kda emulate --only`), and
+cases of the kernels whose module is the mutated file or includes it (`kda-block emulate --only`), and
 the whole block; a mutant of a header every module includes runs every case. Operators:
 
     remove-syncthreads  delete one `__syncthreads()` call (the `;` stays, an empty statement)
@@ -42,7 +42,7 @@ Usage:
     scripts/mutate.py --operators drop-wait,drop-const --jobs 1
     scripts/mutate.py --operators remove-syncthreads,remove-syncwarp --stages plain,thread
 
-The `kda` binary must be built first: `cargo build --release -p kda-cli`.
+The `kda` binary must be built first: `cargo build --release --bin kda-block`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "kernels"
-KDA = REPO / "target" / "release" / "kda"
+KDA = REPO / "target" / "release" / "kda-block"
 STAGES = ("plain", "address", "thread")
 KILL_CLASSES = ("build", "suite", "asan", "tsan")
 STAGE_CLASS = {"plain": "suite", "address": "asan", "thread": "tsan"}
@@ -659,7 +659,7 @@ def main() -> None:
         return
 
     if not KDA.exists():
-        sys.exit(f"{KDA} is missing: cargo build --release -p kda-cli")
+        sys.exit(f"{KDA} is missing: cargo build --release --bin kda-block")
     previous: dict[str, dict] = {}
     if args.resume and args.json.exists():
         previous = {row["key"]: row for row in json.loads(args.json.read_text())}

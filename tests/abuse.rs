@@ -2,7 +2,7 @@
 //! test is an attack written with safe public API only that once wrote past a heap allocation,
 //! and is now refused before the kernel runs. The CPU and recording backends' part is
 //! `kda-runtime/tests/abuse.rs`. The same attacks under AddressSanitizer, on every entry, are
-//! classes of the launch fuzz (`kda emulate --sanitizer address --fuzz-launches N`:
+//! classes of the launch fuzz (`kda-block emulate --sanitizer address --fuzz-launches N`:
 //! `swapped_storage`, `forged_signature`), which CI runs.
 
 use kda::kernels::{EMULATED_KERNELS, glm5next_kda};

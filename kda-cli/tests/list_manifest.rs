@@ -120,3 +120,39 @@ fn twenty_thousand_errors_print_the_first_and_count_the_rest() {
     }
     assert_eq!(lines[MAX_REPORTED_ERRORS], format!("... and {} more errors", 20_000 - MAX_REPORTED_ERRORS));
 }
+
+/// `kda list` without `--manifest`, run in `dir`.
+fn list_in(dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kda"))
+        .arg("list")
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .expect("cannot run kda")
+}
+
+#[test]
+fn without_a_path_the_manifest_is_the_kernels_toml_of_the_current_directory() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("list_crate");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kernels.toml"), "[mine]\nscale = { module = \"ops\", entry = \"scale_f32\" }\n")
+        .unwrap();
+    let output = list_in(&dir);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.starts_with("kernels.toml: 1 kernel table\n"), "{stdout}");
+    assert!(stdout.contains("ops::scale_f32"), "{stdout}");
+}
+
+#[test]
+fn a_directory_without_a_manifest_is_a_clear_error() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("list_no_crate");
+    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::fs::remove_file(dir.join("kernels.toml"));
+    let stderr = error_of(&list_in(&dir));
+    assert!(
+        stderr.starts_with("Error: no `kernels.toml` in this directory: run `kda list` in a crate"),
+        "{stderr}"
+    );
+}

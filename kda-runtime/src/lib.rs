@@ -68,7 +68,7 @@
 //! against nvcc's PTX (and, on the emulator, against each library's own report of its C types at
 //! lookup). The CUDA driver and cudarc. And the manifest's extents being right for the kernel's
 //! code: nothing can check that a kernel touches only `m*k` elements of `a`; the emulator's
-//! sanitizers (`kda emulate --sanitizer address|thread`, with its launch fuzz) are what catch a
+//! sanitizers (`kda-block emulate --sanitizer address|thread`, with its launch fuzz) are what catch a
 //! wrong extent, by running the real code at the edges of its views.
 //!
 //! **Checked before anything reaches a device, by this crate's code:**

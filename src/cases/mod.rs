@@ -4,7 +4,7 @@
 //! (`docs/kernels.md`, "Tolerances") and the bytes a launch moves.
 //!
 //! The GPU parity tests (`tests/gpu.rs`) run every case on CUDA and on the CPU reference and
-//! compare what each wrote; `kda bench` times them. Only they need the cases, so the module is
+//! compare what each wrote; `kda-block bench` times them. Only they need the cases, so the module is
 //! behind this crate's `cases` feature, which they enable. A case is plain data: its arguments are
 //! [`CaseArg`]s in the kernel's parameter order, each named like its parameter, so every kernel is
 //! described the same way and uploaded, launched and downloaded by the same code. Before every

@@ -181,7 +181,7 @@ fn cuda_arch(arch: &Arch) -> String {
 
 /// The start of the `resources` module, up to its rows. Its own type, as `defines` is the crate's
 /// own: the runtime needs none of it, and a crate that does not re-export the module (its items
-/// are for tools: `kda list`, `kda bench`) is not warned that they are unused.
+/// are for tools: `kda list`, `kda-block bench`) is not warned that they are unused.
 const RESOURCES: &str = r#"
 /// What ptxas reported for the kernels of `KERNEL_IMAGES` when this crate was built, per kernel
 /// and SASS target: registers, spills, stack frame, static shared and constant memory.

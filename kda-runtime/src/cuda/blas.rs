@@ -1,5 +1,5 @@
 //! cuBLAS's bf16 GEMM: the vendor's product that the table's own GEMM is measured against, on the
-//! same device in the same run (`kda bench`). The product is the table's `gemm`:
+//! same device in the same run (`kda-block bench`). The product is the table's `gemm`:
 //! `c[m,n] = a[m,k] · b[n,k]ᵀ`, bf16 in and out, f32 accumulation (`cublasGemmEx`, compute
 //! `CUBLAS_COMPUTE_32F`), all row-major. libcublas is loaded at run time: a machine without it
 //! gets [`BackendError::Unavailable`].

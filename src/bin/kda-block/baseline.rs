@@ -1,4 +1,4 @@
-//! The vendor's GEMM beside the table's: `kda bench` times a [`GemmBaseline`] (cuBLAS on CUDA,
+//! The vendor's GEMM beside the table's: `kda-block bench` times a [`GemmBaseline`] (cuBLAS on CUDA,
 //! [`BlasGemm`](kda_runtime::cuda::BlasGemm)) at the sizes of the `gemm` launch case, in the same
 //! run, and reports the table's `gemm` as a fraction of it.
 

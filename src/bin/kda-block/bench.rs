@@ -1,4 +1,4 @@
-//! `kda bench`: the time of one launch of each kernel of `[glm5next_kda]` on its
+//! `kda-block bench`: the time of one launch of each kernel of `[glm5next_kda]` on its
 //! [launch case](kda::cases), the bandwidth it achieves, and that bandwidth against a
 //! device-to-device copy measured in the same run (what the memory system gives a plain copy).
 //!
@@ -10,7 +10,7 @@
 //! Where the target has the split-K pair, their case's product is also timed on the plain `gemm`,
 //! so the report says what splitting K buys at that shape ([`SplitKTiming`]).
 //!
-//! `kda bench` then prints the [roofline model](crate::roofline) of one layer (decode at B = 1
+//! `kda-block bench` then prints the [roofline model](crate::roofline) of one layer (decode at B = 1
 //! and 64, a prefill), on CUDA with the time of each launch of the block itself beside it
 //! ([`RooflineReport::with_profile`](crate::roofline::RooflineReport::with_profile)).
 
@@ -108,7 +108,7 @@ impl KernelTiming {
     }
 }
 
-/// What `kda bench` measured.
+/// What `kda-block bench` measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchReport {
     /// The backend's description.

@@ -8,7 +8,7 @@ use kda::geometry::KdaGeometry;
 
 /// `kda --backend cpu --preset tiny ARGS`.
 fn kda(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kda"))
+    Command::new(env!("CARGO_BIN_EXE_kda-block"))
         .args(["--backend", "cpu", "--preset", "tiny"])
         .args(args)
         // anyhow would print a backtrace after the error.

@@ -1,4 +1,4 @@
-//! `kda emulate --sanitizer address --fuzz-launches N`: a fuzz of the launch checks. Random
+//! `kda-block emulate --sanitizer address --fuzz-launches N`: a fuzz of the launch checks. Random
 //! launches of every entry of `[glm5next_kda]`, each its launch case (`kda::cases`) at a small
 //! geometry with one mutation applied (a view shortened, moved or out of its buffer, a wrong
 //! element type, a buffer or handle of another backend, a scalar, the grid or block, an argument
@@ -42,7 +42,7 @@ pub struct FuzzOptions {
     pub manifest: PathBuf,
     /// The kernels directory to build.
     pub kernels: PathBuf,
-    /// Where the emulated build goes (its `address` variant, shared with `kda emulate`).
+    /// Where the emulated build goes (its `address` variant, shared with `kda-block emulate`).
     pub out_dir: PathBuf,
     /// How many fuzzed launches.
     pub launches: u64,

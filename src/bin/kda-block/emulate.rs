@@ -1,4 +1,4 @@
-//! `kda emulate`: the CUDA kernels of a kernels directory built for the emulator, plain or with a
+//! `kda-block emulate`: the CUDA kernels of a kernels directory built for the emulator, plain or with a
 //! sanitizer compiled in, and checked against the CPU reference over a set of shapes: every
 //! kernel's launch case at each geometry and token count, the dense products at their edge
 //! shapes, and the whole block. Plain builds run in this process (`EmuBackend`); sanitized ones
@@ -35,7 +35,7 @@ pub enum Shapes {
     Edge,
 }
 
-/// What `kda emulate` runs.
+/// What `kda-block emulate` runs.
 #[derive(Clone, Debug)]
 pub struct EmulateOptions {
     /// The manifest (this crate's).

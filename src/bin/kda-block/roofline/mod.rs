@@ -183,7 +183,9 @@ pub enum RooflineError {
         measured: String,
     },
     /// A kernel without a FLOP count here, or whose params lack one the count needs.
-    #[error("no FLOP model for `{field}` (needs the scalar `{param}`): add it to kda-cli/src/roofline.rs")]
+    #[error(
+        "no FLOP model for `{field}` (needs the scalar `{param}`): add it to src/bin/kda-block/roofline/flops.rs"
+    )]
     NoModel {
         /// The kernel.
         field: &'static str,
