@@ -32,7 +32,7 @@
 # what needs the GPU fits a 600-second call; the CPU suite, which CI runs as well, comes last).
 #
 # Left out of the copied tests, each for a reason the run machine cannot meet:
-#   kda--compiletest       trybuild: runs cargo and rustc on tests/ui
+#   kda-macros--compiletest  trybuild: runs cargo and rustc on kda-macros/tests/ui
 #   kda-build--cuda_build  runs nvcc on fixtures it finds through its compile-time source path
 #   kda-build--manifest    reads kernels.toml through its compile-time source path
 #   kda-build--front_end   runs cargo and nvcc on a crate it writes
@@ -53,7 +53,7 @@ WHEELS="gpu-check/wheels"
 # The public chunked KDA the baseline times: pure Python and Triton, its one other need (einops)
 # on the GPU machine's image.
 FLA_CORE="fla-core==0.6.0"
-EXCLUDED=(kda--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-macros--lib)
+EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-macros--lib)
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'

@@ -243,7 +243,7 @@ fn expected_messages() -> String {
         }
     }
     let mut files = Vec::new();
-    for dir in ["tests/ui/fail", "src/reference/tests", "kda-build/src", "kda-build/tests"] {
+    for dir in ["kda-macros/tests/ui/fail", "src/reference/tests", "kda-build/src", "kda-build/tests"] {
         walk(&root().join(dir), &mut files);
     }
     let mut corpus = String::new();

@@ -1,5 +1,5 @@
-//! Manifests generated for tests and benchmarks: the root package's `tests/compiletest.rs` (the
-//! derive on a 1,000-entry table) and `benches/expand.rs` (its expansion time).
+//! Manifests generated for tests and benchmarks: kda-macros' `tests/compiletest.rs` (the derive
+//! on a 1,000-entry table) and `benches/expand.rs` (its expansion time).
 
 use std::fmt::Write;
 

@@ -19,12 +19,13 @@ fn ui() {
     cases.pass("tests/ui/pass/*.rs");
 }
 
-/// The project's `kernels.toml` with one more line at the end of `[glm5next_kda]`: the whole edit
-/// a new kernel needs.
+/// The cases' `kernels.toml` with one more line at the end of `[small_model]`: the whole edit a
+/// new kernel needs.
 fn grown_manifest() -> String {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels.toml")).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/pass/kernels.toml");
+    let text = std::fs::read_to_string(path).unwrap();
     let manifest = Manifest::parse("kernels.toml", &text).unwrap();
-    let last_start = manifest.table("glm5next_kda").unwrap().entries.last().unwrap().location.line as usize;
+    let last_start = manifest.table("small_model").unwrap().entries.last().unwrap().location.line as usize;
     let mut lines: Vec<&str> = text.lines().collect();
     // The last entry may span several lines: the new one goes after its closing brace.
     let last_end = (last_start - 1..lines.len()).find(|&i| lines[i].trim_end().ends_with('}')).unwrap();

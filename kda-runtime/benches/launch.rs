@@ -1,31 +1,45 @@
 //! The typed launcher against the raw launch of the same trivial kernel (`fill` of one element),
-//! in interleaved rounds, on the CPU reference backend and on the recording backend. The launcher checks
-//! the same contract the raw checked launch does, so the goal is typed / raw ≤ 1.05; the
-//! unchecked launch is measured too, to show what the check itself costs.
+//! in interleaved rounds, on the CPU backend and on the recording backend. The launcher checks the
+//! same contract the raw checked launch does, so the goal is typed / raw ≤ 1.05; the unchecked
+//! launch is measured too, to show what the check itself costs.
 //!
-//! `cargo bench --bench launch`. The raw positional argument lists below exist only to measure
+//! `cargo bench -p kda-runtime --bench launch`. The raw positional argument lists below exist only to measure
 //! against; model code launches through the generated launchers.
 
 #[path = "support/interleave.rs"]
 mod interleave;
 
-use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, glm5next_kda as table};
+use kda_runtime::cpu::CpuBackend;
 use kda_runtime::record::RecordingBackend;
-use kda_runtime::{DType, GpuBackend, KernelArg, LaunchGeometry};
+use kda_runtime::{DType, GpuBackend, KernelArg, KernelTable, LaunchGeometry};
+
+#[derive(KernelTable)]
+#[kernel_table(manifest = "benches/kernels.toml")]
+struct Model;
+
+use model as table;
 
 const ROUNDS: usize = 200;
 const CALLS: usize = 2_000;
 
 fn main() {
-    let cpu = kda::reference::backend();
-    bench("CPU reference backend", &cpu);
+    // `fill` as the CPU reference computes it; the table's other entries, which the launches
+    // never reach, do nothing.
+    let cpu =
+        ModelKernels::ENTRIES.iter().fold(CpuBackend::new(), |gpu, entry| gpu.with_kernel(entry, |_| Ok(())));
+    let cpu = cpu.with_kernel(table::fill::ENTRY, |mut args| {
+        let (n, value) = (args.u32(1)? as usize, args.f32(2)?);
+        args.mut_f32(0)?[..n].fill(value);
+        Ok(())
+    });
+    bench("CPU backend", &cpu);
     // The recording backend records every launch; both sides pay for the record alike.
-    let recording = RecordingBackend::new().with_table::<Glm5NextKda>();
+    let recording = RecordingBackend::new().with_table::<Model>();
     bench("recording backend", &recording);
 }
 
 fn bench(backend: &str, gpu: &dyn GpuBackend) {
-    let kernels = Glm5NextKdaKernels::resolve(gpu).unwrap();
+    let kernels = ModelKernels::resolve(gpu).unwrap();
     let geometry = LaunchGeometry::linear(1, 256);
     let mut typed_dst = gpu.alloc(DType::F32, 1).unwrap();
     let mut raw_dst = gpu.alloc(DType::F32, 1).unwrap();

@@ -1,20 +1,19 @@
-//! Adding one line to `kernels.toml` (tests/compiletest.rs writes that copy) adds the field, the
-//! count and the lookup, with no other edit.
+//! Adding one line to `kernels.toml` (tests/compiletest.rs writes that copy of the one beside
+//! this file) adds the field, the count and the lookup, with no other edit.
 use kda_runtime::record::RecordingBackend;
 use kda_runtime::{KernelEntry, KernelHandle, KernelTable};
 
 #[derive(KernelTable)]
-#[kernel_table(manifest = "../../../kernels.toml")]
-struct Glm5NextKda;
+struct SmallModel;
 
 #[derive(KernelTable)]
-#[kernel_table(manifest = "../generated/grown.toml", table = "glm5next_kda", name = "GrownKernels")]
+#[kernel_table(manifest = "../generated/grown.toml", table = "small_model", name = "GrownKernels")]
 struct Grown;
 
 fn main() {
-    assert_eq!(GrownKernels::ENTRY_POINTS, Glm5NextKdaKernels::ENTRY_POINTS + 1);
-    assert_eq!(GrownKernels::REQUIRED_ENTRY_POINTS, Glm5NextKdaKernels::REQUIRED_ENTRY_POINTS + 1);
-    assert_eq!(GrownKernels::OPTIONAL_ENTRY_POINTS, Glm5NextKdaKernels::OPTIONAL_ENTRY_POINTS);
+    assert_eq!(GrownKernels::ENTRY_POINTS, SmallModelKernels::ENTRY_POINTS + 1);
+    assert_eq!(GrownKernels::REQUIRED_ENTRY_POINTS, SmallModelKernels::REQUIRED_ENTRY_POINTS + 1);
+    assert_eq!(GrownKernels::OPTIONAL_ENTRY_POINTS, SmallModelKernels::OPTIONAL_ENTRY_POINTS);
 
     let gpu = RecordingBackend::new().with_table::<Grown>();
     let grown = GrownKernels::resolve(&gpu).unwrap();
@@ -25,7 +24,7 @@ fn main() {
     // A target built from the old manifest lacks it, and resolve says so. (Here the old manifest
     // is another file, so another namespace: its entries are carried in the grown one's, as a
     // build of the old version of the same manifest would carry them.)
-    let old_target = Glm5NextKdaKernels::ENTRIES.iter().fold(RecordingBackend::new(), |gpu, entry| {
+    let old_target = SmallModelKernels::ENTRIES.iter().fold(RecordingBackend::new(), |gpu, entry| {
         gpu.with_entry(&KernelEntry { namespace: GrownKernels::NAMESPACE, ..*entry })
     });
     let error = GrownKernels::resolve(&old_target).unwrap_err();
