@@ -171,4 +171,9 @@ pub use table::KernelTable;
 /// documentation below).
 pub use kda_macros::KernelTable;
 
+/// The cudarc this crate is built with, for an engine's own CUDA work beside kda's (see
+/// [`cuda::CudaBackend::stream`]).
+#[cfg(feature = "cuda")]
+pub use cudarc;
+
 pub use half::bf16;

@@ -36,7 +36,6 @@
 //! (`Drop for CudaStream`), after which only the default stream issues, and it must come after
 //! the work of the streams it no longer tracks.
 
-mod blas;
 mod graph;
 mod launch;
 mod modules;
@@ -52,7 +51,6 @@ use crate::{
     BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, ImageSet, KernelArg,
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
-pub use blas::BlasGemm;
 use modules::CudaLoader;
 use reads::{Reads, StreamKey};
 
@@ -122,6 +120,14 @@ impl CudaBackend {
         let stream = loader.context.default_stream();
         let modules = Arc::new(ModuleCache::new(loader, sets)?);
         Ok(Self { id: BackendId::fresh(), stream, key: StreamKey::fresh(), modules })
+    }
+
+    /// The stream this backend issues on, for work of the caller's own through cudarc (the
+    /// [`cudarc`] kda is built with): a vendor library bound to it, or copies of
+    /// the caller's slices. Work issued there is ordered with this backend's launches and copies
+    /// by the stream itself.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
     }
 
     /// The number of CUDA devices, or why there are none.

@@ -410,7 +410,7 @@ fn cuda_backend() -> anyhow::Result<Box<dyn GpuBackend>> {
 /// cuBLAS on device 0, the baseline of `kda-block bench`'s `gemm`, or why not.
 #[cfg(feature = "cuda")]
 fn vendor_gemm() -> Result<Box<dyn GemmBaseline>, String> {
-    match kda_runtime::cuda::BlasGemm::open(0) {
+    match baseline::cublas::CublasGemm::open(0) {
         Ok(blas) => Ok(Box::new(blas)),
         Err(error) => Err(error.to_string()),
     }

@@ -2,25 +2,47 @@
 //! same device in the same run (`kda-block bench`). The product is the table's `gemm`:
 //! `c[m,n] = a[m,k] · b[n,k]ᵀ`, bf16 in and out, f32 accumulation (`cublasGemmEx`, compute
 //! `CUBLAS_COMPUTE_32F`), all row-major. libcublas is loaded at run time: a machine without it
-//! gets [`BackendError::Unavailable`].
+//! gets [`BackendError::Unavailable`]. It is this binary's alone: the model's users, and kda's,
+//! never load cuBLAS.
+
+// The binary's one FFI of its own: cuBLAS's GEMM. Each `unsafe` block says what it relies on.
+#![allow(unsafe_code)]
 
 use std::time::Duration;
 
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::CudaSlice;
-use half::bf16;
+use kda_runtime::cuda::CudaBackend;
+use kda_runtime::{BackendError, GpuBackend, bf16};
 
-use super::CudaBackend;
-use crate::{BackendError, GpuBackend};
+use super::GemmBaseline;
 
-/// cuBLAS on device `ordinal`, issuing on the default stream of a backend of its own.
-pub struct BlasGemm {
+/// cuBLAS on device `ordinal`, issuing on the stream of a CUDA backend of its own (whose events
+/// time it).
+pub struct CublasGemm {
     backend: CudaBackend,
     blas: CudaBlas,
 }
 
-impl BlasGemm {
+impl GemmBaseline for CublasGemm {
+    fn describe(&self) -> String {
+        format!("cuBLAS on {}", self.backend.describe())
+    }
+
+    /// On operands drawn like the `gemm` case's: uniform in [-1, 1), rounded to bf16.
+    fn time(&self, m: u32, n: u32, k: u32, iterations: u32) -> Result<Duration, BackendError> {
+        let mut rng = kda::rng::SplitMix64::new(0x6b64_615f_626c_6173);
+        let mut operand = |rows: u32| -> Vec<bf16> {
+            let len = rows as usize * k as usize;
+            rng.uniform_vec(len, 1.0).into_iter().map(bf16::from_f32).collect()
+        };
+        let (a, b) = (operand(m), operand(n));
+        self.time_product(&a, &b, (m, n, k), iterations)
+    }
+}
+
+impl CublasGemm {
     /// cuBLAS on device `ordinal`: an `Err`, never a panic, where there is no driver, no such
     /// device or no libcublas.
     pub fn open(ordinal: usize) -> Result<Self, BackendError> {
@@ -32,15 +54,15 @@ impl BlasGemm {
                 reason: "libcublas is not installed on this machine".to_owned(),
             });
         }
-        let blas =
-            CudaBlas::new(backend.stream.clone()).map_err(|error| blas_error("creating a handle", error))?;
+        let blas = CudaBlas::new(backend.stream().clone())
+            .map_err(|error| blas_error("creating a handle", error))?;
         Ok(Self { backend, blas })
     }
 
     /// The time of one `m×n×k` product of `a [m, k]` and `b [n, k]` (give them realistic values:
     /// a tensor core's power, and so its clock, depends on them), after one warm-up launch:
     /// `iterations` launches back to back between two events, divided.
-    pub fn time(
+    fn time_product(
         &self,
         a: &[bf16],
         b: &[bf16],
@@ -49,7 +71,7 @@ impl BlasGemm {
     ) -> Result<Duration, BackendError> {
         let dimension = |value: u32| {
             i32::try_from(value)
-                .map_err(|_| BackendError::TooLarge { dtype: crate::DType::Bf16, len: value as usize })
+                .map_err(|_| BackendError::TooLarge { dtype: kda_runtime::DType::Bf16, len: value as usize })
         };
         let (rows, columns, depth) = (dimension(m)?, dimension(n)?, dimension(k)?);
         let elements = |x: u32, y: u32| (x as usize) * (y as usize);
@@ -59,8 +81,7 @@ impl BlasGemm {
             }
         }
         let (a, b) = (self.upload(a)?, self.upload(b)?);
-        let mut c =
-            self.backend.stream.alloc_zeros::<bf16>(elements(m, n).max(1)).map_err(|e| self.driver(e))?;
+        let mut c = self.backend.stream().alloc_zeros::<bf16>(elements(m, n).max(1)).map_err(driver_error)?;
         // Row-major c[m,n] is column-major cᵀ[n,m] = b[n,k] · aᵀ[k,m]: cuBLAS's A is `b` (held
         // column-major as bᵀ[k,n], so transposed back), its B is `a` (column-major aᵀ[k,m]).
         let config = GemmConfig {
@@ -90,18 +111,13 @@ impl BlasGemm {
         Ok(total / iterations.max(1))
     }
 
-    /// The device cuBLAS runs on.
-    pub fn describe(&self) -> String {
-        format!("cuBLAS on {}", self.backend.describe())
-    }
-
     fn upload(&self, values: &[bf16]) -> Result<CudaSlice<bf16>, BackendError> {
-        self.backend.stream.clone_htod(values).map_err(|e| self.driver(e))
+        self.backend.stream().clone_htod(values).map_err(driver_error)
     }
+}
 
-    fn driver(&self, error: cudarc::driver::DriverError) -> BackendError {
-        self.backend.driver("preparing a cuBLAS product", error)
-    }
+fn driver_error(error: cudarc::driver::DriverError) -> BackendError {
+    BackendError::Driver { operation: "preparing a cuBLAS product".to_owned(), source: Box::new(error) }
 }
 
 fn blas_error(operation: &str, error: cudarc::cublas::result::CublasError) -> BackendError {

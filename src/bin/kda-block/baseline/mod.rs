@@ -1,6 +1,9 @@
-//! The vendor's GEMM beside the table's: `kda-block bench` times a [`GemmBaseline`] (cuBLAS on CUDA,
-//! [`BlasGemm`](kda_runtime::cuda::BlasGemm)) at the sizes of the `gemm` launch case, in the same
-//! run, and reports the table's `gemm` as a fraction of it.
+//! The vendor's GEMM beside the table's: `kda-block bench` times a [`GemmBaseline`] (cuBLAS on
+//! CUDA, [`cublas::CublasGemm`]) at the sizes of the `gemm` launch case, in the same run, and
+//! reports the table's `gemm` as a fraction of it.
+
+#[cfg(feature = "cuda")]
+pub mod cublas;
 
 use std::fmt;
 use std::time::Duration;
@@ -15,24 +18,6 @@ pub trait GemmBaseline {
 
     /// The time of one `m×n×k` product, over `iterations` launches after a warm-up.
     fn time(&self, m: u32, n: u32, k: u32, iterations: u32) -> Result<Duration, BackendError>;
-}
-
-#[cfg(feature = "cuda")]
-impl GemmBaseline for kda_runtime::cuda::BlasGemm {
-    fn describe(&self) -> String {
-        kda_runtime::cuda::BlasGemm::describe(self)
-    }
-
-    /// On operands drawn like the `gemm` case's: uniform in [-1, 1), rounded to bf16.
-    fn time(&self, m: u32, n: u32, k: u32, iterations: u32) -> Result<Duration, BackendError> {
-        let mut rng = kda::rng::SplitMix64::new(0x6b64_615f_626c_6173);
-        let mut operand = |rows: u32| -> Vec<kda_runtime::bf16> {
-            let len = rows as usize * k as usize;
-            rng.uniform_vec(len, 1.0).into_iter().map(kda_runtime::bf16::from_f32).collect()
-        };
-        let (a, b) = (operand(m), operand(n));
-        kda_runtime::cuda::BlasGemm::time(self, &a, &b, (m, n, k), iterations)
-    }
 }
 
 /// The table's `gemm` and the baseline at one shape.
