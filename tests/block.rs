@@ -8,6 +8,7 @@
 
 use half::bf16;
 use kda::block::{BlockError, Glm5NextKdaBlock, KdaState};
+use kda::cases::parity::head_dim_64;
 use kda::compare::Agreement;
 use kda::geometry::{CONV_WIDTH, GateLaw, GeometryError, KdaGeometry};
 use kda::rng::SplitMix64;
@@ -43,11 +44,6 @@ fn tiny() -> KdaGeometry {
 
 fn tiny_softplus() -> KdaGeometry {
     KdaGeometry { gate_law: GateLaw::Softplus, ..KdaGeometry::tiny() }
-}
-
-/// Head dim 64 with chunks of 64: the other shape the kernels take, still cheap.
-fn d64() -> KdaGeometry {
-    KdaGeometry { hidden: 96, heads: 2, head_dim: 64, chunk: 64, ..KdaGeometry::tiny() }
 }
 
 fn widen(values: &[bf16]) -> Vec<f64> {
@@ -234,7 +230,7 @@ fn decode_and_prefill_match_the_f64_block_softplus_gate() {
 
 #[test]
 fn decode_and_prefill_match_the_f64_block_head_dim_64_chunk_64() {
-    check_against_f64(d64(), 13);
+    check_against_f64(head_dim_64(), 13);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -338,7 +334,7 @@ fn prefill_from_a_carried_state_matches_decode() {
 #[test]
 fn prefill_then_decode_matches_decode_softplus_and_head_dim_64() {
     check_prefill_then_decode(tiny_softplus(), 1, 45, 4);
-    check_prefill_then_decode(d64(), 0, 100, 4);
+    check_prefill_then_decode(head_dim_64(), 0, 100, 4);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -566,7 +562,7 @@ fn wrong_inputs_are_errors_and_leave_the_state_alone() {
 #[test]
 fn a_state_of_another_geometry_or_backend_is_refused_and_nothing_is_written() {
     let gpu = kda::reference::backend();
-    let (tiny, other) = (tiny(), d64());
+    let (tiny, other) = (tiny(), head_dim_64());
     let block = Glm5NextKdaBlock::new(&gpu, tiny, &HostWeights::synthetic(&tiny, 45)).unwrap();
     let other_block = Glm5NextKdaBlock::new(&gpu, other, &HostWeights::synthetic(&other, 46)).unwrap();
     let mut foreign = other_block.new_state().unwrap();
@@ -632,6 +628,6 @@ fn weights_of_the_wrong_shape_are_refused() {
         WeightsError { name: "o_proj", shape: "[hidden, qkv]", expected: 64 * 64, found: 64 * 64 - 1 };
     assert_eq!(error, expected);
     // The weights of another geometry are refused the same way.
-    let other = HostWeights::synthetic(&d64(), 50);
+    let other = HostWeights::synthetic(&head_dim_64(), 50);
     assert!(matches!(Glm5NextKdaBlock::new(&gpu, geometry, &other), Err(BlockError::Weights(_))));
 }

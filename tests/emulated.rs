@@ -12,6 +12,7 @@
 mod support;
 
 use kda::cases::KernelCase;
+use kda::cases::parity::{head_dim_64, head_dim_128};
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
 use kda::launch;
@@ -20,7 +21,7 @@ use kda_runtime::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
-    assert_recurrent_pair_identical, d64, d128, tiny,
+    assert_recurrent_pair_identical, tiny,
 };
 
 /// The emulation backend with the resolved table; every entry, optional ones included, must be
@@ -52,7 +53,7 @@ fn every_kernel_matches_the_reference_at_head_dim_32() {
 fn every_kernel_matches_the_reference_at_head_dims_64_and_128() {
     let (gpu, kernels) = emulated();
     // Chunks of 64: t ≡ 1 (mod 64) reaches the single-row tail of the chunk kernels.
-    assert_parity(&gpu, &kernels, &[("d64", d64(), &[1, 65]), ("d128", d128(), &[5, 100])]);
+    assert_parity(&gpu, &kernels, &[("d64", head_dim_64(), &[1, 65]), ("d128", head_dim_128(), &[5, 100])]);
 }
 
 #[test]
@@ -68,7 +69,7 @@ fn gemv_batchm_rows_are_bit_identical_to_gemv() {
 fn recurrent_regs_is_bit_identical_to_recurrent() {
     let (gpu, kernels) = emulated();
     // Each head dim has its own unrolled code in both kernels.
-    for (name, geometry) in [("tiny", tiny()), ("d64", d64()), ("d128", d128())] {
+    for (name, geometry) in [("tiny", tiny()), ("d64", head_dim_64()), ("d128", head_dim_128())] {
         assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
     }
 }
@@ -77,7 +78,8 @@ fn recurrent_regs_is_bit_identical_to_recurrent() {
 fn the_prefill_conv_is_the_decode_conv_token_by_token() {
     let (gpu, kernels) = emulated();
     // Every head dim; 66 tokens cross a token tile (64) with a window seeded from x.
-    for (name, geometry, t) in [("tiny", tiny(), 66), ("d64", d64(), 5), ("d128", d128(), 3)] {
+    for (name, geometry, t) in [("tiny", tiny(), 66), ("d64", head_dim_64(), 5), ("d128", head_dim_128(), 3)]
+    {
         assert_prefill_conv_is_decode_conv(&gpu, &kernels, name, geometry, t);
     }
 }
@@ -87,7 +89,7 @@ fn the_block_agrees_with_the_reference() {
     let (gpu, _) = emulated();
     // A chunked prefill of 40 tokens, a second of 5 on the carried state (5 rows: the batched
     // GEMV), then 3 decode steps.
-    assert_block_agrees(&gpu, &[("tiny", tiny()), ("d64", d64())], &[40, 5], 48);
+    assert_block_agrees(&gpu, &[("tiny", tiny()), ("d64", head_dim_64())], &[40, 5], 48);
 }
 
 #[test]
@@ -155,7 +157,7 @@ fn the_convs_read_strided_rows_on_their_vector_paths() {
     // lane's 4 channels, so the convs read x a stacked row apart with 8-byte loads (at two heads
     // the row is 1026 and they go element by element).
     let (gpu, kernels) = emulated();
-    let geometry = KdaGeometry { heads: 4, ..d128() };
+    let geometry = KdaGeometry { heads: 4, ..head_dim_128() };
     let mut failures = Vec::new();
     for (field, t) in [("conv_decode", 5), ("conv_prefill", 70)] {
         let case = KernelCase::new(field, &geometry, t, support::SEED).unwrap();
@@ -171,7 +173,7 @@ fn every_kernel_agrees_with_every_pointer_off_alignment() {
     // reference, which gets the same views.
     let (gpu, kernels) = emulated();
     let mut failures = Vec::new();
-    for (geometry, t) in [(tiny(), 33), (d64(), 5)] {
+    for (geometry, t) in [(tiny(), 33), (head_dim_64(), 5)] {
         for case in KernelCase::all(&geometry, t, support::SEED).unwrap() {
             let case = case.with_offset(1);
             let what = format!("offset 1, t = {t}, {}", case.field());
@@ -191,8 +193,9 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     // GEMVs walk four column blocks, rewriting their part totals in shared memory for each; the
     // chunk kernels walk every (chunk, head) and every (head, column tile).
     let (gpu, kernels) = emulated();
-    let one_block =
-        |field: &str, tokens| KernelCase::new(field, &d64(), tokens, support::SEED).unwrap().with_blocks(1);
+    let one_block = |field: &str, tokens| {
+        KernelCase::new(field, &head_dim_64(), tokens, support::SEED).unwrap().with_blocks(1)
+    };
     let cases = [
         one_block("o_norm", 5),
         one_block("conv_prefill", 65),

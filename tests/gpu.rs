@@ -12,6 +12,7 @@
 
 mod support;
 
+use kda::cases::parity::{head_dim_64, head_dim_128};
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
 use kda::launch;
@@ -20,7 +21,7 @@ use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
-    assert_recurrent_pair_identical, d64, d128, tiny,
+    assert_recurrent_pair_identical, tiny,
 };
 
 /// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
@@ -52,8 +53,8 @@ fn every_kernel_matches_the_reference_at_small_geometries() {
         &[
             ("tiny", tiny(), &[1, 7, 32, 45, 100]),
             ("tiny-softplus", softplus, &[45]),
-            ("d64", d64(), &[1, 77]),
-            ("d128", d128(), &[1, 70]),
+            ("d64", head_dim_64(), &[1, 77]),
+            ("d128", head_dim_128(), &[1, 70]),
         ],
     );
 }
@@ -70,7 +71,9 @@ fn every_kernel_matches_the_reference_at_glm5_flash() {
 #[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
 fn gemv_batchm_rows_are_bit_identical_to_gemv() {
     let (gpu, kernels) = cuda();
-    for (name, geometry) in [("tiny", tiny()), ("d128", d128()), ("glm5-flash", KdaGeometry::glm5_flash())] {
+    for (name, geometry) in
+        [("tiny", tiny()), ("d128", head_dim_128()), ("glm5-flash", KdaGeometry::glm5_flash())]
+    {
         // A batch in each of the kernel's row buckets (2, 4, 8, 16 rows of accumulators).
         for m in [2, 3, 5, 9, 16] {
             assert_batchm_rows_are_gemv(&gpu, &kernels, name, geometry, m);
@@ -83,8 +86,12 @@ fn gemv_batchm_rows_are_bit_identical_to_gemv() {
 fn recurrent_regs_is_bit_identical_to_recurrent() {
     let (gpu, kernels) = cuda();
     // Each head dim has its own unrolled code in both kernels.
-    let geometries =
-        [("tiny", tiny()), ("d64", d64()), ("d128", d128()), ("glm5-flash", KdaGeometry::glm5_flash())];
+    let geometries = [
+        ("tiny", tiny()),
+        ("d64", head_dim_64()),
+        ("d128", head_dim_128()),
+        ("glm5-flash", KdaGeometry::glm5_flash()),
+    ];
     for (name, geometry) in geometries {
         assert_recurrent_pair_identical(&gpu, &kernels, name, geometry);
     }
@@ -95,7 +102,7 @@ fn recurrent_regs_is_bit_identical_to_recurrent() {
 fn the_prefill_conv_is_the_decode_conv_token_by_token() {
     let (gpu, kernels) = cuda();
     for (name, geometry, t) in
-        [("tiny", tiny(), 66), ("d64", d64(), 5), ("glm5-flash", KdaGeometry::glm5_flash(), 3)]
+        [("tiny", tiny(), 66), ("d64", head_dim_64(), 5), ("glm5-flash", KdaGeometry::glm5_flash(), 3)]
     {
         assert_prefill_conv_is_decode_conv(&gpu, &kernels, name, geometry, t);
     }
@@ -114,7 +121,7 @@ fn the_block_agrees_with_the_reference() {
 #[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
 fn a_batched_step_agrees_with_the_reference() {
     let (gpu, _) = cuda();
-    assert_batch_agrees(&gpu, d128(), 80, 64);
+    assert_batch_agrees(&gpu, head_dim_128(), 80, 64);
 }
 
 #[test]
@@ -122,7 +129,7 @@ fn a_batched_step_agrees_with_the_reference() {
 fn a_replayed_decode_step_is_decode_batch_bit_for_bit() {
     let (gpu, _) = cuda();
     // Each class a CUDA graph: no stream of the device's own is open.
-    assert_eq!(assert_replay_is_decode_batch(&gpu, d128(), 80, 64, &[1, 7, 16, 17, 64]), (3, 3));
+    assert_eq!(assert_replay_is_decode_batch(&gpu, head_dim_128(), 80, 64, &[1, 7, 16, 17, 64]), (3, 3));
 }
 
 #[test]

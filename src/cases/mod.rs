@@ -29,6 +29,7 @@
 mod check;
 mod data;
 mod inputs;
+pub mod parity;
 #[cfg(test)]
 mod tests;
 

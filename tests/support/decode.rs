@@ -8,7 +8,9 @@ use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
 
 use kda::cases::{Check, HostData};
 
-use super::{BLOCK_BOUND, SEED};
+use kda::cases::parity::BLOCK_BOUND;
+
+use super::SEED;
 
 /// A pool of `capacity` held slots, slot `s` prefilled with a prompt of `1 + s % 5` tokens of its
 /// own: the same contents every time it is made.

@@ -5,21 +5,18 @@
 
 pub mod decode;
 
-use kda::block::Glm5NextKdaBlock;
-use kda::cases::{Check, HostData, HostOutput, KernelCase};
+use kda::cases::parity::{BlockComparison, compare_block};
+use kda::cases::{HostOutput, KernelCase};
 use kda::geometry::{CONV_WIDTH, KdaGeometry};
 use kda::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
 use kda::launch;
 use kda::rng::SplitMix64;
-use kda::weights::{HostWeights, bf16_vec, synthetic_hidden};
+use kda::weights::bf16_vec;
 use kda_runtime::cpu::CpuBackend;
 use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
 
 /// The seed of every case's inputs.
 pub const SEED: u64 = 2024;
-
-/// The ABI's bound for the whole block against the f32 reference.
-pub const BLOCK_BOUND: f64 = 2e-3;
 
 pub fn reference() -> (CpuBackend, Glm5NextKdaKernels) {
     let gpu = kda::reference::backend();
@@ -29,16 +26,6 @@ pub fn reference() -> (CpuBackend, Glm5NextKdaKernels) {
 
 pub fn tiny() -> KdaGeometry {
     KdaGeometry::tiny()
-}
-
-/// Head dim 64, chunks of 64.
-pub fn d64() -> KdaGeometry {
-    KdaGeometry { hidden: 96, heads: 2, head_dim: 64, chunk: 64, ..tiny() }
-}
-
-/// Head dim 128, chunks of 64 (GLM-5.3-Flash's heads), two of them.
-pub fn d128() -> KdaGeometry {
-    KdaGeometry { hidden: 256, heads: 2, head_dim: 128, chunk: 64, ..tiny() }
 }
 
 /// Runs every launch case at `geometry` for each of `tokens` on `gpu` and on the reference,
@@ -255,44 +242,6 @@ pub fn assert_prefill_conv_is_decode_conv(
     println!("{name}, t = {t}: the prefill conv is {t} decode conv steps, bit for bit");
 }
 
-/// What a run of the block leaves: its outputs and the state after them.
-pub struct BlockRun {
-    pub outputs: Vec<bf16>,
-    pub conv: Vec<f32>,
-    pub recurrent: Vec<f32>,
-}
-
-/// `hidden` through the block on `gpu`: a chunked prefill of each of `prompts` tokens in turn on
-/// the carried state, then one decode step per remaining token.
-pub fn run_block(
-    gpu: &dyn GpuBackend,
-    geometry: KdaGeometry,
-    weights: &HostWeights,
-    hidden: &[bf16],
-    prompts: &[usize],
-) -> BlockRun {
-    let block = Glm5NextKdaBlock::new(gpu, geometry, weights).unwrap_or_else(|error| panic!("{error}"));
-    let mut state = block.new_state().unwrap();
-    let width = geometry.hidden as usize;
-    let mut outputs = Vec::with_capacity(hidden.len());
-    let mut rest = hidden;
-    for &tokens in prompts {
-        let (prompt, after) = rest.split_at(tokens * width);
-        let out = block.prefill(&mut state, &gpu.upload(prompt).unwrap()).unwrap();
-        outputs.extend(gpu.download::<bf16>(&out).unwrap());
-        rest = after;
-    }
-    for token in rest.chunks_exact(width) {
-        let out = block.decode_step(&mut state, &gpu.upload(token).unwrap()).unwrap();
-        outputs.extend(gpu.download::<bf16>(&out).unwrap());
-    }
-    BlockRun {
-        outputs,
-        conv: gpu.download(state.conv()).unwrap(),
-        recurrent: gpu.download(state.recurrent()).unwrap(),
-    }
-}
-
 /// The block on `gpu` and on the reference, at each geometry, over `tokens` tokens of which the
 /// first go through the `prompts` prefills: outputs and final states within the ABI's bound.
 pub fn assert_block_agrees(
@@ -301,23 +250,14 @@ pub fn assert_block_agrees(
     prompts: &[usize],
     tokens: usize,
 ) {
-    let cpu = kda::reference::backend();
     let mut failures = Vec::new();
     for &(name, geometry) in runs {
-        let weights = HostWeights::synthetic(&geometry, SEED);
-        let hidden = synthetic_hidden(&geometry, tokens, SEED + 1);
-        let got = run_block(gpu, geometry, &weights, &hidden, prompts);
-        let want = run_block(&cpu, geometry, &weights, &hidden, prompts);
-        let pairs = [
-            ("outputs", HostData::Bf16(got.outputs), HostData::Bf16(want.outputs)),
-            ("conv state", HostData::F32(got.conv), HostData::F32(want.conv)),
-            ("recurrent state", HostData::F32(got.recurrent), HostData::F32(want.recurrent)),
-        ];
+        let comparisons = compare_block(gpu, geometry, SEED, prompts, tokens)
+            .unwrap_or_else(|error| panic!("{name}: the block did not run: {error}"));
         let decoded = tokens - prompts.iter().sum::<usize>();
-        for (what, got, want) in pairs {
+        for BlockComparison { what, check, result } in comparisons {
             let what = format!("{name}: block, prefill {prompts:?} + {decoded} decode, {what}");
-            let check = Check::RelativeRms(BLOCK_BOUND);
-            match check.compare(&got, &want, want.len()) {
+            match result {
                 Ok(measured) => println!("{what}: ok [{check}] {measured}"),
                 Err(mismatch) => {
                     println!("{what}: FAIL [{check}] {mismatch}");

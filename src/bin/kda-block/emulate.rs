@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use kda::cases::{Check, HostData, KernelCase};
+use kda::cases::KernelCase;
+use kda::cases::parity::{BlockComparison, compare_block, head_dim_64};
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::Glm5NextKdaKernels;
-use kda::weights::{HostWeights, synthetic_hidden};
 use kda_build::cuda::KernelBuild;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
-use kda_runtime::{EmulatedSet, GpuBackend, GpuBackendExt, bf16};
+use kda_runtime::{EmulatedSet, GpuBackend};
 
 /// Which shapes a run covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,9 +69,6 @@ pub struct EmulateReport {
     /// The runs.
     pub run: Duration,
 }
-
-/// The bound of the whole block against the reference (docs/kernels.md).
-const BLOCK_BOUND: f64 = 2e-3;
 
 /// The model's kernels built for the emulator with `sanitizer` into `out_dir/<variant>`, as a set
 /// the emulation backends take (leaked: make one per run).
@@ -242,10 +239,6 @@ fn geometries(shapes: Shapes) -> anyhow::Result<Vec<(String, KdaGeometry, Vec<u3
     Ok(runs)
 }
 
-fn head_dim_64() -> KdaGeometry {
-    KdaGeometry { hidden: 96, heads: 2, head_dim: 64, chunk: 64, ..KdaGeometry::tiny() }
-}
-
 /// The block on `gpu` and on the reference: a prefill of 40 tokens, one of 5 on the carried
 /// state, 3 decode steps; outputs and final states within the block's bound.
 fn block(
@@ -256,55 +249,22 @@ fn block(
     report: &mut EmulateReport,
     log: &mut dyn FnMut(&str),
 ) {
-    let reference = kda::reference::backend();
-    let weights = HostWeights::synthetic(&geometry, seed);
-    let hidden = synthetic_hidden(&geometry, 48, seed + 1);
-    let (got, want) = match (
-        run_block(gpu, geometry, &weights, &hidden),
-        run_block(&reference, geometry, &weights, &hidden),
-    ) {
-        (Ok(got), Ok(want)) => (got, want),
-        (Err(error), _) | (_, Err(error)) => {
+    let comparisons = match compare_block(gpu, geometry, seed, &[40, 5], 48) {
+        Ok(comparisons) => comparisons,
+        Err(error) => {
             report.failures.push(format!("block {name} FAILED to run: {error}"));
             return;
         }
     };
-    for (what, got, want) in got.into_iter().zip(want).map(|((what, got), (_, want))| (what, got, want)) {
+    for BlockComparison { what, check, result } in comparisons {
         report.compared += 1;
-        let check = Check::RelativeRms(BLOCK_BOUND);
         let mut line = String::new();
         let _ = write!(line, "block {name:<5} prefill 40 + 5, 3 decode {what:<16} [{check}]");
-        match check.compare(&got, &want, want.len()) {
+        match result {
             Ok(measured) => log(&format!("{line} ok {measured}")),
             Err(mismatch) => report.failures.push(format!("{line} FAIL {mismatch}")),
         }
     }
-}
-
-/// The block's outputs and its final conv and recurrent states.
-fn run_block(
-    gpu: &dyn GpuBackend,
-    geometry: KdaGeometry,
-    weights: &HostWeights,
-    hidden: &[bf16],
-) -> anyhow::Result<Vec<(&'static str, HostData)>> {
-    let block = kda::block::Glm5NextKdaBlock::new(gpu, geometry, weights)?;
-    let mut state = block.new_state()?;
-    let width = geometry.hidden as usize;
-    let mut outputs = Vec::new();
-    let (first, rest) = hidden.split_at(40 * width);
-    let (second, tokens) = rest.split_at(5 * width);
-    for prompt in [first, second] {
-        outputs.extend(gpu.download::<bf16>(&block.prefill(&mut state, &gpu.upload(prompt)?)?)?);
-    }
-    for token in tokens.chunks_exact(width) {
-        outputs.extend(gpu.download::<bf16>(&block.decode_step(&mut state, &gpu.upload(token)?)?)?);
-    }
-    Ok(vec![
-        ("outputs", HostData::Bf16(outputs)),
-        ("conv state", HostData::F32(gpu.download(state.conv())?)),
-        ("recurrent state", HostData::F32(gpu.download(state.recurrent())?)),
-    ])
 }
 
 #[cfg(test)]
