@@ -14,7 +14,7 @@ mod support;
 use kda::cases::KernelCase;
 use kda::cases::parity::{head_dim_64, head_dim_128};
 use kda::geometry::{GateLaw, KdaGeometry};
-use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaKernels};
+use kda::kernels::{EMULATED_KERNELS, Glm5NextKdaEntry, Glm5NextKdaKernels};
 use kda::launch;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry, bf16};
@@ -159,9 +159,9 @@ fn the_convs_read_strided_rows_on_their_vector_paths() {
     let (gpu, kernels) = emulated();
     let geometry = KdaGeometry { heads: 4, ..head_dim_128() };
     let mut failures = Vec::new();
-    for (field, t) in [("conv_decode", 5), ("conv_prefill", 70)] {
-        let case = KernelCase::new(field, &geometry, t, support::SEED).unwrap();
-        failures.extend(support::compare_case(&gpu, &kernels, field, &case).1);
+    for (entry, t) in [(Glm5NextKdaEntry::conv_decode, 5), (Glm5NextKdaEntry::conv_prefill, 70)] {
+        let case = KernelCase::new(entry, &geometry, t, support::SEED).unwrap();
+        failures.extend(support::compare_case(&gpu, &kernels, entry.field(), &case).1);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -193,19 +193,24 @@ fn the_grid_stride_kernels_agree_on_one_block() {
     // GEMVs walk four column blocks, rewriting their part totals in shared memory for each; the
     // chunk kernels walk every (chunk, head) and every (head, column tile).
     let (gpu, kernels) = emulated();
-    let one_block = |field: &str, tokens| {
-        KernelCase::new(field, &head_dim_64(), tokens, support::SEED).unwrap().with_blocks(1)
-    };
+    let one_block =
+        |entry, tokens| KernelCase::new(entry, &head_dim_64(), tokens, support::SEED).unwrap().with_blocks(1);
     let cases = [
-        one_block("o_norm", 5),
-        one_block("conv_prefill", 65),
-        one_block("gemv", 1),
-        one_block("gemv_batchm", 5),
-        one_block("chunk_prepare", 65),
-        one_block("chunk_scan", 65),
-        KernelCase::dense("gemm", (130, 129, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
-        KernelCase::dense("gemm", (64, 300, 264), 264, 0, support::SEED).unwrap().with_blocks(1),
-        KernelCase::dense("gemm", (130, 129, 263), 263, 1, support::SEED).unwrap().with_blocks(1),
+        one_block(Glm5NextKdaEntry::o_norm, 5),
+        one_block(Glm5NextKdaEntry::conv_prefill, 65),
+        one_block(Glm5NextKdaEntry::gemv, 1),
+        one_block(Glm5NextKdaEntry::gemv_batchm, 5),
+        one_block(Glm5NextKdaEntry::chunk_prepare, 65),
+        one_block(Glm5NextKdaEntry::chunk_scan, 65),
+        KernelCase::dense(Glm5NextKdaEntry::gemm, (130, 129, 264), 264, 0, support::SEED)
+            .unwrap()
+            .with_blocks(1),
+        KernelCase::dense(Glm5NextKdaEntry::gemm, (64, 300, 264), 264, 0, support::SEED)
+            .unwrap()
+            .with_blocks(1),
+        KernelCase::dense(Glm5NextKdaEntry::gemm, (130, 129, 263), 263, 1, support::SEED)
+            .unwrap()
+            .with_blocks(1),
         KernelCase::split_k((130, 129, 264), 264, 3, 0, support::SEED).unwrap().with_blocks(1),
     ];
     let mut failures = Vec::new();

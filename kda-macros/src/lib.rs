@@ -26,7 +26,10 @@ use proc_macro::TokenStream;
 /// one, documented by the entry's `doc`), its `ENTRY_POINTS`, `REQUIRED_ENTRY_POINTS`,
 /// `OPTIONAL_ENTRY_POINTS`, `ENTRIES` and `NAMESPACE`, `resolve(&dyn GpuBackend)`, a
 /// `launch_<field>` per entry with `params`, a module named after the table with each entry's
-/// argument struct, and `impl KernelTable` for the marker. Every manifest error is a compile error
+/// argument struct, the enum `<Marker>Entry` (a variant per entry named as its field, with `ALL`,
+/// `index`, `entry`, `field`, `from_field`, and the handles struct's `handle(entry)`) for code
+/// that knows something per kernel to match on exhaustively, and `impl KernelTable` for the
+/// marker. Every manifest error is a compile error
 /// at `kernels.toml:LINE:COL`.
 #[proc_macro_derive(KernelTable, attributes(kernel_table))]
 pub fn derive_kernel_table(input: TokenStream) -> TokenStream {

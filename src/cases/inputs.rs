@@ -7,7 +7,7 @@ use half::bf16;
 use kda_runtime::DType;
 
 use crate::geometry::CONV_WIDTH;
-use crate::kernels::Glm5NextKdaKernels;
+use crate::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
 use crate::rng::SplitMix64;
 pub(super) use crate::weights::bf16_vec;
 
@@ -213,7 +213,7 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
     // Drawn to move the stream past the inputs, as the prepare case does, before the state.
     ChunkInputs::draw(&mut rng, s);
     // The prepare case draws the same inputs from the same stream.
-    let prepare = KernelCase::new("chunk_prepare", &s.geometry, s.t, seed)?;
+    let prepare = KernelCase::new(Glm5NextKdaEntry::chunk_prepare, &s.geometry, s.t, seed)?;
     let gpu = crate::reference::backend();
     let failed = |error: &dyn fmt::Display| CaseError::Reference(error.to_string());
     let kernels = Glm5NextKdaKernels::resolve(&gpu).map_err(|error| failed(&error))?;

@@ -40,8 +40,8 @@ use kda_runtime::{
 };
 
 use crate::geometry::{CONV_WIDTH, GeometryError, KdaGeometry};
-use crate::kernels::Glm5NextKdaKernels;
 use crate::kernels::defines::{DENSE_GEMV_BATCHM_MAX_M, GEMV_K_PARTS};
+use crate::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
 use crate::launch;
 use crate::ops::gemm_splits;
 use crate::weights::InputProjection;
@@ -63,9 +63,6 @@ pub enum CaseError {
     /// The padded token count times a row overflows the kernels' 32-bit sizes.
     #[error("{0} tokens overflow the kernels' 32-bit sizes at this geometry")]
     TooManyTokens(u32),
-    /// A table entry without a case: every entry of `[glm5next_kda]` needs one here.
-    #[error("no launch case for entry `{0}`: add one to src/cases/mod.rs")]
-    NoCase(String),
     /// A dense case of a shape the kernels do not take.
     #[error("{0}")]
     Dense(String),
@@ -128,15 +125,11 @@ impl Shape {
     }
 }
 
-/// Picks the handle of one entry out of the resolved table.
-type Handle = fn(&Glm5NextKdaKernels) -> Option<KernelHandle>;
-
-/// One launch of one kernel of `[glm5next_kda]`: its arguments with their host data, its launch
-/// geometry, and how to find its handle in a resolved table.
+/// One launch of one kernel of `[glm5next_kda]`: its arguments with their host data and its
+/// launch geometry.
 #[derive(Clone, Debug)]
 pub struct KernelCase {
-    entry: KernelEntry,
-    handle: Handle,
+    entry: Glm5NextKdaEntry,
     launch: LaunchGeometry,
     args: Vec<CaseArg>,
     tokens: u32,
@@ -193,32 +186,34 @@ impl KernelCase {
     /// sequences, at most [`MAX_CASE_BATCH`]; the batched GEMV `t` rows clamped to 2..=16), inputs
     /// drawn from `seed`. Fails for an entry without a case.
     pub fn all(geometry: &KdaGeometry, t: u32, seed: u64) -> Result<Vec<KernelCase>, CaseError> {
-        Glm5NextKdaKernels::ENTRIES.iter().map(|entry| Self::new(entry.field, geometry, t, seed)).collect()
+        Glm5NextKdaEntry::ALL.into_iter().map(|entry| Self::new(entry, geometry, t, seed)).collect()
     }
 
-    /// The case of entry `field` (see [`KernelCase::all`]). Each case draws its inputs from its
-    /// own stream of `seed`; `recurrent` and `recurrent_regs` draw the same inputs, as do the two
-    /// chunk kernels (the scan's inputs are the reference prepare's outputs).
-    pub fn new(field: &str, geometry: &KdaGeometry, t: u32, seed: u64) -> Result<KernelCase, CaseError> {
+    /// The case of `entry` (see [`KernelCase::all`]): every entry has one, which the compiler
+    /// checks. Each case draws its inputs from its own stream of `seed`; `recurrent` and
+    /// `recurrent_regs` draw the same inputs, as do the two chunk kernels (the scan's inputs are
+    /// the reference prepare's outputs).
+    pub fn new(
+        entry: Glm5NextKdaEntry,
+        geometry: &KdaGeometry,
+        t: u32,
+        seed: u64,
+    ) -> Result<KernelCase, CaseError> {
         let s = Shape::new(geometry, t)?;
-        let entry = *Glm5NextKdaKernels::ENTRIES
-            .iter()
-            .find(|entry| entry.field == field)
-            .ok_or_else(|| CaseError::NoCase(field.to_owned()))?;
-        let mut rng = stream(seed, field);
-        let (handle, launch, args): (Handle, _, _) = match field {
-            "gemm" => {
+        let mut rng = stream(seed, entry.field());
+        let (launch, args) = match entry {
+            Glm5NextKdaEntry::gemm => {
                 let (m, n, k) = (s.t, s.qkv, s.hidden);
                 let (a, b) = (activations(&mut rng, m * k), linear(&mut rng, n, k));
                 let args = dense_args(GEMM, a, b, Some(m), n, k);
-                (|k| Some(k.gemm), launch::gemm(m, n), args)
+                (launch::gemm(m, n), args)
             }
-            "gemm_splitk" => {
+            Glm5NextKdaEntry::gemm_splitk => {
                 let (m, n, k) = (s.batch, s.hidden, s.qkv);
                 return Self::split_k((m, n, k), k, s.o_proj_splits(), 0, seed)
                     .map(|case| case.with_tokens(t));
             }
-            "gemm_reduce" => {
+            Glm5NextKdaEntry::gemm_reduce => {
                 let (m, n, splits) = (s.batch, s.hidden, s.o_proj_splits());
                 let args = vec![
                     read("partial", uniform(&mut rng, splits * m * n, -1.0, 1.0)),
@@ -228,20 +223,20 @@ impl KernelCase {
                     CaseArg::u32("n", n),
                     CaseArg::u32("splits", splits),
                 ];
-                (|k| k.gemm_reduce, launch::elementwise(m * n), args)
+                (launch::elementwise(m * n), args)
             }
-            "gemv" => {
+            Glm5NextKdaEntry::gemv => {
                 let (n, k) = (s.qkv, s.hidden);
                 let args = dense_args(GEMV, activations(&mut rng, k), linear(&mut rng, n, k), None, n, k);
-                (|k| Some(k.gemv), launch::gemv(1, n), args)
+                (launch::gemv(1, n), args)
             }
-            "gemv_batchm" => {
+            Glm5NextKdaEntry::gemv_batchm => {
                 let (m, n, k) = (s.t.clamp(2, DENSE_GEMV_BATCHM_MAX_M), s.qkv, s.hidden);
                 let (x, w) = (activations(&mut rng, m * k), linear(&mut rng, n, k));
                 let args = dense_args(GEMV, x, w, Some(m), n, k);
-                (|k| k.gemv_batchm, launch::gemv(m, n), args)
+                (launch::gemv(m, n), args)
             }
-            "conv_decode" => {
+            Glm5NextKdaEntry::conv_decode => {
                 let batch = DecodeBatch::new(&mut rng, s.batch);
                 let (pool, weight) = conv_pool_inputs(&mut rng, s, batch.capacity);
                 let args = vec![
@@ -259,9 +254,9 @@ impl KernelCase {
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
-                (|k| Some(k.conv_decode), launch::conv_decode(s.dim, s.d, s.batch), args)
+                (launch::conv_decode(s.dim, s.d, s.batch), args)
             }
-            "conv_prefill" => {
+            Glm5NextKdaEntry::conv_prefill => {
                 let (state, weight) = conv_inputs(&mut rng, s);
                 let (real, padded) = (s.t * s.qkv, s.t_pad * s.qkv);
                 // bf16 values widened; rows ≥ t of the padded outputs must stay as they were.
@@ -280,25 +275,23 @@ impl KernelCase {
                     CaseArg::u32("head_dim", s.d),
                     CaseArg::f32("eps", s.geometry.l2_eps),
                 ];
-                (|k| Some(k.conv_prefill), launch::conv_prefill(s.qkv, s.d, s.t), args)
+                (launch::conv_prefill(s.qkv, s.d, s.t), args)
             }
-            "chunk_prepare" => {
+            Glm5NextKdaEntry::chunk_prepare => {
                 let args = ChunkInputs::draw(&mut stream(seed, "chunk"), s).prepare_args();
-                (|k| Some(k.chunk_prepare), launch::chunk_prepare(s.t_pad / s.geometry.chunk, s.h), args)
+                (launch::chunk_prepare(s.t_pad / s.geometry.chunk, s.h), args)
             }
-            "chunk_scan" => {
+            Glm5NextKdaEntry::chunk_scan => {
                 let args = chunk_scan_args(seed, s)?;
-                (|k| Some(k.chunk_scan), launch::chunk_scan(s.h, s.d), args)
+                (launch::chunk_scan(s.h, s.d), args)
             }
-            "recurrent" | "recurrent_regs" => {
+            Glm5NextKdaEntry::recurrent | Glm5NextKdaEntry::recurrent_regs => {
                 let mut rng = stream(seed, "recurrent");
                 let batch = DecodeBatch::new(&mut rng, s.batch);
                 let args = recurrent_args(&mut rng, s, &batch);
-                let handle: Handle =
-                    if field == "recurrent" { |k| Some(k.recurrent) } else { |k| k.recurrent_regs };
-                (handle, launch::recurrent(s.h, s.d, s.batch), args)
+                (launch::recurrent(s.h, s.d, s.batch), args)
             }
-            "o_norm" => {
+            Glm5NextKdaEntry::o_norm => {
                 let rows = s.t * s.h;
                 let args = vec![
                     read("x", uniform(&mut rng, rows * s.d, -1.0, 1.0)),
@@ -309,9 +302,9 @@ impl KernelCase {
                     CaseArg::u32("d", s.d),
                     CaseArg::f32("eps", s.geometry.norm_eps),
                 ];
-                (|k| Some(k.o_norm), launch::norm(rows), args)
+                (launch::norm(rows), args)
             }
-            "fill" => {
+            Glm5NextKdaEntry::fill => {
                 // The real rows of a padded buffer: the rows past them must stay as they were.
                 let (n, len) = (s.t * s.qkv, s.t_pad * s.qkv);
                 let args = vec![
@@ -319,11 +312,10 @@ impl KernelCase {
                     CaseArg::u32("n", n),
                     CaseArg::f32("value", 0.25),
                 ];
-                (|k| Some(k.fill), launch::elementwise(len), args)
+                (launch::elementwise(len), args)
             }
-            other => return Err(CaseError::NoCase(other.to_owned())),
         };
-        Ok(KernelCase { entry, handle, launch, args, tokens: t, offset: 0 })
+        Ok(KernelCase { entry, launch, args, tokens: t, offset: 0 })
     }
 
     /// A case of a dense product at any shape: `gemm` (`m ≥ 1`), `gemv` (`m = 1`) or
@@ -332,19 +324,16 @@ impl KernelCase {
     /// (`offset % 8 != 0`: unaligned for the kernels' 16-byte loads). For the edge shapes the
     /// model's geometries do not reach: n and k off the tiles, k % 8 != 0, odd m, strides.
     pub fn dense(
-        field: &str,
+        entry: Glm5NextKdaEntry,
         (m, n, k): (u32, u32, u32),
         ld: u32,
         offset: u32,
         seed: u64,
     ) -> Result<KernelCase, CaseError> {
-        let entry = *Glm5NextKdaKernels::ENTRIES
-            .iter()
-            .find(|entry| entry.field == field)
-            .ok_or_else(|| CaseError::NoCase(field.to_owned()))?;
+        let field = entry.field();
         let bad =
             |why: &str| CaseError::Dense(format!("{field} with m = {m}, n = {n}, k = {k}, ld = {ld}: {why}"));
-        if ld < k || (m == 1 && field == "gemv" && ld != k) {
+        if ld < k || (m == 1 && entry == Glm5NextKdaEntry::gemv && ld != k) {
             return Err(bad("x's rows must lie k or more apart (the single-row gemv: exactly k)"));
         }
         let elements = |rows: u32| rows.checked_mul(k).ok_or_else(|| bad("the operands overflow 32 bits"));
@@ -358,19 +347,19 @@ impl KernelCase {
         let (x, w) = (activations(&mut rng, x_len), linear(&mut rng, n, k));
         debug_assert_eq!(w.len(), w_len as usize);
         let offset = offset as usize;
-        let (handle, launch, names, m_arg): (Handle, _, _, _) = match field {
-            "gemm" if m >= 1 => (|k| Some(k.gemm), launch::gemm(m, n), GEMM, Some(m)),
-            "gemv" if m == 1 => (|k| Some(k.gemv), launch::gemv(1, n), GEMV, None),
-            "gemv_batchm" if (2..=DENSE_GEMV_BATCHM_MAX_M).contains(&m) => {
-                (|k| k.gemv_batchm, launch::gemv(m, n), GEMV, Some(m))
+        let (launch, names, m_arg) = match entry {
+            Glm5NextKdaEntry::gemm if m >= 1 => (launch::gemm(m, n), GEMM, Some(m)),
+            Glm5NextKdaEntry::gemv if m == 1 => (launch::gemv(1, n), GEMV, None),
+            Glm5NextKdaEntry::gemv_batchm if (2..=DENSE_GEMV_BATCHM_MAX_M).contains(&m) => {
+                (launch::gemv(m, n), GEMV, Some(m))
             }
-            "gemm" | "gemv" | "gemv_batchm" => {
+            Glm5NextKdaEntry::gemm | Glm5NextKdaEntry::gemv | Glm5NextKdaEntry::gemv_batchm => {
                 return Err(bad("no such case (gemv: m = 1; gemv_batchm: 2..=16)"));
             }
-            other => return Err(CaseError::NoCase(other.to_owned())),
+            _ => return Err(bad("not a dense product (gemm, gemv or gemv_batchm)")),
         };
         let args = dense_args_at(names, x, w, (m_arg, n, k), ld, offset);
-        Ok(KernelCase { entry, handle, launch, args, tokens: m, offset: 0 })
+        Ok(KernelCase { entry, launch, args, tokens: m, offset: 0 })
     }
 
     /// A case of `gemm_splitk` of `x [m, k]` (rows `ld ≥ k` apart) by `w [n, k]` over `splits`
@@ -383,12 +372,8 @@ impl KernelCase {
         offset: u32,
         seed: u64,
     ) -> Result<KernelCase, CaseError> {
-        let mut case = Self::dense("gemm", (m, n, k), ld, offset, seed)?;
-        case.entry = *Glm5NextKdaKernels::ENTRIES
-            .iter()
-            .find(|entry| entry.field == "gemm_splitk")
-            .ok_or_else(|| CaseError::NoCase("gemm_splitk".to_owned()))?;
-        case.handle = |k| k.gemm_splitk;
+        let mut case = Self::dense(Glm5NextKdaEntry::gemm, (m, n, k), ld, offset, seed)?;
+        case.entry = Glm5NextKdaEntry::gemm_splitk;
         case.launch = launch::gemm_splitk(m, n, splits);
         let partials = splits.checked_mul(m * n).ok_or_else(|| {
             CaseError::Dense(format!("gemm_splitk of {m} × {n} in {splits} splits overflows 32 bits"))
@@ -418,12 +403,18 @@ impl KernelCase {
                 for (n, k) in [(33, 100), (65, 264), (40, 263)] {
                     for (offset, pad) in [(0, 0), (1, 0), (0, 8), (0, 3)] {
                         let (shape, ld) = ((m, n, k), k + pad);
-                        cases.push(Self::dense("gemm", shape, ld, offset, seed)?);
+                        cases.push(Self::dense(Glm5NextKdaEntry::gemm, shape, ld, offset, seed)?);
                         match m {
-                            1 if pad == 0 => cases.push(Self::dense("gemv", shape, ld, offset, seed)?),
-                            2..=DENSE_GEMV_BATCHM_MAX_M => {
-                                cases.push(Self::dense("gemv_batchm", shape, ld, offset, seed)?)
+                            1 if pad == 0 => {
+                                cases.push(Self::dense(Glm5NextKdaEntry::gemv, shape, ld, offset, seed)?)
                             }
+                            2..=DENSE_GEMV_BATCHM_MAX_M => cases.push(Self::dense(
+                                Glm5NextKdaEntry::gemv_batchm,
+                                shape,
+                                ld,
+                                offset,
+                                seed,
+                            )?),
                             _ => {}
                         }
                     }
@@ -431,27 +422,27 @@ impl KernelCase {
             }
         } else {
             for (field, m, n, k, ld, offset) in [
-                ("gemv", 1, 65, 264, 264, 0),
-                ("gemv", 1, 40, 263, 263, 0),
-                ("gemv", 1, 33, 264, 264, 1),
-                ("gemv_batchm", 2, 65, 264, 264, 0),
-                ("gemv_batchm", 7, 40, 100, 100, 1),
-                ("gemv_batchm", 16, 33, 264, 264, 0),
+                (Glm5NextKdaEntry::gemv, 1, 65, 264, 264, 0),
+                (Glm5NextKdaEntry::gemv, 1, 40, 263, 263, 0),
+                (Glm5NextKdaEntry::gemv, 1, 33, 264, 264, 1),
+                (Glm5NextKdaEntry::gemv_batchm, 2, 65, 264, 264, 0),
+                (Glm5NextKdaEntry::gemv_batchm, 7, 40, 100, 100, 1),
+                (Glm5NextKdaEntry::gemv_batchm, 16, 33, 264, 264, 0),
                 // Strided rows: 16-byte loads (ld % 8 == 0), then element by element.
-                ("gemv_batchm", 5, 65, 264, 272, 0),
-                ("gemv_batchm", 3, 40, 264, 267, 0),
+                (Glm5NextKdaEntry::gemv_batchm, 5, 65, 264, 272, 0),
+                (Glm5NextKdaEntry::gemv_batchm, 3, 40, 264, 267, 0),
                 // The GEMM's tensor-core path (k % 8 == 0, aligned) past one 128-row tile, packed
                 // and strided, and on its 64-row tile (m ≤ 64) over two tile columns, strided; its
                 // scalar path (k % 8 != 0, unaligned, or ld % 8 != 0).
-                ("gemm", 64, 130, 264, 272, 0),
-                ("gemm", 17, 65, 100, 100, 0),
-                ("gemm", 65, 40, 72, 72, 1),
-                ("gemm", 1, 33, 264, 264, 0),
-                ("gemm", 130, 65, 264, 264, 0),
-                ("gemm", 130, 65, 264, 280, 0),
-                ("gemm", 40, 33, 72, 75, 0),
+                (Glm5NextKdaEntry::gemm, 64, 130, 264, 272, 0),
+                (Glm5NextKdaEntry::gemm, 17, 65, 100, 100, 0),
+                (Glm5NextKdaEntry::gemm, 65, 40, 72, 72, 1),
+                (Glm5NextKdaEntry::gemm, 1, 33, 264, 264, 0),
+                (Glm5NextKdaEntry::gemm, 130, 65, 264, 264, 0),
+                (Glm5NextKdaEntry::gemm, 130, 65, 264, 280, 0),
+                (Glm5NextKdaEntry::gemm, 40, 33, 72, 75, 0),
                 // The scalar path's last K tile one column wide (k ≡ 1 mod its 32-column tiles).
-                ("gemm", 17, 40, 97, 97, 0),
+                (Glm5NextKdaEntry::gemm, 17, 40, 97, 97, 0),
             ] {
                 cases.push(Self::dense(field, (m, n, k), ld, offset, seed)?);
             }
@@ -462,9 +453,12 @@ impl KernelCase {
         // m ≤ 4, ≤ 8, ≤ 16; the single-row loop unrolled by 4), as at the model's k = 4,096.
         // The shorter k above end before the loads ahead are ever used.
         let long_k = 8 * (32 * (5 * (GEMV_K_PARTS - 1) + 1) + 1);
-        for (field, m, pad) in
-            [("gemv", 1, 0), ("gemv_batchm", 3, 0), ("gemv_batchm", 8, 8), ("gemv_batchm", 16, 0)]
-        {
+        for (field, m, pad) in [
+            (Glm5NextKdaEntry::gemv, 1, 0),
+            (Glm5NextKdaEntry::gemv_batchm, 3, 0),
+            (Glm5NextKdaEntry::gemv_batchm, 8, 8),
+            (Glm5NextKdaEntry::gemv_batchm, 16, 0),
+        ] {
             cases.push(Self::dense(field, (m, 33, long_k), long_k + pad, 0, seed)?);
         }
         // Split K: tensor-core ranges of strided rows, the scalar path (odd k, unaligned), two
@@ -515,12 +509,17 @@ impl KernelCase {
 
     /// The table field this case launches.
     pub fn field(&self) -> &'static str {
-        self.entry.field
+        self.entry.field()
     }
 
-    /// The manifest entry this case launches.
-    pub fn entry(&self) -> &KernelEntry {
-        &self.entry
+    /// The table entry this case launches.
+    pub fn table_entry(&self) -> Glm5NextKdaEntry {
+        self.entry
+    }
+
+    /// The manifest entry this case launches: module, entry point, signature.
+    pub fn entry(&self) -> &'static KernelEntry {
+        self.entry.entry()
     }
 
     /// The token count the case was built for.
@@ -556,7 +555,7 @@ impl KernelCase {
 
     /// The case's kernel in a resolved table; `None` for an optional entry the target lacks.
     pub fn kernel(&self, kernels: &Glm5NextKdaKernels) -> Option<KernelHandle> {
-        (self.handle)(kernels)
+        kernels.handle(self.entry)
     }
 
     /// The bytes one launch must move at least: each input read once, each output written once,
@@ -606,7 +605,7 @@ impl KernelCase {
     /// same names in the same order, each of its parameter's kind, element type and access. A
     /// case that drifted from the manifest is an error naming the entry and the parameter.
     pub fn check_params(&self) -> Result<(), BackendError> {
-        let entry = self.entry;
+        let entry = *self.entry.entry();
         let params =
             entry.signature.ok_or_else(|| BackendError::NoSignature { entry: Box::new(entry) })?.params;
         for (index, param) in params.iter().enumerate() {
@@ -644,7 +643,7 @@ impl KernelCase {
         prepared: &mut PreparedCase,
     ) -> Result<(), BackendError> {
         self.check_params()?;
-        let kernel = self.kernel(kernels).ok_or(BackendError::Absent { entry: Box::new(self.entry) })?;
+        let kernel = self.kernel(kernels).ok_or(BackendError::Absent { entry: Box::new(*self.entry()) })?;
         let mut args: Vec<KernelArg<'_>> = prepared.slots.iter_mut().map(PreparedArg::arg).collect();
         gpu.launch(kernel, self.launch, &mut args)
     }
@@ -695,17 +694,15 @@ impl KernelCase {
     /// weight), whose output must be bit-identical to that row of the batched output. `None` for
     /// another case or a row past `m`.
     pub fn gemv_row(&self, row: u32) -> Option<KernelCase> {
-        if self.field() != "gemv_batchm" {
+        if self.entry != Glm5NextKdaEntry::gemv_batchm {
             return None;
         }
         let (m, n, k) = (self.u32_arg("m")?, self.u32_arg("n")?, self.u32_arg("k")?);
         let ld = self.u32_arg("ldx")? as usize;
         let (x, w) = (self.buffer("x")?.data.as_bf16()?, self.buffer("w")?.data.as_bf16()?);
         let x = x.get(row as usize * ld..)?.get(..k as usize).filter(|_| row < m)?;
-        let gemv = *Glm5NextKdaKernels::ENTRIES.iter().find(|entry| entry.field == "gemv")?;
         Some(KernelCase {
-            entry: gemv,
-            handle: |k| Some(k.gemv),
+            entry: Glm5NextKdaEntry::gemv,
             launch: launch::gemv(1, n),
             args: dense_args(GEMV, x.to_vec(), w.to_vec(), None, n, k),
             tokens: 1,

@@ -42,7 +42,7 @@ fn each_case_launches_the_kernel_of_its_own_entry() {
         .without("dense_gemv_bf16_batchm", "dense_gemv_bf16_batchm")
         .without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
     let kernels = Glm5NextKdaKernels::resolve(&lacking).unwrap();
-    let case = KernelCase::new("recurrent_regs", &KdaGeometry::tiny(), 1, 1).unwrap();
+    let case = KernelCase::new(Glm5NextKdaEntry::recurrent_regs, &KdaGeometry::tiny(), 1, 1).unwrap();
     assert_eq!(case.kernel(&kernels), None);
     match case.run(&lacking, &kernels) {
         Err(BackendError::Absent { entry }) => assert_eq!(*entry, *case.entry()),
@@ -73,7 +73,7 @@ fn every_case_names_its_arguments_as_the_manifest_names_the_params() {
 
 #[test]
 fn a_case_that_drifted_from_the_manifest_is_refused_before_it_launches() {
-    let gemv = KernelCase::new("gemv", &KdaGeometry::tiny(), 1, 1).unwrap();
+    let gemv = KernelCase::new(Glm5NextKdaEntry::gemv, &KdaGeometry::tiny(), 1, 1).unwrap();
     // Permuted buffers: each is of the other's kind, so only the names tell them apart.
     let mut swapped = gemv.clone();
     swapped.args.swap(0, 1);
@@ -131,8 +131,8 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     let geometry = KdaGeometry::tiny();
     let (t, d) = (45, geometry.head_dim as usize);
     let real = t * geometry.qkv() as usize;
-    let scan = KernelCase::new("chunk_scan", &geometry, t as u32, 9).unwrap();
-    let prepare = KernelCase::new("chunk_prepare", &geometry, t as u32, 9).unwrap();
+    let scan = KernelCase::new(Glm5NextKdaEntry::chunk_scan, &geometry, t as u32, 9).unwrap();
+    let prepare = KernelCase::new(Glm5NextKdaEntry::chunk_prepare, &geometry, t as u32, 9).unwrap();
     let f32s = |case: &KernelCase, name| case.buffer(name).unwrap().data.as_f32().unwrap().to_vec();
     for name in ["q", "k"] {
         let values = f32s(&prepare, name);
@@ -164,8 +164,8 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     assert!(f32s(&scan, "state").iter().any(|&x| x != 0.0));
 
     // recurrent and recurrent_regs launch on the same inputs; q and k are unit heads.
-    let recurrent = KernelCase::new("recurrent", &geometry, 1, 9).unwrap();
-    let regs = KernelCase::new("recurrent_regs", &geometry, 1, 9).unwrap();
+    let recurrent = KernelCase::new(Glm5NextKdaEntry::recurrent, &geometry, 1, 9).unwrap();
+    let regs = KernelCase::new(Glm5NextKdaEntry::recurrent_regs, &geometry, 1, 9).unwrap();
     assert_eq!(recurrent.args(), regs.args());
     let qkv = recurrent.buffer("qkv").unwrap().data.as_bf16().unwrap();
     let qk = 2 * geometry.qkv() as usize;
@@ -175,12 +175,12 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
     }
     // Different seeds draw different inputs; the same seed the same.
     assert_eq!(
-        KernelCase::new("gemv", &geometry, 1, 9).unwrap().args(),
-        KernelCase::new("gemv", &geometry, 1, 9).unwrap().args()
+        KernelCase::new(Glm5NextKdaEntry::gemv, &geometry, 1, 9).unwrap().args(),
+        KernelCase::new(Glm5NextKdaEntry::gemv, &geometry, 1, 9).unwrap().args()
     );
     assert_ne!(
-        KernelCase::new("gemv", &geometry, 1, 9).unwrap().args(),
-        KernelCase::new("gemv", &geometry, 1, 10).unwrap().args()
+        KernelCase::new(Glm5NextKdaEntry::gemv, &geometry, 1, 9).unwrap().args(),
+        KernelCase::new(Glm5NextKdaEntry::gemv, &geometry, 1, 10).unwrap().args()
     );
 }
 
@@ -188,24 +188,27 @@ fn inputs_are_at_the_scales_the_block_feeds_the_kernels() {
 fn bytes_moved_counts_each_input_and_output_once_and_states_twice() {
     let tiny = KdaGeometry::tiny();
     // gemv: x [64], w [64, 64], y [64], bf16.
-    assert_eq!(KernelCase::new("gemv", &tiny, 7, 1).unwrap().bytes_moved(), (64 + 64 * 64 + 64) * 2);
+    assert_eq!(
+        KernelCase::new(Glm5NextKdaEntry::gemv, &tiny, 7, 1).unwrap().bytes_moved(),
+        (64 + 64 * 64 + 64) * 2
+    );
     // recurrent, a batch of 7 of which 5 rows update a slot (one repeats a slot, one is past the
     // pool): qkv [7, 192], g_raw [7, 64] and b_raw [7, 2] (of rows the stacked width apart)
     // bf16; dt_bias [64], a_log [2], 5 slots of [2, 32, 32] twice, slot [7] u32, out [7, 64] f32.
     let recurrent = (7 * 192 + 7 * 64 + 7 * 2) * 2 + (64 + 2 + 2 * 5 * 2 * 32 * 32 + 7 + 7 * 64) * 4;
-    assert_eq!(KernelCase::new("recurrent", &tiny, 7, 1).unwrap().bytes_moved(), recurrent);
+    assert_eq!(KernelCase::new(Glm5NextKdaEntry::recurrent, &tiny, 7, 1).unwrap().bytes_moved(), recurrent);
     // fill of t = 7 real rows of a padded buffer: 7 · 64 f32 written.
-    assert_eq!(KernelCase::new("fill", &tiny, 7, 1).unwrap().bytes_moved(), 7 * 64 * 4);
+    assert_eq!(KernelCase::new(Glm5NextKdaEntry::fill, &tiny, 7, 1).unwrap().bytes_moved(), 7 * 64 * 4);
     // conv_prefill, 7 tokens of 192 channels: state [192, 4] f32 twice, x [7, 192] and weight
     // [192, 4] bf16, the 7 real rows of q, k and v [·, 64] f32.
     let conv = 2 * 192 * 4 * 4 + (7 * 192 + 192 * 4) * 2 + 3 * 7 * 64 * 4;
-    assert_eq!(KernelCase::new("conv_prefill", &tiny, 7, 1).unwrap().bytes_moved(), conv);
+    assert_eq!(KernelCase::new(Glm5NextKdaEntry::conv_prefill, &tiny, 7, 1).unwrap().bytes_moved(), conv);
 }
 
 #[test]
 fn a_prepared_case_launches_repeatedly_carrying_its_state() {
     let (gpu, kernels) = reference();
-    let case = KernelCase::new("conv_decode", &KdaGeometry::tiny(), 1, 2).unwrap();
+    let case = KernelCase::new(Glm5NextKdaEntry::conv_decode, &KdaGeometry::tiny(), 1, 2).unwrap();
     let once = case.run(&gpu, &kernels).unwrap();
     let mut prepared = case.prepare(&gpu).unwrap();
     case.launch(&gpu, &kernels, &mut prepared).unwrap();
@@ -218,7 +221,7 @@ fn a_prepared_case_launches_repeatedly_carrying_its_state() {
 #[test]
 fn batchm_rows_become_gemv_cases_with_the_same_weight() {
     let (gpu, kernels) = reference();
-    let batchm = KernelCase::new("gemv_batchm", &KdaGeometry::tiny(), 5, 4).unwrap();
+    let batchm = KernelCase::new(Glm5NextKdaEntry::gemv_batchm, &KdaGeometry::tiny(), 5, 4).unwrap();
     let batched = batchm.run(&gpu, &kernels).unwrap().remove(0);
     let n = 64;
     for i in 0..5 {
@@ -230,14 +233,34 @@ fn batchm_rows_become_gemv_cases_with_the_same_weight() {
         assert_eq!(y.data.bits(), batched.data.bits()[i * n..(i + 1) * n]);
     }
     assert!(batchm.gemv_row(5).is_none());
-    assert!(KernelCase::new("gemv", &KdaGeometry::tiny(), 5, 4).unwrap().gemv_row(0).is_none());
+    assert!(
+        KernelCase::new(Glm5NextKdaEntry::gemv, &KdaGeometry::tiny(), 5, 4).unwrap().gemv_row(0).is_none()
+    );
+}
+
+#[test]
+fn the_entry_enum_is_the_table_in_manifest_order() {
+    assert_eq!(Glm5NextKdaEntry::ALL.len(), Glm5NextKdaKernels::ENTRY_POINTS);
+    for (index, entry) in Glm5NextKdaEntry::ALL.into_iter().enumerate() {
+        assert_eq!(entry.index(), index);
+        assert_eq!(*entry.entry(), Glm5NextKdaKernels::ENTRIES[index]);
+        assert_eq!(Glm5NextKdaEntry::from_field(entry.field()), Some(entry));
+    }
+    let gpu = crate::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap();
+    assert_eq!(kernels.handle(Glm5NextKdaEntry::gemm), Some(kernels.gemm));
+    assert_eq!(kernels.handle(Glm5NextKdaEntry::recurrent_regs), None);
 }
 
 #[test]
 fn cases_refuse_what_the_kernels_cannot_run() {
     let tiny = KdaGeometry::tiny();
     assert!(matches!(KernelCase::all(&tiny, 0, 1), Err(CaseError::NoTokens)));
-    assert!(matches!(KernelCase::new("nope", &tiny, 1, 1), Err(CaseError::NoCase(_))));
+    // An entry the table lacks has no variant to name (the compiler refuses it); a dense case
+    // of an entry that is not a dense product is refused here.
+    assert_eq!(Glm5NextKdaEntry::from_field("nope"), None);
+    let not_dense = KernelCase::dense(Glm5NextKdaEntry::fill, (1, 1, 1), 1, 0, 1);
+    assert!(matches!(not_dense, Err(CaseError::Dense(ref why)) if why.contains("not a dense product")));
     let bad = KdaGeometry { head_dim: 48, ..tiny };
     assert!(matches!(KernelCase::all(&bad, 1, 1), Err(CaseError::Geometry(_))));
     assert!(matches!(
@@ -343,7 +366,7 @@ fn ulps_are_the_gap_to_the_next_value_up() {
 fn decode_cases_name_distinct_slots_of_a_larger_pool_and_two_rows_the_kernels_skip() {
     let tiny = KdaGeometry::tiny();
     for (t, b) in [(1, 1), (2, 2), (7, 7), (500, MAX_CASE_BATCH)] {
-        let case = KernelCase::new("conv_decode", &tiny, t, 3).unwrap();
+        let case = KernelCase::new(Glm5NextKdaEntry::conv_decode, &tiny, t, 3).unwrap();
         let slot = case.buffer("slot").unwrap().data.clone();
         let HostData::U32(slot) = slot else { panic!("slot is u32") };
         let capacity = case.u32_arg("slots").unwrap();

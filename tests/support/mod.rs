@@ -8,7 +8,7 @@ pub mod decode;
 use kda::cases::parity::{BlockComparison, compare_block};
 use kda::cases::{HostOutput, KernelCase};
 use kda::geometry::{CONV_WIDTH, KdaGeometry};
-use kda::kernels::{Glm5NextKdaKernels, glm5next_kda as args};
+use kda::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels, glm5next_kda as args};
 use kda::launch;
 use kda::rng::SplitMix64;
 use kda::weights::bf16_vec;
@@ -121,7 +121,7 @@ pub fn assert_batchm_rows_are_gemv(
     geometry: KdaGeometry,
     m: u32,
 ) {
-    let batchm = KernelCase::new("gemv_batchm", &geometry, m, SEED).unwrap();
+    let batchm = KernelCase::new(Glm5NextKdaEntry::gemv_batchm, &geometry, m, SEED).unwrap();
     let what = format!("{name} m = {m}");
     let batched = checked_bits(&what, &batchm.run(gpu, kernels).unwrap()[0]);
     let n = batched.len() / m as usize;
@@ -145,8 +145,8 @@ pub fn assert_recurrent_pair_identical(
     name: &str,
     geometry: KdaGeometry,
 ) {
-    let plain = KernelCase::new("recurrent", &geometry, 1, SEED).unwrap();
-    let regs = KernelCase::new("recurrent_regs", &geometry, 1, SEED).unwrap();
+    let plain = KernelCase::new(Glm5NextKdaEntry::recurrent, &geometry, 1, SEED).unwrap();
+    let regs = KernelCase::new(Glm5NextKdaEntry::recurrent_regs, &geometry, 1, SEED).unwrap();
     assert_eq!(plain.args(), regs.args(), "the two cases must launch on the same inputs");
     let (mut plain_args, mut regs_args) = (plain.prepare(gpu).unwrap(), regs.prepare(gpu).unwrap());
     for step in 1..=4 {

@@ -8,7 +8,7 @@ use syn::{DeriveInput, Ident, LitStr};
 use super::attr::{self, snake_case};
 use super::locate::{ManifestFile, locate};
 use super::tokens::{braced, bracketed, comma_separated, concat};
-use super::{DeriveSite, contract, counts, fallback, launcher};
+use super::{DeriveSite, contract, counts, entry_enum, fallback, launcher};
 use crate::manifest::namespace::{manifest_key, namespace_expr};
 use crate::manifest::{Manifest, Table};
 
@@ -152,6 +152,9 @@ fn generate(
     let prelude = contract::prelude();
     let args_module = format_ident!("{}", snake_case(&marker.to_string()));
     let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, kernels, table, manifest);
+    let entry_name = format_ident!("{}Entry", marker);
+    let (entry_enum, handle_method) =
+        entry_enum::entry_enum(vis, &entry_name, kernels, table, &fields, manifest);
     let entry_points = table.entries.len();
     let required_points = table.required_count();
     let optional_points = table.optional_count();
@@ -186,10 +189,12 @@ fn generate(
                 gpu: &dyn ::kda_runtime::GpuBackend,
             ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> #resolve_body
         },
+        handle_method,
         launch_methods,
     ]));
     Ok(concat([
         args_structs,
+        entry_enum,
         quote! {
         #[doc = #struct_doc]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

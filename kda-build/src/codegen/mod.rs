@@ -3,7 +3,7 @@
 //! Steps, one file each (after thiserror-impl): `attr` reads `#[kernel_table(...)]`,
 //! `locate` finds and reads the manifest, `counts` checks the counts the attribute expects,
 //! `expand` generates the table, `contract` each entry's signature, `launcher` the typed
-//! launchers, and `fallback` stands in for the table when there is none to generate, so the real
+//! launchers, `entry_enum` the enum of the entries that per-kernel code matches on, and `fallback` stands in for the table when there is none to generate, so the real
 //! error is the only one a user sees.
 //!
 //! ```text
@@ -20,6 +20,7 @@
 mod attr;
 mod contract;
 mod counts;
+mod entry_enum;
 mod expand;
 mod fallback;
 mod launcher;

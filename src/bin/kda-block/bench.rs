@@ -21,7 +21,7 @@ use kda_runtime::{BackendError, DType, GpuBackend, ResolveError};
 
 use kda::cases::{CaseArg, CaseError, KernelCase};
 use kda::geometry::KdaGeometry;
-use kda::kernels::Glm5NextKdaKernels;
+use kda::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
 
 /// What to time.
 #[derive(Clone, Copy, Debug)]
@@ -90,8 +90,8 @@ impl CopyTiming {
 /// One kernel's figures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelTiming {
-    /// The table field.
-    pub field: &'static str,
+    /// The table entry timed.
+    pub entry: Glm5NextKdaEntry,
     /// The case's integer scalars by parameter name, in parameter order: its sizes, which the
     /// [roofline model](crate::roofline) matches its launches against.
     pub scalars: Vec<(&'static str, u64)>,
@@ -102,6 +102,11 @@ pub struct KernelTiming {
 }
 
 impl KernelTiming {
+    /// The table field of the entry timed.
+    pub fn field(&self) -> &'static str {
+        self.entry.field()
+    }
+
     /// The bandwidth one launch achieves, in GB/s (10⁹); `None` when the kernel is absent.
     pub fn gb_per_s(&self) -> Option<f64> {
         self.per_launch.map(|time| gb_per_s(self.bytes_moved, time))
@@ -145,7 +150,7 @@ pub struct SplitKTiming {
 impl BenchReport {
     /// The `gemm` case's `(m, n, k)` and time, where it ran.
     pub fn gemm(&self) -> Option<((u32, u32, u32), Duration)> {
-        let gemm = self.kernels.iter().find(|kernel| kernel.field == "gemm")?;
+        let gemm = self.kernels.iter().find(|kernel| kernel.entry == Glm5NextKdaEntry::gemm)?;
         let scalar = |name| {
             gemm.scalars
                 .iter()
@@ -198,7 +203,7 @@ pub fn run(
             })
             .collect();
         let per_launch = time_case(gpu, &kernels, &case, options.iterations)?;
-        timings.push(KernelTiming { field: case.field(), scalars, bytes_moved, per_launch });
+        timings.push(KernelTiming { entry: case.table_entry(), scalars, bytes_moved, per_launch });
     }
     let split_k = time_split_k(gpu, &kernels, &timings, options)?;
     Ok(BenchReport {
@@ -238,8 +243,12 @@ fn time_split_k(
     timings: &[KernelTiming],
     options: &BenchOptions,
 ) -> Result<Option<SplitKTiming>, BenchError> {
-    let timing = |field| timings.iter().find(|timing| timing.field == field);
-    let (Some(split), Some(reduce)) = (timing("gemm_splitk"), timing("gemm_reduce")) else { return Ok(None) };
+    let timing = |entry| timings.iter().find(|timing| timing.entry == entry);
+    let (Some(split), Some(reduce)) =
+        (timing(Glm5NextKdaEntry::gemm_splitk), timing(Glm5NextKdaEntry::gemm_reduce))
+    else {
+        return Ok(None);
+    };
     let (Some(split_time), Some(reduce_time)) = (split.per_launch, reduce.per_launch) else {
         return Ok(None);
     };
@@ -254,7 +263,7 @@ fn time_split_k(
     else {
         return Ok(None);
     };
-    let unsplit = KernelCase::dense("gemm", (m, n, k), k, 0, options.seed)?;
+    let unsplit = KernelCase::dense(Glm5NextKdaEntry::gemm, (m, n, k), k, 0, options.seed)?;
     let Some(unsplit) = time_case(gpu, kernels, &unsplit, options.iterations)? else { return Ok(None) };
     Ok(Some(SplitKTiming { shape: (m, n, k), splits, split: split_time + reduce_time, unsplit }))
 }
@@ -292,7 +301,7 @@ impl fmt::Display for BenchReport {
             copy.gb_per_s()
         )?;
         writeln!(f)?;
-        let width = self.kernels.iter().map(|k| k.field.len()).max().unwrap_or(6).max(6);
+        let width = self.kernels.iter().map(|k| k.field().len()).max().unwrap_or(6).max(6);
         writeln!(
             f,
             "  {:width$}  {:>11}  {:>10}  {:>9}  {:>10}",
@@ -304,13 +313,13 @@ impl fmt::Display for BenchReport {
                 (Some(time), Some(rate)) => writeln!(
                     f,
                     "  {:width$}  {:>11.2}  {:>10.3}  {:>9.1}  {:>8.1} %",
-                    kernel.field,
+                    kernel.field(),
                     time.as_secs_f64() * 1e6,
                     megabytes,
                     rate,
                     100.0 * rate / copy.gb_per_s()
                 )?,
-                _ => writeln!(f, "  {:width$}  absent on this target (optional)", kernel.field)?,
+                _ => writeln!(f, "  {:width$}  absent on this target (optional)", kernel.field())?,
             }
         }
         if let Some(SplitKTiming { shape: (m, n, k), splits, split, unsplit }) = self.split_k {
@@ -348,18 +357,18 @@ mod tests {
         let mut heard = Vec::new();
         let report = run(&gpu, &options(), &mut |field| heard.push(field.to_owned())).unwrap();
         let fields: Vec<_> = Glm5NextKdaKernels::ENTRIES.iter().map(|e| e.field).collect();
-        assert_eq!(report.kernels.iter().map(|k| k.field).collect::<Vec<_>>(), fields);
+        assert_eq!(report.kernels.iter().map(|k| k.field()).collect::<Vec<_>>(), fields);
         assert_eq!(heard, fields);
         assert_eq!(report.copy.bytes, 1 << 20);
         assert!(report.copy.gb_per_s().is_finite() && report.copy.gb_per_s() > 0.0);
         for kernel in &report.kernels {
             let rate = kernel.gb_per_s().unwrap();
-            assert!(rate.is_finite() && rate > 0.0, "{}: {rate}", kernel.field);
-            assert!(kernel.bytes_moved > 0, "{}", kernel.field);
+            assert!(rate.is_finite() && rate > 0.0, "{}: {rate}", kernel.field());
+            assert!(kernel.bytes_moved > 0, "{}", kernel.field());
         }
         let text = report.to_string();
         assert!(text.starts_with("bench on CPU reference backend\n"), "{text}");
-        let gemm = report.kernels.iter().find(|kernel| kernel.field == "gemm").unwrap();
+        let gemm = report.kernels.iter().find(|kernel| kernel.entry == Glm5NextKdaEntry::gemm).unwrap();
         let ((m, n, k), time) = report.gemm().unwrap();
         let (layer, tokens) = (options().geometry, options().tokens);
         assert_eq!((m, n, k), (tokens, layer.heads * layer.head_dim, layer.hidden));
@@ -370,8 +379,8 @@ mod tests {
         // The split-K pair beside the plain gemm of its case's product: o_proj at B = min(T, 64),
         // which at `tiny` the dispatch would not split (the case takes 3 ranges then).
         let split = report.split_k.unwrap();
-        let pair: Duration = ["gemm_splitk", "gemm_reduce"]
-            .map(|field| report.kernels.iter().find(|k| k.field == field).unwrap().per_launch.unwrap())
+        let pair: Duration = [Glm5NextKdaEntry::gemm_splitk, Glm5NextKdaEntry::gemm_reduce]
+            .map(|entry| report.kernels.iter().find(|k| k.entry == entry).unwrap().per_launch.unwrap())
             .into_iter()
             .sum();
         assert_eq!(
@@ -385,7 +394,7 @@ mod tests {
     fn absent_optional_kernels_are_reported_not_timed() {
         let gpu = kda::reference::backend().without("kda_recurrent", "kda_recurrent_decode_bf16_regs");
         let report = run(&gpu, &options(), &mut |_| {}).unwrap();
-        let regs = report.kernels.iter().find(|k| k.field == "recurrent_regs").unwrap();
+        let regs = report.kernels.iter().find(|k| k.entry == Glm5NextKdaEntry::recurrent_regs).unwrap();
         assert_eq!((regs.per_launch, regs.gb_per_s()), (None, None));
         assert!(report.to_string().contains("recurrent_regs  absent on this target"), "{report}");
         // Without half of the split-K pair there is no split to compare.
@@ -400,7 +409,7 @@ mod tests {
         let copy = CopyTiming { bytes: 500_000_000, per_copy: Duration::from_millis(1) };
         assert!(close(copy.gb_per_s(), 1000.0), "{}", copy.gb_per_s());
         let kernel = KernelTiming {
-            field: "x",
+            entry: Glm5NextKdaEntry::fill,
             scalars: Vec::new(),
             bytes_moved: 2_000_000,
             per_launch: Some(Duration::from_micros(10)),

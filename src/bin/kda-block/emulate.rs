@@ -16,7 +16,7 @@ use anyhow::{Context, bail};
 use kda::cases::KernelCase;
 use kda::cases::parity::{BlockComparison, compare_block, head_dim_64};
 use kda::geometry::{GateLaw, KdaGeometry};
-use kda::kernels::Glm5NextKdaKernels;
+use kda::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
 use kda_build::cuda::KernelBuild;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
@@ -112,7 +112,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     let started = Instant::now();
     let set = emulated_build(&options.manifest, &options.kernels, &options.out_dir, options.sanitizer)?;
     let selected = selection(&options.only)?;
-    let picked = |cases: Vec<KernelCase>| cases.into_iter().filter(|case| selected(case.field()));
+    let picked = |cases: Vec<KernelCase>| cases.into_iter().filter(|case| selected(case.table_entry()));
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
     let gpu: Box<dyn GpuBackend> = match options.sanitizer {
         None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
@@ -162,25 +162,25 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     // further tiles, the prefill conv walks further heads and token tiles, the GEMVs further
     // column blocks, the chunk kernels further chunks, heads and column tiles.
     let one_block = [
-        ("o_norm", 5),
-        ("gemm", 130),
-        ("conv_prefill", 65),
-        ("gemv", 1),
-        ("gemv_batchm", 5),
-        ("chunk_prepare", 65),
-        ("chunk_scan", 65),
+        (Glm5NextKdaEntry::o_norm, 5),
+        (Glm5NextKdaEntry::gemm, 130),
+        (Glm5NextKdaEntry::conv_prefill, 65),
+        (Glm5NextKdaEntry::gemv, 1),
+        (Glm5NextKdaEntry::gemv_batchm, 5),
+        (Glm5NextKdaEntry::chunk_prepare, 65),
+        (Glm5NextKdaEntry::chunk_scan, 65),
     ];
-    for (field, t) in one_block.into_iter().filter(|(field, _)| selected(field)) {
-        let case = KernelCase::new(field, &head_dim_64(), t, options.seed)?.with_blocks(1);
-        check(format!("one block  t = {t:<4} {field:<15}"), &case, &mut report);
+    for (entry, t) in one_block.into_iter().filter(|&(entry, _)| selected(entry)) {
+        let case = KernelCase::new(entry, &head_dim_64(), t, options.seed)?.with_blocks(1);
+        check(format!("one block  t = {t:<4} {:<15}", entry.field()), &case, &mut report);
     }
     // Every pointer one element off alignment: each kernel's path for unaligned operands, which
     // the sanitizers check for misaligned accesses (the driver allocates each view at its
     // alignment). The chunk kernels' also at t = C, where their last row ends the buffers.
     let d64 = head_dim_64();
     let mut misaligned = KernelCase::all(&d64, 5, options.seed)?;
-    for field in ["chunk_prepare", "chunk_scan"] {
-        misaligned.push(KernelCase::new(field, &d64, d64.chunk, options.seed)?);
+    for entry in [Glm5NextKdaEntry::chunk_prepare, Glm5NextKdaEntry::chunk_scan] {
+        misaligned.push(KernelCase::new(entry, &d64, d64.chunk, options.seed)?);
     }
     for case in picked(misaligned) {
         let case = case.with_offset(1);
@@ -192,14 +192,19 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     Ok(finish(report, running))
 }
 
-/// Whether a table field's cases run: every field if `only` is empty, else the fields it names,
-/// each of which must be one of the table's.
-fn selection(only: &[String]) -> anyhow::Result<impl Fn(&str) -> bool + '_> {
-    let fields: Vec<&str> = Glm5NextKdaKernels::ENTRIES.iter().map(|entry| entry.field).collect();
-    if let Some(unknown) = only.iter().find(|field| !fields.contains(&field.as_str())) {
-        bail!("`{unknown}` is not a kernel of the table ({})", fields.join(", "));
-    }
-    Ok(move |field: &str| only.is_empty() || only.iter().any(|name| name == field))
+/// Whether an entry's cases run: every entry if `only` is empty, else the entries whose fields it
+/// names, each of which must be one of the table's.
+fn selection(only: &[String]) -> anyhow::Result<impl Fn(Glm5NextKdaEntry) -> bool> {
+    let chosen = only
+        .iter()
+        .map(|field| {
+            Glm5NextKdaEntry::from_field(field).with_context(|| {
+                let fields: Vec<&str> = Glm5NextKdaEntry::ALL.iter().map(|entry| entry.field()).collect();
+                format!("`{field}` is not a kernel of the table ({})", fields.join(", "))
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(move |entry| chosen.is_empty() || chosen.contains(&entry))
 }
 
 fn finish(mut report: EmulateReport, running: Instant) -> EmulateReport {
@@ -295,12 +300,13 @@ mod tests {
 
     #[test]
     fn only_runs_the_named_kernels_and_refuses_a_name_the_table_lacks() {
+        use Glm5NextKdaEntry::{chunk_prepare, chunk_scan, gemm, gemv, recurrent};
         let every = selection(&[]).unwrap();
-        assert!(every("chunk_scan") && every("gemv"));
+        assert!(every(chunk_scan) && every(gemv));
         let only = ["chunk_prepare".to_owned(), "chunk_scan".to_owned()];
         let chunk = selection(&only).unwrap();
-        assert!(chunk("chunk_prepare") && chunk("chunk_scan"));
-        assert!(!chunk("gemm") && !chunk("recurrent"));
+        assert!(chunk(chunk_prepare) && chunk(chunk_scan));
+        assert!(!chunk(gemm) && !chunk(recurrent));
         let error = selection(&["chunk_prep".to_owned()]).err().unwrap().to_string();
         assert!(
             error.starts_with("`chunk_prep` is not a kernel of the table (gemm, gemm_splitk, "),
@@ -313,12 +319,15 @@ mod tests {
         let quick = KernelCase::dense_edges(1, false).unwrap();
         let thorough = KernelCase::dense_edges(1, true).unwrap();
         for cases in [&quick, &thorough] {
-            for field in ["gemm", "gemv", "gemv_batchm"] {
-                assert!(cases.iter().any(|case| case.field() == field), "no {field} case");
+            for entry in [Glm5NextKdaEntry::gemm, Glm5NextKdaEntry::gemv, Glm5NextKdaEntry::gemv_batchm] {
+                assert!(cases.iter().any(|case| case.table_entry() == entry), "no {entry:?} case");
             }
         }
-        let gemm_rows: Vec<u32> =
-            thorough.iter().filter(|case| case.field() == "gemm").map(KernelCase::tokens).collect();
+        let gemm_rows: Vec<u32> = thorough
+            .iter()
+            .filter(|case| case.table_entry() == Glm5NextKdaEntry::gemm)
+            .map(KernelCase::tokens)
+            .collect();
         assert!((1..=17).chain([65]).all(|m| gemm_rows.contains(&m)), "{gemm_rows:?}");
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use kda::cases::{Access, CaseArg, HostData, KernelCase, PreparedArg};
 use kda::geometry::KdaGeometry;
-use kda::kernels::Glm5NextKdaKernels;
+use kda::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
 use kda::rng::SplitMix64;
 use kda_build::cuda::emulation::Sanitizer;
 
@@ -646,25 +646,23 @@ fn arg_count(launch: &mut Launch, rng: &mut SplitMix64) -> String {
     }
 }
 
-/// The buffers whose last element (at a case's extent) each kernel surely touches: outputs written
+/// The buffers whose last element (at a case's extent) `entry` surely touches: outputs written
 /// whole and inputs read whole, one or two per entry.
-const TOUCHED: &[(&str, &str)] = &[
-    ("gemm", "c"),
-    ("gemm", "b"),
-    ("gemm_splitk", "b"),
-    ("gemm_reduce", "c"),
-    ("gemv", "y"),
-    ("gemv", "w"),
-    ("gemv_batchm", "y"),
-    ("conv_decode", "out"),
-    ("conv_prefill", "state"),
-    ("chunk_prepare", "sdec"),
-    ("chunk_scan", "state"),
-    ("recurrent", "out"),
-    ("recurrent_regs", "out"),
-    ("o_norm", "out"),
-    ("fill", "dst"),
-];
+fn touched(entry: Glm5NextKdaEntry) -> &'static [&'static str] {
+    use Glm5NextKdaEntry::*;
+    match entry {
+        gemm => &["c", "b"],
+        gemm_splitk => &["b"],
+        gemm_reduce => &["c"],
+        gemv => &["y", "w"],
+        gemv_batchm => &["y"],
+        conv_decode => &["out"],
+        conv_prefill | chunk_scan => &["state"],
+        chunk_prepare => &["sdec"],
+        recurrent | recurrent_regs | o_norm => &["out"],
+        fill => &["dst"],
+    }
+}
 
 /// The negative controls, each on the first case of its entry.
 fn controls(
@@ -679,18 +677,22 @@ fn controls(
         }
         report.controls.push(control);
     };
-    for &(field, param) in TOUCHED {
-        let Some(case) = cases.iter().find(|case| case.field() == field) else { continue };
+    for entry in Glm5NextKdaEntry::ALL {
+        let Some(case) = cases.iter().find(|case| case.table_entry() == entry) else { continue };
         if case.kernel(fuzz.kernels).is_none() {
             continue;
         }
-        for class in [Class::ShortView, Class::OffsetView] {
-            record(fuzz.one_short(case, param, class)?, log);
+        for param in touched(entry) {
+            for class in [Class::ShortView, Class::OffsetView] {
+                record(fuzz.one_short(case, param, class)?, log);
+            }
         }
     }
     // A scalar one past its view, unchecked: `fill`'s n, `o_norm`'s rows.
-    for (field, scalar, view) in [("fill", "n", "dst"), ("o_norm", "rows", "out")] {
-        let Some(case) = cases.iter().find(|case| case.field() == field) else { continue };
+    for (entry, scalar, view) in
+        [(Glm5NextKdaEntry::fill, "n", "dst"), (Glm5NextKdaEntry::o_norm, "rows", "out")]
+    {
+        let Some(case) = cases.iter().find(|case| case.table_entry() == entry) else { continue };
         record(fuzz.scalar_past(case, scalar, view)?, log);
     }
     // Refused below the signature: the same mutations, unchecked.
@@ -811,8 +813,8 @@ mod tests {
         let names: std::collections::BTreeSet<&str> = Class::ALL.iter().map(|class| class.name()).collect();
         assert_eq!(names.len(), Class::ALL.len());
         let cases = cases(1).unwrap();
-        let fill = cases.iter().find(|case| case.field() == "fill").unwrap();
-        let decode = cases.iter().find(|case| case.field() == "conv_decode").unwrap();
+        let fill = cases.iter().find(|case| case.table_entry() == Glm5NextKdaEntry::fill).unwrap();
+        let decode = cases.iter().find(|case| case.table_entry() == Glm5NextKdaEntry::conv_decode).unwrap();
         assert!(!Class::SlotValue.applies(fill) && Class::SlotValue.applies(decode));
         assert!(
             Class::ALL.iter().filter(|&&class| class != Class::SlotValue).all(|class| class.applies(fill))

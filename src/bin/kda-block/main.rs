@@ -379,8 +379,8 @@ fn bench(choice: BackendChoice, run: &BenchRun) -> anyhow::Result<()> {
     let (geometry, tokens) = run.model_layer()?;
     let model = if on_cuda {
         // The target's own table: its absent optional kernels are absent from the model too.
-        let absent: Vec<&str> =
-            report.kernels.iter().filter(|kernel| kernel.per_launch.is_none()).map(|k| k.field).collect();
+        let absent: Vec<_> =
+            report.kernels.iter().filter(|kernel| kernel.per_launch.is_none()).map(|k| k.entry).collect();
         let profile = roofline::profile(gpu.as_ref(), &geometry, &roofline::Scenario::all(tokens), run.seed)?;
         roofline::model(&geometry, tokens, &absent)?.with_profile(&profile, &report.backend)?
     } else {

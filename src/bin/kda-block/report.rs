@@ -5,43 +5,41 @@ use std::fmt::Write;
 
 use kda_runtime::{GpuBackend, KernelEntry, try_kernel};
 
-use kda::kernels::Glm5NextKdaKernels;
+use kda::kernels::Glm5NextKdaEntry;
 
-/// What the block runs instead of each optional entry a target lacks.
-pub const FALLBACKS: [(&str, &str); 4] = [
-    ("gemm_splitk", "gemm with K unsplit (so does a target without gemm_reduce)"),
-    ("gemm_reduce", "gemm with K unsplit (so does a target without gemm_splitk)"),
-    ("gemv_batchm", "gemm for 2..=16 rows"),
-    ("recurrent_regs", "recurrent (reads and writes the state twice)"),
-];
-
-/// The fallback of the optional entry `field`.
-pub fn fallback_of(field: &str) -> Option<&'static str> {
-    FALLBACKS.iter().find(|(optional, _)| *optional == field).map(|(_, fallback)| *fallback)
+/// What the block runs instead of `entry` where a target lacks it: `None` for a required entry,
+/// which has nothing to fall back to.
+pub fn fallback_of(entry: Glm5NextKdaEntry) -> Option<&'static str> {
+    use Glm5NextKdaEntry::*;
+    match entry {
+        gemm_splitk => Some("gemm with K unsplit (so does a target without gemm_reduce)"),
+        gemm_reduce => Some("gemm with K unsplit (so does a target without gemm_splitk)"),
+        gemv_batchm => Some("gemm for 2..=16 rows"),
+        recurrent_regs => Some("recurrent (reads and writes the state twice)"),
+        gemm | gemv | conv_decode | conv_prefill | chunk_prepare | chunk_scan | recurrent | o_norm | fill => {
+            None
+        }
+    }
 }
 
 /// One line per entry of `[glm5next_kda]` as `gpu` answers its lookup.
 pub fn resolution(gpu: &dyn GpuBackend) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "kernel table glm5next_kda on {}:", gpu.describe());
-    let width = Glm5NextKdaKernels::ENTRIES.iter().map(|e| e.field.len()).max().unwrap_or(0);
-    for entry in &Glm5NextKdaKernels::ENTRIES {
-        let _ = writeln!(
-            out,
-            "  {:width$}  {:48}  {}",
-            entry.field,
-            format!("{}::{}", entry.module, entry.entry),
-            status(gpu, entry)
-        );
+    let width = Glm5NextKdaEntry::ALL.iter().map(|e| e.field().len()).max().unwrap_or(0);
+    for entry in Glm5NextKdaEntry::ALL {
+        let KernelEntry { field, module, entry: name, .. } = *entry.entry();
+        let module_entry = format!("{module}::{name}");
+        let _ = writeln!(out, "  {field:width$}  {module_entry:48}  {}", status(gpu, entry));
     }
     out
 }
 
-fn status(gpu: &dyn GpuBackend, entry: &KernelEntry) -> String {
-    match try_kernel(gpu, entry) {
+fn status(gpu: &dyn GpuBackend, entry: Glm5NextKdaEntry) -> String {
+    match try_kernel(gpu, entry.entry()) {
         Ok(Some(_)) => "resolved".to_owned(),
-        Ok(None) if entry.required => "MISSING (required)".to_owned(),
-        Ok(None) => format!("absent: falls back to {}", fallback_of(entry.field).unwrap_or("nothing")),
+        Ok(None) if entry.entry().required => "MISSING (required)".to_owned(),
+        Ok(None) => format!("absent: falls back to {}", fallback_of(entry).unwrap_or("nothing")),
         Err(error) => format!("FAILED: {error}"),
     }
 }
@@ -55,10 +53,9 @@ mod tests {
 
     #[test]
     fn every_optional_entry_and_only_those_has_a_fallback() {
-        let optional: Vec<&str> =
-            Glm5NextKdaKernels::ENTRIES.iter().filter(|e| !e.required).map(|e| e.field).collect();
-        let with_fallback: Vec<&str> = FALLBACKS.iter().map(|(field, _)| *field).collect();
-        assert_eq!(optional, with_fallback);
+        for entry in Glm5NextKdaEntry::ALL {
+            assert_eq!(fallback_of(entry).is_some(), !entry.entry().required, "{entry:?}");
+        }
     }
 
     #[test]

@@ -17,4 +17,13 @@ fn main() {
     let _: KernelHandle = kernels.gemm;
     let _: Option<KernelHandle> = kernels.gemv_batchm;
     assert!(kernels.gemv_batchm.is_some());
+
+    // The entry enum: one variant per entry, named as its field, in manifest order.
+    use SmallModelEntry::{gemm, gemv_batchm, recurrent};
+    assert_eq!(SmallModelEntry::ALL, [gemm, gemv_batchm, recurrent]);
+    assert_eq!((recurrent.index(), recurrent.field(), recurrent.entry().line), (2, "recurrent", 5));
+    assert_eq!(SmallModelEntry::from_field("gemv_batchm"), Some(gemv_batchm));
+    assert_eq!(SmallModelEntry::from_field("gemv"), None);
+    assert_eq!(kernels.handle(gemm), Some(kernels.gemm));
+    assert_eq!(kernels.handle(gemv_batchm), kernels.gemv_batchm);
 }

@@ -1,5 +1,7 @@
 //! The FLOPs of each kernel's launch, derived from its math.
 
+use kda::kernels::Glm5NextKdaEntry;
+
 use super::{LaunchModel, RooflineError};
 
 /// The FLOPs of one launch, from its kernel and scalars; `docs/kernels.md` §2 has each kernel's
@@ -47,28 +49,29 @@ use super::{LaunchModel, RooflineError};
 ///   (2·c·d²), added to the decayed state (d²).
 /// - **`fill`**: 0: data movement only.
 pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
+    use Glm5NextKdaEntry::*;
     let s = |name| launch.need(name);
-    Ok(match launch.field {
-        "gemm" | "gemm_splitk" | "gemv_batchm" => 2 * s("m")? * s("n")? * s("k")?,
-        "gemm_reduce" => s("splits")?.saturating_sub(1) * s("m")? * s("n")?,
-        "gemv" => 2 * s("n")? * s("k")?,
-        "conv_decode" => s("b")? * conv_token(s("dim")?, s("qk_channels")?, s("width")?, s("head_dim")?),
-        "conv_prefill" => {
+    Ok(match launch.entry {
+        gemm | gemm_splitk | gemv_batchm => 2 * s("m")? * s("n")? * s("k")?,
+        gemm_reduce => s("splits")?.saturating_sub(1) * s("m")? * s("n")?,
+        gemv => 2 * s("n")? * s("k")?,
+        conv_decode => s("b")? * conv_token(s("dim")?, s("qk_channels")?, s("width")?, s("head_dim")?),
+        conv_prefill => {
             let qkv = s("qkv")?;
             s("t")? * conv_token(3 * qkv, 2 * qkv, s("width")?, s("head_dim")?)
         }
-        "o_norm" => s("rows")? * (8 * s("d")? + 4),
-        "recurrent" | "recurrent_regs" => {
+        o_norm => s("rows")? * (8 * s("d")? + 4),
+        recurrent | recurrent_regs => {
             let d = s("d")?;
             s("b")? * s("h")? * (7 * d * d + 4 * d + gate_row(s("law")?, d) + 1)
         }
-        "chunk_prepare" | "chunk_scan" => {
+        chunk_prepare | chunk_scan => {
             let (c, d) = (s("c")?, s("d")?);
             let chunks = s("t")?.div_ceil(c.max(1));
             let pairs_below = c * c.saturating_sub(1) / 2;
             let pairs = c * (c + 1) / 2;
             let triples = c * c.saturating_sub(1) * c.saturating_sub(2) / 6;
-            let per_chunk_head = if launch.field == "chunk_prepare" {
+            let per_chunk_head = if launch.entry == chunk_prepare {
                 let gates = c * gate_row(s("law")?, d) + 1;
                 gates + 11 * c * d + pairs_below * (5 * d + 2) + 2 * triples + pairs * (7 * d + 1) + d
             } else {
@@ -76,8 +79,7 @@ pub fn flops(launch: &LaunchModel) -> Result<u64, RooflineError> {
             };
             chunks * s("h")? * per_chunk_head
         }
-        "fill" => 0,
-        field => return Err(RooflineError::NoModel { field, param: "-" }),
+        fill => 0,
     })
 }
 

@@ -65,6 +65,7 @@ use std::time::Duration;
 use kda::block::{BlockError, Glm5NextKdaBlock};
 use kda::cases::MAX_CASE_BATCH;
 use kda::geometry::{GeometryError, KdaGeometry};
+use kda::kernels::Glm5NextKdaEntry;
 use kda_runtime::profile::TimedLaunch;
 use kda_runtime::record::{RecordedLaunch, RecordingBackend};
 use kda_runtime::{BackendError, DType, GpuBackend};
@@ -105,12 +106,12 @@ const SAMPLE_HEADS: [u32; 3] = [1, 2, 3];
 /// The written buffer parameters that are also read, as `(field, param)`: the conv windows, the
 /// recurrent states (the launch cases' `ReadWrite` arguments, which a test compares this with).
 /// Every other written parameter is written without being read.
-pub const READ_WRITE: [(&str, &str); 5] = [
-    ("conv_decode", "pool"),
-    ("conv_prefill", "state"),
-    ("chunk_scan", "state"),
-    ("recurrent", "pool"),
-    ("recurrent_regs", "pool"),
+pub const READ_WRITE: [(Glm5NextKdaEntry, &str); 5] = [
+    (Glm5NextKdaEntry::conv_decode, "pool"),
+    (Glm5NextKdaEntry::conv_prefill, "state"),
+    (Glm5NextKdaEntry::chunk_scan, "state"),
+    (Glm5NextKdaEntry::recurrent, "pool"),
+    (Glm5NextKdaEntry::recurrent_regs, "pool"),
 ];
 
 /// Why the model could not be built.
@@ -294,11 +295,13 @@ impl Peak {
 
     /// The peak of a kernel of the table. `chunk_prepare` keeps the f32 roof although some of its
     /// products run on tensor cores: its exponentials and the pairs within a sub-block do not.
-    pub fn of(field: &str) -> Peak {
-        match field {
-            "gemm" | "gemm_splitk" => Peak::TensorBf16,
-            "chunk_scan" => Peak::TensorTf32Split,
-            _ => Peak::F32,
+    pub fn of(entry: Glm5NextKdaEntry) -> Peak {
+        use Glm5NextKdaEntry::*;
+        match entry {
+            gemm | gemm_splitk => Peak::TensorBf16,
+            chunk_scan => Peak::TensorTf32Split,
+            gemm_reduce | gemv | gemv_batchm | conv_decode | conv_prefill | chunk_prepare | recurrent
+            | recurrent_regs | o_norm | fill => Peak::F32,
         }
     }
 }
@@ -354,8 +357,8 @@ pub enum LaunchArg {
 /// One kernel launch of a scenario at the real geometry, with its bytes and FLOPs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchModel {
-    /// The table field.
-    pub field: &'static str,
+    /// The table entry launched.
+    pub entry: Glm5NextKdaEntry,
     /// The arguments, in parameter order.
     pub args: Vec<LaunchArg>,
     /// Bytes the launch must move.
@@ -369,13 +372,18 @@ pub struct LaunchModel {
 }
 
 impl LaunchModel {
-    /// A launch of `field` with `args` (in parameter order), its bytes and FLOPs counted.
-    pub fn new(field: &'static str, args: Vec<LaunchArg>) -> Result<Self, RooflineError> {
+    /// A launch of `entry` with `args` (in parameter order), its bytes and FLOPs counted.
+    pub fn new(entry: Glm5NextKdaEntry, args: Vec<LaunchArg>) -> Result<Self, RooflineError> {
         let mut launch =
-            LaunchModel { field, args, bytes: 0, flops: 0, peak: Peak::of(field), measured: None };
+            LaunchModel { entry, args, bytes: 0, flops: 0, peak: Peak::of(entry), measured: None };
         launch.bytes = launch.count_bytes()?;
         launch.flops = flops(&launch)?;
         Ok(launch)
+    }
+
+    /// The table field of the entry launched.
+    pub fn field(&self) -> &'static str {
+        self.entry.field()
     }
 
     /// The integer scalar `name`.
@@ -388,7 +396,7 @@ impl LaunchModel {
 
     /// The integer scalar `name`, or the error that the FLOP model of this kernel needs it.
     fn need(&self, name: &'static str) -> Result<u64, RooflineError> {
-        self.scalar(name).ok_or(RooflineError::NoModel { field: self.field, param: name })
+        self.scalar(name).ok_or(RooflineError::NoModel { field: self.field(), param: name })
     }
 
     /// The argument `name`, or the error that the model needs it.
@@ -398,7 +406,11 @@ impl LaunchModel {
             | LaunchArg::Int { name: found, .. }
             | LaunchArg::F32 { name: found, .. } => *found == name,
         };
-        self.args.iter().find(named).cloned().ok_or(RooflineError::NoModel { field: self.field, param: name })
+        self.args
+            .iter()
+            .find(named)
+            .cloned()
+            .ok_or(RooflineError::NoModel { field: self.field(), param: name })
     }
 
     /// Bytes: each buffer's touched elements at its element type, twice for [`READ_WRITE`] ones.
@@ -406,24 +418,25 @@ impl LaunchModel {
         let mut bytes = 0;
         for arg in &self.args {
             let LaunchArg::Buffer { name, dtype, len, .. } = *arg else { continue };
-            let touched = match (self.field, name) {
+            use Glm5NextKdaEntry::*;
+            let touched = match (self.entry, name) {
                 // Rows of a wider matrix: their elements, not the view that spans them.
-                ("gemm" | "gemm_splitk", "a") | ("gemv_batchm", "x") => self.need("m")? * self.need("k")?,
-                ("gemv", "x") => self.need("k")?,
-                ("conv_decode", "x") => self.need("b")? * self.need("dim")?,
-                ("conv_prefill", "x") => self.need("t")? * 3 * self.need("qkv")?,
-                ("chunk_prepare", "b_raw") => self.need("t")? * self.need("h")?,
-                ("recurrent" | "recurrent_regs", "b_raw") => self.need("b")? * self.need("h")?,
+                (gemm | gemm_splitk, "a") | (gemv_batchm, "x") => self.need("m")? * self.need("k")?,
+                (gemv, "x") => self.need("k")?,
+                (conv_decode, "x") => self.need("b")? * self.need("dim")?,
+                (conv_prefill, "x") => self.need("t")? * 3 * self.need("qkv")?,
+                (chunk_prepare, "b_raw") => self.need("t")? * self.need("h")?,
+                (recurrent | recurrent_regs, "b_raw") => self.need("b")? * self.need("h")?,
                 // The t real rows, not the chunk padding.
-                ("conv_prefill", "q" | "k" | "v") => self.need("t")? * self.need("qkv")?,
+                (conv_prefill, "q" | "k" | "v") => self.need("t")? * self.need("qkv")?,
                 // Only the b batch rows' slots of the pool.
-                ("conv_decode" | "recurrent" | "recurrent_regs", "pool") => {
+                (conv_decode | recurrent | recurrent_regs, "pool") => {
                     let slots = self.need("slots")?.max(1);
                     len / slots * self.need("b")?.min(slots)
                 }
                 _ => len,
             };
-            let passes = if READ_WRITE.contains(&(self.field, name)) { 2 } else { 1 };
+            let passes = if READ_WRITE.contains(&(self.entry, name)) { 2 } else { 1 };
             bytes += passes * touched * dtype.size() as u64;
         }
         Ok(bytes)
@@ -452,13 +465,15 @@ impl LaunchModel {
     /// The launch's size in a few characters: `m×n×k` for a dense product, else its batch rows,
     /// tokens, rows or elements.
     pub fn shape(&self) -> String {
-        match self.field {
-            "gemv" => format!("1×{}×{}", self.scalar("n").unwrap_or(0), self.scalar("k").unwrap_or(0)),
-            "gemm" | "gemv_batchm" => {
+        match self.entry {
+            Glm5NextKdaEntry::gemv => {
+                format!("1×{}×{}", self.scalar("n").unwrap_or(0), self.scalar("k").unwrap_or(0))
+            }
+            Glm5NextKdaEntry::gemm | Glm5NextKdaEntry::gemv_batchm => {
                 let [m, n, k] = ["m", "n", "k"].map(|name| self.scalar(name).unwrap_or(0));
                 format!("{m}×{n}×{k}")
             }
-            "gemm_splitk" | "gemm_reduce" => {
+            Glm5NextKdaEntry::gemm_splitk | Glm5NextKdaEntry::gemm_reduce => {
                 let [m, n, splits] = ["m", "n", "splits"].map(|name| self.scalar(name).unwrap_or(0));
                 let k = self.scalar("k").map(|k| format!("×{k}")).unwrap_or_default();
                 format!("{m}×{n}{k}/{splits}")
@@ -500,9 +515,9 @@ impl ScenarioModel {
     pub fn by_kernel(&self) -> Vec<(&'static str, f64)> {
         let mut kernels: Vec<(&'static str, f64)> = Vec::new();
         for launch in &self.launches {
-            match kernels.iter_mut().find(|(field, _)| *field == launch.field) {
+            match kernels.iter_mut().find(|(field, _)| *field == launch.field()) {
                 Some((_, time)) => *time += launch.time(),
-                None => kernels.push((launch.field, launch.time())),
+                None => kernels.push((launch.field(), launch.time())),
             }
         }
         kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -532,13 +547,12 @@ impl RooflineReport {
         backend: &str,
     ) -> Result<Self, RooflineError> {
         let named = |launch: &TimedLaunch| {
-            record::table_entry(|entry| entry.module == launch.module && entry.entry == launch.entry)
-                .map_or("?", |entry| entry.field)
+            record::launched_entry(&launch.module, &launch.entry).map_or("?", Glm5NextKdaEntry::field)
         };
         for (index, scenario) in self.scenarios.iter_mut().enumerate() {
             let timed = profile.get(index).map_or(&[][..], Vec::as_slice);
             let measured: Vec<&str> = timed.iter().map(named).collect();
-            let model: Vec<&str> = scenario.launches.iter().map(|launch| launch.field).collect();
+            let model: Vec<&str> = scenario.launches.iter().map(|launch| launch.field()).collect();
             if measured != model {
                 return Err(RooflineError::ProfileDrift {
                     scenario: scenario.scenario.to_string(),
@@ -559,7 +573,11 @@ impl RooflineReport {
 /// prefill of `tokens` tokens, on a target that lacks the optional entries `absent` (their calls
 /// go where the block sends them without: `gemv_batchm` rows to `gemm`, `recurrent_regs` to
 /// `recurrent`).
-pub fn model(geometry: &KdaGeometry, tokens: u32, absent: &[&str]) -> Result<RooflineReport, RooflineError> {
+pub fn model(
+    geometry: &KdaGeometry,
+    tokens: u32,
+    absent: &[Glm5NextKdaEntry],
+) -> Result<RooflineReport, RooflineError> {
     model_scenarios(geometry, &Scenario::all(tokens), absent)
 }
 
@@ -567,7 +585,7 @@ pub fn model(geometry: &KdaGeometry, tokens: u32, absent: &[&str]) -> Result<Roo
 pub fn model_scenarios(
     geometry: &KdaGeometry,
     scenarios: &[Scenario],
-    absent: &[&str],
+    absent: &[Glm5NextKdaEntry],
 ) -> Result<RooflineReport, RooflineError> {
     geometry.validate()?;
     for scenario in scenarios {
@@ -576,12 +594,12 @@ pub fn model_scenarios(
     }
     // runs[h][s]: the launches of scenario s at SAMPLE_HEADS[h] heads, without split K (which
     // `split_k` applies at the real sizes, where the target has it).
-    let sampled_absent: Vec<&str> = absent.iter().copied().chain(split::SPLIT_K).collect();
+    let sampled_absent: Vec<Glm5NextKdaEntry> = absent.iter().copied().chain(split::SPLIT_K).collect();
     let runs = SAMPLE_HEADS
         .iter()
         .map(|&heads| record(&KdaGeometry { heads, ..*geometry }, scenarios, &sampled_absent))
         .collect::<Result<Vec<_>, _>>()?;
-    let splits_k = !absent.iter().any(|field| split::SPLIT_K.contains(field));
+    let splits_k = !absent.iter().any(|entry| split::SPLIT_K.contains(entry));
     let scenarios = scenarios
         .iter()
         .enumerate()

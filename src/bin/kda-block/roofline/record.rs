@@ -3,10 +3,10 @@
 
 use kda::block::Glm5NextKdaBlock;
 use kda::geometry::KdaGeometry;
-use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels};
+use kda::kernels::{Glm5NextKda, Glm5NextKdaEntry};
 use kda::weights::HostWeights;
+use kda_runtime::DType;
 use kda_runtime::record::{RecordedArg, RecordedLaunch, RecordingBackend};
-use kda_runtime::{DType, KernelEntry};
 
 use super::{LaunchArg, LaunchModel, RooflineError, SAMPLE_HEADS, Scenario};
 
@@ -15,11 +15,11 @@ use super::{LaunchArg, LaunchModel, RooflineError, SAMPLE_HEADS, Scenario};
 pub fn record(
     geometry: &KdaGeometry,
     scenarios: &[Scenario],
-    absent: &[&str],
+    absent: &[Glm5NextKdaEntry],
 ) -> Result<Vec<Vec<RecordedLaunch>>, RooflineError> {
     let gpu = absent
         .iter()
-        .filter_map(|field| table_entry(|entry| entry.field == *field))
+        .map(|absent| absent.entry())
         .fold(RecordingBackend::new().with_table::<Glm5NextKda>(), |gpu, entry| {
             gpu.without(entry.module, entry.entry)
         });
@@ -28,9 +28,11 @@ pub fn record(
     scenarios.iter().map(|scenario| scenario.record(&gpu, &block)).collect()
 }
 
-/// The table entry `find` picks.
-pub(super) fn table_entry(find: impl Fn(&KernelEntry) -> bool) -> Option<&'static KernelEntry> {
-    Glm5NextKdaKernels::ENTRIES.iter().find(|entry| find(entry))
+/// The table entry a launch of `module::entry` is, if the table has it.
+pub(super) fn launched_entry(module: &str, entry: &str) -> Option<Glm5NextKdaEntry> {
+    Glm5NextKdaEntry::ALL
+        .into_iter()
+        .find(|table| table.entry().module == module && table.entry().entry == entry)
 }
 
 /// The launches of `runs` (at [`SAMPLE_HEADS`] heads) at `heads` heads: each integer value
@@ -53,10 +55,10 @@ pub(super) fn extrapolate(
     let at = |h: u32, one: i128, two: i128| one + (i128::from(h) - 1) * (two - one);
     let mut model = Vec::with_capacity(runs[0].len());
     for (index, first) in runs[0].iter().enumerate() {
-        let entry = table_entry(|entry| entry.module == first.module && entry.entry == first.entry)
+        let entry = launched_entry(&first.module, &first.entry)
             .ok_or_else(|| RooflineError::UnknownKernel(format!("{}::{}", first.module, first.entry)))?;
-        let field = entry.field;
-        let params = entry.signature.map_or(&[][..], |signature| signature.params);
+        let field = entry.field();
+        let params = entry.entry().signature.map_or(&[][..], |signature| signature.params);
         let [one, two, three] = runs.map(|run| &run[index]);
         for (run, other) in [(1, two), (2, three)] {
             if (other.module.as_str(), other.entry.as_str()) != (first.module.as_str(), first.entry.as_str())
@@ -109,7 +111,7 @@ pub(super) fn extrapolate(
                 _ => LaunchArg::Int { name, value },
             });
         }
-        model.push(LaunchModel::new(field, args)?);
+        model.push(LaunchModel::new(entry, args)?);
     }
     Ok(model)
 }

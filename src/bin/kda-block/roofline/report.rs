@@ -54,7 +54,7 @@ impl fmt::Display for RooflineReport {
                     f,
                     "  {:>2}  {:14}  {:>16}  {:>11}  {:>12}  {:>11.2}  {}",
                     index + 1,
-                    launch.field,
+                    launch.field(),
                     launch.shape(),
                     si(launch.bytes as f64, "B"),
                     si(launch.flops as f64, "FLOP"),

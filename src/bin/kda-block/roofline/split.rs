@@ -6,20 +6,21 @@
 //! samples run without the split-K pair, and each extrapolated `gemm` becomes `gemm_splitk` and
 //! `gemm_reduce` where the dispatch would split it at its real sizes.
 
+use kda::kernels::Glm5NextKdaEntry;
 use kda::ops::gemm_splits;
 use kda_runtime::DType;
 
 use super::{LaunchArg, LaunchModel, RooflineError};
 
 /// The entries the sampled runs leave out.
-pub const SPLIT_K: [&str; 2] = ["gemm_splitk", "gemm_reduce"];
+pub const SPLIT_K: [Glm5NextKdaEntry; 2] = [Glm5NextKdaEntry::gemm_splitk, Glm5NextKdaEntry::gemm_reduce];
 
 /// `launches` with each `gemm` whose sizes the dispatch splits replaced by the split-K pair over
 /// the same operands: `a, b, partial, m, n, k, lda, splits`, then `partial, c, m, n, splits`.
 pub fn split_k(launches: Vec<LaunchModel>) -> Result<Vec<LaunchModel>, RooflineError> {
     let mut split = Vec::with_capacity(launches.len());
     for launch in launches {
-        if launch.field != "gemm" {
+        if launch.entry != Glm5NextKdaEntry::gemm {
             split.push(launch);
             continue;
         }
@@ -38,9 +39,9 @@ pub fn split_k(launches: Vec<LaunchModel>) -> Result<Vec<LaunchModel>, RooflineE
         let tail =
             [m_arg.clone(), n_arg.clone(), int("k", k), int("lda", launch.need("lda")?), splits_arg.clone()];
         let split_args = operands.into_iter().chain([partial(true)]).chain(tail).collect();
-        split.push(LaunchModel::new("gemm_splitk", split_args)?);
+        split.push(LaunchModel::new(Glm5NextKdaEntry::gemm_splitk, split_args)?);
         let reduce_args = vec![partial(false), launch.arg("c")?, m_arg, n_arg, splits_arg];
-        split.push(LaunchModel::new("gemm_reduce", reduce_args)?);
+        split.push(LaunchModel::new(Glm5NextKdaEntry::gemm_reduce, reduce_args)?);
     }
     Ok(split)
 }

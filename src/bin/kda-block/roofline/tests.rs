@@ -7,7 +7,7 @@ use kda::cases::{Access, BufferArg, CaseArg, KernelCase};
 use kda_runtime::LaunchGeometry;
 use kda_runtime::record::RecordedArg;
 
-use super::record::table_entry;
+use super::record::launched_entry;
 use super::*;
 
 /// Whether the launch case that `scalars` describes (its integer scalars by name) has `launch`'s
@@ -33,7 +33,7 @@ fn glm5() -> &'static RooflineReport {
 }
 
 fn fields(scenario: &ScenarioModel) -> Vec<&'static str> {
-    scenario.launches.iter().map(|launch| launch.field).collect()
+    scenario.launches.iter().map(|launch| launch.field()).collect()
 }
 
 const DENSE: [&str; 4] = ["gemm", "gemm_splitk", "gemv", "gemv_batchm"];
@@ -53,7 +53,7 @@ fn the_decode_gemv_of_the_stacked_input_projections_moves_their_weights_once() {
     // The block's first launch is every projection of the block input: x [1, 4096] · w [3·8192
     // (q | k | v) + 2·128 (f_a, g_a) + 64 (b_proj), 4096]ᵀ, all bf16.
     let input_proj = &decode.launches[0];
-    assert_eq!((input_proj.field, input_proj.shape().as_str()), ("gemv", "1×24896×4096"));
+    assert_eq!((input_proj.field(), input_proj.shape().as_str()), ("gemv", "1×24896×4096"));
     let weight = 24896 * 4096 * 2;
     assert_eq!(weight, 203_948_032);
     assert_eq!(input_proj.bytes, weight + 4096 * 2 + 24896 * 2);
@@ -63,11 +63,11 @@ fn the_decode_gemv_of_the_stacked_input_projections_moves_their_weights_once() {
     assert!((input_proj.time() - time).abs() <= 1e-9 * time, "{}", input_proj.time());
     // The last is o_proj: x [1, 8192] · w [4096, 8192]ᵀ.
     let o_proj = decode.launches.last().unwrap();
-    assert_eq!((o_proj.field, o_proj.shape().as_str()), ("gemv", "1×4096×8192"));
+    assert_eq!((o_proj.field(), o_proj.shape().as_str()), ("gemv", "1×4096×8192"));
     assert_eq!(o_proj.bytes, 4096 * 8192 * 2 + 8192 * 2 + 4096 * 2);
     // The prefill's stacked projections are one GEMM at m = 4096 on tensor cores, compute-bound.
     let prefill = &glm5().scenarios[2].launches[0];
-    assert_eq!((prefill.field, prefill.peak), ("gemm", Peak::TensorBf16));
+    assert_eq!((prefill.field(), prefill.peak), ("gemm", Peak::TensorBf16));
     assert_eq!(prefill.bytes, (4096 * 4096 + 24896 * 4096 + 4096 * 24896) * 2);
     assert_eq!(prefill.flops, 2 * 4096 * 24896 * 4096);
     assert_eq!(prefill.bound(), Bound::Compute);
@@ -78,7 +78,7 @@ fn the_decode_gemv_of_the_stacked_input_projections_moves_their_weights_once() {
 #[test]
 fn the_recurrent_step_reads_and_writes_each_state_once() {
     for (scenario, b) in [(&glm5().scenarios[0], 1), (&glm5().scenarios[1], 64)] {
-        let step = scenario.launches.iter().find(|l| l.field == "recurrent_regs").unwrap();
+        let step = scenario.launches.iter().find(|l| l.field() == "recurrent_regs").unwrap();
         // qkv [b, 3·8192] bf16, the gate's g_raw [b, 8192] and b_raw [b, 64] bf16 with its
         // dt_bias [8192] and a_log [64] f32, the pool's b states [64, 128, 128] f32 read and
         // written, slot [b] u32, out [b, 8192] f32.
@@ -104,7 +104,7 @@ fn decode_at_b_64_runs_the_gemm_and_at_b_1_the_gemv() {
     assert_eq!(dense(one), ["gemv"; 4]);
     assert_eq!(dense(sixty_four), ["gemm", "gemm", "gemm", "gemm_splitk"]);
     assert_eq!(dense(prefill), ["gemm"; 4]);
-    for launch in sixty_four.launches.iter().filter(|l| DENSE.contains(&l.field)) {
+    for launch in sixty_four.launches.iter().filter(|l| DENSE.contains(&l.field())) {
         assert_eq!(launch.scalar("m"), Some(64));
     }
     let o_proj = &sixty_four.launches[sixty_four.launches.len() - 2..];
@@ -125,7 +125,7 @@ fn totals_are_the_sums_of_the_rows() {
     for scenario in &glm5().scenarios {
         let bytes: u64 = scenario.launches.iter().map(|l| l.bytes).sum();
         let flops: u64 = scenario.launches.iter().map(|l| l.flops).sum();
-        let peak = |l: &LaunchModel| match l.field {
+        let peak = |l: &LaunchModel| match l.field() {
             "gemm" | "gemm_splitk" => 989e12,
             "chunk_scan" => 494.7e12 / 3.0,
             _ => 67e12,
@@ -146,8 +146,8 @@ fn totals_are_the_sums_of_the_rows() {
 fn assert_same_launches(model: &[LaunchModel], recorded: &[RecordedLaunch], what: &str) {
     assert_eq!(model.len(), recorded.len(), "{what}: launch count");
     for (index, (launch, seen)) in model.iter().zip(recorded).enumerate() {
-        let entry = table_entry(|e| e.module == seen.module && e.entry == seen.entry).unwrap();
-        assert_eq!(launch.field, entry.field, "{what}: launch {index}");
+        let entry = launched_entry(&seen.module, &seen.entry).unwrap();
+        assert_eq!(launch.entry, entry, "{what}: launch {index}");
         assert_eq!(launch.args.len(), seen.args.len(), "{what}: launch {index}");
         for (arg, seen) in launch.args.iter().zip(&seen.args) {
             let same = match (arg, seen) {
@@ -159,7 +159,7 @@ fn assert_same_launches(model: &[LaunchModel], recorded: &[RecordedLaunch], what
                 (LaunchArg::F32 { value, .. }, RecordedArg::F32(v)) => value.to_bits() == v.to_bits(),
                 _ => false,
             };
-            assert!(same, "{what}: launch {index} (`{}`): {arg:?} vs {seen:?}", launch.field);
+            assert!(same, "{what}: launch {index} (`{}`): {arg:?} vs {seen:?}", launch.field());
         }
     }
 }
@@ -216,7 +216,7 @@ fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
                     .collect()
             };
             let Some(case) =
-                cases.iter().find(|c| c.field() == launch.field && same_sizes(launch, &scalars(c)))
+                cases.iter().find(|c| c.field() == launch.field() && same_sizes(launch, &scalars(c)))
             else {
                 continue;
             };
@@ -225,10 +225,10 @@ fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
                 case.bytes_moved(),
                 "{}: {} ({})",
                 scenario.scenario,
-                launch.field,
+                launch.field(),
                 launch.shape()
             );
-            compared.insert(launch.field);
+            compared.insert(launch.field());
         }
     }
     let expected = [
@@ -246,13 +246,13 @@ fn bytes_are_the_launch_cases_bytes_moved_where_the_sizes_match() {
 
 #[test]
 fn the_read_write_buffers_are_the_cases_in_place_ones() {
-    let mut in_place: Vec<(&str, &str)> = KernelCase::all(&KdaGeometry::tiny(), 3, 1)
+    let mut in_place: Vec<(Glm5NextKdaEntry, &str)> = KernelCase::all(&KdaGeometry::tiny(), 3, 1)
         .unwrap()
         .iter()
         .flat_map(|case| {
             case.args().iter().filter_map(|arg| match arg {
                 CaseArg::Buffer(BufferArg { name, access: Access::ReadWrite(_), .. }) => {
-                    Some((case.field(), *name))
+                    Some((case.table_entry(), *name))
                 }
                 _ => None,
             })
@@ -284,13 +284,13 @@ fn every_kernel_of_the_table_has_a_flop_count() {
                 CaseArg::F32 { name, value } => LaunchArg::F32 { name, value: *value },
             })
             .collect();
-        let launch = LaunchModel::new(case.field(), args).unwrap();
-        let moves_only = case.field() == "fill";
+        let launch = LaunchModel::new(case.table_entry(), args).unwrap();
+        let moves_only = case.table_entry() == Glm5NextKdaEntry::fill;
         assert_eq!(launch.flops == 0, moves_only, "{}: {} FLOPs", case.field(), launch.flops);
         assert!(launch.bytes > 0, "{}", case.field());
     }
     assert!(matches!(
-        LaunchModel::new("gemm", vec![LaunchArg::Int { name: "m", value: 1 }]),
+        LaunchModel::new(Glm5NextKdaEntry::gemm, vec![LaunchArg::Int { name: "m", value: 1 }]),
         Err(RooflineError::NoModel { field: "gemm", param: "n" })
     ));
 }
@@ -302,16 +302,16 @@ fn the_chunk_pair_counts_follow_their_derivation() {
     // = 3,382,945 (its gates and betas under the bounded law first) and scan
     // 6·64·128² + 2·64·128 + 2·2080·128 + 2·128² = 6,873,088.
     let prefill = &glm5().scenarios[2];
-    let flops = |field| prefill.launches.iter().find(|l| l.field == field).unwrap().flops;
+    let flops = |field| prefill.launches.iter().find(|l| l.field() == field).unwrap().flops;
     assert_eq!(flops("chunk_prepare"), 64 * 64 * 3_382_945);
     assert_eq!(flops("chunk_scan"), 64 * 64 * 6_873_088);
     // The scan's products run on the tf32 tensor cores, three to an f32 product: compute-bound
     // at 494.7 / 3 TFLOPS, where prepare stays on the f32 CUDA cores.
-    let scan = prefill.launches.iter().find(|l| l.field == "chunk_scan").unwrap();
+    let scan = prefill.launches.iter().find(|l| l.field() == "chunk_scan").unwrap();
     assert_eq!((scan.peak, scan.bound()), (Peak::TensorTf32Split, Bound::Compute));
     let time = 64.0 * 64.0 * 6_873_088.0 * 3.0 / 494.7e12;
     assert!((scan.time() - time).abs() <= 1e-9 * time, "{} s, not {time} s", scan.time());
-    let prepare = prefill.launches.iter().find(|l| l.field == "chunk_prepare").unwrap();
+    let prepare = prefill.launches.iter().find(|l| l.field() == "chunk_prepare").unwrap();
     assert_eq!(prepare.peak, Peak::F32);
 }
 
@@ -322,7 +322,12 @@ fn absent_optional_kernels_are_absent_from_the_model() {
     let full = model_scenarios(&geometry, &decode, &[]).unwrap();
     assert!(fields(&full.scenarios[0]).contains(&"gemv_batchm"));
     assert!(fields(&full.scenarios[0]).contains(&"recurrent_regs"));
-    let without = model_scenarios(&geometry, &decode, &["gemv_batchm", "recurrent_regs"]).unwrap();
+    let without = model_scenarios(
+        &geometry,
+        &decode,
+        &[Glm5NextKdaEntry::gemv_batchm, Glm5NextKdaEntry::recurrent_regs],
+    )
+    .unwrap();
     let without = fields(&without.scenarios[0]);
     assert!(!without.contains(&"gemv_batchm") && without.contains(&"gemm"), "{without:?}");
     assert!(!without.contains(&"recurrent_regs") && without.contains(&"recurrent"), "{without:?}");
@@ -397,7 +402,7 @@ fn a_profile_of_the_block_sets_a_time_beside_every_launch_of_the_model() {
 #[test]
 fn the_prefill_conv_reads_the_packed_rows_once_and_writes_q_k_and_v_once() {
     let prefill = &glm5().scenarios[2];
-    let conv = prefill.launches.iter().find(|l| l.field == "conv_prefill").unwrap();
+    let conv = prefill.launches.iter().find(|l| l.field() == "conv_prefill").unwrap();
     // glm5-flash, T = 4096: the state [3·8192, 4] f32 read and written, x [4096, 3·8192] and the
     // taps [3·8192, 4] bf16, q, k and v [4096, 8192] f32.
     let (t, dim) = (4096, 3 * 8192);

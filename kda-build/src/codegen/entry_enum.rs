@@ -1,0 +1,92 @@
+//! The entry enum: one variant per entry of the table, named as its field, so that code which
+//! knows something per kernel (a launch case, a cost model, a fallback) matches on it, and the
+//! compiler checks the match is exhaustive. A renamed or removed entry is then a compile error
+//! where its knowledge is, and a new one an error until it has some.
+//!
+//! ```text
+//! match entry {
+//!     MyModelEntry::gemm | MyModelEntry::gemv => 2 * m * n * k,
+//!     MyModelEntry::fill => 0,
+//! }
+//! ```
+
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::quote;
+
+use super::tokens::{braced, comma_separated, concat};
+use crate::manifest::Table;
+
+/// The enum `name` over `fields` (in manifest order) with its methods, and the handles struct's
+/// `handle` method (to splice into its `impl`).
+pub(super) fn entry_enum(
+    vis: &syn::Visibility,
+    name: &Ident,
+    kernels: &Ident,
+    table: &Table,
+    fields: &[Ident],
+    manifest: &str,
+) -> (TokenStream, TokenStream) {
+    let count = fields.len();
+    let variants = braced(concat(table.entries.iter().zip(fields).map(|(entry, field)| {
+        let doc = format!(" `{}::{}`, {manifest}:{}.", entry.module, entry.entry, entry.location.line);
+        quote! { #[doc = #doc] #field, }
+    })));
+    let all = comma_separated(fields.iter().map(|field| quote!(Self::#field)));
+    let handles = concat(table.entries.iter().zip(fields).map(|(entry, field)| {
+        let handle = if entry.optional {
+            quote!(self.#field)
+        } else {
+            quote!(::core::option::Option::Some(self.#field))
+        };
+        quote! { #name::#field => #handle, }
+    }));
+    let indices = concat(fields.iter().enumerate().map(|(index, field)| {
+        let index = Literal::usize_unsuffixed(index);
+        quote! { Self::#field => #index, }
+    }));
+    let enum_doc = format!(
+        " The entries of the table `[{}]` in `{manifest}`, one variant per entry named as its field, \
+         in manifest order: what per-kernel code matches on, exhaustively.",
+        table.name
+    );
+    let enum_tokens = quote! {
+        #[doc = #enum_doc]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[allow(non_camel_case_types)]
+        #vis enum #name #variants
+
+        #[automatically_derived]
+        impl #name {
+            /// Every entry, in manifest order.
+            pub const ALL: [Self; #count] = [#all];
+
+            /// The entry's place in the manifest's order (and in [`Self::ALL`]).
+            pub const fn index(self) -> usize {
+                match self { #indices }
+            }
+
+            /// The entry: its module, entry point, signature and manifest line.
+            pub const fn entry(self) -> &'static ::kda_runtime::KernelEntry {
+                let entries: &'static [::kda_runtime::KernelEntry; #count] = &#kernels::ENTRIES;
+                &entries[self.index()]
+            }
+
+            /// The entry's field name in the manifest and in the handles struct.
+            pub const fn field(self) -> &'static str {
+                self.entry().field
+            }
+
+            /// The entry whose field is `field`, if the table has one.
+            pub fn from_field(field: &str) -> ::core::option::Option<Self> {
+                Self::ALL.into_iter().find(|entry| entry.field() == field)
+            }
+        }
+    };
+    let handle_method = quote! {
+        /// The handle of `entry`: `None` only for an optional entry the target lacks.
+        pub fn handle(&self, entry: #name) -> ::core::option::Option<::kda_runtime::KernelHandle> {
+            match entry { #handles }
+        }
+    };
+    (enum_tokens, handle_method)
+}
