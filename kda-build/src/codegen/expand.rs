@@ -8,7 +8,7 @@ use syn::{DeriveInput, Ident, LitStr};
 use super::attr::{self, snake_case};
 use super::locate::{ManifestFile, locate};
 use super::tokens::{braced, bracketed, comma_separated, concat};
-use super::{DeriveSite, contract, counts, entry_enum, fallback, launcher};
+use super::{DeriveSite, counts, entry_enum, fallback, launcher, signature};
 use crate::manifest::namespace::{manifest_key, namespace_expr};
 use crate::manifest::{Manifest, Table};
 
@@ -134,7 +134,7 @@ fn generate(
             let (field, module, name) = (&entry.field, &entry.module, &entry.entry);
             let required = !entry.optional;
             let line = entry.location.line;
-            let signature = contract::signature(entry)?;
+            let signature = signature::tokens(entry)?;
             Ok(quote! {
                 ::kda_runtime::KernelEntry {
                     namespace: Self::NAMESPACE, table: #table_name, field: #field, module: #module, entry: #name,
@@ -149,7 +149,7 @@ fn generate(
     let namespace: TokenStream = namespace_expr(&manifest_key(manifest))
         .parse()
         .map_err(|error| format!("the namespace of `{manifest}` is not an expression: {error}"))?;
-    let prelude = contract::prelude();
+    let prelude = signature::prelude();
     let args_module = format_ident!("{}", snake_case(&marker.to_string()));
     let (args_structs, launch_methods) = launcher::launchers(vis, &args_module, kernels, table, manifest);
     let entry_name = format_ident!("{}Entry", marker);

@@ -6,7 +6,7 @@ use super::DeriveSite;
 
 /// A manifest read from disk.
 #[derive(Clone, Debug)]
-pub struct ManifestFile {
+pub(super) struct ManifestFile {
     /// The path as the user wrote it, which every message shows.
     pub display: String,
     /// Where it was found, absolute when the site's paths are.

@@ -2,7 +2,7 @@
 //!
 //! Steps, one file each (after thiserror-impl): `attr` reads `#[kernel_table(...)]`,
 //! `locate` finds and reads the manifest, `counts` checks the counts the attribute expects,
-//! `expand` generates the table, `contract` each entry's signature, `launcher` the typed
+//! `expand` generates the table, `signature` each entry's signature, `launcher` the typed
 //! launchers, `entry_enum` the enum of the entries that per-kernel code matches on, and `fallback` stands in for the table when there is none to generate, so the real
 //! error is the only one a user sees.
 //!
@@ -18,21 +18,20 @@
 //! `name` to the type's name + `Kernels`.
 
 mod attr;
-mod contract;
 mod counts;
 mod entry_enum;
 mod expand;
 mod fallback;
 mod launcher;
 mod locate;
+mod signature;
 mod tokens;
 
 use std::path::PathBuf;
 
 use proc_macro2::TokenStream;
 
-pub use contract::built_entries;
-pub use locate::ManifestFile;
+pub(crate) use signature::built_entries;
 
 /// Where the derive is being expanded, which decides where a relative manifest path points.
 #[derive(Clone, Debug, Default)]

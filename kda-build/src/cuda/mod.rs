@@ -29,14 +29,14 @@
 //! `KDA_REQUIRE_NVCC`, and `NVCC`, `CUDA_HOME`, `CUDA_PATH` to find nvcc ([`Nvcc::find`]).
 
 mod cache;
+mod embed;
 pub mod emulation;
-mod generate;
 mod jobs;
 mod module;
 mod nvcc;
 mod problem;
+mod prove;
 pub mod resources;
-mod signature;
 mod symbols;
 pub mod target;
 
@@ -44,9 +44,10 @@ use std::path::{Path, PathBuf};
 
 pub use nvcc::Nvcc;
 pub use problem::Problem;
+pub use prove::{PtxParam, SignatureMismatch, SignatureProblem, ptx_params};
 pub use resources::{EntryResources, ResourceUsage, SpillProblem};
-pub use signature::{PtxParam, SignatureMismatch, SignatureProblem, ptx_params};
-pub use symbols::{EntryProblem, check_entries, ptx_entries, ptx_isa};
+pub use symbols::{EntryProblem, ProblemKind};
+use symbols::{check_entries, ptx_entries, ptx_isa};
 pub use target::{Arch, Target, parse_targets};
 
 use crate::manifest::{ReadError, read_manifest};
@@ -410,8 +411,8 @@ impl KernelBuild {
         let entry_problems =
             check_entries(manifest, name, &self.kernels_dir, &exported, &mut output.warnings);
         output.problems.extend(entry_problems.into_iter().map(Problem::Entry));
-        signature_problems.extend(signature::check_ptx_params(manifest, name, &ptx_by_module));
-        signature::sort_problems(&mut signature_problems);
+        signature_problems.extend(prove::check_ptx_params(manifest, name, &ptx_by_module));
+        prove::sort_problems(&mut signature_problems);
         output.problems.extend(signature_problems.into_iter().map(Problem::Signature));
         let spills = resources::check_spills(manifest, name, &output.images);
         output.problems.extend(spills.into_iter().map(Problem::Spill));
@@ -499,7 +500,7 @@ impl KernelBuild {
         toolkit: (u32, u32),
     ) -> Result<(), BuildError> {
         let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
-        let generated = generate::Generated {
+        let generated = embed::Generated {
             manifest_key: name,
             manifest,
             defines,

@@ -8,7 +8,7 @@ use super::nvcc::Outputs;
 use super::problem::{Problem, listed_at};
 use super::resources::{EntryResources, parse_resource_usage};
 use super::target::{Arch, Plan};
-use super::{BuildError, Nvcc, read, signature, write};
+use super::{BuildError, Nvcc, prove, read, write};
 use crate::{Entry, Manifest};
 
 /// What every module's compile shares.
@@ -40,7 +40,7 @@ pub(super) enum Compiled {
 impl Compiler<'_> {
     /// Compiles `module` (`source`, absolute) unless its cache record is current.
     pub fn compile(&self, module: &str, source: &Path) -> Result<Compiled, BuildError> {
-        let unit_text = signature::translation_unit(self.manifest, self.manifest_name, module, source);
+        let unit_text = prove::translation_unit(self.manifest, self.manifest_name, module, source);
         let unit = self.out_dir.join(format!("{module}.kda.cu"));
         write(&unit, &unit_text)?;
         let outputs = Outputs {
@@ -102,7 +102,7 @@ impl Compiler<'_> {
     /// nvcc's `diagnostics` for `module` as problems: the failed parameter checks, each at its
     /// entry, or else the whole message at the module's first entry.
     fn problems(&self, module: &str, source: &Path, diagnostics: String) -> Vec<Problem> {
-        match signature::problems_from_nvcc(&diagnostics, self.manifest, self.manifest_name, module) {
+        match prove::problems_from_nvcc(&diagnostics, self.manifest, self.manifest_name, module) {
             Some(problems) => problems.into_iter().map(Problem::Signature).collect(),
             None => vec![Problem::Compile {
                 listed_at: first_entry(self.manifest, module).map_or_else(

@@ -50,7 +50,7 @@ impl fmt::Display for EntryProblem {
 }
 
 /// The kernel entry points of a PTX file: the names of its `.entry` directives.
-pub fn ptx_entries(ptx: &str) -> Vec<String> {
+pub(crate) fn ptx_entries(ptx: &str) -> Vec<String> {
     ptx.lines()
         .filter_map(|line| {
             let after = line.trim_start().strip_prefix(".visible ").unwrap_or(line.trim_start());
@@ -62,7 +62,7 @@ pub fn ptx_entries(ptx: &str) -> Vec<String> {
 }
 
 /// The PTX ISA version a PTX file declares (`.version 9.0`): what a driver must know to compile it.
-pub fn ptx_isa(ptx: &str) -> Option<(u32, u32)> {
+pub(crate) fn ptx_isa(ptx: &str) -> Option<(u32, u32)> {
     let version = ptx.lines().find_map(|line| line.trim().strip_prefix(".version "))?;
     let (major, minor) = version.trim().split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
@@ -70,7 +70,7 @@ pub fn ptx_isa(ptx: &str) -> Option<(u32, u32)> {
 
 /// Checks every manifest entry against `exported` (per module, its entry points): a problem per
 /// entry not exported under its exact name; a warning per exported kernel no table lists.
-pub fn check_entries(
+pub(crate) fn check_entries(
     manifest: &Manifest,
     manifest_name: &str,
     kernels_dir: &Path,

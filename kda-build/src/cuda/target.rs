@@ -96,7 +96,7 @@ pub fn parse_targets(list: &str) -> Option<Vec<Target>> {
 /// What a module compiled for `targets` embeds: the SASS architectures, and the virtual
 /// architectures of its PTX (the listed `compute_` targets, else the newest SASS target's).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// SASS, in the order listed, without repeats.
     pub sass: Vec<Arch>,
     /// PTX, in the order listed (or the one implied), without repeats.

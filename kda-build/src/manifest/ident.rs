@@ -10,7 +10,7 @@ const RUST_KEYWORDS: &[&str] = &[
 ];
 
 /// Whether `name` is a Rust keyword (so it cannot name a field without `r#`).
-pub fn is_rust_keyword(name: &str) -> bool {
+pub(crate) fn is_rust_keyword(name: &str) -> bool {
     RUST_KEYWORDS.contains(&name)
 }
 

@@ -15,24 +15,25 @@
 //! [`Manifest::parse`] parses it and reports every problem at once, in file order, each at its
 //! `LINE:COL` (the first [`MAX_REPORTED_ERRORS`] of them, then how many more).
 
+mod contract;
 mod diagnostic;
 mod file;
 mod ident;
-pub mod namespace;
+pub(crate) mod namespace;
 mod params;
 mod parse;
-mod signature;
 mod validate;
 
-pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, ManifestError};
-pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};
-pub use ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
-pub use signature::{
+pub use contract::{
     BinaryOp, CompareOp, Comparison, ElementType, Expr, LaunchDim, Param, ParamType, Requirement, ScalarType,
 };
+pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, ManifestError};
+pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};
+use ident::is_rust_keyword;
+pub use ident::{is_c_identifier, is_rust_field_name};
 
 /// The reserved table of named integer constants shared by the kernels and Rust.
-pub const DEFINES_TABLE: &str = "defines";
+pub(crate) const DEFINES_TABLE: &str = "defines";
 
 /// A parsed and validated manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -31,7 +31,7 @@ impl Sanitizer {
     }
 
     /// The compile and link flags of `sanitizer`, or the plain build's.
-    pub fn compile_flags(sanitizer: Option<Self>) -> &'static [&'static str] {
+    pub(crate) fn compile_flags(sanitizer: Option<Self>) -> &'static [&'static str] {
         match sanitizer {
             None => &["-O2", "-g0"],
             Some(Sanitizer::Address) => &[

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::cuda::{BuildError, write};
 
 /// The shim's files: the device API, `<cuda_bf16.h>`, the runtime, its C ABI and the driver.
-pub const FILES: [(&str, &str); 5] = [
+pub(crate) const FILES: [(&str, &str); 5] = [
     ("kda_emu.h", include_str!("../../../emu/kda_emu.h")),
     ("cuda_bf16.h", include_str!("../../../emu/cuda_bf16.h")),
     ("kda_abi.h", include_str!("../../../emu/kda_abi.h")),
@@ -15,7 +15,7 @@ pub const FILES: [(&str, &str); 5] = [
 ];
 
 /// Writes the shim into `out_dir/shim`; that directory.
-pub fn write_all(out_dir: &Path) -> Result<PathBuf, BuildError> {
+pub(crate) fn write_all(out_dir: &Path) -> Result<PathBuf, BuildError> {
     let dir = out_dir.join("shim");
     std::fs::create_dir_all(&dir).map_err(|source| BuildError::Io { path: dir.clone(), source })?;
     for (name, text) in FILES {

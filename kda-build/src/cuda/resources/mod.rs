@@ -2,7 +2,7 @@
 //! registers per thread, spilled bytes, stack frame, static shared and constant memory.
 //!
 //! The build asks for the report in the nvcc run that compiles the module (`--resource-usage`,
-//! which is `-Xptxas -v`), so it costs nothing extra; [`parse_resource_usage`] reads it, the
+//! which is `-Xptxas -v`), so it costs nothing extra; `parse_resource_usage` reads it, the
 //! module's cache record keeps it (a module taken from the cache reports the same numbers),
 //! [`BuiltImage`] carries it and the generated file lists it as `resources::ENTRIES`. A listed
 //! kernel that spills registers on any target is a build error ([`SpillProblem`]).
@@ -12,7 +12,7 @@
 mod ptxas;
 mod spill;
 
-pub use ptxas::parse_resource_usage;
+pub(crate) use ptxas::parse_resource_usage;
 pub(super) use ptxas::without_resource_usage;
 pub use spill::SpillProblem;
 pub(super) use spill::check_spills;

@@ -23,7 +23,7 @@ use crate::cuda::Arch;
 /// Every entry's resources in ptxas's `report` (nvcc's stderr with `--resource-usage`), in the
 /// order ptxas compiled them; lines of any other kind are skipped. Device functions are not
 /// entries: their own blocks are skipped too (an entry's frame includes what its calls need).
-pub fn parse_resource_usage(report: &str) -> Vec<EntryResources> {
+pub(crate) fn parse_resource_usage(report: &str) -> Vec<EntryResources> {
     let mut found = Vec::new();
     // The entry whose block is being read.
     let mut current: Option<EntryResources> = None;
@@ -53,7 +53,7 @@ pub fn parse_resource_usage(report: &str) -> Vec<EntryResources> {
 
 /// nvcc's `diagnostics` without ptxas's resource report: what is left when a compile fails is
 /// the errors and warnings.
-pub fn without_resource_usage(diagnostics: &str) -> String {
+pub(crate) fn without_resource_usage(diagnostics: &str) -> String {
     let mut kept = Vec::new();
     let mut after_properties = false;
     for line in diagnostics.lines() {

@@ -28,7 +28,7 @@ pub(super) fn prelude() -> TokenStream {
 
 /// `Some(&Signature { .. })` for an entry with `params`, else `None`. An error where a parameter
 /// index does not fit the runtime's `u16` scalar references.
-pub(super) fn signature(entry: &Entry) -> Result<TokenStream, String> {
+pub(super) fn tokens(entry: &Entry) -> Result<TokenStream, String> {
     let Some(params) = &entry.params else {
         return Ok(quote!(::core::option::Option::None));
     };
@@ -76,7 +76,7 @@ fn param(param: &Param) -> TokenStream {
 pub fn built_entries<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> TokenStream {
     let rows = entries.into_iter().map(|entry| {
         let name = &entry.entry;
-        let signature = signature(entry).unwrap_or_else(|_| quote!(::core::option::Option::None));
+        let signature = tokens(entry).unwrap_or_else(|_| quote!(::core::option::Option::None));
         quote!(::kda_runtime::BuiltEntry { entry: #name, signature: #signature })
     });
     let prelude = prelude();

@@ -4,7 +4,7 @@
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
-use crate::cuda::ptx_entries;
+use crate::cuda::symbols::ptx_entries;
 
 /// One kernel parameter as the PTX lays it out in the parameter buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
