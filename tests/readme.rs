@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use kda::geometry::KdaGeometry;
 use kda::kernels::Glm5NextKdaKernels;
 use kda_build::Manifest;
-use kda_build::manifest::{ElementType, ScalarType};
+use kda_build::manifest::{DType, ScalarKind};
 
 /// The longest the README may grow: past this it is turning into a lab notebook again.
 const MAX_LINES: usize = 350;
@@ -183,19 +183,6 @@ fn every_relative_link_leads_to_a_file_or_folder() {
 
 /// Every type the manifest accepts: a new variant fails to compile here until the README's table
 /// has it.
-const ELEMENTS: [ElementType; 3] = [ElementType::Bf16, ElementType::F32, ElementType::U32];
-const SCALARS: [ScalarType; 4] = [ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::F32];
-
-#[allow(dead_code)]
-fn every_variant_is_listed(element: ElementType, scalar: ScalarType) {
-    match element {
-        ElementType::Bf16 | ElementType::F32 | ElementType::U32 => {}
-    }
-    match scalar {
-        ScalarType::U32 | ScalarType::I32 | ScalarType::U64 | ScalarType::F32 => {}
-    }
-}
-
 #[test]
 fn the_table_of_manifest_types_is_kda_builds() {
     let readme = readme();
@@ -209,14 +196,14 @@ fn the_table_of_manifest_types_is_kda_builds() {
         .filter(|line| line.starts_with("| `"))
         .map(|line| line.trim_matches('|').split('|').map(str::trim).collect())
         .collect();
-    let mut names: BTreeSet<&str> = ELEMENTS.iter().map(|element| element.name()).collect();
-    names.extend(SCALARS.iter().map(|scalar| scalar.name()));
+    let mut names: BTreeSet<&str> = DType::ALL.iter().map(|element| element.name()).collect();
+    names.extend(ScalarKind::ALL.iter().map(|scalar| scalar.name()));
     let listed: BTreeSet<&str> = rows.iter().map(|row| row[0].trim_matches('`')).collect();
     assert_eq!(listed, names, "the README's types are the manifest's");
     for row in &rows {
         let name = row[0].trim_matches('`');
-        let element = ELEMENTS.iter().find(|element| element.name() == name);
-        let scalar = SCALARS.iter().find(|scalar| scalar.name() == name);
+        let element = DType::ALL.iter().find(|element| element.name() == name);
+        let scalar = ScalarKind::ALL.iter().find(|scalar| scalar.name() == name);
         let c_type =
             element.map(|element| element.c_type()).or(scalar.map(|scalar| scalar.c_type())).unwrap();
         if let (Some(element), Some(scalar)) = (element, scalar) {

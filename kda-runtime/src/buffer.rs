@@ -8,41 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{BackendError, BackendId};
 
-/// The element type of a device buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DType {
-    /// `half::bf16`.
-    Bf16,
-    /// `f32`.
-    F32,
-    /// `u32`, e.g. indices.
-    U32,
-}
-
-impl DType {
-    /// Bytes per element.
-    pub const fn size(self) -> usize {
-        match self {
-            DType::Bf16 => 2,
-            DType::F32 | DType::U32 => 4,
-        }
-    }
-
-    /// The bytes of `len` elements, or `None` where that overflows `usize`.
-    pub const fn bytes(self, len: usize) -> Option<usize> {
-        len.checked_mul(self.size())
-    }
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DType::Bf16 => "bf16",
-            DType::F32 => "f32",
-            DType::U32 => "u32",
-        })
-    }
-}
+pub use kda_types::DType;
 
 /// A host element type a device buffer can hold.
 pub trait Element: bytemuck::Pod + Send + Sync {

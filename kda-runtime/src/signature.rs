@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub use kda_types::{LaunchDim, ScalarKind};
+
 use crate::{BackendError, DType, KernelArg, KernelEntry, LaunchGeometry};
 
 /// The parameters of a kernel, in order, and what a launch must satisfy beyond their extents.
@@ -69,39 +71,6 @@ pub enum Access {
     Read,
     /// `T*`: written; only a mutable view fills it.
     Write,
-}
-
-/// The type of a scalar parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScalarKind {
-    /// `u32`.
-    U32,
-    /// `i32`.
-    I32,
-    /// `u64`.
-    U64,
-    /// `f32`.
-    F32,
-}
-
-impl ScalarKind {
-    /// The manifest spelling.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ScalarKind::U32 => "u32",
-            ScalarKind::I32 => "i32",
-            ScalarKind::U64 => "u64",
-            ScalarKind::F32 => "f32",
-        }
-    }
-
-    /// Bytes of the value in the kernel's parameter buffer.
-    pub const fn size(self) -> usize {
-        match self {
-            ScalarKind::U64 => 8,
-            _ => 4,
-        }
-    }
 }
 
 impl ParamKind {
@@ -191,36 +160,16 @@ pub enum Op {
     Or,
 }
 
-/// A dimension of the launch geometry, or its dynamic shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LaunchDim {
-    /// Blocks in x.
-    GridX,
-    /// Blocks in y.
-    GridY,
-    /// Blocks in z.
-    GridZ,
-    /// Threads per block in x.
-    BlockX,
-    /// Threads per block in y.
-    BlockY,
-    /// Threads per block in z.
-    BlockZ,
-    /// Bytes of dynamic shared memory a block gets (`shared.bytes`).
-    SharedBytes,
-}
-
-impl LaunchDim {
-    fn of(self, geometry: &LaunchGeometry) -> u32 {
-        match self {
-            LaunchDim::GridX => geometry.grid.0,
-            LaunchDim::GridY => geometry.grid.1,
-            LaunchDim::GridZ => geometry.grid.2,
-            LaunchDim::BlockX => geometry.block.0,
-            LaunchDim::BlockY => geometry.block.1,
-            LaunchDim::BlockZ => geometry.block.2,
-            LaunchDim::SharedBytes => geometry.shared_mem_bytes,
-        }
+/// The value of `dim` in `geometry`.
+fn dimension(dim: LaunchDim, geometry: &LaunchGeometry) -> u32 {
+    match dim {
+        LaunchDim::GridX => geometry.grid.0,
+        LaunchDim::GridY => geometry.grid.1,
+        LaunchDim::GridZ => geometry.grid.2,
+        LaunchDim::BlockX => geometry.block.0,
+        LaunchDim::BlockY => geometry.block.1,
+        LaunchDim::BlockZ => geometry.block.2,
+        LaunchDim::SharedBytes => geometry.shared_mem_bytes,
     }
 }
 
@@ -264,7 +213,7 @@ fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -
                 }
                 _ => return Err(EvalError::Malformed),
             },
-            Op::Launch(dim) => u64::from(dim.of(geometry)),
+            Op::Launch(dim) => u64::from(dimension(dim, geometry)),
             binary => {
                 if depth < 2 {
                     return Err(EvalError::Malformed);

@@ -31,6 +31,8 @@ use std::path::PathBuf;
 
 use proc_macro2::TokenStream;
 
+// The build step embeds each entry's signature beside its image with the derive's own tokens.
+#[cfg(feature = "cuda")]
 pub(crate) use signature::built_entries;
 
 /// Where the derive is being expanded, which decides where a relative manifest path points.

@@ -5,15 +5,12 @@
 //! holds the entries: a large table's signatures are most of its expansion, and every token costs
 //! expansion time.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 
 use super::tokens::{bracketed, comma_separated};
 
-use crate::manifest::{
-    BinaryOp, CompareOp, Comparison, ElementType, Entry, Expr, LaunchDim, Param, ParamType, Requirement,
-    ScalarType,
-};
+use crate::manifest::{BinaryOp, CompareOp, Comparison, Entry, Expr, Param, ParamType, Requirement};
 
 /// The imports the signature tokens rely on, for the block expression around the entries (no
 /// token of the manifest's own reaches that block but string literals).
@@ -50,11 +47,7 @@ fn param(param: &Param) -> TokenStream {
     let name = &param.name;
     match &param.ty {
         ParamType::Buffer { element, writable, extent, extent_text } => {
-            let dtype = match element {
-                ElementType::Bf16 => quote!(Bf16),
-                ElementType::F32 => quote!(F32),
-                ElementType::U32 => quote!(U32),
-            };
+            let dtype = variant(element);
             let access = if *writable { quote!(Write) } else { quote!(Read) };
             let mut program = Vec::new();
             postfix(extent, &mut program);
@@ -62,7 +55,7 @@ fn param(param: &Param) -> TokenStream {
             quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program))
         }
         ParamType::Scalar(scalar) => {
-            let kind = scalar_kind(*scalar);
+            let kind = variant(scalar);
             quote!(P::scalar(#name, S::#kind))
         }
     }
@@ -73,7 +66,8 @@ fn param(param: &Param) -> TokenStream {
 /// spelled by the same tokens, so a table's signatures equal the build's exactly. An entry whose
 /// signature the derive refuses (it reports why) is embedded without one, so no checked lookup of
 /// it resolves.
-pub fn built_entries<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> TokenStream {
+#[cfg(feature = "cuda")]
+pub(crate) fn built_entries<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> TokenStream {
     let rows = entries.into_iter().map(|entry| {
         let name = &entry.entry;
         let signature = tokens(entry).unwrap_or_else(|_| quote!(::core::option::Option::None));
@@ -84,14 +78,10 @@ pub fn built_entries<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> TokenS
     quote!({ #prelude &#rows })
 }
 
-/// The runtime's name of a scalar type.
-pub(super) fn scalar_kind(scalar: ScalarType) -> TokenStream {
-    match scalar {
-        ScalarType::U32 => quote!(U32),
-        ScalarType::I32 => quote!(I32),
-        ScalarType::U64 => quote!(U64),
-        ScalarType::F32 => quote!(F32),
-    }
+/// The variant of a kda-types enum (`DType`, `ScalarKind`, `LaunchDim`) as a token: the runtime
+/// re-exports those very enums, so the manifest's value and the runtime's are spelled alike.
+fn variant(value: &impl std::fmt::Debug) -> Ident {
+    Ident::new(&format!("{value:?}"), Span::call_site())
 }
 
 fn requirement(requirement: &Requirement) -> TokenStream {
@@ -127,15 +117,7 @@ fn postfix(expr: &Expr, program: &mut Vec<TokenStream>) {
             program.push(quote!(Scalar(#index)));
         }
         Expr::Launch(dim) => {
-            let dim = match dim {
-                LaunchDim::GridX => quote!(GridX),
-                LaunchDim::GridY => quote!(GridY),
-                LaunchDim::GridZ => quote!(GridZ),
-                LaunchDim::BlockX => quote!(BlockX),
-                LaunchDim::BlockY => quote!(BlockY),
-                LaunchDim::BlockZ => quote!(BlockZ),
-                LaunchDim::SharedBytes => quote!(SharedBytes),
-            };
+            let dim = variant(dim);
             program.push(quote!(Launch(#dim)));
         }
         Expr::Binary { op, lhs, rhs } => {

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+pub use kda_types::{DType, LaunchDim, ScalarKind};
+
 use super::Location;
 
 /// One parameter of a kernel, in the kernel's order.
@@ -28,7 +30,7 @@ pub enum ParamType {
     /// A pointer to device memory: `[const] T name[EXTENT]`.
     Buffer {
         /// The element type `T`.
-        element: ElementType,
+        element: DType,
         /// No `const`: the kernel writes it.
         writable: bool,
         /// The number of elements the kernel may touch.
@@ -37,94 +39,7 @@ pub enum ParamType {
         extent_text: String,
     },
     /// A value passed by copy: `T name`.
-    Scalar(ScalarType),
-}
-
-/// The element type of a buffer parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ElementType {
-    /// `bf16` (`__nv_bfloat16`).
-    Bf16,
-    /// `f32` (`float`).
-    F32,
-    /// `u32` (`unsigned int`), e.g. index buffers.
-    U32,
-}
-
-/// The type of a scalar parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScalarType {
-    /// `u32` (`unsigned int`).
-    U32,
-    /// `i32` (`int`).
-    I32,
-    /// `u64` (`unsigned long long`).
-    U64,
-    /// `f32` (`float`).
-    F32,
-}
-
-impl ElementType {
-    /// The manifest spelling.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ElementType::Bf16 => "bf16",
-            ElementType::F32 => "f32",
-            ElementType::U32 => "u32",
-        }
-    }
-
-    /// The CUDA C spelling.
-    pub const fn c_type(self) -> &'static str {
-        match self {
-            ElementType::Bf16 => "__nv_bfloat16",
-            ElementType::F32 => "float",
-            ElementType::U32 => "unsigned int",
-        }
-    }
-
-    /// Bytes per element.
-    pub const fn size(self) -> u32 {
-        match self {
-            ElementType::Bf16 => 2,
-            ElementType::F32 | ElementType::U32 => 4,
-        }
-    }
-}
-
-impl ScalarType {
-    /// The manifest spelling.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ScalarType::U32 => "u32",
-            ScalarType::I32 => "i32",
-            ScalarType::U64 => "u64",
-            ScalarType::F32 => "f32",
-        }
-    }
-
-    /// The CUDA C spelling.
-    pub const fn c_type(self) -> &'static str {
-        match self {
-            ScalarType::U32 => "unsigned int",
-            ScalarType::I32 => "int",
-            ScalarType::U64 => "unsigned long long",
-            ScalarType::F32 => "float",
-        }
-    }
-
-    /// Bytes of the value.
-    pub const fn size(self) -> u32 {
-        match self {
-            ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => 4,
-            ScalarType::U64 => 8,
-        }
-    }
-
-    /// Whether an extent or a requirement may use it (integers only).
-    pub const fn is_integer(self) -> bool {
-        !matches!(self, ScalarType::F32)
-    }
+    Scalar(ScalarKind),
 }
 
 impl ParamType {
@@ -132,7 +47,7 @@ impl ParamType {
     pub const fn size(&self) -> u32 {
         match self {
             ParamType::Buffer { .. } => 8,
-            ParamType::Scalar(scalar) => scalar.size(),
+            ParamType::Scalar(scalar) => scalar.size() as u32,
         }
     }
 }
@@ -169,25 +84,6 @@ pub enum Expr {
         /// The right operand.
         rhs: Box<Expr>,
     },
-}
-
-/// A dimension of the launch geometry a requirement can test, or its dynamic shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LaunchDim {
-    /// `grid.x`
-    GridX,
-    /// `grid.y`
-    GridY,
-    /// `grid.z`
-    GridZ,
-    /// `block.x`
-    BlockX,
-    /// `block.y`
-    BlockY,
-    /// `block.z`
-    BlockZ,
-    /// `shared.bytes`: the bytes of dynamic shared memory a block gets.
-    SharedBytes,
 }
 
 /// The integer operators of an expression.

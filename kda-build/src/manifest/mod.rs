@@ -25,7 +25,7 @@ mod parse;
 mod validate;
 
 pub use contract::{
-    BinaryOp, CompareOp, Comparison, ElementType, Expr, LaunchDim, Param, ParamType, Requirement, ScalarType,
+    BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, Param, ParamType, Requirement, ScalarKind,
 };
 pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, ManifestError};
 pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};

@@ -20,9 +20,7 @@ use self::expr::{Cursor, Kind, Names, Node, Place, Problem, parse_expr, resolve}
 use self::lex::{Tok, Token, shorten, tokenize};
 use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawEntry, RawManifest};
-use super::{
-    CompareOp, Comparison, Diagnostic, ElementType, LineIndex, Param, ParamType, Requirement, ScalarType,
-};
+use super::{CompareOp, Comparison, DType, Diagnostic, LineIndex, Param, ParamType, Requirement, ScalarKind};
 
 /// The most parameters an entry may declare: the runtime refers to a scalar by a `u16` index.
 const MAX_PARAMS: usize = u16::MAX as usize;
@@ -323,27 +321,27 @@ fn declare<'s>(
 
 /// What the parameter at `index` stands for in an expression.
 fn kind_of(param: &Declared<'_>, index: usize) -> Kind {
-    match (param.extent.is_some(), param.ty.0) {
+    match (param.extent.is_some(), ScalarKind::from_name(param.ty.0)) {
         (true, _) => Kind::Buffer,
-        (false, "u32" | "i32" | "u64") => Kind::Integer(index),
-        (false, "f32") => Kind::Float(ScalarType::F32),
+        (false, Some(kind)) if kind.is_integer() => Kind::Integer(index),
+        (false, Some(kind)) => Kind::Float(kind),
         // An unknown type is reported at the declaration; its uses add nothing.
-        (false, _) => Kind::Broken,
+        (false, None) => Kind::Broken,
     }
 }
 
-fn element_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) -> Option<ElementType> {
-    let message = match ty.0 {
-        "bf16" => return Some(ElementType::Bf16),
-        "f32" => return Some(ElementType::F32),
-        "u32" => return Some(ElementType::U32),
-        scalar @ ("i32" | "u64") => format!(
-            "buffer `{}` cannot hold {scalar}: a buffer's element type is bf16, f32 or u32",
-            shorten(name)
-        ),
-        other => format!(
-            "unknown element type `{}` of buffer `{}`: expected bf16, f32 or u32",
-            shorten(other),
+fn element_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) -> Option<DType> {
+    if let Some(dtype) = DType::from_name(ty.0) {
+        return Some(dtype);
+    }
+    let elements = one_of(DType::ALL.map(DType::name));
+    let message = match ScalarKind::from_name(ty.0) {
+        Some(scalar) => {
+            format!("buffer `{}` cannot hold {scalar}: a buffer's element type is {elements}", shorten(name))
+        }
+        None => format!(
+            "unknown element type `{}` of buffer `{}`: expected {elements}",
+            shorten(ty.0),
             shorten(name)
         ),
     };
@@ -351,23 +349,17 @@ fn element_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) 
     None
 }
 
-fn scalar_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) -> Option<ScalarType> {
-    let message = match ty.0 {
-        "u32" => return Some(ScalarType::U32),
-        "i32" => return Some(ScalarType::I32),
-        "u64" => return Some(ScalarType::U64),
-        "f32" => return Some(ScalarType::F32),
-        "bf16" => format!(
-            "scalar `{}` cannot be bf16: a scalar is u32, i32, u64 or f32 (bf16 is a buffer element type)",
+fn scalar_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) -> Option<ScalarKind> {
+    if let Some(kind) = ScalarKind::from_name(ty.0) {
+        return Some(kind);
+    }
+    let scalars = one_of(ScalarKind::ALL.map(ScalarKind::name));
+    let message = match DType::from_name(ty.0) {
+        Some(element) => format!(
+            "scalar `{}` cannot be {element}: a scalar is {scalars} ({element} is a buffer element type)",
             shorten(name)
         ),
-        other => {
-            format!(
-                "unknown type `{}` of scalar `{}`: expected u32, i32, u64 or f32",
-                shorten(other),
-                shorten(name)
-            )
-        }
+        None => format!("unknown type `{}` of scalar `{}`: expected {scalars}", shorten(ty.0), shorten(name)),
     };
     problems.push(Problem::new(ty.1.span(), message));
     None
@@ -429,5 +421,14 @@ fn parse_requirement<'s>(
         if cursor.eat("||").is_none() {
             return Err(Problem::expected("`||` or the end of the requirement", cursor.peek()));
         }
+    }
+}
+
+/// `names` as a message lists alternatives: `a, b or c`.
+fn one_of<const N: usize>(names: [&str; N]) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }

@@ -3,7 +3,7 @@
 
 use kda_build::Manifest;
 use kda_build::manifest::{
-    BinaryOp, CompareOp, Comparison, ElementType, Expr, LaunchDim, Param, ParamType, ScalarType,
+    BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, Param, ParamType, ScalarKind,
 };
 
 use super::errors;
@@ -60,7 +60,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
         ]
     );
     let ParamType::Buffer { element, writable, extent, .. } = &params[2].ty else { panic!("c is a buffer") };
-    assert_eq!((*element, *writable), (ElementType::Bf16, true));
+    assert_eq!((*element, *writable), (DType::Bf16, true));
     // Scalars are found by position, also when declared after the buffer.
     assert_eq!(*extent, *binary(BinaryOp::Mul, scalar("m", 3), scalar("n", 4)));
     assert_eq!(params[0].location.line, 15);
@@ -86,7 +86,7 @@ fn the_project_manifest_carries_params_and_requires_for_every_entry() {
     assert_eq!(head_dim.text, "head_dim == 32 || head_dim == 64 || head_dim == 128");
     assert_eq!(head_dim.any_of.len(), 3);
     let eps = conv_decode.params.as_ref().unwrap().last().unwrap();
-    assert_eq!((eps.name.as_str(), &eps.ty), ("eps", &ParamType::Scalar(ScalarType::F32)));
+    assert_eq!((eps.name.as_str(), &eps.ty), ("eps", &ParamType::Scalar(ScalarKind::F32)));
 
     // `cdiv(t,c)*c*h*d`: `*` is left-associative, `cdiv` an operand.
     let chunk_prepare = &table.entries[7];
@@ -117,7 +117,7 @@ fn extents_follow_precedence_and_use_defines_declared_after_the_table() {
     let ParamType::Buffer { element, writable, extent, extent_text } = &params[1].ty else { panic!() };
     assert_eq!(
         (*element, *writable, extent_text.as_str()),
-        (ElementType::F32, false, "1 + n * 2 % 3 - cdiv(n, B)")
+        (DType::F32, false, "1 + n * 2 % 3 - cdiv(n, B)")
     );
     let b = Box::new(Expr::Define { name: "B".to_owned(), value: 8 });
     let product = binary(
@@ -127,8 +127,8 @@ fn extents_follow_precedence_and_use_defines_declared_after_the_table() {
     );
     let sum = binary(BinaryOp::Add, Box::new(Expr::Literal(1)), product);
     assert_eq!(*extent, *binary(BinaryOp::Sub, sum, binary(BinaryOp::Cdiv, scalar("n", 0), b)));
-    assert_eq!(params[2].ty, ParamType::Scalar(ScalarType::U64));
-    assert_eq!(params[3].ty, ParamType::Scalar(ScalarType::I32));
+    assert_eq!(params[2].ty, ParamType::Scalar(ScalarKind::U64));
+    assert_eq!(params[3].ty, ParamType::Scalar(ScalarKind::I32));
     assert_eq!((params[1].location.line, params[1].location.column), (2, 61));
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::Manifest;
-use crate::manifest::{ElementType, Expr, Location, Param, ScalarType};
+use crate::manifest::{DType, Expr, Location, Param, ScalarKind};
 
 const PTX: &str = "\
 .version 9.0
@@ -51,12 +51,12 @@ fn param(name: &str, ty: ParamType) -> Param {
     Param { name: name.to_owned(), ty, location: Location { line: 1, column: 1 } }
 }
 
-fn buffer(name: &str, element: ElementType, writable: bool) -> Param {
+fn buffer(name: &str, element: DType, writable: bool) -> Param {
     let extent = Expr::Literal(1);
     param(name, ParamType::Buffer { element, writable, extent, extent_text: "1".to_owned() })
 }
 
-fn scalar(name: &str, scalar: ScalarType) -> Param {
+fn scalar(name: &str, scalar: ScalarKind) -> Param {
     param(name, ParamType::Scalar(scalar))
 }
 
@@ -69,12 +69,12 @@ fn manifest() -> Manifest {
     )
     .unwrap();
     manifest.tables[0].entries[0].params = Some(vec![
-        buffer("a", ElementType::Bf16, false),
-        buffer("b", ElementType::Bf16, false),
-        buffer("c", ElementType::Bf16, true),
-        scalar("m", ScalarType::U32),
-        scalar("n", ScalarType::U32),
-        scalar("k", ScalarType::U32),
+        buffer("a", DType::Bf16, false),
+        buffer("b", DType::Bf16, false),
+        buffer("c", DType::Bf16, true),
+        scalar("m", ScalarKind::U32),
+        scalar("n", ScalarKind::U32),
+        scalar("k", ScalarKind::U32),
     ]);
     manifest
 }
@@ -108,8 +108,8 @@ fn the_width_check_passes_the_real_layout_and_reports_count_and_widths() {
 
     let mut wrong = manifest.clone();
     let params = wrong.tables[0].entries[0].params.as_mut().unwrap();
-    params[3] = scalar("m", ScalarType::U64);
-    params.push(scalar("lda", ScalarType::U32));
+    params[3] = scalar("m", ScalarKind::U64);
+    params.push(scalar("lda", ScalarKind::U32));
     let messages: Vec<String> =
         check_ptx_params(&wrong, "kernels.toml", &ptx).iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -125,7 +125,7 @@ fn the_width_check_passes_the_real_layout_and_reports_count_and_widths() {
 #[test]
 fn the_width_check_leaves_absent_entries_to_the_entry_check() {
     let mut manifest = manifest();
-    manifest.tables[0].entries[1].params = Some(vec![scalar("n", ScalarType::U32)]);
+    manifest.tables[0].entries[1].params = Some(vec![scalar("n", ScalarKind::U32)]);
     assert_eq!(check_ptx_params(&manifest, "kernels.toml", &[("gemm".to_owned(), PTX.to_owned())]), []);
 }
 

@@ -17,6 +17,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use kda_types::{DType, ScalarKind};
+
 use super::c_spelling;
 use crate::Manifest;
 
@@ -29,10 +31,12 @@ use crate::Manifest;
 ///   `kda_absent` and every check of that entry passes, leaving the missing entry to the PTX
 ///   entry check, which says what the module does export.
 /// - `kda_spell` renames the types the manifest can name to tags (`kda_manifest::bf16`), so the
-///   error shows canonical manifest names whatever typedef the kernel wrote (`bf16`, `u32`).
+///   error shows canonical manifest names whatever typedef the kernel wrote (`bf16`, `u32`). Its
+///   specializations are written from kda-types' table ([`spellings`]), the one the manifest's
+///   types come from.
 const PRELUDE: &str = r#"
 struct __nv_bfloat16;
-namespace kda_manifest { struct bf16; struct f32; struct u32; struct i32; struct u64; }
+@TAGS@
 namespace kda_check {
 struct kda_absent { static constexpr int count = -1; };
 template <class... A> struct kda_params { static constexpr int count = sizeof...(A); };
@@ -41,11 +45,7 @@ template <class A0, class... A> struct kda_param_at<0, kda_params<A0, A...>> { u
 template <int I, class A0, class... A>
 struct kda_param_at<I, kda_params<A0, A...>> : kda_param_at<I - 1, kda_params<A...>> {};
 template <class T> struct kda_spell { using type = T; };
-template <> struct kda_spell<__nv_bfloat16> { using type = kda_manifest::bf16; };
-template <> struct kda_spell<float> { using type = kda_manifest::f32; };
-template <> struct kda_spell<unsigned int> { using type = kda_manifest::u32; };
-template <> struct kda_spell<int> { using type = kda_manifest::i32; };
-template <> struct kda_spell<unsigned long long> { using type = kda_manifest::u64; };
+@SPELLINGS@
 template <class T> struct kda_spell<const T> { using type = const typename kda_spell<T>::type; };
 template <class T> struct kda_spell<T*> { using type = typename kda_spell<T>::type*; };
 template <class... A> kda_params<A...> kda_type_of(void (*)(A...), int);
@@ -62,6 +62,27 @@ using kda_param_check = kda_param_mismatch<Line, Index, typename kda_spell<Decla
 template <int Line, int Declared, class P> using kda_count_check = kda_count_mismatch<Line, Declared, P::count>;
 }
 "#;
+
+/// The tags of the manifest's type names, and the `kda_spell` specialization of each C type: one
+/// per C type of kda-types' table (`f32` is an element type and a scalar, one C `float`).
+fn spellings() -> (String, String) {
+    let elements = DType::ALL.map(|dtype| (dtype.name(), dtype.c_type()));
+    let scalars = ScalarKind::ALL.map(|kind| (kind.name(), kind.c_type()));
+    let mut seen = Vec::new();
+    let mut tags = String::from("namespace kda_manifest {");
+    let mut specializations = Vec::new();
+    for (name, c_type) in elements.into_iter().chain(scalars) {
+        if !seen.contains(&c_type) {
+            seen.push(c_type);
+            let _ = write!(tags, " struct {name};");
+            specializations.push(format!(
+                "template <> struct kda_spell<{c_type}> {{ using type = kda_manifest::{name}; }};"
+            ));
+        }
+    }
+    tags.push_str(" }");
+    (tags, specializations.join("\n"))
+}
 
 /// The source of `<module>.kda.cu`: `#include` of `source` (absolute, so the unit compiles from
 /// anywhere and headers beside the module are found as before), then the checks of `module`'s
@@ -85,7 +106,8 @@ pub(in crate::cuda) fn translation_unit(
     if entries.is_empty() {
         return out;
     }
-    out.push_str(PRELUDE);
+    let (tags, spellings) = spellings();
+    out.push_str(&PRELUDE.replace("@TAGS@", &tags).replace("@SPELLINGS@", &spellings));
     out.push_str("namespace kda_fallback {\n");
     let mut names: Vec<&str> = entries.iter().map(|(entry, _)| entry.entry.as_str()).collect();
     names.sort_unstable();

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::lex::{Tok, Token, shorten};
-use crate::manifest::{BinaryOp, Expr, LaunchDim, ScalarType};
+use crate::manifest::{BinaryOp, Expr, LaunchDim, ScalarKind};
 
 /// The deepest nesting of parentheses and operators an expression may have: real extents use a
 /// handful, and the bound keeps every recursive walk (parse, resolve, drop) off the stack limit.
@@ -271,16 +271,7 @@ fn literal<'s>(text: &str, token: Token<'_>, problems: &mut Vec<Problem>) -> Nod
 }
 
 fn launch_dim(base: &str, axis: &str) -> Option<LaunchDim> {
-    Some(match (base, axis) {
-        ("block", "x") => LaunchDim::BlockX,
-        ("block", "y") => LaunchDim::BlockY,
-        ("block", "z") => LaunchDim::BlockZ,
-        ("grid", "x") => LaunchDim::GridX,
-        ("grid", "y") => LaunchDim::GridY,
-        ("grid", "z") => LaunchDim::GridZ,
-        ("shared", "bytes") => LaunchDim::SharedBytes,
-        _ => return None,
-    })
+    LaunchDim::from_name(&format!("{base}.{axis}"))
 }
 
 /// What a parameter name stands for in an expression.
@@ -289,7 +280,7 @@ pub(super) enum Kind {
     /// An integer scalar, at this position of the parameters.
     Integer(usize),
     /// A float scalar: never an integer.
-    Float(ScalarType),
+    Float(ScalarKind),
     /// A buffer: never an integer.
     Buffer,
     /// A parameter whose own declaration is already reported: using it adds no error.
