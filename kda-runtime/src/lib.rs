@@ -21,9 +21,9 @@
 //!    ```
 //!
 //! 2. **The build**, `build.rs` (kda-build, feature `cuda`): compiles the modules with nvcc, proves
-//!    every entry's C parameter types, and writes the embedding code. Add
-//!    `.emulation(Emulation::default())` (feature `emulation` of both crates) to build the same
-//!    sources for the emulator too.
+//!    every entry's C parameter types, and writes the embedding code. A feature of the crate
+//!    named `emulation` (`emulation = ["kda-runtime/emulation"]`) builds the same sources for the
+//!    emulator too: `from_env` sees it, and `EmuBackend::new(&[&EMULATED_KERNELS])` runs them.
 //!
 //!    ```text
 //!    fn main() -> Result<(), kda_build::cuda::BuildError> {

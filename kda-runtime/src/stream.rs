@@ -43,7 +43,7 @@ impl<B: GpuBackend + ?Sized> GpuBackend for InOrder<'_, B> {
 mod tests {
     use crate::cpu::CpuBackend;
     use crate::fixtures::AXPY;
-    use crate::{DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, LaunchGeometry};
+    use crate::{BackendError, DType, DeviceBuffer, GpuBackend, GpuBackendExt, KernelHandle, LaunchGeometry};
 
     /// `y += 2·x` with `axpy` on `gpu`, over four elements.
     fn axpy_on(gpu: &dyn GpuBackend, axpy: KernelHandle, x: &DeviceBuffer, y: &mut DeviceBuffer) {
@@ -77,5 +77,41 @@ mod tests {
         // A stream of the stream is the same device again.
         axpy_on(&*stream.new_stream().unwrap(), axpy, &x, &mut on_parent);
         assert_eq!(gpu.download::<f32>(&on_parent).unwrap(), [5.0, 9.0, 13.0, 17.0]);
+    }
+
+    /// The CPU backend, except that memory a kernel is to write whole comes poisoned (0xAB), as
+    /// the emulator poisons it with NaN.
+    struct Poisoning(CpuBackend);
+
+    impl GpuBackend for Poisoning {
+        crate::forward::forwarded_methods!(
+            0: describe,
+            has_module,
+            lookup,
+            alloc,
+            copy_to_device,
+            copy_to_host,
+            copy_on_device,
+            launch,
+            launch_unchecked,
+            synchronize,
+        );
+
+        fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+            let mut buffer = self.0.alloc(dtype, len)?;
+            self.0.copy_to_device(&vec![0xAB; buffer.byte_len()], &mut buffer)?;
+            Ok(buffer)
+        }
+    }
+
+    #[test]
+    fn a_stream_allocates_as_its_backend_does() {
+        let gpu = Poisoning(CpuBackend::new());
+        let stream = gpu.new_stream().unwrap();
+        let poisoned = stream.alloc_for_write(DType::F32, 4).unwrap();
+        let mut bytes = vec![0; poisoned.byte_len()];
+        stream.copy_to_host(&poisoned, &mut bytes).unwrap();
+        assert_eq!(bytes, [0xAB; 16], "the stream's write-first memory is not its backend's");
+        assert_eq!(stream.download::<f32>(&stream.zeros::<f32>(2).unwrap()).unwrap(), [0.0; 2]);
     }
 }

@@ -31,6 +31,10 @@ mod compiled {
     kda_runtime::include_kernels!();
 }
 
+/// The same kernels built for the emulator (feature `emulation`), for
+/// `kda_runtime::emu::EmuBackend` to run on host threads: the CUDA sources tested without a GPU.
+#[cfg(feature = "emulation")]
+pub use compiled::EMULATED_KERNELS;
 /// The CUDA images of this crate's kernels (none when nvcc was absent at build time), for a CUDA
 /// backend to carry.
 pub use compiled::KERNEL_IMAGES;

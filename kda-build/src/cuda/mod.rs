@@ -204,6 +204,11 @@ impl KernelBuild {
     /// (`CARGO_MANIFEST_DIR`), `OUT_DIR`, `NUM_JOBS`, the targets of `CUDA_COMPUTE_CAP`,
     /// `KDA_REQUIRE_NVCC=1`. [`run`](Self::run) prints the cargo directives that rerun it when
     /// those inputs change, and its warnings.
+    ///
+    /// A crate with a feature named `emulation` (cargo tells the build script with
+    /// `CARGO_FEATURE_EMULATION`) also gets its kernels built for the emulator, with the default
+    /// [`Emulation`](emulation::Emulation): the feature is the one switch, and the one-line
+    /// `build.rs` stays one line. [`emulation`](Self::emulation) chooses other options.
     pub fn from_env() -> Result<Self, BuildError> {
         let root = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
         let mut build = Self::new(root.join("kernels.toml"), root.join("kernels"), env("OUT_DIR")?);
@@ -215,6 +220,9 @@ impl KernelBuild {
             build.jobs = jobs;
         }
         build.require_nvcc = std::env::var("KDA_REQUIRE_NVCC").is_ok_and(|value| value == "1");
+        if std::env::var_os("CARGO_FEATURE_EMULATION").is_some() {
+            build.emulation = Some(emulation::Emulation::default());
+        }
         build.cargo_directives = true;
         Ok(build)
     }
