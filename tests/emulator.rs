@@ -1167,7 +1167,7 @@ fn sanitized_fixtures(
     let output = build_with(
         &fixture_dir("emulator").join(dir),
         &format!("emulator-{dir}-{}", sanitizer.name()),
-        Emulation { sanitizer: Some(sanitizer) },
+        Emulation { sanitizer: Some(sanitizer), ..Emulation::default() },
     );
     let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
     assert!(problems.is_empty(), "the fixtures of {dir} do not build:\n{}", problems.join("\n"));

@@ -411,3 +411,32 @@ fn the_emulated_build_recompiles_only_the_entries_whose_inputs_changed() {
     std::fs::write(kernels.join("fixture_index.cuh"), format!("{header}// edited\n")).unwrap();
     assert_eq!(recompiled(), ["fixture::fixture_add"]);
 }
+
+#[test]
+fn an_emulator_only_include_directory_reaches_the_emulated_build_alone() {
+    use kda_build::cuda::emulation::Emulation;
+    // The module includes a header nvcc would not have: a stand-in the crate gives the emulator.
+    let kernels = copy_of_kernels("emulated-includes");
+    let source = std::fs::read_to_string(kernels.join("signature.cu")).unwrap();
+    std::fs::write(kernels.join("signature.cu"), format!("#include \"emu_stand_in.h\"\n{source}")).unwrap();
+    let stand_ins = out_dir("emulated-includes-stand-ins");
+    std::fs::write(stand_ins.join("emu_stand_in.h"), "#define KDA_TEST_STAND_IN 1\n").unwrap();
+
+    let with = Emulation { include_dirs: vec![stand_ins], ..Emulation::default() };
+    let output =
+        build_in("two_modules.toml", &kernels, "emulated-includes").without_nvcc().emulation(with).run();
+    let output = output.unwrap();
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(output.emulated.len(), 2);
+
+    let without = build_in("two_modules.toml", &kernels, "emulated-includes-without")
+        .without_nvcc()
+        .emulation(Emulation::default())
+        .run()
+        .unwrap();
+    let missing = problems(&without);
+    assert!(
+        missing.iter().any(|problem| problem.contains("signature") && problem.contains("emu_stand_in.h")),
+        "{missing:?}"
+    );
+}

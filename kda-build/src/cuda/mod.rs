@@ -293,8 +293,10 @@ impl KernelBuild {
     /// Also builds every entry for the emulator (see [`emulation`]): one shared library per
     /// entry in `OUT_DIR/emu` (`emu-<sanitizer>` with a sanitizer), listed in the generated
     /// file as `EMULATED_KERNELS`. Independent of nvcc; a unit the C++ compiler rejects is a
-    /// located compiler error like nvcc's.
-    pub fn emulation(mut self, emulation: emulation::Emulation) -> Self {
+    /// located compiler error like nvcc's. Its `include_dirs` are relative to the crate root in a
+    /// build script, as [`include_dir`](Self::include_dir)'s are.
+    pub fn emulation(mut self, mut emulation: emulation::Emulation) -> Self {
+        emulation.include_dirs = emulation.include_dirs.iter().map(|dir| self.rooted(dir)).collect();
         self.emulation = Some(emulation);
         self
     }
@@ -551,7 +553,9 @@ impl KernelBuild {
             return;
         }
         // A directory is scanned whole: sources and headers alike.
-        for path in std::iter::once(&self.kernels_dir).chain(&self.include_dirs).chain([&self.manifest]) {
+        let emulated_includes = self.emulation.iter().flat_map(|emulation| &emulation.include_dirs);
+        let inputs = std::iter::once(&self.kernels_dir).chain(&self.include_dirs).chain(emulated_includes);
+        for path in inputs.chain([&self.manifest]) {
             println!("cargo::rerun-if-changed={}", path.display());
         }
         for var in ENV_VARS {

@@ -81,7 +81,7 @@ pub fn emulated_build(
     let variant = sanitizer.map_or("plain", Sanitizer::name);
     let built = KernelBuild::new(manifest, kernels, out_dir.join(variant))
         .without_nvcc()
-        .emulation(Emulation { sanitizer })
+        .emulation(Emulation { sanitizer, ..Emulation::default() })
         .run()?;
     if !built.problems.is_empty() {
         let problems: Vec<String> = built.problems.iter().map(ToString::to_string).collect();

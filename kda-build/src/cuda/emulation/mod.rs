@@ -34,6 +34,10 @@ use crate::Manifest;
 pub struct Emulation {
     /// The sanitizer compiled into the libraries, if any.
     pub sanitizer: Option<Sanitizer>,
+    /// Directories the emulated build alone searches for headers, before the emulator's shim and
+    /// the kernels' own: stand-ins a crate wants the emulator to see where its sources include
+    /// what only nvcc has. nvcc never sees them, so they cannot shadow CUDA's headers there.
+    pub include_dirs: Vec<PathBuf>,
 }
 
 /// One entry's emulated library.
@@ -217,7 +221,11 @@ impl EmulatedCompiler<'_> {
             .map(|flag| (*flag).to_owned())
             .chain(Sanitizer::compile_flags(sanitizer).iter().map(|flag| (*flag).to_owned()))
             .chain(
-                std::iter::once(shim_dir)
+                self.emulation
+                    .include_dirs
+                    .iter()
+                    .map(PathBuf::as_path)
+                    .chain(std::iter::once(shim_dir))
                     .chain(self.include_dirs.iter().map(PathBuf::as_path))
                     .map(|dir| format!("-I{}", dir.display())),
             )
