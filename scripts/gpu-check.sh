@@ -45,6 +45,7 @@
 #   kda--main_job          runs the kda-block binary through its compile-time path
 #   kda--readme            reads README.md and the manifests through its compile-time source path
 #   kda-build--lib         reads scripts/install-cuda.sh through its compile-time source path
+#   kda-example--emulated  loads the example's emulated libraries from its compile-time OUT_DIR
 #   kda-macros--lib        a proc-macro crate's tests link the toolchain's libstd-*.so
 # `--build` fails if any copied binary still holds this checkout's absolute path (on the GPU
 # machine the repo is a copy at another path, so such a binary would read files that are not
@@ -57,7 +58,7 @@ WHEELS="gpu-check/wheels"
 # The public chunked KDA the baseline times: pure Python and Triton, its one other need (einops)
 # on the GPU machine's image.
 FLA_CORE="fla-core==0.6.0"
-EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-cli--list_manifest kda--main_job kda--readme kda-build--lib kda-macros--lib)
+EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-cli--list_manifest kda--main_job kda--readme kda-build--lib kda-example--emulated kda-macros--lib)
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'

@@ -4,6 +4,7 @@
 //! `kda-runtime/tests/abuse.rs`. The same attacks under AddressSanitizer, on every entry, are
 //! classes of the launch fuzz (`kda-block emulate --sanitizer address --fuzz-launches N`:
 //! `swapped_storage`, `forged_signature`), which CI runs.
+#![cfg(feature = "emulation")]
 
 use kda::kernels::{EMULATED_KERNELS, glm5next_kda};
 use kda_runtime::emu::EmuBackend;
