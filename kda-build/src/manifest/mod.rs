@@ -19,6 +19,8 @@ mod contract;
 mod diagnostic;
 mod file;
 mod ident;
+// How generated code names a crate's kernels: the derive's and the build's alone.
+#[cfg(feature = "codegen")]
 pub(crate) mod namespace;
 mod params;
 mod parse;
