@@ -42,7 +42,7 @@ Usage:
     scripts/mutate.py --operators drop-wait,drop-const --jobs 1
     scripts/mutate.py --operators remove-syncthreads,remove-syncwarp --stages plain,thread
 
-The `kda` binary must be built first: `cargo build --release --bin kda-block`.
+The `kda-block` binary must be built first: `cargo build --release --bin kda-block`.
 """
 
 from __future__ import annotations

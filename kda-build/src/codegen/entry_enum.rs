@@ -10,7 +10,7 @@
 //! }
 //! ```
 
-use proc_macro2::{Ident, Literal, TokenStream};
+use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::tokens::{braced, comma_separated, concat};
@@ -40,10 +40,6 @@ pub(super) fn entry_enum(
         };
         quote! { #name::#field => #handle, }
     }));
-    let indices = concat(fields.iter().enumerate().map(|(index, field)| {
-        let index = Literal::usize_unsuffixed(index);
-        quote! { Self::#field => #index, }
-    }));
     let enum_doc = format!(
         " The entries of the table `[{}]` in `{manifest}`, one variant per entry named as its field, \
          in manifest order: what per-kernel code matches on, exhaustively.",
@@ -60,9 +56,10 @@ pub(super) fn entry_enum(
             /// Every entry, in manifest order.
             pub const ALL: [Self; #count] = [#all];
 
-            /// The entry's place in the manifest's order (and in [`Self::ALL`]).
+            /// The entry's place in the manifest's order (and in [`Self::ALL`]): the variants are
+            /// declared in that order, without explicit discriminants.
             pub const fn index(self) -> usize {
-                match self { #indices }
+                self as usize
             }
 
             /// The entry: its module, entry point, signature and manifest line.
