@@ -67,7 +67,7 @@ __device__ __forceinline__ void with_head_dim(u32 head_dim, Body body) {
 
 // Asynchronous 16-byte global -> shared copy (sm_80+), bypassing L1: for streamed weights.
 #if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
-// Built as C++ by the emulator (kda-build/emu), where inline PTX does not compile: the same
+// Built as C++ by the emulator (kda-emu/cpp), where inline PTX does not compile: the same
 // semantics, the copy landing at the wait that covers its group.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) { kda_emu::cp_async(smem, gmem, 16); }
 __device__ __forceinline__ void cp_async_commit() { kda_emu::cp_async_commit(); }
@@ -132,7 +132,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefe
 // d[0] = D[g][2t], d[1] = D[g][2t+1], d[2] = D[g+8][2t], d[3] = D[g+8][2t+1].
 //   mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]);
 // The order of the 16 products' sum is the tensor core's own (the emulator's is defined in
-// kda-build/emu/kda_emu_runtime.cpp): results are held to the ABI's tolerances, not to bits.
+// kda-emu/cpp/kda_emu_runtime.cpp): results are held to the ABI's tolerances, not to bits.
 #if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* smem_row) { kda_emu::ldmatrix(4, r, smem_row); }
 __device__ __forceinline__ void ldmatrix_x2(u32 (&r)[2], const void* smem_row) { kda_emu::ldmatrix(2, r, smem_row); }

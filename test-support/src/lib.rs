@@ -8,8 +8,13 @@
 //!   `kda-build/tests/manifest_props.rs`.
 //! - [`manifests`]: manifests generated for tests and benchmarks (the derive's UI tests and its
 //!   expansion benchmark).
+//! - `emulator` (feature `emulator`): fixture kernels built for the emulator at test time, for
+//!   kda-emu's tests and the model's tests of its device helpers.
 
-#![forbid(unsafe_code)]
+// Only `emulator::emulated_set` is `unsafe`, and says why.
+#![deny(unsafe_code)]
 
+#[cfg(feature = "emulator")]
+pub mod emulator;
 pub mod fuzz;
 pub mod manifests;

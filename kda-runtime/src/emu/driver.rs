@@ -16,6 +16,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use kda_emu::wire::{self, ArgKind, Request};
+
 use super::{c_type_of, scalar_bits};
 use crate::host::{HostMemory, HostStorage};
 use crate::modules::{LoadError, ModuleCache, ModuleLoader, Resolved};
@@ -29,9 +31,6 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new().write(true).create_new(true).open(path)?.write_all(bytes)
 }
-
-/// The request's and the response's first bytes (`kda_emu_driver.cpp`).
-const MAGIC: &[u8; 8] = b"KDAEMU1\n";
 
 /// Runs emulated kernels through the driver, one process per launch.
 pub struct DriverBackend {
@@ -133,7 +132,7 @@ impl DriverBackend {
     }
 
     /// The request of one launch: the library, the entry, the arguments' C types, the geometry,
-    /// the seed, then each argument.
+    /// the seed, then each argument (a view as the elements of its window).
     fn request(
         &self,
         kernel: &Resolved<&'static str>,
@@ -141,52 +140,35 @@ impl DriverBackend {
         args: &[KernelArg<'_>],
         windows: &[Option<Range<usize>>],
     ) -> Result<Vec<u8>, BackendError> {
-        let mut out = MAGIC.to_vec();
         let types: Vec<String> = args.iter().map(c_type_of).collect();
-        for text in [kernel.function, kernel.entry.entry, &types.join(",")] {
-            put_str(&mut out, text);
-        }
         let LaunchGeometry { grid, block, shared_mem_bytes } = geometry;
-        for value in [grid.0, grid.1, grid.2, block.0, block.1, block.2, shared_mem_bytes] {
-            out.extend(value.to_le_bytes());
-        }
-        let seed = self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed));
-        out.extend(seed.to_le_bytes());
-        out.extend(u32::try_from(args.len()).unwrap_or(u32::MAX).to_le_bytes());
+        let mut request = Request::new(&wire::Launch {
+            library: kernel.function,
+            entry: kernel.entry.entry,
+            params: &types.join(","),
+            grid: [grid.0, grid.1, grid.2],
+            block: [block.0, block.1, block.2],
+            dynamic_shared: shared_mem_bytes,
+            seed: self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed)),
+            arg_count: u32::try_from(args.len()).unwrap_or(u32::MAX),
+        });
         for (arg, window) in args.iter().zip(windows) {
-            match (arg, window) {
-                (KernelArg::Read(view), Some(window)) => {
-                    self.put_view(&mut out, 1, view.buffer(), window, view.dtype())?
-                }
+            let (kind, buffer, dtype, window) = match (arg, window) {
+                (KernelArg::Read(view), Some(window)) => (ArgKind::Read, view.buffer(), view.dtype(), window),
                 (KernelArg::Write(view), Some(window)) => {
-                    self.put_view(&mut out, 2, view.buffer(), window, view.dtype())?
+                    (ArgKind::Write, view.buffer(), view.dtype(), window)
                 }
                 (scalar, _) => {
-                    out.push(0);
-                    out.extend(scalar_bits(scalar).unwrap_or_default().to_le_bytes());
+                    request.scalar(scalar_bits(scalar).unwrap_or_default());
+                    continue;
                 }
-            }
+            };
+            let bytes = self.memory.storage(buffer)?.bytes();
+            let (start, end) = (window.start * dtype.size(), window.end * dtype.size());
+            let misalignment = (bytes.as_ptr().addr() + start) as u64 % 16;
+            request.buffer(kind, misalignment, &bytes[start..end]);
         }
-        Ok(out)
-    }
-
-    /// A buffer argument: its kind, its misalignment modulo 16, and the elements of `window`.
-    fn put_view(
-        &self,
-        out: &mut Vec<u8>,
-        kind: u8,
-        buffer: &DeviceBuffer,
-        window: &Range<usize>,
-        dtype: DType,
-    ) -> Result<(), BackendError> {
-        let bytes = self.memory.storage(buffer)?.bytes();
-        let size = dtype.size();
-        let part = &bytes[window.start * size..window.end * size];
-        out.push(kind);
-        out.extend(((bytes.as_ptr().addr() + window.start * size) as u64 % 16).to_le_bytes());
-        out.extend((part.len() as u64).to_le_bytes());
-        out.extend_from_slice(part);
-        Ok(())
+        Ok(request.into_bytes())
     }
 
     /// Runs one launch in the driver. `extents` (from the signature) bound each view's window;
@@ -234,7 +216,7 @@ impl DriverBackend {
             return Err(failed(format!("the driver exited with {}:\n{}", output.status, report.trim_end())));
         }
         let response = response.map_err(|e| io("reading the driver's response", e))?;
-        let written = parse_response(&response)
+        let written = wire::parse_response(&response)
             .map_err(|why| failed(format!("a malformed response: {why}")))?
             .map_err(failed)?;
         self.write_back(args, &windows, written).map_err(failed)
@@ -316,37 +298,6 @@ fn windows(
             Ok(Some(range.start..range.start + len))
         })
         .collect()
-}
-
-fn put_str(out: &mut Vec<u8>, text: &str) {
-    out.extend(u32::try_from(text.len()).unwrap_or(u32::MAX).to_le_bytes());
-    out.extend_from_slice(text.as_bytes());
-}
-
-/// The written buffers of a response, or the launch's failure.
-fn parse_response(bytes: &[u8]) -> Result<Result<Vec<&[u8]>, String>, &'static str> {
-    let mut rest = bytes.strip_prefix(MAGIC.as_slice()).ok_or("no magic")?;
-    let mut take = |n: usize| -> Result<&[u8], &'static str> {
-        if rest.len() < n {
-            return Err("truncated");
-        }
-        let (head, tail) = rest.split_at(n);
-        rest = tail;
-        Ok(head)
-    };
-    let status = take(1)?[0];
-    let length = u32::from_le_bytes(take(4)?.try_into().map_err(|_| "truncated")?) as usize;
-    let message = String::from_utf8_lossy(take(length)?).into_owned();
-    if status != 0 {
-        return Ok(Err(message));
-    }
-    let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| "truncated")?);
-    let mut written = Vec::new();
-    for _ in 0..count {
-        let length = u64::from_le_bytes(take(8)?.try_into().map_err(|_| "truncated")?);
-        written.push(take(usize::try_from(length).map_err(|_| "too long")?)?);
-    }
-    Ok(Ok(written))
 }
 
 impl GpuBackend for DriverBackend {

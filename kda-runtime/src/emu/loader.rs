@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use super::library::{EntryIndex, Library};
+use kda_emu::library::{EntryIndex, Library};
+
 use crate::modules::{LoadError, ModuleLoader};
 use crate::signature::{Access, ParamKind};
 use crate::{EmulatedModule, EmulatedSet, KernelEntry, LookupError, Signature};
@@ -43,15 +44,18 @@ impl ModuleLoader for EmuLoader {
             .libraries
             .iter()
             .map(|library| {
-                Library::open(library.path).map(|open| (library.entry, Arc::new(open))).map_err(|message| {
-                    LoadError::Driver {
+                // SAFETY: the path is one the emulated build wrote, as `EmulatedSet::new`'s
+                // caller guaranteed: an emulated library, whose initialisers only register its
+                // kernel.
+                unsafe { Library::open(library.path) }.map(|open| (library.entry, Arc::new(open))).map_err(
+                    |message| LoadError::Driver {
                         operation: format!(
                             "opening the emulated `{}::{}` ({})",
                             module.module, library.entry, library.path
                         ),
                         message,
-                    }
-                })
+                    },
+                )
             })
             .collect::<Result<_, _>>()?;
         Ok(EmuModule { libraries })

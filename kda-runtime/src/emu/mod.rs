@@ -19,7 +19,6 @@
 //! build).
 
 mod driver;
-mod library;
 mod loader;
 
 pub use driver::DriverBackend;

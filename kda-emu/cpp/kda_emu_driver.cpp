@@ -1,7 +1,8 @@
 // The sanitizer driver: runs one launch of an emulated kernel in a process of its own, so the
 // kernel and the emulator can be compiled with a sanitizer (AddressSanitizer + UBSan, or
 // ThreadSanitizer), which needs its runtime in the executable. kda-runtime's `DriverBackend`
-// writes the request, runs `kda_emu_driver REQUEST RESPONSE`, and reads the response.
+// writes the request, runs `kda_emu_driver REQUEST RESPONSE`, and reads the response, in the
+// format kda-emu/src/wire.rs defines (its constants come from the generated kda_emu_config.h).
 //
 // Every buffer is allocated at exactly the bytes the request gives (a view's elements up to its
 // extent), starting at the view's misalignment modulo 16 so a kernel's vector path is taken as it
@@ -9,11 +10,11 @@
 // past the extent is a sanitizer report.
 //
 // Request, little-endian (str = u32 length + bytes):
-//   "KDAEMU1\n", str library, str entry, str parameter types ("const bf16*,u32"),
+//   magic, str library, str entry, str parameter types ("const bf16*,u32"),
 //   u32 grid[3], u32 block[3], u32 dynamic shared bytes, u64 seed, u32 argument count, then per
 //   argument a u8 kind (0 scalar: u64 bits; 1 read-only buffer, 2 written buffer: u64
 //   misalignment (< 16), u64 length, the bytes).
-// Response: "KDAEMU1\n", u8 status (0 launched, 1 refused or failed), str message, u32 count,
+// Response: magic, u8 status (0 launched, 1 refused or failed), str message, u32 count,
 //   then each written buffer as u64 length + bytes, in argument order.
 // The exit status is 0 unless the driver itself fails (2) or a sanitizer reports (its own).
 #include <dlfcn.h>
@@ -37,7 +38,9 @@
 
 namespace {
 
-const char kMagic[8] = {'K', 'D', 'A', 'E', 'M', 'U', '1', '\n'};
+const char kMagic[] = KDA_EMU_WIRE_MAGIC;
+// The magic's bytes, without the string's NUL.
+constexpr size_t kMagicBytes = sizeof kMagic - 1;
 
 [[noreturn]] void die(const std::string& message) {
     std::fprintf(stderr, "kda_emu_driver: %s\n", message.c_str());
@@ -103,14 +106,14 @@ struct Argument {
 
 void respond(const char* path, uint8_t status, const std::string& message, const std::vector<Argument>& args) {
     Writer out(path);
-    out.bytes(kMagic, sizeof kMagic);
+    out.bytes(kMagic, kMagicBytes);
     out.value(status);
     out.str(message);
     uint32_t written = 0;
-    for (const Argument& arg : args) written += arg.kind == 2;
+    for (const Argument& arg : args) written += arg.kind == KDA_EMU_ARG_WRITE;
     out.value(written);
     for (const Argument& arg : args) {
-        if (arg.kind != 2) continue;
+        if (arg.kind != KDA_EMU_ARG_WRITE) continue;
         out.value(arg.length);
         out.bytes(arg.allocation.get() + arg.offset, arg.length);
     }
@@ -128,9 +131,9 @@ F symbol(void* library, const char* name) {
 int main(int argc, char** argv) {
     if (argc != 3) die("usage: kda_emu_driver REQUEST RESPONSE");
     Reader in(argv[1]);
-    char magic[sizeof kMagic];
+    char magic[kMagicBytes];
     in.bytes(magic, sizeof magic);
-    if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) die("not a kda emulator request");
+    if (std::memcmp(magic, kMagic, kMagicBytes) != 0) die("not a kda emulator request");
     const std::string library_path = in.str(), entry = in.str(), params = in.str();
     unsigned grid[3], block[3];
     for (unsigned& g : grid) g = in.value<uint32_t>();
@@ -140,12 +143,12 @@ int main(int argc, char** argv) {
     std::vector<Argument> args(in.value<uint32_t>());
     for (Argument& arg : args) {
         arg.kind = in.value<uint8_t>();
-        if (arg.kind == 0) {
+        if (arg.kind == KDA_EMU_ARG_SCALAR) {
             arg.scalar = in.value<uint64_t>();
             arg.pointer = &arg.scalar;
             continue;
         }
-        if (arg.kind > 2) die("unknown argument kind");
+        if (arg.kind != KDA_EMU_ARG_READ && arg.kind != KDA_EMU_ARG_WRITE) die("unknown argument kind");
         arg.offset = in.value<uint64_t>();
         arg.length = in.value<uint64_t>();
         if (arg.offset >= 16) die("a misalignment of 16 bytes or more");
@@ -179,7 +182,7 @@ int main(int argc, char** argv) {
     }
     std::vector<void*> pointers;
     for (Argument& arg : args) pointers.push_back(arg.pointer);
-    char message[4096] = {0};
+    char message[KDA_EMU_MESSAGE_CAPACITY] = {0};
     const int status = launch(index, pointers.data(), static_cast<unsigned>(pointers.size()), grid, block,
                               dynamic_shared, seed, message, sizeof message);
     respond(argv[2], status == 0 ? 0 : 1, message, args);

@@ -1,10 +1,11 @@
-// The C ABI of an emulated module (a shared library built by kda-build's emulation step), which
-// kda-runtime's emulation backend and the sanitizer driver load. Version 1.
+// The C ABI of an emulated library (one entry's shared library, built by kda-emu's toolchain),
+// which kda-emu's raw layer and the sanitizer driver load. Its version and constants are Rust's
+// (kda-emu/src/abi.rs), in the generated kda_emu_config.h; src/abi.rs checks these declarations.
 #pragma once
 
 #include <stddef.h>
 
-#define KDA_EMU_ABI_VERSION 1u
+#include "kda_emu_config.h"
 #define KDA_EMU_API __attribute__((visibility("default")))
 
 #ifdef __cplusplus

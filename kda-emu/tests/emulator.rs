@@ -1,18 +1,16 @@
-//! The CUDA emulator itself (`kda-build/emu`, `kda_runtime::emu`), on fixture kernels built for
-//! this test from `tests/emulator/` as C++, not on the model's kernels (tests/emulated.rs runs
-//! those). What a kernel does right gives the GPU's answer: a barrier and a shuffle warp sum on
-//! 2D and 3D blocks of several blocks, cp.async data after its wait, the tensor-core wrappers of
-//! `kernels/kda_common.cuh` (every lane's ldmatrix words; a bf16 and a tf32 mma tile, exact in the
-//! emulator's summation order; the rounding to tf32). What a kernel does wrong is a launch `Err` naming the kernel, the block, the
+//! The CUDA emulator itself, on fixture kernels built for this test from `tests/fixtures/` as
+//! C++. What a kernel does right gives the GPU's answer: a barrier and a shuffle warp sum on 2D
+//! and 3D blocks of several blocks, cp.async data after its wait, the tensor cores (every lane's
+//! ldmatrix words; a bf16 and a tf32 mma tile, exact in the emulator's summation order; the
+//! rounding to tf32). What a kernel does wrong is a launch `Err` naming the kernel, the block, the
 //! thread and the block-order seed, never a hang or a silent wrong answer: a barrier some threads
 //! skip, a shuffle with lanes missing or lanes the warp lacks, a deadlock (an mma one lane skips
 //! among them), a misaligned cp.async or ldmatrix row, an ldmatrix row outside shared memory, a
 //! geometry or a shared memory size the device refuses. Shared memory (static and dynamic) and
-//! pending cp.async destinations read as NaN; block order is a seeded permutation; lookups check the kernel's C
-//! parameter types; a fixture that does not compile is a problem located in its manifest. Under
-//! the sanitizers (built per test): ThreadSanitizer reports each hand-off CUDA leaves unordered,
-//! AddressSanitizer an index one past a `__shared__` array.
-#![cfg(feature = "emulation")]
+//! pending cp.async destinations read as NaN; block order is a seeded permutation; lookups check
+//! the kernel's C parameter types; a fixture that does not compile is a problem located in its
+//! manifest. Under the sanitizers (built per test): ThreadSanitizer reports each hand-off CUDA
+//! leaves unordered, AddressSanitizer an index one past a `__shared__` array.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -20,14 +18,15 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use half::bf16;
-use kda_build::cuda::emulation::{EmulatedLibrary as BuiltLibrary, Emulation, Sanitizer};
-use kda_build::cuda::{BuildOutput, KernelBuild, Problem};
+use kda_build::cuda::emulation::{Emulation, Sanitizer};
+use kda_build::cuda::{BuildOutput, Problem};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
     DType, Element, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry, LaunchGeometry,
     LookupError,
 };
+use kda_test_support::emulator::{Bits, assert_built, emulated_set};
 
 // ---- The fixtures: built once, as the set an `EmuBackend` carries. ----
 
@@ -47,42 +46,17 @@ fn build(dir: &Path, out: &str) -> BuildOutput {
 }
 
 fn build_with(dir: &Path, out: &str, emulation: Emulation) -> BuildOutput {
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(out);
-    KernelBuild::new(dir.join("kernels.toml"), dir, out_dir)
-        .without_nvcc()
-        .emulation(emulation)
-        .run()
-        .unwrap_or_else(|error| panic!("the emulated build of {} failed: {error}", dir.display()))
+    kda_test_support::emulator::build(dir, &Path::new(env!("CARGO_TARGET_TMPDIR")).join(out), emulation)
 }
 
-/// The fixtures of `tests/emulator/kernels.toml`, built once for every test.
+/// The fixtures of `tests/fixtures/kernels.toml`, built once for every test.
 fn fixtures() -> &'static EmulatedSet {
     static SET: OnceLock<&'static EmulatedSet> = OnceLock::new();
     SET.get_or_init(|| {
-        let output = build(&fixture_dir("emulator"), "emulator-fixtures");
-        let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
-        assert!(problems.is_empty(), "the fixtures do not build:\n{}", problems.join("\n"));
-        assert!(output.manifest_error.is_none(), "{:?}", output.manifest_error);
+        let output = build(&fixture_dir("fixtures"), "emulator-fixtures");
+        assert_built(&output, "the fixtures");
         emulated_set(NAMESPACE, &output.emulated, &FIXTURES, None)
     })
-}
-
-/// The runtime's view of what the build made: one module per source, one library per entry,
-/// proving the signatures of `proved`, and the sanitizer driver where a sanitized build made one.
-fn emulated_set(
-    namespace: &'static str,
-    built: &[BuiltLibrary],
-    proved: &[KernelEntry],
-    driver: Option<&Path>,
-) -> &'static EmulatedSet {
-    let paths: Vec<&str> =
-        built.iter().map(|library| library.path.to_str().expect("a UTF-8 library path")).collect();
-    let libraries = built.iter().zip(paths).map(|(library, path)| (&*library.module, &*library.entry, path));
-    let driver = driver.map(|driver| driver.to_str().expect("a UTF-8 driver path"));
-    // SAFETY: the libraries and the driver are what the emulated build just wrote from the
-    // fixtures' sources; the emulator compares each library's C parameter types with the
-    // signature of the entry it is looked up for.
-    unsafe { EmulatedSet::leak(namespace, libraries, proved, driver) }
 }
 
 /// A backend carrying the fixtures, whose first launch has block-order seed `seed`.
@@ -348,21 +322,6 @@ const MMA_TF32_TILE: KernelEntry = entry(
     },
 );
 
-/// `const f32 a[128], const f32 b[64], f32 split[128], f32 single[128]`.
-const MMA_F32_TILE: KernelEntry = entry(
-    "mma",
-    "mma_f32_tile",
-    &Signature {
-        params: &[
-            read("a", DType::F32, "128", &[Op::Literal(128)]),
-            read("b", DType::F32, "64", &[Op::Literal(64)]),
-            write("split", DType::F32, "128", &[Op::Literal(128)]),
-            write("single", DType::F32, "128", &[Op::Literal(128)]),
-        ],
-        requires: &[],
-    },
-);
-
 /// `const u32 rows[128], u32 out[192]`.
 const LDMATRIX_LANES: KernelEntry = entry(
     "mma",
@@ -391,7 +350,7 @@ const LDMATRIX_MISADDRESSED: KernelEntry = entry(
 /// Every fixture entry with the signature its kernel takes: what the fixture set proves, as the
 /// build proves a manifest's. `RECORD_ORDER_U64` is not among them: it describes its kernel
 /// wrongly.
-const FIXTURES: [KernelEntry; 20] = [
+const FIXTURES: [KernelEntry; 19] = [
     BLOCK_SUMS,
     RECORD_ORDER,
     BARRIER_SKIPPED,
@@ -408,7 +367,6 @@ const FIXTURES: [KernelEntry; 20] = [
     CP_ASYNC_EMPTY,
     MMA_TILE,
     MMA_TF32_TILE,
-    MMA_F32_TILE,
     LDMATRIX_LANES,
     MMA_LANE_SKIPS,
     LDMATRIX_MISADDRESSED,
@@ -772,26 +730,13 @@ fn a_cp_async_of_no_bytes_is_an_err_not_a_crash() {
 
 // ---- Tensor cores: ldmatrix, mma.m16n8k16 (bf16) and mma.m16n8k8 (tf32). ----
 
-/// A deterministic stream of bits (splitmix64).
-struct Bits(u64);
-
-impl Bits {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A bf16 of either sign, magnitude in [2^-4, 2^4), any significand: products and sums stay
-    /// far inside f32's range, but the sums of a tile do not fit f32's significand, so their order
-    /// shows in the last bits.
-    fn bf16(&mut self) -> bf16 {
-        let r = self.next();
-        let (sign, exponent, significand) = (r & 1, 123 + (r >> 1) % 8, (r >> 8) & 0x7f);
-        bf16::from_bits(u16::try_from(sign << 15 | exponent << 7 | significand).expect("16 bits"))
-    }
+/// A bf16 of either sign, magnitude in [2^-4, 2^4), any significand: products and sums stay far
+/// inside f32's range, but the sums of a tile do not fit f32's significand, so their order shows
+/// in the last bits.
+fn bf16_any(bits: &mut Bits) -> bf16 {
+    let r = bits.next_u64();
+    let (sign, exponent, significand) = (r & 1, 123 + (r >> 1) % 8, (r >> 8) & 0x7f);
+    bf16::from_bits(u16::try_from(sign << 15 | exponent << 7 | significand).expect("16 bits"))
 }
 
 /// D = (C + A·B) + A·B in f32 with A [16][16] and B given as [8][16] (n, k), each sum over k in
@@ -816,9 +761,9 @@ fn mma_tile_reference(a: &[bf16], b: &[bf16], c: &[f32], k_order: &[usize]) -> V
 fn ldmatrix_and_two_accumulating_mmas_give_the_f32_tile_summed_in_ascending_k() {
     let gpu = backend(61);
     let mut bits = Bits(0x6d6d_6131);
-    let a: Vec<bf16> = (0..256).map(|_| bits.bf16()).collect();
-    let b: Vec<bf16> = (0..128).map(|_| bits.bf16()).collect();
-    let c: Vec<f32> = (0..128).map(|_| bits.bf16().to_f32() * 4.0).collect();
+    let a: Vec<bf16> = (0..256).map(|_| bf16_any(&mut bits)).collect();
+    let b: Vec<bf16> = (0..128).map(|_| bf16_any(&mut bits)).collect();
+    let c: Vec<f32> = (0..128).map(|_| bf16_any(&mut bits).to_f32() * 4.0).collect();
     let (a_buffer, b_buffer, c_buffer) =
         (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap(), gpu.upload(&c).unwrap());
     let mut d = gpu.upload(&[f32::NAN; 128]).unwrap();
@@ -842,13 +787,6 @@ fn ldmatrix_and_two_accumulating_mmas_give_the_f32_tile_summed_in_ascending_k() 
         expected,
         "the inputs do not tell the orders apart"
     );
-}
-
-/// An f32 of either sign, magnitude in [2^-4, 2^4), any significand (so tf32 rounding shows).
-fn f32_any(bits: &mut Bits) -> f32 {
-    let r = bits.next();
-    let (sign, exponent, significand) = (r & 1, 123 + (r >> 1) % 8, (r >> 8) & 0x7f_ffff);
-    f32::from_bits(u32::try_from(sign << 31 | exponent << 23 | significand).expect("32 bits"))
 }
 
 /// x rounded to tf32 as cvt.rna.tf32.f32 does, found by distance: the tf32 values on either side
@@ -875,14 +813,14 @@ fn tf32_tile_reference(a: &[f32], b: &[f32], c: &[f32], k_order: &[usize]) -> Ve
 fn to_tf32_rounds_to_nearest_ties_away_and_the_tf32_mma_sums_exact_products_in_ascending_k() {
     let gpu = backend(65);
     let mut bits = Bits(0x7466_3332);
-    let mut a: Vec<f32> = (0..128).map(|_| f32_any(&mut bits)).collect();
+    let mut a: Vec<f32> = (0..128).map(|_| bits.f32_any()).collect();
     // Exact ties of either sign, and the values one bit either side of a tie.
     for (at, low) in [(0, 0x1000), (9, 0x1000), (17, 0x0fff), (30, 0x1001), (41, 0x3000)] {
         let sign = if at % 2 == 0 { 0 } else { 0x8000_0000 };
         a[at] = f32::from_bits(sign | 0x3fa0_0000 | low);
     }
-    let b: Vec<f32> = (0..64).map(|_| f32_any(&mut bits)).collect();
-    let c: Vec<f32> = (0..128).map(|_| f32_any(&mut bits) * 4.0).collect();
+    let b: Vec<f32> = (0..64).map(|_| bits.f32_any()).collect();
+    let c: Vec<f32> = (0..128).map(|_| bits.f32_any() * 4.0).collect();
     let (a_buffer, b_buffer, c_buffer) =
         (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap(), gpu.upload(&c).unwrap());
     let mut d = gpu.upload(&[f32::NAN; 128]).unwrap();
@@ -921,43 +859,6 @@ fn to_tf32_rounds_to_nearest_ties_away_and_the_tf32_mma_sums_exact_products_in_a
     let descending: Vec<usize> = (0..8).rev().collect();
     assert_ne!(tf32_tile_reference(&a_tf32, &b_tf32, &c, &descending), expected, "the orders look alike");
     assert_ne!(tf32_tile_reference(&a, &b, &c, &ascending), expected, "rounding to tf32 changes nothing");
-}
-
-#[test]
-fn three_tf32_products_give_an_f32_tile_where_one_is_off_by_the_tf32_rounding() {
-    let gpu = backend(66);
-    let mut bits = Bits(0x6633_7466);
-    let a: Vec<f32> = (0..128).map(|_| f32_any(&mut bits)).collect();
-    let b: Vec<f32> = (0..64).map(|_| f32_any(&mut bits)).collect();
-    let (a_buffer, b_buffer) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
-    let (mut split, mut single) =
-        (gpu.upload(&[f32::NAN; 128]).unwrap(), gpu.upload(&[f32::NAN; 128]).unwrap());
-    launch(
-        &gpu,
-        &MMA_F32_TILE,
-        geometry((1, 1, 1), (32, 1, 1)),
-        &mut [(&a_buffer).into(), (&b_buffer).into(), (&mut split).into(), (&mut single).into()],
-    )
-    .unwrap_or_else(|error| panic!("{error}"));
-    // The largest error of a tile against the exact (f64) product, relative to Σ_k |a·b| of its
-    // element.
-    let worst = |tile: &[f32]| {
-        (0..128)
-            .map(|at| {
-                let (m, n) = (at / 8, at % 8);
-                let terms = (0..8).map(|k| f64::from(a[m * 8 + k]) * f64::from(b[k * 8 + n]));
-                let (exact, scale) =
-                    terms.fold((0.0, 0.0), |(sum, abs), term: f64| (sum + term, abs + term.abs()));
-                (f64::from(tile[at]) - exact).abs() / scale
-            })
-            .fold(0.0, f64::max)
-    };
-    let (split, single) =
-        (worst(&gpu.download::<f32>(&split).unwrap()), worst(&gpu.download::<f32>(&single).unwrap()));
-    // Three products: each off by at most about 3·2⁻²² of |a·b| (the dropped lo·lo and the two lo
-    // roundings), 24 f32 additions on top. One: the operands' tf32 rounding, up to 2⁻¹¹ each.
-    assert!(split <= 2f64.powi(-19), "three tf32 products: worst relative error {split:e}");
-    assert!(single >= 2f64.powi(-15), "one tf32 product: worst relative error {single:e}, no worse than f32");
 }
 
 #[test]
@@ -1114,7 +1015,7 @@ fn an_entry_the_fixture_set_does_not_have_is_not_found() {
 
 #[test]
 fn a_fixture_that_does_not_compile_is_a_problem_located_in_its_manifest() {
-    let dir = fixture_dir("emulator/broken");
+    let dir = fixture_dir("fixtures/broken");
     let output = build(&dir, "emulator-broken");
     let manifest = std::fs::read_to_string(dir.join("kernels.toml")).unwrap();
     let line =
@@ -1155,7 +1056,7 @@ fn a_buffer_for_writing_reads_as_nan_until_a_kernel_writes_it() {
 
 // ---- The sanitizers, on fixtures built for them. ----
 
-/// The fixtures of `tests/emulator/<dir>` (manifest namespace `namespace`) built with `sanitizer`,
+/// The fixtures of `tests/fixtures/<dir>` (manifest namespace `namespace`) built with `sanitizer`,
 /// on the driver that build made.
 fn sanitized_fixtures(
     dir: &str,
@@ -1165,12 +1066,11 @@ fn sanitized_fixtures(
     seed: u64,
 ) -> DriverBackend {
     let output = build_with(
-        &fixture_dir("emulator").join(dir),
+        &fixture_dir("fixtures").join(dir),
         &format!("emulator-{dir}-{}", sanitizer.name()),
         Emulation { sanitizer: Some(sanitizer), ..Emulation::default() },
     );
-    let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
-    assert!(problems.is_empty(), "the fixtures of {dir} do not build:\n{}", problems.join("\n"));
+    assert_built(&output, &format!("the fixtures of {dir}"));
     let driver = output.emulation_driver.as_deref().expect("a sanitized build makes its driver");
     let set = emulated_set(namespace, &output.emulated, proved, Some(driver));
     DriverBackend::new(driver, &[set], seed).unwrap_or_else(|error| panic!("{error}"))
@@ -1193,7 +1093,7 @@ fn launch_on_one_block<T: Element>(
 
 // ThreadSanitizer: the memory order CUDA gives, no more.
 
-/// The namespace of `tests/emulator/races`.
+/// The namespace of `tests/fixtures/races`.
 const RACES_NAMESPACE: &str = "races@0:kernels.toml";
 
 /// `u32 out[32], u32 mode`.
@@ -1230,7 +1130,7 @@ fn thread_sanitizer_reports_each_hand_off_cuda_leaves_unordered_and_no_other() {
 
 // AddressSanitizer: a redzone after every __shared__ variable.
 
-/// The namespace of `tests/emulator/overruns`.
+/// The namespace of `tests/fixtures/overruns`.
 const OVERRUNS_NAMESPACE: &str = "overruns@0:kernels.toml";
 
 /// `f32 out[32], u32 past`.

@@ -123,11 +123,14 @@ void acquire(const SyncPoint&) {}
 constexpr unsigned kSyncRing = 8;
 
 constexpr unsigned kMaxEntries = 256;
-constexpr unsigned kMaxThreads = 1024;
-constexpr unsigned kMaxStaticShared = 48 * 1024;
-// Static plus dynamic shared memory a block may have on sm_90, dynamic beyond 48 KiB by opt-in
-// (the CUDA backend raises the kernel's limit for such a launch).
-constexpr unsigned kMaxShared = 227 * 1024;
+// The device's limits (kda-emu/src/device.rs, through kda_emu_config.h). Shared memory is static
+// plus dynamic, dynamic beyond the static limit by opt-in (the CUDA backend raises the kernel's
+// limit for such a launch).
+constexpr unsigned kMaxThreads = KDA_EMU_MAX_THREADS_PER_BLOCK;
+constexpr unsigned kMaxBlock[3] = {KDA_EMU_MAX_BLOCK_X, KDA_EMU_MAX_BLOCK_Y, KDA_EMU_MAX_BLOCK_Z};
+constexpr unsigned kMaxGrid[3] = {KDA_EMU_MAX_GRID_X, KDA_EMU_MAX_GRID_Y, KDA_EMU_MAX_GRID_Z};
+constexpr unsigned kMaxStaticShared = KDA_EMU_MAX_STATIC_SHARED;
+constexpr unsigned kMaxShared = KDA_EMU_MAX_SHARED;
 // The alignment of a launch's dynamic shared memory: at least the 16 bytes cp.async and ldmatrix
 // need of its rows, as on the device.
 constexpr size_t kDynamicSharedAlignment = 128;
@@ -485,19 +488,20 @@ bool in_shared(uintptr_t at) {
            (dynamic.size > 0 && at >= dynamic_begin && at + 16 <= dynamic_begin + dynamic.size);
 }
 
-// Why the geometry cannot launch on the device the emulator stands for (sm_90), or "".
+// Why the geometry cannot launch on the device the emulator stands for, or "".
 std::string geometry_problem(const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared) {
     const uint64_t threads = static_cast<uint64_t>(block[0]) * block[1] * block[2];
     if (block[0] == 0 || block[1] == 0 || block[2] == 0 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
         return format("a grid (%u, %u, %u) of blocks (%u, %u, %u) has an empty dimension", grid[0], grid[1], grid[2],
                       block[0], block[1], block[2]);
-    if (threads > kMaxThreads || block[0] > 1024 || block[1] > 1024 || block[2] > 64)
-        return format("a block (%u, %u, %u) of %llu threads: the device allows at most 1024 threads per block "
-                      "(x, y up to 1024, z up to 64)",
-                      block[0], block[1], block[2], static_cast<unsigned long long>(threads));
-    if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535)
-        return format("a grid (%u, %u, %u): the device allows x up to 2^31 - 1, y and z up to 65535", grid[0],
-                      grid[1], grid[2]);
+    if (threads > kMaxThreads || block[0] > kMaxBlock[0] || block[1] > kMaxBlock[1] || block[2] > kMaxBlock[2])
+        return format("a block (%u, %u, %u) of %llu threads: the device allows at most %u threads per block "
+                      "(x up to %u, y up to %u, z up to %u)",
+                      block[0], block[1], block[2], static_cast<unsigned long long>(threads), kMaxThreads,
+                      kMaxBlock[0], kMaxBlock[1], kMaxBlock[2]);
+    if (grid[0] > kMaxGrid[0] || grid[1] > kMaxGrid[1] || grid[2] > kMaxGrid[2])
+        return format("a grid (%u, %u, %u): the device allows x up to %u, y up to %u, z up to %u", grid[0], grid[1],
+                      grid[2], kMaxGrid[0], kMaxGrid[1], kMaxGrid[2]);
 #ifdef KDA_EMU_ASAN
     // AddressSanitizer's table of the unit's globals keeps every kernel's __shared__ variables of the
     // module from the linker's garbage collection, redzones between them: the section is not this

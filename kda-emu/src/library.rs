@@ -1,55 +1,42 @@
-//! The raw layer: one emulated library (a shared object the emulated build made) and the C ABI
-//! its runtime exports (`kda-build/emu/kda_abi.h`), each call wrapped in a safe function.
+//! The raw layer (feature `load`): one emulated library (a shared object the emulated build
+//! made) and the C ABI its runtime exports ([`crate::abi`]), each call wrapped in a function
+//! that is safe where the ABI makes it so. A launch stays `unsafe`: what its arguments point to is
+//! the caller's to guarantee (kda-runtime's emulation backend does, from the launch contract).
 
-use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulonglong, c_void};
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 
-/// `KDA_EMU_ABI_VERSION` of the runtime this code speaks to.
-const ABI_VERSION: c_uint = 1;
-
-/// The longest launch message kept.
-const MESSAGE_CAPACITY: usize = 4096;
-
-type AbiVersion = unsafe extern "C" fn() -> c_uint;
-type Find = unsafe extern "C" fn(*const c_char) -> c_int;
-type Params = unsafe extern "C" fn(c_int) -> *const c_char;
-type StaticShared = unsafe extern "C" fn() -> c_ulonglong;
-type Launch = unsafe extern "C" fn(
-    c_int,
-    *const *mut c_void,
-    c_uint,
-    *const c_uint,
-    *const c_uint,
-    c_uint,
-    c_ulonglong,
-    *mut c_char,
-    usize,
-) -> c_int;
+use crate::abi::{ABI_VERSION, AbiVersionFn, FindFn, LaunchFn, MESSAGE_CAPACITY, ParamsFn, StaticSharedFn};
 
 /// An open emulated library and its entry points.
-pub(super) struct Library {
-    launch: Launch,
-    find: Find,
-    params: Params,
-    static_shared: StaticShared,
+pub struct Library {
+    launch: LaunchFn,
+    find: FindFn,
+    params: ParamsFn,
+    static_shared: StaticSharedFn,
     /// Kept open as long as the function pointers above are used.
     _library: libloading::Library,
 }
 
 /// One kernel of a library: its index in the library's registry.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct EntryIndex(c_int);
+pub struct EntryIndex(c_int);
 
 impl Library {
     /// Opens the library at `path` and checks its ABI version.
-    pub fn open(path: &str) -> Result<Self, String> {
-        // SAFETY: loading runs the library's initialisers: the emulator's runtime and the
-        // registrars of its one entry (kda_emu_runtime.cpp, the generated unit), which only fill
-        // the library's own registry. The path is one the emulated build wrote (`EmulatedSet`).
+    ///
+    /// # Safety
+    ///
+    /// `path` is a library the emulated build made ([`crate::toolchain`]): loading runs its
+    /// initialisers, and any other library's may do anything.
+    pub unsafe fn open(path: &str) -> Result<Self, String> {
+        // SAFETY: the caller guarantees an emulated library, whose initialisers are the
+        // emulator's runtime and the registrars of its one entry (kda_emu_runtime.cpp, the
+        // generated unit), which only fill the library's own registry.
         let library = unsafe { libloading::Library::new(path) }.map_err(|error| error.to_string())?;
         // SAFETY: each symbol is looked up with the type `kda_abi.h` declares for it, and the
         // pointers are used only while `library` (moved into the result) stays open.
         unsafe {
-            let version: AbiVersion = *library.get(b"kda_emu_abi_version\0").map_err(|e| e.to_string())?;
+            let version: AbiVersionFn = *library.get(b"kda_emu_abi_version\0").map_err(|e| e.to_string())?;
             let found = version();
             if found != ABI_VERSION {
                 return Err(format!("emulator ABI version {found}, expected {ABI_VERSION}: rebuild it"));
