@@ -1,4 +1,4 @@
-//! The driver backend: each launch in a process of its own, run by the emulator's driver
+//! The driver executor: each launch in a process of its own, run by the emulator's driver
 //! (`kda_emu_driver`, built by the emulated build with the libraries' flags). With a sanitizer
 //! compiled into the driver and the libraries (AddressSanitizer + UBSan, ThreadSanitizer), which
 //! a Rust test binary cannot load, every launch of the kernels runs sanitized; every buffer in the
@@ -18,12 +18,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use kda_emu::wire::{self, ArgKind, Request};
 
-use super::{c_type_of, scalar_bits};
+use super::{Executor, c_type_of, scalar_bits};
 use crate::host::{HostMemory, HostStorage};
-use crate::modules::{LoadError, ModuleCache, ModuleLoader, Resolved};
+use crate::modules::{LoadError, ModuleLoader, Resolved};
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, EmulatedModule, EmulatedSet, GpuBackend, KernelArg,
-    KernelEntry, KernelHandle, LaunchGeometry, LookupError, signature,
+    BackendError, BackendId, EmulatedModule, EmulatedSet, KernelArg, KernelEntry, LaunchGeometry, LookupError,
 };
 
 /// Writes `bytes` to a file at `path` that did not exist (never through a symlink found there).
@@ -32,14 +31,15 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::OpenOptions::new().write(true).create_new(true).open(path)?.write_all(bytes)
 }
 
-/// Runs emulated kernels through the driver, one process per launch.
-pub struct DriverBackend {
-    id: BackendId,
-    memory: HostMemory,
+/// Runs each launch in the emulator's driver, a process of its own per launch, which finds each
+/// entry's library by its path.
+#[derive(Debug)]
+pub struct Driver {
+    /// The backend this executor runs for, which names its directory.
+    backend: BackendId,
     driver: PathBuf,
-    modules: ModuleCache<DriverLoader>,
-    seed: u64,
-    launches: AtomicU64,
+    /// What the driver stands for, in messages.
+    device: String,
     /// Where requests and responses go: a directory of this backend's own, made on the first
     /// launch and removed with the backend.
     exchange: OnceLock<Result<PrivateDir, String>>,
@@ -77,16 +77,13 @@ impl Drop for PrivateDir {
     }
 }
 
-/// Finds an entry's library; the driver opens it.
-struct DriverLoader;
-
-impl ModuleLoader for DriverLoader {
+impl ModuleLoader for Driver {
     type Set = EmulatedSet;
     type Module = &'static EmulatedModule;
     type Function = &'static str;
 
     fn device(&self) -> &str {
-        "the CUDA emulator's driver"
+        &self.device
     }
 
     fn load(&self, module: &'static EmulatedModule) -> Result<&'static EmulatedModule, LoadError> {
@@ -107,34 +104,19 @@ impl ModuleLoader for DriverLoader {
     }
 }
 
-impl DriverBackend {
-    /// A backend running `driver` for the kernels of `sets` (all built with the driver's flags);
-    /// block orders from `seed` as on [`EmuBackend`](super::EmuBackend).
-    pub fn new(
-        driver: impl Into<PathBuf>,
-        sets: &[&'static EmulatedSet],
-        seed: u64,
-    ) -> Result<Self, BackendError> {
-        let id = BackendId::fresh();
-        Ok(Self {
-            id,
-            memory: HostMemory::new(id),
-            driver: driver.into(),
-            modules: ModuleCache::new(DriverLoader, sets)?,
-            seed,
-            launches: AtomicU64::new(0),
-            exchange: OnceLock::new(),
-        })
-    }
-
-    fn resolved(&self, kernel: KernelHandle) -> Result<Resolved<&'static str>, BackendError> {
-        self.modules.resolved(self.id, &self.describe(), kernel)
+impl Driver {
+    /// The executor of backend `backend`, running `driver`.
+    pub(super) fn new(driver: PathBuf, backend: BackendId) -> Self {
+        let device = format!("the CUDA emulator's driver {}", driver.display());
+        Self { backend, driver, device, exchange: OnceLock::new() }
     }
 
     /// The request of one launch: the library, the entry, the arguments' C types, the geometry,
     /// the seed, then each argument (a view as the elements of its window).
     fn request(
         &self,
+        memory: &HostMemory,
+        seed: u64,
         kernel: &Resolved<&'static str>,
         geometry: LaunchGeometry,
         args: &[KernelArg<'_>],
@@ -149,7 +131,7 @@ impl DriverBackend {
             grid: [grid.0, grid.1, grid.2],
             block: [block.0, block.1, block.2],
             dynamic_shared: shared_mem_bytes,
-            seed: self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed)),
+            seed,
             arg_count: u32::try_from(args.len()).unwrap_or(u32::MAX),
         });
         for (arg, window) in args.iter().zip(windows) {
@@ -163,63 +145,12 @@ impl DriverBackend {
                     continue;
                 }
             };
-            let bytes = self.memory.storage(buffer)?.bytes();
+            let bytes = memory.storage(buffer)?.bytes();
             let (start, end) = (window.start * dtype.size(), window.end * dtype.size());
             let misalignment = (bytes.as_ptr().addr() + start) as u64 % 16;
             request.buffer(kind, misalignment, &bytes[start..end]);
         }
         Ok(request.into_bytes())
-    }
-
-    /// Runs one launch in the driver. `extents` (from the signature) bound each view's window;
-    /// without them a view goes whole.
-    fn run(
-        &self,
-        kernel: &Resolved<&'static str>,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-        extents: Option<Vec<Option<u64>>>,
-    ) -> Result<(), BackendError> {
-        let failed = |reason: String| BackendError::Launch {
-            module: kernel.entry.module.to_owned(),
-            entry: kernel.entry.entry.to_owned(),
-            reason,
-        };
-        let windows = windows(args, extents.as_deref())?;
-        let request = self.request(kernel, geometry, args, &windows)?;
-        // Unique in this backend across threads.
-        static REQUESTS: AtomicU64 = AtomicU64::new(0);
-        let number = REQUESTS.fetch_add(1, Ordering::Relaxed);
-        let exchange =
-            self.exchange.get_or_init(|| PrivateDir::new(self.id).map_err(|error| error.to_string()));
-        let exchange =
-            exchange.as_ref().map_err(|error| failed(format!("making the driver's directory: {error}")))?;
-        let stem = exchange.0.join(number.to_string());
-        let (request_path, response_path) = (stem.with_extension("request"), stem.with_extension("response"));
-        let io = |operation: &str, error: std::io::Error| failed(format!("{operation}: {error}"));
-        write_new(&request_path, &request).map_err(|e| io("writing the driver's request", e))?;
-        let output = self.run_driver(&request_path, &response_path, false);
-        // ThreadSanitizer cannot map its shadow memory under some kernels' address-space
-        // randomisation; the same run without it is still a sanitized run.
-        let output = match output {
-            Ok(output) if String::from_utf8_lossy(&output.stderr).contains("unexpected memory mapping") => {
-                self.run_driver(&request_path, &response_path, true)
-            }
-            other => other,
-        };
-        let _ = std::fs::remove_file(&request_path);
-        let output = output.map_err(|e| io(&format!("running {}", self.driver.display()), e))?;
-        let response = std::fs::read(&response_path);
-        let _ = std::fs::remove_file(&response_path);
-        if !output.status.success() {
-            let report = String::from_utf8_lossy(&output.stderr);
-            return Err(failed(format!("the driver exited with {}:\n{}", output.status, report.trim_end())));
-        }
-        let response = response.map_err(|e| io("reading the driver's response", e))?;
-        let written = wire::parse_response(&response)
-            .map_err(|why| failed(format!("a malformed response: {why}")))?
-            .map_err(failed)?;
-        self.write_back(args, &windows, written).map_err(failed)
     }
 
     /// Runs the driver on a request; `without_aslr` through `setarch -R`.
@@ -250,30 +181,30 @@ impl DriverBackend {
             )
             .output()
     }
+}
 
-    /// Copies the driver's written windows into the launch's mutable views' buffers.
-    fn write_back(
-        &self,
-        args: &mut [KernelArg<'_>],
-        windows: &[Option<Range<usize>>],
-        written: Vec<&[u8]>,
-    ) -> Result<(), String> {
-        let mut written = written.into_iter();
-        for (arg, window) in args.iter_mut().zip(windows) {
-            if let (KernelArg::Write(view), Some(window)) = (arg, window) {
-                let bytes = written.next().ok_or("fewer written buffers than mutable views")?;
-                let size = view.dtype().size();
-                let storage: &mut HostStorage =
-                    self.memory.storage_mut(view.buffer_mut()).map_err(|error| error.to_string())?;
-                let target = &mut storage.bytes_mut()[window.start * size..window.end * size];
-                if target.len() != bytes.len() {
-                    return Err(format!("{} bytes back for a window of {}", bytes.len(), target.len()));
-                }
-                target.copy_from_slice(bytes);
+/// Copies the driver's written windows into the launch's mutable views' buffers.
+fn write_back(
+    memory: &HostMemory,
+    args: &mut [KernelArg<'_>],
+    windows: &[Option<Range<usize>>],
+    written: Vec<&[u8]>,
+) -> Result<(), String> {
+    let mut written = written.into_iter();
+    for (arg, window) in args.iter_mut().zip(windows) {
+        if let (KernelArg::Write(view), Some(window)) = (arg, window) {
+            let bytes = written.next().ok_or("fewer written buffers than mutable views")?;
+            let size = view.dtype().size();
+            let storage: &mut HostStorage =
+                memory.storage_mut(view.buffer_mut()).map_err(|error| error.to_string())?;
+            let target = &mut storage.bytes_mut()[window.start * size..window.end * size];
+            if target.len() != bytes.len() {
+                return Err(format!("{} bytes back for a window of {}", bytes.len(), target.len()));
             }
+            target.copy_from_slice(bytes);
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// The elements of each view's buffer a launch sends: from the view's start, its extent where
@@ -300,51 +231,64 @@ fn windows(
         .collect()
 }
 
-impl GpuBackend for DriverBackend {
-    fn describe(&self) -> String {
-        format!("the CUDA emulator's driver {}, block-order seed {:#x}", self.driver.display(), self.seed)
-    }
-
-    fn has_module(&self, module: &str) -> bool {
-        self.modules.has_module(module)
-    }
-
-    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.modules.lookup(entry).map(|index| KernelHandle::new(self.id, index))
-    }
-
-    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.memory.alloc(dtype, len)
-    }
-
-    crate::host::host_copy_methods!(memory);
-
-    fn launch(
+impl Executor for Driver {
+    /// Sends the launch to the driver. A checked launch sends each view up to its extent, an
+    /// unchecked one whole views: the kernel runs in another process, which its mistakes cannot
+    /// corrupt, and the driver compares the arguments' C types with the kernel's. Nothing here
+    /// needs the safety condition.
+    unsafe fn run(
         &self,
-        kernel: KernelHandle,
+        memory: &HostMemory,
+        kernel: &Resolved<&'static str>,
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
+        seed: u64,
+        extents: Option<&[Option<u64>]>,
     ) -> Result<(), BackendError> {
-        let resolved = self.resolved(kernel)?;
-        let extents = signature::extents(&resolved.entry, &geometry, args)?;
-        self.run(&resolved, geometry, args, Some(extents))
+        let failed = |reason: String| BackendError::Launch {
+            module: kernel.entry.module.to_owned(),
+            entry: kernel.entry.entry.to_owned(),
+            reason,
+        };
+        let windows = windows(args, extents)?;
+        let request = self.request(memory, seed, kernel, geometry, args, &windows)?;
+        // Unique in this backend across threads.
+        static REQUESTS: AtomicU64 = AtomicU64::new(0);
+        let number = REQUESTS.fetch_add(1, Ordering::Relaxed);
+        let exchange =
+            self.exchange.get_or_init(|| PrivateDir::new(self.backend).map_err(|error| error.to_string()));
+        let exchange =
+            exchange.as_ref().map_err(|error| failed(format!("making the driver's directory: {error}")))?;
+        let stem = exchange.0.join(number.to_string());
+        let (request_path, response_path) = (stem.with_extension("request"), stem.with_extension("response"));
+        let io = |operation: &str, error: std::io::Error| failed(format!("{operation}: {error}"));
+        write_new(&request_path, &request).map_err(|e| io("writing the driver's request", e))?;
+        let output = self.run_driver(&request_path, &response_path, false);
+        // ThreadSanitizer cannot map its shadow memory under some kernels' address-space
+        // randomisation; the same run without it is still a sanitized run.
+        let output = match output {
+            Ok(output) if String::from_utf8_lossy(&output.stderr).contains("unexpected memory mapping") => {
+                self.run_driver(&request_path, &response_path, true)
+            }
+            other => other,
+        };
+        let _ = std::fs::remove_file(&request_path);
+        let output = output.map_err(|e| io(&format!("running {}", self.driver.display()), e))?;
+        let response = std::fs::read(&response_path);
+        let _ = std::fs::remove_file(&response_path);
+        if !output.status.success() {
+            let report = String::from_utf8_lossy(&output.stderr);
+            return Err(failed(format!("the driver exited with {}:\n{}", output.status, report.trim_end())));
+        }
+        let response = response.map_err(|e| io("reading the driver's response", e))?;
+        let written = wire::parse_response(&response)
+            .map_err(|why| failed(format!("a malformed response: {why}")))?
+            .map_err(failed)?;
+        write_back(memory, args, &windows, written).map_err(failed)
     }
 
-    /// As [`GpuBackend::launch`] without the signature check: the kernel runs in another
-    /// process, which its mistakes cannot corrupt, and the driver compares the arguments' C types
-    /// with the kernel's.
-    unsafe fn launch_unchecked(
-        &self,
-        kernel: KernelHandle,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        let resolved = self.resolved(kernel)?;
-        self.run(&resolved, geometry, args, None)
-    }
-
-    fn synchronize(&self) -> Result<(), BackendError> {
-        Ok(())
+    fn write_fill(&self) -> Option<u8> {
+        None
     }
 }
 
