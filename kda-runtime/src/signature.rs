@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-pub use kda_types::{LaunchDim, ScalarKind};
+pub use kda_types::{LaunchDim, Op, ScalarKind};
 
 use crate::{BackendError, DType, KernelArg, KernelEntry, LaunchGeometry};
 
@@ -123,41 +123,6 @@ impl Requirement {
     pub const fn new(text: &'static str, program: &'static [Op]) -> Self {
         Self { text, program }
     }
-}
-
-/// One step of an extent or requirement program: pushes a value, or pops two and pushes one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// Pushes a literal (a `[defines]` constant arrives here as its value).
-    Literal(u64),
-    /// Pushes the integer scalar argument at this parameter position.
-    Scalar(u16),
-    /// Pushes a dimension of the launch geometry.
-    Launch(LaunchDim),
-    /// `a + b`.
-    Add,
-    /// `a - b`; below zero is an error.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// `a % b`; `b = 0` is an error.
-    Rem,
-    /// `⌈a / b⌉`; `b = 0` is an error.
-    Cdiv,
-    /// `a == b` (1 or 0).
-    Eq,
-    /// `a != b`.
-    Ne,
-    /// `a < b`.
-    Lt,
-    /// `a <= b`.
-    Le,
-    /// `a > b`.
-    Gt,
-    /// `a >= b`.
-    Ge,
-    /// `a || b`.
-    Or,
 }
 
 /// The value of `dim` in `geometry`.

@@ -9,16 +9,19 @@
 //! - [`DType`]: the element type of a buffer parameter (`const bf16 x[n]`).
 //! - [`ScalarKind`]: the type of a scalar parameter (`u32 n`).
 //! - [`LaunchDim`]: a dimension of the launch geometry a requirement can test (`block.x`).
+//! - [`Op`]: one instruction of the postfix programs extents and requirements compile to.
 
 #![no_std]
 #![forbid(unsafe_code)]
 
 mod dtype;
 mod launch;
+mod op;
 mod scalar;
 
 pub use dtype::DType;
 pub use launch::LaunchDim;
+pub use op::Op;
 pub use scalar::ScalarKind;
 
 #[cfg(test)]

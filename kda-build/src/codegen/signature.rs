@@ -10,7 +10,7 @@ use quote::quote;
 
 use super::tokens::{bracketed, comma_separated};
 
-use crate::manifest::{BinaryOp, CompareOp, Comparison, Entry, Expr, Param, ParamType, Requirement};
+use crate::manifest::{Entry, Op, Param, ParamType, Requirement};
 
 /// The imports the signature tokens rely on, for the block expression around the entries (no
 /// token of the manifest's own reaches that block but string literals).
@@ -49,9 +49,7 @@ fn param(param: &Param) -> TokenStream {
         ParamType::Buffer { element, writable, extent, extent_text } => {
             let dtype = variant(element);
             let access = if *writable { quote!(Write) } else { quote!(Read) };
-            let mut program = Vec::new();
-            postfix(extent, &mut program);
-            let program = bracketed(comma_separated(program));
+            let program = program(&extent.program());
             quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program))
         }
         ParamType::Scalar(scalar) => {
@@ -85,51 +83,23 @@ fn variant(value: &impl std::fmt::Debug) -> Ident {
 }
 
 fn requirement(requirement: &Requirement) -> TokenStream {
-    let mut program = Vec::new();
-    for (i, Comparison { lhs, op, rhs }) in requirement.any_of.iter().enumerate() {
-        postfix(lhs, &mut program);
-        postfix(rhs, &mut program);
-        program.push(match op {
-            CompareOp::Eq => quote!(Eq),
-            CompareOp::Ne => quote!(Ne),
-            CompareOp::Lt => quote!(Lt),
-            CompareOp::Le => quote!(Le),
-            CompareOp::Gt => quote!(Gt),
-            CompareOp::Ge => quote!(Ge),
-        });
-        if i > 0 {
-            program.push(quote!(Or));
-        }
-    }
     let text = &requirement.text;
-    let program = bracketed(comma_separated(program));
+    let program = program(&requirement.program());
     quote!(R::new(#text, &#program))
 }
 
-/// Appends `expr` in postfix order, each `Op` by its short name (see [`prelude`]); `[defines]`
-/// become their values.
-fn postfix(expr: &Expr, program: &mut Vec<TokenStream>) {
-    match expr {
-        Expr::Literal(value) | Expr::Define { value, .. } => program.push(quote!(Literal(#value))),
-        Expr::Scalar { index, .. } => {
-            // `signature` checked that every index fits.
-            let index = *index as u16;
-            program.push(quote!(Scalar(#index)));
-        }
-        Expr::Launch(dim) => {
+/// A program as an array of `Op`s, each by its short name (see [`prelude`]).
+fn program(program: &[Op]) -> proc_macro2::Group {
+    bracketed(comma_separated(program.iter().map(|op| match op {
+        Op::Literal(value) => quote!(Literal(#value)),
+        Op::Scalar(index) => quote!(Scalar(#index)),
+        Op::Launch(dim) => {
             let dim = variant(dim);
-            program.push(quote!(Launch(#dim)));
+            quote!(Launch(#dim))
         }
-        Expr::Binary { op, lhs, rhs } => {
-            postfix(lhs, program);
-            postfix(rhs, program);
-            program.push(match op {
-                BinaryOp::Add => quote!(Add),
-                BinaryOp::Sub => quote!(Sub),
-                BinaryOp::Mul => quote!(Mul),
-                BinaryOp::Rem => quote!(Rem),
-                BinaryOp::Cdiv => quote!(Cdiv),
-            });
+        op => {
+            let op = variant(op);
+            quote!(#op)
         }
-    }
+    })))
 }

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-pub use kda_types::{DType, LaunchDim, ScalarKind};
+pub use kda_types::{DType, LaunchDim, Op, ScalarKind};
 
 use super::Location;
 
@@ -150,5 +150,105 @@ impl fmt::Display for ParamType {
             }
             ParamType::Scalar(scalar) => f.write_str(scalar.name()),
         }
+    }
+}
+
+impl Expr {
+    /// The expression as the postfix program the launch check evaluates; `[defines]` become their
+    /// values. A scalar's position saturates at `u16::MAX`: the derive refuses an entry with more
+    /// parameters than that before any program of it is used.
+    pub fn program(&self) -> Vec<Op> {
+        let mut program = Vec::new();
+        self.push_postfix(&mut program);
+        program
+    }
+
+    fn push_postfix(&self, program: &mut Vec<Op>) {
+        match self {
+            Expr::Literal(value) | Expr::Define { value, .. } => program.push(Op::Literal(*value)),
+            Expr::Scalar { index, .. } => program.push(Op::Scalar(u16::try_from(*index).unwrap_or(u16::MAX))),
+            Expr::Launch(dim) => program.push(Op::Launch(*dim)),
+            Expr::Binary { op, lhs, rhs } => {
+                lhs.push_postfix(program);
+                rhs.push_postfix(program);
+                program.push(op.op());
+            }
+        }
+    }
+}
+
+impl BinaryOp {
+    /// The program instruction of the operator.
+    pub const fn op(self) -> Op {
+        match self {
+            BinaryOp::Add => Op::Add,
+            BinaryOp::Sub => Op::Sub,
+            BinaryOp::Mul => Op::Mul,
+            BinaryOp::Rem => Op::Rem,
+            BinaryOp::Cdiv => Op::Cdiv,
+        }
+    }
+}
+
+impl CompareOp {
+    /// The program instruction of the comparison.
+    pub const fn op(self) -> Op {
+        match self {
+            CompareOp::Eq => Op::Eq,
+            CompareOp::Ne => Op::Ne,
+            CompareOp::Lt => Op::Lt,
+            CompareOp::Le => Op::Le,
+            CompareOp::Gt => Op::Gt,
+            CompareOp::Ge => Op::Ge,
+        }
+    }
+}
+
+impl Requirement {
+    /// The requirement as the postfix program the launch check evaluates: each comparison, the
+    /// alternatives joined by `Or`.
+    pub fn program(&self) -> Vec<Op> {
+        let mut program = Vec::new();
+        for (i, Comparison { lhs, op, rhs }) in self.any_of.iter().enumerate() {
+            lhs.push_postfix(&mut program);
+            rhs.push_postfix(&mut program);
+            program.push(op.op());
+            if i > 0 {
+                program.push(Op::Or);
+            }
+        }
+        program
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Manifest;
+
+    #[test]
+    fn extents_and_requirements_compile_to_postfix_programs() {
+        let text = r#"
+            [defines]
+            TILE = 64
+
+            [t]
+            e = { module = "m", entry = "e", params = "const f32 x[cdiv(n, TILE) * k + 1], u32 n, u32 k",
+                  requires = ["block.x == 256 || n % 2 != 0"] }
+        "#;
+        let manifest = Manifest::parse("kernels.toml", text).unwrap();
+        let entry = &manifest.tables[0].entries[0];
+        let params = entry.params.as_ref().unwrap();
+        let ParamType::Buffer { extent, .. } = &params[0].ty else { panic!("x is a buffer") };
+        use Op::*;
+        assert_eq!(
+            extent.program(),
+            [Scalar(1), Literal(64), Cdiv, Scalar(2), Mul, Literal(1), Add],
+            "{extent:?}"
+        );
+        assert_eq!(
+            entry.requires[0].program(),
+            [Launch(LaunchDim::BlockX), Literal(256), Eq, Scalar(1), Literal(2), Rem, Literal(0), Ne, Or]
+        );
     }
 }

@@ -27,7 +27,7 @@ mod parse;
 mod validate;
 
 pub use contract::{
-    BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, Param, ParamType, Requirement, ScalarKind,
+    BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, Op, Param, ParamType, Requirement, ScalarKind,
 };
 pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, ManifestError};
 pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};

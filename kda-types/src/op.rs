@@ -1,0 +1,40 @@
+//! The instructions of the contract's integer programs: an extent (`m*k`) or a requirement
+//! (`block.x == 256`) is compiled once, by the manifest, into a postfix program of [`Op`]s, which
+//! the derive embeds and the launch check evaluates.
+
+use crate::LaunchDim;
+
+/// One step of an extent or requirement program: pushes a value, or pops two and pushes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Pushes a literal (a `[defines]` constant arrives here as its value).
+    Literal(u64),
+    /// Pushes the integer scalar argument at this parameter position.
+    Scalar(u16),
+    /// Pushes a dimension of the launch geometry.
+    Launch(LaunchDim),
+    /// `a + b`.
+    Add,
+    /// `a - b`; below zero is an error.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a % b`; `b = 0` is an error.
+    Rem,
+    /// `⌈a / b⌉`; `b = 0` is an error.
+    Cdiv,
+    /// `a == b` (1 or 0).
+    Eq,
+    /// `a != b`.
+    Ne,
+    /// `a < b`.
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
+    /// `a || b`.
+    Or,
+}
