@@ -58,7 +58,7 @@ WHEELS="gpu-check/wheels"
 # The public chunked KDA the baseline times: pure Python and Triton, its one other need (einops)
 # on the GPU machine's image.
 FLA_CORE="fla-core==0.6.0"
-EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-cli--list_manifest kda--main_job kda--readme kda-build--lib kda-example--emulated kda-emu--emulator kda-macros--lib)
+EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-cli--list_manifest kda-cli--emulate kda--main_job kda--readme kda-build--lib kda-example--emulated kda-emu--emulator kda-macros--lib)
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'

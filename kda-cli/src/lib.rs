@@ -1,6 +1,8 @@
-//! What the `kda` command runs, apart from its argument parsing: the manifest listing. A library
-//! so that tests reach it.
+//! What the `kda` command runs, apart from its argument parsing: the manifest listing and the
+//! emulated run of a crate's kernels. A library so that tests reach it.
 
-#![forbid(unsafe_code)]
+// Only `emulate::build` is `unsafe`, and says why.
+#![deny(unsafe_code)]
 
+pub mod emulate;
 pub mod listing;

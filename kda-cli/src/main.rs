@@ -5,13 +5,17 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::{Parser, Subcommand};
 use kda_build::Manifest;
+use kda_build::cuda::emulation::Sanitizer;
 use kda_build::manifest::read_manifest;
+use kda_cli::emulate::{self, EmulateOptions};
 
-/// kda, the build-time kernel registry: what a crate's kernel manifest says.
+/// kda, the build-time kernel registry: what a crate's kernel manifest says, and its kernels run
+/// on the emulator.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
@@ -29,26 +33,93 @@ enum Command {
         #[arg(long)]
         manifest: Option<PathBuf>,
     },
+    /// Builds the kernels for the emulator (AddressSanitizer + UBSan by default) and launches
+    /// every entry with `params` several times, at scalars and geometries its `requires` allow and
+    /// buffers of exactly their extents. Exits 1 if a launch fails: a read or write past a buffer
+    /// or a `__shared__` array, undefined behaviour, a barrier or warp collective some threads
+    /// miss. Needs a C++ compiler, no GPU and no nvcc.
+    Emulate {
+        /// The manifest (default: `kernels.toml` in the current directory).
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        /// The kernels directory (default: `kernels` beside the manifest).
+        #[arg(long)]
+        kernels: Option<PathBuf>,
+        /// The sanitizer compiled in: `address` (with UBSan), `thread`, or `none` (in process).
+        #[arg(long, default_value = "address", value_parser = parse_sanitizer)]
+        sanitizer: SanitizerChoice,
+        /// Launches per entry.
+        #[arg(long, default_value_t = 8)]
+        launches: u32,
+        /// Seed of the launches, the inputs and the block orders.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where the emulated build goes.
+        #[arg(long, default_value = "target/kda-emulate")]
+        out: PathBuf,
+        /// Print a sanitizer's whole report, not only the lines that say what and where.
+        #[arg(long)]
+        full_reports: bool,
+    },
+}
+
+/// A `--sanitizer` value: one of the emulator's sanitizers, or none.
+#[derive(Clone, Copy, Debug)]
+struct SanitizerChoice(Option<Sanitizer>);
+
+fn parse_sanitizer(name: &str) -> Result<SanitizerChoice, String> {
+    if name == "none" {
+        return Ok(SanitizerChoice(None));
+    }
+    Sanitizer::from_name(name)
+        .map(|sanitizer| SanitizerChoice(Some(sanitizer)))
+        .ok_or_else(|| format!("`{name}`: expected `address`, `thread` or `none`"))
 }
 
 /// Where a crate keeps its manifest, beside its `Cargo.toml`.
 const DEFAULT_MANIFEST: &str = "kernels.toml";
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     match Cli::parse().command {
-        Command::List { manifest } => list(manifest),
+        Command::List { manifest } => list(manifest).map(|()| ExitCode::SUCCESS),
+        Command::Emulate { manifest, kernels, sanitizer, launches, seed, out, full_reports } => {
+            let manifest = manifest_path(manifest, "emulate")?;
+            let kernels =
+                kernels.unwrap_or_else(|| manifest.parent().unwrap_or(Path::new("")).join("kernels"));
+            let options = EmulateOptions {
+                manifest,
+                kernels,
+                out_dir: out,
+                sanitizer: sanitizer.0,
+                launches,
+                seed,
+                full_reports,
+            };
+            // A reader that stops early (`kda emulate | head`) is not an error; `println!` would
+            // panic.
+            let mut say = |line: &str| drop(writeln!(std::io::stdout().lock(), "{line}"));
+            let reports = emulate::run(&options, &mut say)?;
+            let failed = reports.iter().filter(|report| report.failed()).count();
+            say(&format!("{} entries, {failed} failed", reports.len()));
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+    }
+}
+
+/// The manifest a command reads: `given`, else the current directory's `kernels.toml`.
+fn manifest_path(given: Option<PathBuf>, command: &str) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(path) => Ok(path),
+        None if Path::new(DEFAULT_MANIFEST).exists() => Ok(PathBuf::from(DEFAULT_MANIFEST)),
+        None => bail!(
+            "no `{DEFAULT_MANIFEST}` in this directory: run `kda {command}` in a crate that keeps its \
+             kernels in one, or name a manifest with --manifest"
+        ),
     }
 }
 
 fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
-    let path = match path {
-        Some(path) => path,
-        None if Path::new(DEFAULT_MANIFEST).exists() => PathBuf::from(DEFAULT_MANIFEST),
-        None => bail!(
-            "no `{DEFAULT_MANIFEST}` in this directory: run `kda list` in a crate that keeps its kernels \
-             in one, or name a manifest with --manifest"
-        ),
-    };
+    let path = manifest_path(path, "list")?;
     let file = path.display().to_string();
     // Capped in size and located where not UTF-8, as the derive and the build read it.
     let text = read_manifest(&path, &file)?;

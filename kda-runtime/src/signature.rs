@@ -143,13 +143,21 @@ const STACK_DEPTH: usize = 128;
 
 /// Why a program could not be evaluated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EvalError {
+pub enum EvalError {
+    /// A sum or product overflows `u64`.
     Overflow,
+    /// A subtraction goes below zero.
     BelowZero,
+    /// A `%` or `cdiv` by zero.
     DivisionByZero,
+    /// A negative `i32` scalar where a size is computed.
     NegativeScalar,
+    /// The program does not evaluate to one value, or reads an argument that is not an integer
+    /// scalar.
     Malformed,
 }
+
+impl std::error::Error for EvalError {}
 
 impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -163,8 +171,10 @@ impl fmt::Display for EvalError {
     }
 }
 
-/// Evaluates `program` over the launch's `args` and `geometry`.
-fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -> Result<u64, EvalError> {
+/// Evaluates `program` (an extent's or a requirement's) over a launch's integer scalars, read
+/// from `args` by position (its buffer arguments are not read), and its `geometry`. A tool that
+/// makes launches from a signature sizes their buffers with it.
+pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -> Result<u64, EvalError> {
     let mut stack = [0u64; STACK_DEPTH];
     let mut depth = 0;
     for op in program {

@@ -1,0 +1,268 @@
+//! Launches made from an entry's contract alone: scalars and a geometry drawn from small values
+//! and the literals of the entry's own programs (as a fuzzer's dictionary), kept when every
+//! requirement holds and every extent can be evaluated and is small enough to allocate.
+
+use kda_runtime::signature::{self, KernelParam, Op, ParamKind, ScalarKind};
+use kda_runtime::{KernelArg, LaunchGeometry, Signature};
+
+/// Values every scalar and launch dimension is drawn from, besides the entry's literals: the
+/// small sizes and the edges of a warp and of common tiles.
+const SMALL: [u64; 18] = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 100, 128];
+
+/// Block sizes in x, besides the entry's literals.
+const BLOCK_X: [u32; 6] = [1, 32, 64, 96, 128, 256];
+
+/// The most threads of one block, and of one launch, a drawn launch has (the emulator runs a
+/// thread per CUDA thread).
+const MAX_BLOCK_THREADS: u64 = 1024;
+const MAX_LAUNCH_THREADS: u64 = 4096;
+
+/// The most elements a drawn launch gives one buffer.
+pub const MAX_ELEMENTS: u64 = 1 << 20;
+
+/// The dynamic shared memory a drawn launch may ask for (the device's limit less a margin for the
+/// kernel's static shared memory).
+const MAX_DYNAMIC_SHARED: u64 = 200 * 1024;
+
+/// One launch of an entry: its scalars in parameter order (`None` at a buffer), its geometry,
+/// and each buffer's extent (`None` at a scalar).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    /// The scalar arguments, by parameter position.
+    pub scalars: Vec<Option<Scalar>>,
+    /// The grid, block and dynamic shared memory.
+    pub geometry: LaunchGeometry,
+    /// The elements each buffer needs, by parameter position.
+    pub extents: Vec<Option<u64>>,
+}
+
+/// A scalar argument's value, of its parameter's kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// `u32`.
+    U32(u32),
+    /// `i32` (drawn non-negative).
+    I32(i32),
+    /// `u64`.
+    U64(u64),
+    /// `f32`.
+    F32(f32),
+}
+
+impl Scalar {
+    /// The scalar as a launch argument.
+    pub fn arg(self) -> KernelArg<'static> {
+        match self {
+            Scalar::U32(value) => KernelArg::U32(value),
+            Scalar::I32(value) => KernelArg::I32(value),
+            Scalar::U64(value) => KernelArg::U64(value),
+            Scalar::F32(value) => KernelArg::F32(value),
+        }
+    }
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::U32(value) => write!(f, "{value}"),
+            Scalar::I32(value) => write!(f, "{value}"),
+            Scalar::U64(value) => write!(f, "{value}"),
+            Scalar::F32(value) => write!(f, "{value}"),
+        }
+    }
+}
+
+/// A small, seeded generator (xorshift64*): the same seed draws the same launches.
+#[derive(Clone, Debug)]
+pub struct Draw(u64);
+
+impl Draw {
+    /// A generator from `seed` (any value).
+    pub fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A value below `bound` (> 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+
+    /// One of `items` (not empty).
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+
+    /// A float in [-1, 1).
+    pub fn unit(&mut self) -> f32 {
+        (self.below(1 << 24) as f32 / (1 << 23) as f32) - 1.0
+    }
+}
+
+/// What values an entry's launches are drawn from: [`SMALL`] and its programs' literals, each
+/// with its neighbours.
+fn dictionary(signature: &Signature) -> Vec<u64> {
+    let programs = signature
+        .params
+        .iter()
+        .filter_map(|param| match param.kind {
+            ParamKind::Buffer { extent, .. } => Some(extent.program),
+            ParamKind::Scalar(_) => None,
+        })
+        .chain(signature.requires.iter().map(|requirement| requirement.program));
+    let literals = programs.flatten().filter_map(|op| match op {
+        Op::Literal(value) => Some(*value),
+        _ => None,
+    });
+    let mut values: Vec<u64> = SMALL
+        .into_iter()
+        .chain(literals.flat_map(|value| [value.saturating_sub(1), value, value.saturating_add(1)]))
+        .collect();
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+/// Draws up to `tries` candidates for one launch of `signature`; the first that keeps every
+/// requirement, with extents that evaluate and fit [`MAX_ELEMENTS`], or `None`.
+pub fn draw(signature: &Signature, rng: &mut Draw, tries: u32) -> Option<Launch> {
+    let values = dictionary(signature);
+    (0..tries).find_map(|_| candidate(signature, &values, rng))
+}
+
+fn candidate(signature: &Signature, values: &[u64], rng: &mut Draw) -> Option<Launch> {
+    let scalars: Vec<Option<Scalar>> =
+        signature.params.iter().map(|param| draw_scalar(param, values, rng)).collect();
+    let geometry = draw_geometry(values, rng)?;
+    // The programs read integer scalars by position; a buffer's place holds a placeholder they
+    // never read (the manifest's `Scalar` positions name integer scalars only).
+    let args: Vec<KernelArg<'static>> =
+        scalars.iter().map(|scalar| scalar.map_or(KernelArg::U32(0), Scalar::arg)).collect();
+    for requirement in signature.requires {
+        if signature::evaluate(requirement.program, &args, &geometry).ok()? == 0 {
+            return None;
+        }
+    }
+    let extents = signature
+        .params
+        .iter()
+        .map(|param| match param.kind {
+            ParamKind::Buffer { extent, .. } => {
+                let elements = signature::evaluate(extent.program, &args, &geometry).ok()?;
+                (elements <= MAX_ELEMENTS).then_some(Some(elements))
+            }
+            ParamKind::Scalar(_) => Some(None),
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Launch { scalars, geometry, extents })
+}
+
+fn draw_scalar(param: &KernelParam, values: &[u64], rng: &mut Draw) -> Option<Scalar> {
+    let ParamKind::Scalar(kind) = param.kind else { return None };
+    let value = rng.pick(values);
+    Some(match kind {
+        ScalarKind::U32 => Scalar::U32(u32::try_from(value).unwrap_or(u32::MAX)),
+        ScalarKind::I32 => Scalar::I32(i32::try_from(value).unwrap_or(i32::MAX)),
+        ScalarKind::U64 => Scalar::U64(value),
+        ScalarKind::F32 => Scalar::F32(rng.unit() * 2.0),
+    })
+}
+
+/// A geometry of one to a few blocks of a common or the entry's own size, in one dimension or
+/// two, within [`MAX_BLOCK_THREADS`] and [`MAX_LAUNCH_THREADS`].
+fn draw_geometry(values: &[u64], rng: &mut Draw) -> Option<LaunchGeometry> {
+    let mut dim = |small: &[u32]| -> u32 {
+        if rng.below(2) == 0 { rng.pick(small) } else { u32::try_from(rng.pick(values)).unwrap_or(u32::MAX) }
+    };
+    let block = (dim(&BLOCK_X), dim(&[1, 1, 1, 2, 4]), dim(&[1, 1, 1, 1, 2]));
+    let grid = (dim(&[1, 1, 2, 3]), dim(&[1, 1, 1, 2]), dim(&[1, 1, 1, 1, 2]));
+    let shared_mem_bytes = dim(&[0, 0, 0, 256, 4096]);
+    let threads = u64::from(block.0) * u64::from(block.1) * u64::from(block.2);
+    let blocks = u64::from(grid.0) * u64::from(grid.1) * u64::from(grid.2);
+    let fits = threads > 0
+        && blocks > 0
+        && threads <= MAX_BLOCK_THREADS
+        && threads * blocks <= MAX_LAUNCH_THREADS
+        && u64::from(shared_mem_bytes) <= MAX_DYNAMIC_SHARED;
+    fits.then_some(LaunchGeometry { grid, block, shared_mem_bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use kda_runtime::DType;
+    use kda_runtime::signature::{Access, Requirement};
+
+    use super::*;
+
+    const N: [Op; 1] = [Op::Scalar(1)];
+    /// `const f32 x[n], u32 n` with `requires` `n % 4 == 3` and `block.x == 96 || block.x == 200`.
+    const SIGNATURE: Signature = Signature {
+        params: &[
+            KernelParam::buffer("x", DType::F32, Access::Read, "n", &N),
+            KernelParam::scalar("n", ScalarKind::U32),
+        ],
+        requires: &[
+            Requirement::new("n % 4 == 3", &[Op::Scalar(1), Op::Literal(4), Op::Rem, Op::Literal(3), Op::Eq]),
+            Requirement::new(
+                "block.x == 96 || block.x == 200",
+                &[
+                    Op::Launch(kda_runtime::signature::LaunchDim::BlockX),
+                    Op::Literal(96),
+                    Op::Eq,
+                    Op::Launch(kda_runtime::signature::LaunchDim::BlockX),
+                    Op::Literal(200),
+                    Op::Eq,
+                    Op::Or,
+                ],
+            ),
+        ],
+    };
+
+    #[test]
+    fn every_drawn_launch_keeps_the_requirements_and_sizes_each_buffer_at_its_extent() {
+        let mut rng = Draw::new(7);
+        let mut blocks = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let launch = draw(&SIGNATURE, &mut rng, 4000).expect("a launch exists");
+            let Some(Scalar::U32(n)) = launch.scalars[1] else { panic!("n is a u32: {launch:?}") };
+            assert_eq!(n % 4, 3, "{launch:?}");
+            assert_eq!(launch.extents, [Some(u64::from(n)), None]);
+            assert_eq!(launch.scalars[0], None);
+            blocks.insert(launch.geometry.block.0);
+        }
+        // 200 is no common block size: it comes from the requirement's own literal.
+        assert_eq!(blocks.into_iter().collect::<Vec<_>>(), [96, 200]);
+    }
+
+    #[test]
+    fn a_contract_no_launch_keeps_has_none_drawn() {
+        const NEVER: Signature = Signature {
+            params: &[KernelParam::scalar("n", ScalarKind::U32)],
+            requires: &[Requirement::new("n < n", &[Op::Scalar(0), Op::Scalar(0), Op::Lt])],
+        };
+        assert_eq!(draw(&NEVER, &mut Draw::new(1), 500), None);
+    }
+
+    #[test]
+    fn an_extent_past_the_cap_is_not_drawn() {
+        const HUGE: [Op; 3] = [Op::Scalar(1), Op::Literal(MAX_ELEMENTS), Op::Mul];
+        const SIGNATURE: Signature = Signature {
+            params: &[
+                KernelParam::buffer("x", DType::F32, Access::Read, "n*CAP", &HUGE),
+                KernelParam::scalar("n", ScalarKind::U32),
+            ],
+            requires: &[],
+        };
+        let mut rng = Draw::new(3);
+        for _ in 0..20 {
+            let launch = draw(&SIGNATURE, &mut rng, 4000).expect("n = 0 and 1 fit");
+            assert!(launch.extents[0].is_some_and(|extent| extent <= MAX_ELEMENTS), "{launch:?}");
+        }
+    }
+}
