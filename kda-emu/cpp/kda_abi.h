@@ -12,6 +12,23 @@
 extern "C" {
 #endif
 
+// What a launch that failed reports: its kind (KDA_EMU_FAULT_*), where it happened as far as it
+// has a place, and its message. Filled by kda_emu_launch; the layout is src/abi.rs's `Fault`.
+struct kda_emu_fault {
+    unsigned kind;
+    // 1 when block and thread name the thread that failed.
+    unsigned has_thread;
+    unsigned block[3];
+    unsigned thread[3];
+    // For an access outside its memory: the kernel parameter it went through (or -1), the
+    // __shared__ variable (or ""), and the element index.
+    int parameter;
+    char variable[KDA_EMU_VARIABLE_CAPACITY];
+    unsigned long long index;
+    // NUL-terminated, the kernel named first.
+    char message[KDA_EMU_MESSAGE_CAPACITY];
+};
+
 // KDA_EMU_ABI_VERSION of the runtime compiled into the module.
 KDA_EMU_API unsigned kda_emu_abi_version(void);
 // The index of the entry with this extern "C" name, or -1.
@@ -21,11 +38,13 @@ KDA_EMU_API const char* kda_emu_params(int entry);
 // The static __shared__ bytes of the library's kernel (under AddressSanitizer, every kernel's of
 // its module, with the redzones between them: see kda_emu_runtime.cpp).
 KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void);
-// Runs every block of the grid; 0, or 1 with a NUL-terminated message naming the kernel.
-// `args[i]` points to the value of parameter i (a device pointer for a buffer).
+// sizeof(struct kda_emu_fault) in the runtime, which a loader compares with its own.
+KDA_EMU_API unsigned long long kda_emu_fault_size(void);
+// Runs every block of the grid: 0, or 1 with `fault` filled. `args[i]` points to the value of
+// parameter i (a device pointer for a buffer).
 KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
                                const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
-                               char* message, size_t capacity);
+                               struct kda_emu_fault* fault);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,9 @@
 //   u32 grid[3], u32 block[3], u32 dynamic shared bytes, u64 seed, u32 argument count, then per
 //   argument a u8 kind (0 scalar: u64 bits; 1 read-only buffer, 2 written buffer: u64
 //   misalignment (< 16), u64 length, the bytes).
-// Response: magic, u8 status (0 launched, 1 refused or failed), str message, u32 count,
-//   then each written buffer as u64 length + bytes, in argument order.
+// Response: magic, u8 status; launched (0): u32 count, then each written buffer as u64 length +
+//   bytes, in argument order; refused or failed (1): the fault (kda_abi.h) as u32 kind, u32
+//   has_thread, u32 block[3], u32 thread[3], i32 parameter, str variable, u64 index, str message.
 // The exit status is 0 unless the driver itself fails (2) or a sanitizer reports (its own).
 #include <dlfcn.h>
 
@@ -104,11 +105,11 @@ struct Argument {
     void* pointer = nullptr;  // what the kernel receives: `allocation + offset`
 };
 
-void respond(const char* path, uint8_t status, const std::string& message, const std::vector<Argument>& args) {
+// The response of a launch that ran.
+void respond_launched(const char* path, const std::vector<Argument>& args) {
     Writer out(path);
     out.bytes(kMagic, kMagicBytes);
-    out.value(status);
-    out.str(message);
+    out.value(uint8_t{0});
     uint32_t written = 0;
     for (const Argument& arg : args) written += arg.kind == KDA_EMU_ARG_WRITE;
     out.value(written);
@@ -117,6 +118,30 @@ void respond(const char* path, uint8_t status, const std::string& message, const
         out.value(arg.length);
         out.bytes(arg.allocation.get() + arg.offset, arg.length);
     }
+}
+
+// The response of a launch that was refused or failed.
+void respond_failed(const char* path, const kda_emu_fault& fault) {
+    Writer out(path);
+    out.bytes(kMagic, kMagicBytes);
+    out.value(uint8_t{1});
+    out.value(uint32_t{fault.kind});
+    out.value(uint32_t{fault.has_thread});
+    for (unsigned b : fault.block) out.value(uint32_t{b});
+    for (unsigned t : fault.thread) out.value(uint32_t{t});
+    out.value(int32_t{fault.parameter});
+    out.str(std::string(fault.variable, strnlen(fault.variable, sizeof fault.variable)));
+    out.value(uint64_t{fault.index});
+    out.str(std::string(fault.message, strnlen(fault.message, sizeof fault.message)));
+}
+
+// A launch refused before the kernel ran.
+kda_emu_fault refused(const std::string& message) {
+    kda_emu_fault fault{};
+    fault.kind = KDA_EMU_FAULT_REFUSED;
+    fault.parameter = -1;
+    std::snprintf(fault.message, sizeof fault.message, "%s", message.c_str());
+    return fault;
 }
 
 template <class F>
@@ -166,25 +191,32 @@ int main(int argc, char** argv) {
     if (!library) die(std::string("cannot open ") + library_path + ": " + dlerror());
     auto version = symbol<unsigned (*)()>(library, "kda_emu_abi_version");
     if (version() != KDA_EMU_ABI_VERSION) die("the library was built for another emulator ABI");
+    auto fault_size = symbol<decltype(&kda_emu_fault_size)>(library, "kda_emu_fault_size");
+    if (fault_size() != sizeof(kda_emu_fault)) die("the library's fault record differs from the driver's");
     auto find = symbol<int (*)(const char*)>(library, "kda_emu_find");
     auto kernel_params = symbol<const char* (*)(int)>(library, "kda_emu_params");
     auto launch = symbol<decltype(&kda_emu_launch)>(library, "kda_emu_launch");
 
     const int index = find(entry.c_str());
     if (index < 0) {
-        respond(argv[2], 1, "the library has no entry `" + entry + "`", args);
+        respond_failed(argv[2], refused("the library has no entry `" + entry + "`"));
         return 0;
     }
     const char* found = kernel_params(index);
     if (!found || params != found) {
-        respond(argv[2], 1, "the kernel takes `" + std::string(found ? found : "?") + "`, the launch passes `" + params + "`", args);
+        respond_failed(argv[2], refused("the kernel takes `" + std::string(found ? found : "?") + "`, the launch passes `" +
+                                        params + "`"));
         return 0;
     }
     std::vector<void*> pointers;
     for (Argument& arg : args) pointers.push_back(arg.pointer);
-    char message[KDA_EMU_MESSAGE_CAPACITY] = {0};
+    kda_emu_fault fault{};
     const int status = launch(index, pointers.data(), static_cast<unsigned>(pointers.size()), grid, block,
-                              dynamic_shared, seed, message, sizeof message);
-    respond(argv[2], status == 0 ? 0 : 1, message, args);
+                              dynamic_shared, seed, &fault);
+    if (status == 0) {
+        respond_launched(argv[2], args);
+    } else {
+        respond_failed(argv[2], fault);
+    }
     return 0;
 }

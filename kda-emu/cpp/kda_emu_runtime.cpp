@@ -161,6 +161,23 @@ std::string format(const char* fmt, ...) {
 // Thrown out of a wait when the launch has failed: unwinds the kernel back to its thread.
 struct Abort {};
 
+// Why a launch failed: what kda_emu_fault reports (kda_abi.h).
+struct Failure {
+    unsigned kind = KDA_EMU_FAULT_NONE;
+    // Whether `block` and `thread` name the thread that failed.
+    bool has_thread = false;
+    uint3 block{}, thread{};
+    std::string message;
+
+    bool failed() const { return kind != KDA_EMU_FAULT_NONE; }
+    static Failure of(unsigned kind, std::string message) {
+        Failure failure;
+        failure.kind = kind;
+        failure.message = std::move(message);
+        return failure;
+    }
+};
+
 struct PendingCopy {
     void* dst;
     unsigned char bytes[16];
@@ -207,7 +224,7 @@ class Monitor {
         threads_ = threads;
         exited_ = at_barrier_ = 0;
         failed_ = false;
-        failure_.clear();
+        failure_ = Failure{};
         warps_ = std::vector<Warp>((threads + 31) / 32);
         for (unsigned w = 0; w < warps_.size(); ++w) {
             const unsigned count = std::min(32u, threads - 32 * w);
@@ -325,17 +342,10 @@ class Monitor {
     }
 
     // Waits for every thread of the block; the failure, if any.
-    std::string wait_block() {
+    Failure wait_block() {
         std::unique_lock<std::mutex> lock(mutex_);
         all_exited_.wait(lock, [&] { return exited_ == threads_; });
         return failure_;
-    }
-
-    // Records a failure without a thread's context (the coordinator's).
-    void record_plain(std::string message) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        failed_ = true;
-        failure_ = std::move(message);
     }
 
    private:
@@ -405,9 +415,13 @@ class Monitor {
     void record(std::string message) {
         if (failed_) return;
         failed_ = true;
-        failure_ = format("block (%u, %u, %u), thread (%u, %u, %u): ", blockIdx.x, blockIdx.y, blockIdx.z,
-                          threadIdx.x, threadIdx.y, threadIdx.z) +
-                   message;
+        failure_.kind = KDA_EMU_FAULT_KERNEL;
+        failure_.has_thread = true;
+        failure_.block = blockIdx;
+        failure_.thread = threadIdx;
+        failure_.message = format("block (%u, %u, %u), thread (%u, %u, %u): ", blockIdx.x, blockIdx.y, blockIdx.z,
+                                  threadIdx.x, threadIdx.y, threadIdx.z) +
+                           message;
         barrier_done_.notify_all();
         for (Warp& warp : warps_) warp.done.notify_all();
     }
@@ -424,7 +438,7 @@ class Monitor {
     SyncPoint barrier_sync_[kSyncRing];  // the memory order of __syncthreads, by generation
     std::vector<Warp> warps_;
     bool failed_ = false;
-    std::string failure_;
+    Failure failure_;
 };
 
 Monitor monitor;
@@ -520,7 +534,7 @@ std::string geometry_problem(const unsigned grid[3], const unsigned block[3], un
 }
 
 // Runs every block of the launch on `threads` workers; the failure, if any.
-std::string run_blocks(const RegisteredEntry& entry, void* const* args, const unsigned grid[3], uint64_t seed) {
+Failure run_blocks(const RegisteredEntry& entry, void* const* args, const unsigned grid[3], uint64_t seed) {
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const std::vector<uint64_t> order = block_order(static_cast<uint64_t>(grid[0]) * grid[1] * grid[2], seed);
     std::mutex start_mutex;
@@ -561,13 +575,14 @@ std::string run_blocks(const RegisteredEntry& entry, void* const* args, const un
 
     std::vector<std::thread> workers;
     workers.reserve(threads);
-    std::string failure;
+    Failure failure;
     try {
         for (unsigned t = 0; t < threads; ++t) workers.emplace_back(worker, t);
     } catch (const std::system_error& error) {
-        failure = format("the emulator could not start %u threads: %s", threads, error.what());
+        failure = Failure::of(KDA_EMU_FAULT_EMULATOR,
+                              format("the emulator could not start %u threads: %s", threads, error.what()));
     }
-    for (uint64_t position = 0; failure.empty() && position < order.size(); ++position) {
+    for (uint64_t position = 0; !failure.failed() && position < order.size(); ++position) {
         fill_static_shared();
         if (dynamic.size > 0) memset(dynamic.bytes, 0xff, dynamic.size);
         monitor.reset(threads);
@@ -577,8 +592,8 @@ std::string run_blocks(const RegisteredEntry& entry, void* const* args, const un
         }
         started.notify_all();
         failure = monitor.wait_block();
-        if (!failure.empty())
-            failure += format(" (block %llu of %zu in the order of seed 0x%016llx)",
+        if (failure.failed())
+            failure.message += format(" (block %llu of %zu in the order of seed 0x%016llx)",
                               static_cast<unsigned long long>(position + 1), order.size(),
                               static_cast<unsigned long long>(seed));
     }
@@ -591,11 +606,25 @@ std::string run_blocks(const RegisteredEntry& entry, void* const* args, const un
     return failure;
 }
 
-void copy_message(const std::string& message, char* out, size_t capacity) {
+// Copies `text` into `out` of `capacity` bytes, cut to fit and NUL-terminated.
+void copy_text(const std::string& text, char* out, size_t capacity) {
     if (capacity == 0) return;
-    const size_t n = std::min(message.size(), capacity - 1);
-    memcpy(out, message.data(), n);
+    const size_t n = std::min(text.size(), capacity - 1);
+    memcpy(out, text.data(), n);
     out[n] = '\0';
+}
+
+// Reports `failure` in `fault`, its message after `prefix`.
+void fill_fault(const Failure& failure, const std::string& prefix, kda_emu_fault* fault) {
+    *fault = kda_emu_fault{};
+    fault->kind = failure.kind;
+    fault->has_thread = failure.has_thread;
+    const uint3 block = failure.block, thread = failure.thread;
+    const unsigned blocks[3] = {block.x, block.y, block.z}, threads[3] = {thread.x, thread.y, thread.z};
+    memcpy(fault->block, blocks, sizeof blocks);
+    memcpy(fault->thread, threads, sizeof threads);
+    fault->parameter = -1;
+    copy_text(prefix + failure.message, fault->message, sizeof fault->message);
 }
 
 }  // namespace
@@ -777,7 +806,7 @@ using kda_emu::registry;
 namespace kda_emu {
 namespace {
 int launch_checked(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3],
-                   unsigned dynamic_shared, unsigned long long seed, char* message, size_t capacity);
+                   unsigned dynamic_shared, unsigned long long seed, kda_emu_fault* fault);
 }  // namespace
 }  // namespace kda_emu
 
@@ -798,14 +827,16 @@ KDA_EMU_API const char* kda_emu_params(int entry) {
 
 KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void) { return kda_emu::static_shared_bytes(); }
 
+KDA_EMU_API unsigned long long kda_emu_fault_size(void) { return sizeof(kda_emu_fault); }
+
 KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
                                const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
-                               char* message, size_t capacity) {
+                               kda_emu_fault* fault) {
     using namespace kda_emu;
     try {
-        return launch_checked(entry, args, arg_count, grid, block, dynamic_shared, seed, message, capacity);
+        return launch_checked(entry, args, arg_count, grid, block, dynamic_shared, seed, fault);
     } catch (const std::exception& error) {
-        copy_message(format("the emulator failed: %s", error.what()), message, capacity);
+        fill_fault(Failure::of(KDA_EMU_FAULT_EMULATOR, format("the emulator failed: %s", error.what())), "", fault);
         return 1;
     }
 }
@@ -815,25 +846,26 @@ KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count,
 namespace kda_emu {
 namespace {
 int launch_checked(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3],
-                   unsigned dynamic_shared, unsigned long long seed, char* message, size_t capacity) {
+                   unsigned dynamic_shared, unsigned long long seed, kda_emu_fault* fault) {
     if (entry < 0 || static_cast<size_t>(entry) >= registry().size()) {
-        copy_message(format("no entry %d in this module", entry), message, capacity);
+        fill_fault(Failure::of(KDA_EMU_FAULT_REFUSED, format("no entry %d in this module", entry)), "", fault);
         return 1;
     }
     const RegisteredEntry& registered = registry()[static_cast<size_t>(entry)];
-    std::string failure;
+    Failure failure;
     if (arg_count != registered.arity) {
-        failure = format("%u arguments for %u parameters", arg_count, registered.arity);
-    } else {
-        failure = geometry_problem(grid, block, dynamic_shared);
+        failure = Failure::of(KDA_EMU_FAULT_REFUSED, format("%u arguments for %u parameters", arg_count, registered.arity));
+    } else if (std::string problem = geometry_problem(grid, block, dynamic_shared); !problem.empty()) {
+        failure = Failure::of(KDA_EMU_FAULT_REFUSED, std::move(problem));
     }
-    if (failure.empty()) {
+    if (!failure.failed()) {
         std::lock_guard<std::mutex> lock(launch_mutex);
         blockDim = {block[0], block[1], block[2]};
         gridDim = {grid[0], grid[1], grid[2]};
         void* storage = nullptr;
         if (dynamic_shared > 0 && posix_memalign(&storage, kDynamicSharedAlignment, dynamic_shared) != 0) {
-            failure = format("the emulator could not allocate %u bytes of dynamic shared memory", dynamic_shared);
+            failure = Failure::of(KDA_EMU_FAULT_EMULATOR,
+                                  format("the emulator could not allocate %u bytes of dynamic shared memory", dynamic_shared));
         } else {
             dynamic = DynamicShared{static_cast<unsigned char*>(storage), dynamic_shared};
             failure = run_blocks(registered, args, grid, seed);
@@ -841,8 +873,8 @@ int launch_checked(int entry, void* const* args, unsigned arg_count, const unsig
             free(storage);
         }
     }
-    if (failure.empty()) return 0;
-    copy_message(std::string(registered.name) + ": " + failure, message, capacity);
+    if (!failure.failed()) return 0;
+    fill_fault(failure, std::string(registered.name) + ": ", fault);
     return 1;
 }
 }  // namespace

@@ -1,15 +1,76 @@
 //! The C ABI of an emulated library (`cpp/kda_abi.h` declares its functions): the version both
-//! sides must agree on, the size of a launch's failure message, and the Rust types of the
-//! functions. The constants are defined here and reach the C++ through the generated header.
+//! sides must agree on, the failure record a launch fills, and the Rust types of the functions.
+//! The constants are defined here and reach the C++ through the generated header.
 
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 
+use crate::fault::{Fault, FaultKind, Place};
+
 /// The version of the ABI: a library answers it from `kda_emu_abi_version`, and a loader refuses
 /// any other.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// The bytes a launch's failure message may take, its terminating NUL included.
 pub const MESSAGE_CAPACITY: usize = 4096;
+
+/// The bytes the name of a `__shared__` variable in a fault may take, its NUL included.
+pub const VARIABLE_CAPACITY: usize = 64;
+
+/// `struct kda_emu_fault`: what a failed launch reports. The runtime answers its size from
+/// `kda_emu_fault_size`, which a loader compares with this one's.
+#[repr(C)]
+#[derive(Clone, Debug)]
+pub struct RawFault {
+    /// A [`FaultKind`] code.
+    pub kind: c_uint,
+    /// 1 when `block` and `thread` name the thread that failed.
+    pub has_thread: c_uint,
+    /// `blockIdx` of that thread.
+    pub block: [c_uint; 3],
+    /// `threadIdx` of that thread.
+    pub thread: [c_uint; 3],
+    /// The parameter an out-of-bounds access went through, or -1.
+    pub parameter: c_int,
+    /// The `__shared__` variable it went through, NUL-terminated, or empty.
+    pub variable: [c_char; VARIABLE_CAPACITY],
+    /// The element index of that access.
+    pub index: c_ulonglong,
+    /// The message, NUL-terminated.
+    pub message: [c_char; MESSAGE_CAPACITY],
+}
+
+impl RawFault {
+    /// An empty record for a launch to fill.
+    pub fn new() -> Box<Self> {
+        Box::new(RawFault {
+            kind: FaultKind::None as c_uint,
+            has_thread: 0,
+            block: [0; 3],
+            thread: [0; 3],
+            parameter: -1,
+            variable: [0; VARIABLE_CAPACITY],
+            index: 0,
+            message: [0; MESSAGE_CAPACITY],
+        })
+    }
+
+    /// The record as an owned [`Fault`]; its strings end at their NUL or their capacity.
+    pub fn to_fault(&self) -> Fault {
+        let text = |chars: &[c_char]| {
+            let bytes: Vec<u8> = chars.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        let place = (self.has_thread != 0).then_some(Place { block: self.block, thread: self.thread });
+        Fault::from_parts(
+            self.kind,
+            place,
+            self.parameter,
+            text(&self.variable),
+            self.index,
+            text(&self.message),
+        )
+    }
+}
 
 /// `unsigned kda_emu_abi_version(void)`.
 pub type AbiVersionFn = unsafe extern "C" fn() -> c_uint;
@@ -19,9 +80,11 @@ pub type FindFn = unsafe extern "C" fn(*const c_char) -> c_int;
 pub type ParamsFn = unsafe extern "C" fn(c_int) -> *const c_char;
 /// `unsigned long long kda_emu_static_shared_bytes(void)`.
 pub type StaticSharedFn = unsafe extern "C" fn() -> c_ulonglong;
+/// `unsigned long long kda_emu_fault_size(void)`.
+pub type FaultSizeFn = unsafe extern "C" fn() -> c_ulonglong;
 /// `int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
-/// const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, char* message,
-/// size_t capacity)`.
+/// const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, struct
+/// kda_emu_fault* fault)`.
 pub type LaunchFn = unsafe extern "C" fn(
     c_int,
     *const *mut c_void,
@@ -30,27 +93,32 @@ pub type LaunchFn = unsafe extern "C" fn(
     *const c_uint,
     c_uint,
     c_ulonglong,
-    *mut c_char,
-    usize,
+    *mut RawFault,
 ) -> c_int;
 
 /// The ABI's constants as C preprocessor definitions, `(name, value)`.
 pub(crate) fn defines() -> Vec<(&'static str, String)> {
-    vec![
+    let kinds = FaultKind::ALL.into_iter().map(|kind| (kind.c_name(), format!("{}u", kind as u32)));
+    [
         ("KDA_EMU_ABI_VERSION", format!("{ABI_VERSION}u")),
         ("KDA_EMU_MESSAGE_CAPACITY", MESSAGE_CAPACITY.to_string()),
+        ("KDA_EMU_VARIABLE_CAPACITY", VARIABLE_CAPACITY.to_string()),
     ]
+    .into_iter()
+    .chain(kinds)
+    .collect()
 }
 
 /// Each function of the ABI as `kda_abi.h` declares it, beside the Rust type above: the header
 /// is checked against this list (`the_header_declares_every_function_as_the_loader_calls_it`).
 #[cfg(test)]
-const DECLARATIONS: [&str; 5] = [
+const DECLARATIONS: [&str; 6] = [
     "unsigned kda_emu_abi_version(void);",
     "int kda_emu_find(const char* name);",
     "const char* kda_emu_params(int entry);",
     "unsigned long long kda_emu_static_shared_bytes(void);",
-    "int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, char* message, size_t capacity);",
+    "unsigned long long kda_emu_fault_size(void);",
+    "int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, struct kda_emu_fault* fault);",
 ];
 
 #[cfg(test)]
@@ -73,11 +141,12 @@ mod tests {
             let list = &declaration[declaration.find('(').unwrap() + 1..declaration.rfind(')').unwrap()];
             if list == "void" { 0 } else { list.split(',').count() }
         };
-        let rust: [usize; 5] = [
+        let rust: [usize; 6] = [
             fn_arity::<AbiVersionFn>(),
             fn_arity::<FindFn>(),
             fn_arity::<ParamsFn>(),
             fn_arity::<StaticSharedFn>(),
+            fn_arity::<FaultSizeFn>(),
             fn_arity::<LaunchFn>(),
         ];
         assert_eq!(DECLARATIONS.map(arity), rust);
@@ -97,8 +166,8 @@ mod tests {
     impl<A, R> Arity for unsafe extern "C" fn(A) -> R {
         const ARITY: usize = 1;
     }
-    impl<A, B, C, D, E, F, G, H, I, R> Arity for unsafe extern "C" fn(A, B, C, D, E, F, G, H, I) -> R {
-        const ARITY: usize = 9;
+    impl<A, B, C, D, E, F, G, H, R> Arity for unsafe extern "C" fn(A, B, C, D, E, F, G, H) -> R {
+        const ARITY: usize = 8;
     }
 
     #[test]

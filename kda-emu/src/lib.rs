@@ -20,6 +20,7 @@
 
 pub mod abi;
 mod device;
+pub mod fault;
 #[cfg(feature = "load")]
 pub mod library;
 mod sanitizer;
@@ -28,5 +29,6 @@ pub mod toolchain;
 pub mod wire;
 
 pub use device::DeviceLimits;
+pub use fault::{Fault, FaultKind};
 pub use sanitizer::Sanitizer;
 pub use toolchain::Toolchain;

@@ -3,9 +3,12 @@
 //! that is safe where the ABI makes it so. A launch stays `unsafe`: what its arguments point to is
 //! the caller's to guarantee (kda-runtime's emulation backend does, from the launch contract).
 
-use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
+use std::ffi::{CStr, CString, c_int, c_uint, c_void};
 
-use crate::abi::{ABI_VERSION, AbiVersionFn, FindFn, LaunchFn, MESSAGE_CAPACITY, ParamsFn, StaticSharedFn};
+use crate::abi::{
+    ABI_VERSION, AbiVersionFn, FaultSizeFn, FindFn, LaunchFn, ParamsFn, RawFault, StaticSharedFn,
+};
+use crate::fault::Fault;
 
 /// An open emulated library and its entry points.
 pub struct Library {
@@ -40,6 +43,13 @@ impl Library {
             let found = version();
             if found != ABI_VERSION {
                 return Err(format!("emulator ABI version {found}, expected {ABI_VERSION}: rebuild it"));
+            }
+            let fault_size: FaultSizeFn = *library.get(b"kda_emu_fault_size\0").map_err(|e| e.to_string())?;
+            let (theirs, ours) = (fault_size(), std::mem::size_of::<RawFault>());
+            if usize::try_from(theirs) != Ok(ours) {
+                return Err(format!(
+                    "the library's fault record is {theirs} bytes, this loader's {ours}: rebuild it"
+                ));
             }
             Ok(Self {
                 launch: *library.get(b"kda_emu_launch\0").map_err(|e| e.to_string())?,
@@ -79,7 +89,7 @@ impl Library {
         unsafe { (self.static_shared)() }
     }
 
-    /// Runs every block of a launch; the runtime's message when it fails.
+    /// Runs every block of a launch; the runtime's fault when it fails.
     ///
     /// # Safety
     ///
@@ -95,12 +105,15 @@ impl Library {
         block: [u32; 3],
         dynamic_shared: u32,
         seed: u64,
-    ) -> Result<(), String> {
-        let mut message = vec![0 as c_char; MESSAGE_CAPACITY];
-        let count = c_uint::try_from(args.len()).map_err(|_| format!("{} arguments", args.len()))?;
+    ) -> Result<(), Fault> {
+        let mut fault = RawFault::new();
+        let count = c_uint::try_from(args.len()).map_err(|_| {
+            let message = format!("{} arguments", args.len());
+            Fault { kind: crate::FaultKind::Refused, place: None, access: None, message }
+        })?;
         // SAFETY: the caller guarantees the arguments; `grid` and `block` are three values each
-        // as the ABI reads them; `message` has the capacity passed. The runtime catches every C++
-        // exception, so none unwinds into Rust.
+        // as the ABI reads them; `fault` is a record of the layout the library reported at open.
+        // The runtime catches every C++ exception, so none unwinds into Rust.
         let status = unsafe {
             (self.launch)(
                 entry.0,
@@ -110,15 +123,9 @@ impl Library {
                 block.as_ptr(),
                 dynamic_shared,
                 seed,
-                message.as_mut_ptr(),
-                message.len(),
+                &mut *fault,
             )
         };
-        if status == 0 {
-            return Ok(());
-        }
-        // SAFETY: the runtime NUL-terminates what it writes within the capacity; the buffer
-        // was zeroed, so it is terminated even if the runtime wrote nothing.
-        Err(unsafe { CStr::from_ptr(message.as_ptr()) }.to_string_lossy().into_owned())
+        if status == 0 { Ok(()) } else { Err(fault.to_fault()) }
     }
 }

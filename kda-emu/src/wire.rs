@@ -6,8 +6,12 @@
 //! then per argument an [`ArgKind`] byte and, for a scalar, its `u64` bits; for a buffer, its
 //! `u64` misalignment modulo 16, `u64` length and its bytes.
 //!
-//! Response: [`MAGIC`], `u8` status (0 launched, 1 refused or failed), str message, `u32` count,
-//! then each written buffer as `u64` length and its bytes, in argument order.
+//! Response: [`MAGIC`], `u8` status; launched (0): `u32` count, then each written buffer as `u64`
+//! length and its bytes, in argument order; refused or failed (1): the [`Fault`] as `u32` kind,
+//! `u32` has_thread, `u32` block\[3\], `u32` thread\[3\], `i32` parameter, str variable, `u64`
+//! index, str message.
+
+use crate::fault::{Fault, Place};
 
 /// The first bytes of a request and of a response.
 pub const MAGIC: &[u8; 8] = b"KDAEMU1\n";
@@ -91,31 +95,56 @@ impl Request {
     }
 }
 
-/// The written buffers of a response in argument order, `Ok(Err(message))` for a launch that was
+/// The written buffers of a response in argument order, `Ok(Err(fault))` for a launch that was
 /// refused or failed, or why the response is malformed.
-pub fn parse_response(bytes: &[u8]) -> Result<Result<Vec<&[u8]>, String>, &'static str> {
-    let mut rest = bytes.strip_prefix(MAGIC.as_slice()).ok_or("no magic")?;
-    let mut take = |n: usize| -> Result<&[u8], &'static str> {
-        if rest.len() < n {
-            return Err("truncated");
-        }
-        let (head, tail) = rest.split_at(n);
-        rest = tail;
-        Ok(head)
-    };
-    let status = take(1)?[0];
-    let length = u32::from_le_bytes(take(4)?.try_into().map_err(|_| "truncated")?) as usize;
-    let message = String::from_utf8_lossy(take(length)?).into_owned();
-    if status != 0 {
-        return Ok(Err(message));
+pub fn parse_response(bytes: &[u8]) -> Result<Result<Vec<&[u8]>, Fault>, &'static str> {
+    let mut response = Cursor(bytes.strip_prefix(MAGIC.as_slice()).ok_or("no magic")?);
+    if response.take(1)?[0] != 0 {
+        let kind = response.u32()?;
+        let has_thread = response.u32()? != 0;
+        let block = [response.u32()?, response.u32()?, response.u32()?];
+        let thread = [response.u32()?, response.u32()?, response.u32()?];
+        let parameter = i32::from_le_bytes(response.array()?);
+        let variable = response.str()?;
+        let index = u64::from_le_bytes(response.array()?);
+        let message = response.str()?;
+        let place = has_thread.then_some(Place { block, thread });
+        return Ok(Err(Fault::from_parts(kind, place, parameter, variable, index, message)));
     }
-    let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| "truncated")?);
+    let count = response.u32()?;
     let mut written = Vec::new();
     for _ in 0..count {
-        let length = u64::from_le_bytes(take(8)?.try_into().map_err(|_| "truncated")?);
-        written.push(take(usize::try_from(length).map_err(|_| "too long")?)?);
+        let length = u64::from_le_bytes(response.array()?);
+        written.push(response.take(usize::try_from(length).map_err(|_| "too long")?)?);
     }
     Ok(Ok(written))
+}
+
+/// The unread rest of a response.
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
+        if self.0.len() < n {
+            return Err("truncated");
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], &'static str> {
+        self.take(N)?.try_into().map_err(|_| "truncated")
+    }
+
+    fn u32(&mut self) -> Result<u32, &'static str> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    fn str(&mut self) -> Result<String, &'static str> {
+        let length = self.u32()? as usize;
+        Ok(String::from_utf8_lossy(self.take(length)?).into_owned())
+    }
 }
 
 /// The wire's constants as C preprocessor definitions, `(name, value)`.
@@ -134,10 +163,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_response_gives_its_written_buffers_or_its_message() {
+    fn a_response_gives_its_written_buffers_or_its_fault() {
         let mut ok = MAGIC.to_vec();
         ok.push(0);
-        ok.extend(0u32.to_le_bytes());
         ok.extend(2u32.to_le_bytes());
         ok.extend(3u64.to_le_bytes());
         ok.extend([1, 2, 3]);
@@ -145,9 +173,18 @@ mod tests {
         assert_eq!(parse_response(&ok), Ok(Ok(vec![&[1u8, 2, 3][..], &[][..]])));
         let mut failed = MAGIC.to_vec();
         failed.push(1);
+        for value in [2u32, 1, 3, 0, 0, 31, 0, 0] {
+            failed.extend(value.to_le_bytes());
+        }
+        failed.extend((-1i32).to_le_bytes());
+        failed.extend(0u32.to_le_bytes());
+        failed.extend(0u64.to_le_bytes());
         failed.extend(4u32.to_le_bytes());
         failed.extend(b"hang");
-        assert_eq!(parse_response(&failed), Ok(Err("hang".to_owned())));
+        let fault = parse_response(&failed).unwrap().unwrap_err();
+        assert_eq!(fault.kind, crate::FaultKind::Kernel);
+        assert_eq!(fault.place, Some(Place { block: [3, 0, 0], thread: [31, 0, 0] }));
+        assert_eq!((fault.access, fault.message.as_str()), (None, "hang"));
         assert_eq!(parse_response(b"KDAEMU0\n"), Err("no magic"));
         assert_eq!(parse_response(&ok[..ok.len() - 9]), Err("truncated"));
     }

@@ -20,6 +20,7 @@ use std::time::Duration;
 use half::bf16;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_build::cuda::{BuildOutput, Problem};
+use kda_emu::FaultKind;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
@@ -1155,4 +1156,47 @@ fn address_sanitizer_reports_an_index_one_past_a_shared_array_into_the_next() {
         .expect_err("a write one past a __shared__ array went unreported");
     assert!(report.contains("AddressSanitizer: global-buffer-overflow"), "{report}");
     assert!(report.contains("neighbours.cu:6"), "the report names the kernel's line: {report}");
+}
+
+// ---- The raw layer's fault record. ----
+
+/// The fixture library of `module::entry`, opened by kda-emu's raw layer.
+fn raw_library(module: &str, entry: &str) -> kda_emu::library::Library {
+    let output = build(&fixture_dir("fixtures"), "emulator-fixtures");
+    let built = output.emulated.iter().find(|library| library.module == module && library.entry == entry);
+    let path = built.expect("the fixture library").path.to_str().expect("a UTF-8 path").to_owned();
+    // SAFETY: a library the emulated build just wrote from the fixtures.
+    unsafe { kda_emu::library::Library::open(&path) }.unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn a_failed_launch_fills_the_fault_record_with_its_kind_and_the_thread_its_message_names() {
+    let fault = without_hanging(|| {
+        let library = raw_library("misuse", "barrier_skipped");
+        let index = library.find("barrier_skipped").expect("the kernel is registered");
+        let mut out = [0u32; 32];
+        let mut pointer = out.as_mut_ptr() as u64;
+        let args = [(&raw mut pointer).cast::<std::ffi::c_void>()];
+        // SAFETY: the kernel takes one `unsigned int*` and touches out[0..32] at a block of 32;
+        // `out` outlives the call.
+        unsafe { library.launch(index, &args, [1, 1, 1], [32, 1, 1], 0, 9) }
+            .expect_err("a barrier threads 8.. skip launched")
+    });
+    assert_eq!(fault.kind, FaultKind::Kernel, "{fault:?}");
+    let place = fault.place.expect("a thread's failure has its place");
+    assert_eq!(place.block, [0, 0, 0]);
+    assert_eq!(place.thread, thread_named(&fault.message), "{fault:?}");
+    assert_eq!(fault.access, None);
+    assert!(fault.message.starts_with("barrier_skipped: block (0, 0, 0), thread ("), "{fault:?}");
+
+    // Refused before any thread ran: no place.
+    let library = raw_library("misuse", "barrier_skipped");
+    let index = library.find("barrier_skipped").expect("the kernel is registered");
+    let mut pointer = 0u64;
+    let args = [(&raw mut pointer).cast::<std::ffi::c_void>()];
+    // SAFETY: the launch is refused before the kernel runs: no thread reads the argument.
+    let fault = unsafe { library.launch(index, &args, [1, 1, 1], [2048, 1, 1], 0, 9) }
+        .expect_err("a block of 2048 threads launched");
+    assert_eq!((fault.kind, fault.place), (FaultKind::Refused, None), "{fault:?}");
+    assert!(fault.message.contains("the device allows at most 1024 threads per block"), "{fault:?}");
 }

@@ -283,7 +283,7 @@ impl Executor for Driver {
         let response = response.map_err(|e| io("reading the driver's response", e))?;
         let written = wire::parse_response(&response)
             .map_err(|why| failed(format!("a malformed response: {why}")))?
-            .map_err(failed)?;
+            .map_err(|fault| failed(fault.message))?;
         write_back(memory, args, &windows, written).map_err(failed)
     }
 

@@ -185,7 +185,7 @@ impl Executor for InProcess {
                 seed,
             )
         };
-        launched.map_err(failed)
+        launched.map_err(|fault| failed(fault.message))
     }
 
     fn write_fill(&self) -> Option<u8> {
