@@ -25,7 +25,7 @@ fn one_row_runs_gemv() {
     let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
     let (kernel, args) = launched_for(&gpu, 1);
     assert_eq!(kernel, "gemv::dense_gemv_bf16");
-    assert_eq!(&args[3..], [RecordedArg::U32(N), RecordedArg::U32(K)]);
+    assert_eq!(&args[3..], [RecordedArg::from(N), RecordedArg::from(K)]);
     assert_eq!(args[2], RecordedArg::Buffer { dtype: DType::Bf16, len: N as usize, writable: true });
 }
 
@@ -37,7 +37,7 @@ fn two_to_sixteen_rows_run_batchm_where_the_target_has_it() {
         assert_eq!(kernel, "dense_gemv_bf16_batchm::dense_gemv_bf16_batchm", "m = {m}");
         assert_eq!(
             &args[3..],
-            [RecordedArg::U32(m), RecordedArg::U32(N), RecordedArg::U32(K), RecordedArg::U32(K)]
+            [RecordedArg::from(m), RecordedArg::from(N), RecordedArg::from(K), RecordedArg::from(K)]
         );
     }
 }
@@ -60,7 +60,7 @@ fn more_than_sixteen_rows_run_gemm() {
     assert_eq!(kernel, "gemm::dense_gemm_bf16");
     assert_eq!(
         &args[3..],
-        [RecordedArg::U32(17), RecordedArg::U32(N), RecordedArg::U32(K), RecordedArg::U32(K)]
+        [RecordedArg::from(17u32), RecordedArg::from(N), RecordedArg::from(K), RecordedArg::from(K)]
     );
 }
 
@@ -144,8 +144,8 @@ fn one_row_of_few_tiles_over_a_long_k_splits_k_and_nothing_else_does() {
     assert_eq!(names, ["gemm::dense_gemm_bf16_splitk", "gemm::dense_gemm_splitk_reduce_bf16"]);
     let partial = RecordedArg::Buffer { dtype: DType::F32, len: 2 * 20 * 128, writable: true };
     assert_eq!(split[0].1[2], partial);
-    assert_eq!(split[0].1[3..], [20, n, k, k, 2].map(RecordedArg::U32));
-    assert_eq!(split[1].1[2..], [20, n, 2].map(RecordedArg::U32));
+    assert_eq!(split[0].1[3..], [20, n, k, k, 2].map(RecordedArg::from));
+    assert_eq!(split[1].1[2..], [20, n, 2].map(RecordedArg::from));
     for (gpu, m, k) in [
         (
             RecordingBackend::new()

@@ -363,6 +363,27 @@ fn a_u64_where_the_manifest_says_u32_fails_the_build() {
 
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn a_librarys_c_types_are_its_manifest_types_under_the_one_integer_rule() {
+    // size_t, uint64_t and long, int64_t, int8_t, __half, fp8, bool: all stated, except plain
+    // `char`, which is no `u8`.
+    use kda_build::cuda::emulation::Emulation;
+    let output = build("library_types.toml", "library-types")
+        .nvcc(nvcc())
+        .emulation(Emulation::default())
+        .run()
+        .unwrap();
+    assert_eq!(
+        problems(&output),
+        [
+            "library_types.toml:6:1: library_types::lib_text parameter 0 `text`: the manifest declares `const u8*`, \
+          the kernel declares `const char*`"
+        ]
+    );
+    assert_eq!(output.emulated.len(), 2, "{:?}", output.emulated);
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
 fn every_mismatch_of_every_module_is_reported_at_once_in_manifest_order() {
     let output = build("all_mismatches.toml", "all-mismatches").nvcc(nvcc()).run().unwrap();
     assert!(output.problems.iter().all(|problem| matches!(problem, Problem::Signature(_))));

@@ -55,7 +55,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Where the emulated build goes.
-        #[arg(long, default_value = "target/kda-emulate")]
+        #[arg(long, default_value = "target/kda/emulate")]
         out: PathBuf,
         /// Print a sanitizer's whole report, not only the lines that say what and where.
         #[arg(long)]

@@ -12,8 +12,7 @@ fn kda_emulate_passes_the_correct_kernel_and_reports_each_overrun_with_its_launc
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kda-emulate");
     // Run where the crate is, as its author would: the manifest and kernels are found there.
     let output = Command::new(env!("CARGO_BIN_EXE_kda"))
-        .arg("emulate")
-        .arg("--out")
+        .args(["emulate", "--launches", "32", "--out"])
         .arg(&out)
         .current_dir(&crate_dir)
         .env_remove("RUST_BACKTRACE")
@@ -22,7 +21,7 @@ fn kda_emulate_passes_the_correct_kernel_and_reports_each_overrun_with_its_launc
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stdout.contains("elementwise::scale_f32 (line 8): ok, 8 launches"), "{stdout}");
+    assert!(stdout.contains("elementwise::scale_f32 (line 8): ok, 32 launches"), "{stdout}");
     // An odd n: x[2i + 1] one past the input, found by AddressSanitizer in the kernel's line.
     let pair = stdout.split("elementwise::pair_sum_f32 (line 12): FAILED at ").nth(1).expect(&stdout);
     let n: u32 = pair.split(", ").next().and_then(|n| n.strip_prefix("n = ")?.parse().ok()).expect(pair);

@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "kda_emu_config.h"
+
 // Kernels guard the few lines C++ cannot compile (inline PTX) with
 // `#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)`.
 #define KDA_EMULATION 1
@@ -167,6 +169,41 @@ struct __nv_bfloat16 {
 };
 typedef __nv_bfloat16 nv_bfloat16;
 
+// f16 (<cuda_fp16.h>), stored as its bits; conversions round to nearest even.
+struct __half {
+    unsigned short __x;
+};
+typedef __half half;
+inline float __half2float(__half h) {
+    const uint32_t sign = static_cast<uint32_t>(h.__x & 0x8000u) << 16;
+    const uint32_t exponent = (h.__x >> 10) & 0x1fu, mantissa = h.__x & 0x3ffu;
+    if (exponent == 0x1f) return kda_emu::bits_to_float(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) {
+        // Zero or subnormal: mantissa * 2^-24, exact in float.
+        const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+        return sign ? -magnitude : magnitude;
+    }
+    return kda_emu::bits_to_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+inline __half __float2half_rn(float f) {
+    const uint32_t bits = kda_emu::float_to_bits(f);
+    const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+    const uint32_t magnitude = bits & 0x7fffffffu;
+    if (magnitude > 0x7f800000u) return {static_cast<unsigned short>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu))};
+    if (magnitude >= 0x477ff000u) return {static_cast<unsigned short>(sign | 0x7c00u)};  // rounds past 65504
+    if (magnitude < 0x38800000u) {
+        // Below the smallest normal (2^-14): a multiple of 2^-24, rounded to nearest even.
+        const float scaled = kda_emu::bits_to_float(magnitude) * 16777216.0f;  // exact
+        return {static_cast<unsigned short>(sign | static_cast<uint16_t>(nearbyintf(scaled)))};
+    }
+    const uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
+    return {static_cast<unsigned short>(sign | ((rounded - 0x38000000u) >> 13))};
+}
+inline __half __float2half(float f) { return __float2half_rn(f); }
+inline unsigned short __half_as_ushort(__half h) { return h.__x; }
+inline __half __ushort_as_half(unsigned short bits) { return {bits}; }
+
+
 inline float __bfloat162float(__nv_bfloat16 h) { return kda_emu::bits_to_float(static_cast<uint32_t>(h.__x) << 16); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) {
     const uint32_t bits = kda_emu::float_to_bits(f);
@@ -176,6 +213,111 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
 inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) { return {bits}; }
+
+// The arithmetic of the 16-bit float types: each operation in float, rounded once to the type
+// (float's 24 bits are enough for that to be the correctly rounded result, as on the device).
+#define KDA_EMU_HALF_ARITHMETIC(T, to_float, from_float)                                         \
+    inline T operator+(T a, T b) { return from_float(to_float(a) + to_float(b)); }             \
+    inline T operator-(T a, T b) { return from_float(to_float(a) - to_float(b)); }             \
+    inline T operator*(T a, T b) { return from_float(to_float(a) * to_float(b)); }             \
+    inline T operator/(T a, T b) { return from_float(to_float(a) / to_float(b)); }             \
+    inline T operator-(T a) { return {static_cast<unsigned short>(a.__x ^ 0x8000u)}; }         \
+    inline T& operator+=(T& a, T b) { return a = a + b; }                                     \
+    inline T& operator-=(T& a, T b) { return a = a - b; }                                     \
+    inline T& operator*=(T& a, T b) { return a = a * b; }                                     \
+    inline T& operator/=(T& a, T b) { return a = a / b; }                                     \
+    inline bool operator==(T a, T b) { return to_float(a) == to_float(b); }                   \
+    inline bool operator!=(T a, T b) { return to_float(a) != to_float(b); }                   \
+    inline bool operator<(T a, T b) { return to_float(a) < to_float(b); }                     \
+    inline bool operator<=(T a, T b) { return to_float(a) <= to_float(b); }                   \
+    inline bool operator>(T a, T b) { return to_float(a) > to_float(b); }                     \
+    inline bool operator>=(T a, T b) { return to_float(a) >= to_float(b); }
+KDA_EMU_HALF_ARITHMETIC(__half, __half2float, __float2half_rn)
+KDA_EMU_HALF_ARITHMETIC(__nv_bfloat16, __bfloat162float, __float2bfloat16_rn)
+#undef KDA_EMU_HALF_ARITHMETIC
+inline __half __hadd(__half a, __half b) { return a + b; }
+inline __half __hsub(__half a, __half b) { return a - b; }
+inline __half __hmul(__half a, __half b) { return a * b; }
+inline __half __hdiv(__half a, __half b) { return a / b; }
+inline __half __hfma(__half a, __half b, __half c) {
+    // One rounding, as the device's fused multiply-add: the product of two halves is exact in float.
+    return __float2half_rn(fmaf(__half2float(a), __half2float(b), __half2float(c)));
+}
+inline __half __hneg(__half a) { return -a; }
+inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return a + b; }
+inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return a * b; }
+inline float __low2float(__half a) { return __half2float(a); }
+
+// fp8 (<cuda_fp8.h>): the OCP formats E4M3 (bias 7, no infinity, NaN S.1111.111, largest 448) and
+// E5M2 (bias 15, IEEE-style infinities and NaNs, largest 57344), as their bits. Conversions from
+// float round to nearest even; __NV_SATFINITE takes what rounds past the largest finite value to
+// it, __NV_NOSAT to infinity (E5M2) or NaN (E4M3). The types' constructors saturate, as CUDA's.
+typedef unsigned char __nv_fp8_storage_t;
+enum __nv_saturation_t { __NV_NOSAT, __NV_SATFINITE };
+enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
+
+namespace kda_emu {
+// The format's exponent bias, significand bits, largest finite value (and its bits) and NaN.
+struct Fp8Format {
+    int bias, significand_bits;
+    double largest;
+    unsigned char largest_bits, nan;
+};
+inline Fp8Format fp8_format(__nv_fp8_interpretation_t format) {
+    return format == __NV_E4M3 ? Fp8Format{7, 3, 448.0, 0x7e, 0x7f} : Fp8Format{15, 2, 57344.0, 0x7b, 0x7e};
+}
+inline float fp8_to_float(__nv_fp8_storage_t bits, __nv_fp8_interpretation_t interpretation) {
+    const Fp8Format format = fp8_format(interpretation);
+    const int exponent_bits = 7 - format.significand_bits;
+    const unsigned exponent = (bits >> format.significand_bits) & ((1u << exponent_bits) - 1);
+    const unsigned significand = bits & ((1u << format.significand_bits) - 1);
+    const double sign = (bits & 0x80) ? -1.0 : 1.0;
+    const unsigned top = (1u << exponent_bits) - 1;
+    if (interpretation == __NV_E4M3 && exponent == top && significand == (1u << format.significand_bits) - 1)
+        return static_cast<float>(sign * NAN);
+    if (interpretation == __NV_E5M2 && exponent == top)
+        return significand == 0 ? static_cast<float>(sign * INFINITY) : static_cast<float>(sign * NAN);
+    const double scale = ldexp(1.0, -format.significand_bits);
+    if (exponent == 0) return static_cast<float>(sign * significand * scale * ldexp(1.0, 1 - format.bias));
+    return static_cast<float>(sign * (1.0 + significand * scale) * ldexp(1.0, static_cast<int>(exponent) - format.bias));
+}
+}  // namespace kda_emu
+
+inline __nv_fp8_storage_t __nv_cvt_float_to_fp8(float x, __nv_saturation_t saturate,
+                                               __nv_fp8_interpretation_t interpretation) {
+    const kda_emu::Fp8Format format = kda_emu::fp8_format(interpretation);
+    const unsigned char sign = signbit(x) ? 0x80 : 0x00;
+    if (isnan(x)) return static_cast<unsigned char>(sign | format.nan);
+    const double magnitude = fabs(static_cast<double>(x));
+    const int smallest_exponent = 1 - format.bias;
+    // The step of the values around `magnitude`, then the nearest multiple of it (ties to even).
+    const int exponent = magnitude < ldexp(1.0, smallest_exponent) ? smallest_exponent : ilogb(magnitude);
+    const double step = ldexp(1.0, exponent - format.significand_bits);
+    const double rounded = isinf(magnitude) ? magnitude : nearbyint(magnitude / step) * step;
+    if (rounded > format.largest) {
+        if (saturate == __NV_SATFINITE) return static_cast<unsigned char>(sign | format.largest_bits);
+        return static_cast<unsigned char>(sign | (interpretation == __NV_E5M2 ? 0x7c : format.nan));
+    }
+    if (rounded < ldexp(1.0, smallest_exponent))
+        return static_cast<unsigned char>(sign | static_cast<unsigned>(rounded / ldexp(1.0, smallest_exponent - format.significand_bits)));
+    const int e = ilogb(rounded);
+    const unsigned significand = static_cast<unsigned>(rounded / ldexp(1.0, e - format.significand_bits)) -
+                                 (1u << format.significand_bits);
+    return static_cast<unsigned char>(sign | ((e + format.bias) << format.significand_bits) | significand);
+}
+
+struct __nv_fp8_e4m3 {
+    __nv_fp8_storage_t __x;
+    __nv_fp8_e4m3() = default;
+    explicit __nv_fp8_e4m3(float f) : __x(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3)) {}
+    explicit operator float() const { return kda_emu::fp8_to_float(__x, __NV_E4M3); }
+};
+struct __nv_fp8_e5m2 {
+    __nv_fp8_storage_t __x;
+    __nv_fp8_e5m2() = default;
+    explicit __nv_fp8_e5m2(float f) : __x(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E5M2)) {}
+    explicit operator float() const { return kda_emu::fp8_to_float(__x, __NV_E5M2); }
+};
 
 inline float __uint_as_float(unsigned int bits) { return kda_emu::bits_to_float(bits); }
 inline unsigned int __float_as_uint(float value) { return kda_emu::float_to_bits(value); }
@@ -208,22 +350,22 @@ template <class T>
 struct TypeName {
     static constexpr const char* get() { return "unsupported"; }
 };
-#define KDA_EMU_TYPE_NAME(type, name)                          \
-    template <>                                                \
-    struct TypeName<type> {                                    \
-        static constexpr const char* get() { return name; }    \
+// One row per C type of kda-types' table (KDA_EMU_TYPE_NAMES, generated): the type as a scalar,
+// a read-only buffer and a written one.
+#define KDA_EMU_TYPE_NAME(type, name)                                  \
+    template <>                                                        \
+    struct TypeName<type> {                                            \
+        static constexpr const char* get() { return name; }            \
+    };                                                                 \
+    template <>                                                        \
+    struct TypeName<const type*> {                                     \
+        static constexpr const char* get() { return "const " name "*"; } \
+    };                                                                 \
+    template <>                                                        \
+    struct TypeName<type*> {                                           \
+        static constexpr const char* get() { return name "*"; }        \
     };
-KDA_EMU_TYPE_NAME(const __nv_bfloat16*, "const bf16*")
-KDA_EMU_TYPE_NAME(__nv_bfloat16*, "bf16*")
-KDA_EMU_TYPE_NAME(const float*, "const f32*")
-KDA_EMU_TYPE_NAME(float*, "f32*")
-KDA_EMU_TYPE_NAME(const unsigned int*, "const u32*")
-KDA_EMU_TYPE_NAME(unsigned int*, "u32*")
-KDA_EMU_TYPE_NAME(unsigned int, "u32")
-KDA_EMU_TYPE_NAME(int, "i32")
-KDA_EMU_TYPE_NAME(unsigned long, "u64")
-KDA_EMU_TYPE_NAME(unsigned long long, "u64")
-KDA_EMU_TYPE_NAME(float, "f32")
+KDA_EMU_TYPE_NAMES(KDA_EMU_TYPE_NAME)
 #undef KDA_EMU_TYPE_NAME
 
 template <class F>

@@ -24,8 +24,8 @@ use kda_emu::FaultKind;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
-    DType, Element, EmulatedSet, GpuBackend, GpuBackendExt, KernelArg, KernelEntry, LaunchGeometry,
-    LookupError,
+    DType, Element, EmulatedSet, Fp8E4M3, Fp8E5M2, GpuBackend, GpuBackendExt, KernelArg, KernelEntry,
+    LaunchGeometry, LookupError,
 };
 use kda_test_support::emulator::{Bits, assert_built, emulated_set};
 
@@ -348,10 +348,46 @@ const LDMATRIX_MISADDRESSED: KernelEntry = entry(
     },
 );
 
+/// `const u16 bits[n], f32 as_float[n], const f32 values[n], f16 to_half[n], u32 n`.
+const F16_CONVERSIONS: KernelEntry = entry(
+    "halves",
+    "f16_conversions",
+    &Signature {
+        params: &[
+            read("bits", DType::U16, "n", &[Op::Scalar(4)]),
+            write("as_float", DType::F32, "n", &[Op::Scalar(4)]),
+            read("values", DType::F32, "n", &[Op::Scalar(4)]),
+            write("to_half", DType::F16, "n", &[Op::Scalar(4)]),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const u8 bits[n], f32 from_e4m3[n], f32 from_e5m2[n], const f32 values[n], fp8e4m3 to_e4m3[n],
+/// fp8e5m2 to_e5m2[n], u8 unsaturated[2*n], u32 n`.
+const FP8_CONVERSIONS: KernelEntry = entry(
+    "fp8",
+    "fp8_conversions",
+    &Signature {
+        params: &[
+            read("bits", DType::U8, "n", &[Op::Scalar(7)]),
+            write("from_e4m3", DType::F32, "n", &[Op::Scalar(7)]),
+            write("from_e5m2", DType::F32, "n", &[Op::Scalar(7)]),
+            read("values", DType::F32, "n", &[Op::Scalar(7)]),
+            write("to_e4m3", DType::Fp8E4M3, "n", &[Op::Scalar(7)]),
+            write("to_e5m2", DType::Fp8E5M2, "n", &[Op::Scalar(7)]),
+            write("unsaturated", DType::U8, "2*n", &[Op::Literal(2), Op::Scalar(7), Op::Mul]),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
 /// Every fixture entry with the signature its kernel takes: what the fixture set proves, as the
 /// build proves a manifest's. `RECORD_ORDER_U64` is not among them: it describes its kernel
 /// wrongly.
-const FIXTURES: [KernelEntry; 19] = [
+const FIXTURES: [KernelEntry; 21] = [
     BLOCK_SUMS,
     RECORD_ORDER,
     BARRIER_SKIPPED,
@@ -371,6 +407,8 @@ const FIXTURES: [KernelEntry; 19] = [
     LDMATRIX_LANES,
     MMA_LANE_SKIPS,
     LDMATRIX_MISADDRESSED,
+    F16_CONVERSIONS,
+    FP8_CONVERSIONS,
 ];
 
 const NAN_BITS: u32 = 0xffff_ffff;
@@ -1199,4 +1237,203 @@ fn a_failed_launch_fills_the_fault_record_with_its_kind_and_the_thread_its_messa
         .expect_err("a block of 2048 threads launched");
     assert_eq!((fault.kind, fault.place), (FaultKind::Refused, None), "{fault:?}");
     assert!(fault.message.contains("the device allows at most 1024 threads per block"), "{fault:?}");
+}
+
+// ---- f16 through the emulator's <cuda_fp16.h>. ----
+
+#[test]
+fn f16_converts_like_the_half_crate_on_every_bit_pattern_and_at_every_rounding_edge() {
+    use half::f16;
+    let bits: Vec<u16> = (0..=u16::MAX).collect();
+    // Every f16 value as f32 (exact), the midpoint above each (a tie: nearest even), a quarter
+    // step either side of it, and the edges: overflow, subnormals, zeros, infinities, NaN.
+    let mut values: Vec<f32> = Vec::new();
+    for pattern in (0..0x7c00u16).chain(0x8000..0xfc00) {
+        let (value, next) = (f16::from_bits(pattern).to_f64(), f16::from_bits(pattern + 1).to_f64());
+        let step = next - value;
+        values.extend(
+            [value, value + step / 2.0, value + step / 4.0, value + 3.0 * step / 4.0].map(|x| x as f32),
+        );
+    }
+    values.extend([65504.0, 65519.99, 65520.0, 1e10, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -0.0]);
+    values.extend([5.960_464_5e-8, 2.980_232_2e-8, 2.980_232_3e-8, 1e-9, f32::MIN_POSITIVE]);
+    let n = values.len().max(bits.len());
+    let (mut bits, mut values) = (bits, values);
+    bits.resize(n, 0);
+    values.resize(n, 0.0);
+    let gpu = backend(71);
+    let (bits_buffer, values_buffer) = (gpu.upload(&bits).unwrap(), gpu.upload(&values).unwrap());
+    let mut as_float = gpu.zeros::<f32>(n).unwrap();
+    let mut to_half = gpu.zeros::<f16>(n).unwrap();
+    let count = u32::try_from(n).unwrap();
+    launch(
+        &gpu,
+        &F16_CONVERSIONS,
+        geometry((count.div_ceil(256), 1, 1), (256, 1, 1)),
+        &mut [
+            (&bits_buffer).into(),
+            (&mut as_float).into(),
+            (&values_buffer).into(),
+            (&mut to_half).into(),
+            count.into(),
+        ],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    let as_float = gpu.download::<f32>(&as_float).unwrap();
+    for (pattern, got) in bits.iter().zip(&as_float) {
+        let expected = f16::from_bits(*pattern).to_f32();
+        let same = if expected.is_nan() { got.is_nan() } else { got.to_bits() == expected.to_bits() };
+        assert!(same, "__half2float({pattern:#06x}) = {got:e}, half says {expected:e}");
+    }
+    let to_half = gpu.download::<f16>(&to_half).unwrap();
+    for (value, got) in values.iter().zip(&to_half) {
+        let expected = f16::from_f32(*value);
+        let same = if expected.is_nan() { got.is_nan() } else { got.to_bits() == expected.to_bits() };
+        assert!(
+            same,
+            "__float2half_rn({value:e}) = {:#06x}, half says {:#06x}",
+            got.to_bits(),
+            expected.to_bits()
+        );
+    }
+}
+
+// ---- fp8 through the emulator's <cuda_fp8.h>, against the OCP formats. ----
+
+/// An OCP fp8 format, for the reference: its field widths and bias, and whether its all-ones
+/// exponent holds infinities and NaNs (E5M2) or values and one NaN pattern (E4M3).
+struct Fp8Format {
+    exponent_bits: u32,
+    significand_bits: u32,
+    bias: i32,
+    ieee: bool,
+}
+
+const E4M3: Fp8Format = Fp8Format { exponent_bits: 4, significand_bits: 3, bias: 7, ieee: false };
+const E5M2: Fp8Format = Fp8Format { exponent_bits: 5, significand_bits: 2, bias: 15, ieee: true };
+
+impl Fp8Format {
+    /// The value of `bits`, from the format's definition (NaN for a NaN pattern).
+    fn decode(&self, bits: u8) -> f64 {
+        let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+        let (m, top) = (self.significand_bits, (1u32 << self.exponent_bits) - 1);
+        let exponent = (u32::from(bits) >> m) & top;
+        let fraction = u32::from(bits) & ((1 << m) - 1);
+        if exponent == top && self.ieee {
+            return if fraction == 0 { sign * f64::INFINITY } else { f64::NAN };
+        }
+        if exponent == top && fraction == (1 << m) - 1 {
+            return f64::NAN;
+        }
+        let significand = f64::from(fraction) / f64::from(1u32 << m);
+        if exponent == 0 {
+            sign * significand * 2f64.powi(1 - self.bias)
+        } else {
+            sign * (1.0 + significand) * 2f64.powi(exponent as i32 - self.bias)
+        }
+    }
+
+    /// The bits of `x` rounded to the nearest value (a tie to the even pattern), found by search:
+    /// every non-negative finite pattern, and the pattern just past the largest, which the
+    /// rounding reaches as an overflow (to the largest when saturating, else infinity or NaN).
+    fn encode(&self, x: f32, saturate: bool) -> Option<u8> {
+        if x.is_nan() {
+            return None;
+        }
+        let magnitude = f64::from(x.abs());
+        let finite: Vec<(u8, f64)> =
+            (0..0x80u8).map(|b| (b, self.decode(b))).filter(|(_, v)| v.is_finite()).collect();
+        let &(largest_bits, largest) = finite.last().expect("a largest value");
+        let past_bits = largest_bits + 1;
+        let past = largest + (largest - finite[finite.len() - 2].1);
+        let candidates = finite.iter().copied().chain([(past_bits, past)]);
+        let distance = |value: f64| (value - magnitude).abs();
+        let (bits, _) = candidates
+            .min_by(|(a, va), (b, vb)| distance(*va).total_cmp(&distance(*vb)).then((a & 1).cmp(&(b & 1))))
+            .expect("candidates");
+        // Infinity is equally far from everything: it is past the largest.
+        let bits = if magnitude.is_infinite() { past_bits } else { bits };
+        let bits = if bits != past_bits {
+            bits
+        } else if saturate {
+            largest_bits
+        } else if self.ieee {
+            0x7c
+        } else {
+            return None;
+        };
+        Some(if x.is_sign_negative() { bits | 0x80 } else { bits })
+    }
+}
+
+#[test]
+fn fp8_converts_as_the_ocp_formats_define_on_every_pattern_and_rounds_to_nearest_even() {
+    // Every value of both formats, the midpoint above each (a tie), a quarter step either side,
+    // past the largest, zeros, infinities and NaN, of both signs.
+    let mut values: Vec<f32> = vec![0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-12, 1e9];
+    for format in [&E4M3, &E5M2] {
+        let finite: Vec<f64> = (0..0x80u8).map(|b| format.decode(b)).filter(|v| v.is_finite()).collect();
+        for pair in finite.windows(2) {
+            let (low, step) = (pair[0], pair[1] - pair[0]);
+            for x in [low, low + step / 2.0, low + step / 4.0, low + 3.0 * step / 4.0] {
+                values.extend([x as f32, -x as f32]);
+            }
+        }
+        let (largest, step) = (finite[finite.len() - 1], finite[finite.len() - 1] - finite[finite.len() - 2]);
+        for x in [largest, largest + step / 4.0, largest + step / 2.0, largest + step, largest * 4.0] {
+            values.extend([x as f32, -x as f32]);
+        }
+    }
+    let n = values.len().max(256);
+    values.resize(n, 0.0);
+    let bits: Vec<u8> = (0..n).map(|i| i as u8).collect();
+    let gpu = backend(73);
+    let (bits_buffer, values_buffer) = (gpu.upload(&bits).unwrap(), gpu.upload(&values).unwrap());
+    let (mut from_e4m3, mut from_e5m2) = (gpu.zeros::<f32>(n).unwrap(), gpu.zeros::<f32>(n).unwrap());
+    let (mut to_e4m3, mut to_e5m2) = (gpu.zeros::<Fp8E4M3>(n).unwrap(), gpu.zeros::<Fp8E5M2>(n).unwrap());
+    let mut unsaturated = gpu.zeros::<u8>(2 * n).unwrap();
+    let count = u32::try_from(n).unwrap();
+    launch(
+        &gpu,
+        &FP8_CONVERSIONS,
+        geometry((count.div_ceil(128), 1, 1), (128, 1, 1)),
+        &mut [
+            (&bits_buffer).into(),
+            (&mut from_e4m3).into(),
+            (&mut from_e5m2).into(),
+            (&values_buffer).into(),
+            (&mut to_e4m3).into(),
+            (&mut to_e5m2).into(),
+            (&mut unsaturated).into(),
+            count.into(),
+        ],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    let same = |got: f64, expected: f64| if expected.is_nan() { got.is_nan() } else { got == expected };
+    for (format, name, decoded) in [(&E4M3, "e4m3", &from_e4m3), (&E5M2, "e5m2", &from_e5m2)] {
+        let decoded = gpu.download::<f32>(decoded).unwrap();
+        for pattern in 0..=255u8 {
+            let (got, expected) = (f64::from(decoded[usize::from(pattern)]), format.decode(pattern));
+            assert!(same(got, expected), "{name} {pattern:#04x} is {got:e}, the format says {expected:e}");
+        }
+    }
+    let to_e4m3 = gpu.download::<Fp8E4M3>(&to_e4m3).unwrap();
+    let to_e5m2 = gpu.download::<Fp8E5M2>(&to_e5m2).unwrap();
+    let unsaturated = gpu.download::<u8>(&unsaturated).unwrap();
+    for (i, &x) in values.iter().enumerate() {
+        let results = [
+            (&E4M3, "saturated e4m3", to_e4m3[i].0, true),
+            (&E5M2, "saturated e5m2", to_e5m2[i].0, true),
+            (&E4M3, "unsaturated e4m3", unsaturated[2 * i], false),
+            (&E5M2, "unsaturated e5m2", unsaturated[2 * i + 1], false),
+        ];
+        for (format, name, got, saturate) in results {
+            match format.encode(x, saturate) {
+                Some(expected) => {
+                    assert_eq!(got, expected, "{name} of {x:e}: {got:#04x}, the format says {expected:#04x}")
+                }
+                None => assert!(format.decode(got).is_nan(), "{name} of {x:e}: {got:#04x}, not a NaN"),
+            }
+        }
+    }
 }

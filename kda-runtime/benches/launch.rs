@@ -49,7 +49,8 @@ fn bench(backend: &str, gpu: &dyn GpuBackend) {
         kernels.launch_fill(gpu, geometry, args).unwrap()
     };
     let mut raw = || {
-        let args = &mut [KernelArg::Write(raw_dst.view_mut()), KernelArg::U32(1), KernelArg::F32(1.0)];
+        let args =
+            &mut [KernelArg::Write(raw_dst.view_mut()), KernelArg::from(1u32), KernelArg::from(1.0f32)];
         gpu.launch(kernels.fill, geometry, args).unwrap()
     };
     interleave::compare(ROUNDS, CALLS, &mut typed, &mut raw).report(
@@ -58,7 +59,8 @@ fn bench(backend: &str, gpu: &dyn GpuBackend) {
         "raw checked launch",
     );
     let mut unchecked = || {
-        let args = &mut [KernelArg::Write(unchecked_dst.view_mut()), KernelArg::U32(1), KernelArg::F32(1.0)];
+        let args =
+            &mut [KernelArg::Write(unchecked_dst.view_mut()), KernelArg::from(1u32), KernelArg::from(1.0f32)];
         // SAFETY: these are `fill`'s parameters in order (`f32 dst[n], u32 n, f32 value`), the
         // view holds n = 1 element, and the host backends run nothing natively.
         unsafe { gpu.launch_unchecked(kernels.fill, geometry, args) }.unwrap()

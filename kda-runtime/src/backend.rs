@@ -7,6 +7,7 @@ use crate::{
     BackendError, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle, LookupError, View,
     ViewMut,
 };
+use crate::{Scalar, ScalarValue};
 
 /// Grid and block dimensions of a launch, and its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,24 +37,15 @@ pub enum KernelArg<'a> {
     Read(View<'a>),
     /// Elements of a buffer the kernel writes (`T*`).
     Write(ViewMut<'a>),
-    /// A `u32` scalar.
-    U32(u32),
-    /// An `i32` scalar.
-    I32(i32),
-    /// A `u64` scalar.
-    U64(u64),
-    /// An `f32` scalar.
-    F32(f32),
+    /// A value passed by copy, of any scalar kind.
+    Scalar(Scalar),
 }
 
 impl KernelArg<'_> {
     /// The scalar kind this argument fills, if it is a scalar.
     pub fn scalar_kind(&self) -> Option<ScalarKind> {
         match self {
-            KernelArg::U32(_) => Some(ScalarKind::U32),
-            KernelArg::I32(_) => Some(ScalarKind::I32),
-            KernelArg::U64(_) => Some(ScalarKind::U64),
-            KernelArg::F32(_) => Some(ScalarKind::F32),
+            KernelArg::Scalar(scalar) => Some(scalar.kind()),
             KernelArg::Read(_) | KernelArg::Write(_) => None,
         }
     }
@@ -79,10 +71,7 @@ impl KernelArg<'_> {
     /// A scalar's value, for messages.
     pub(crate) fn describe_value(&self) -> String {
         match self {
-            KernelArg::U32(value) => value.to_string(),
-            KernelArg::I32(value) => value.to_string(),
-            KernelArg::U64(value) => value.to_string(),
-            KernelArg::F32(value) => value.to_string(),
+            KernelArg::Scalar(scalar) => scalar.to_string(),
             KernelArg::Read(_) | KernelArg::Write(_) => self.describe(),
         }
     }
@@ -112,16 +101,17 @@ impl<'a> From<&'a mut DeviceBuffer> for KernelArg<'a> {
     }
 }
 
-macro_rules! scalar_args {
-    ($($ty:ty => $variant:ident),*) => {$(
-        impl From<$ty> for KernelArg<'_> {
-            fn from(value: $ty) -> Self {
-                KernelArg::$variant(value)
-            }
-        }
-    )*};
+impl<T: ScalarValue> From<T> for KernelArg<'_> {
+    fn from(value: T) -> Self {
+        KernelArg::Scalar(Scalar::new(value))
+    }
 }
-scalar_args!(u32 => U32, i32 => I32, u64 => U64, f32 => F32);
+
+impl From<Scalar> for KernelArg<'_> {
+    fn from(scalar: Scalar) -> Self {
+        KernelArg::Scalar(scalar)
+    }
+}
 
 /// A device that carries kernel modules and runs them: CUDA, the CPU reference, the emulator, or the recording dry run.
 ///

@@ -16,17 +16,30 @@ pub trait Element: bytemuck::Pod + Send + Sync {
     const DTYPE: DType;
 }
 
-impl Element for half::bf16 {
-    const DTYPE: DType = DType::Bf16;
+macro_rules! elements {
+    ($($ty:ty => $dtype:ident),* $(,)?) => {$(
+        impl Element for $ty {
+            const DTYPE: DType = DType::$dtype;
+        }
+    )*};
 }
 
-impl Element for f32 {
-    const DTYPE: DType = DType::F32;
-}
+// `bool` has no `Element`: a byte other than 0 or 1 is no `bool`, and a kernel may write one.
+elements!(
+    half::bf16 => Bf16, f32 => F32, u32 => U32, half::f16 => F16, f64 => F64, i8 => I8, u8 => U8,
+    i16 => I16, u16 => U16, i32 => I32, i64 => I64, u64 => U64, Fp8E4M3 => Fp8E4M3, Fp8E5M2 => Fp8E5M2,
+);
 
-impl Element for u32 {
-    const DTYPE: DType = DType::U32;
-}
+/// An fp8 value in the OCP E4M3 format (`__nv_fp8_e4m3`), as its bits: kda carries and copies
+/// fp8 buffers; arithmetic on them is the kernels'.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
+pub struct Fp8E4M3(pub u8);
+
+/// An fp8 value in the OCP E5M2 format (`__nv_fp8_e5m2`), as its bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
+pub struct Fp8E5M2(pub u8);
 
 /// A backend's memory behind a [`DeviceBuffer`]; dropping it frees the memory.
 ///

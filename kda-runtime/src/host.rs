@@ -1,38 +1,39 @@
 //! Host memory behind [`DeviceBuffer`]s, for backends that compute on the CPU (the CPU reference
 //! backend, the recording backend).
 
-use half::bf16;
-
+use std::fmt;
 use std::ops::Range;
 
-use crate::{BackendError, BackendId, BufferStorage, DType, DeviceBuffer, View, ViewMut};
+use crate::{BackendError, BackendId, BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
 
-/// The elements of a host-memory buffer, typed so kernels read `&[f32]` / `&[bf16]` directly.
-#[derive(Clone, Debug, PartialEq)]
-pub enum HostStorage {
-    /// bf16 elements.
-    Bf16(Vec<bf16>),
-    /// f32 elements.
-    F32(Vec<f32>),
-    /// u32 elements.
-    U32(Vec<u32>),
+/// The elements of a host-memory buffer: `len` elements of `dtype` in 16-byte-aligned memory, so
+/// that a kernel's vector path is taken as on a GPU and every element type can be read in place
+/// as its Rust type ([`HostStorage::slice`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct HostStorage {
+    dtype: DType,
+    len: usize,
+    /// The bytes, in 16-byte words (`u128`, 16-byte aligned on the 64-bit targets kda runs on);
+    /// the last word may hold unused bytes, zero.
+    words: Vec<u128>,
+}
+
+impl fmt::Debug for HostStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostStorage")
+            .field("dtype", &self.dtype)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 impl BufferStorage for HostStorage {
     fn dtype(&self) -> DType {
-        match self {
-            HostStorage::Bf16(_) => DType::Bf16,
-            HostStorage::F32(_) => DType::F32,
-            HostStorage::U32(_) => DType::U32,
-        }
+        self.dtype
     }
 
     fn len(&self) -> usize {
-        match self {
-            HostStorage::Bf16(data) => data.len(),
-            HostStorage::F32(data) => data.len(),
-            HostStorage::U32(data) => data.len(),
-        }
+        self.len
     }
 }
 
@@ -43,47 +44,46 @@ impl HostStorage {
         Self::filled(dtype, len, 0)
     }
 
-    /// `len` elements of `dtype` with every byte `byte` (0xFF: NaN for bf16 and f32, `u32::MAX`),
-    /// or an error where the host cannot hold them.
+    /// `len` elements of `dtype` with every byte `byte` (0xFF: NaN for the float types,
+    /// `u32::MAX`), or an error where the host cannot hold them.
     pub fn filled(dtype: DType, len: usize, byte: u8) -> Result<Self, BackendError> {
         let too_large = || BackendError::TooLarge { dtype, len };
-        dtype.bytes(len).ok_or_else(too_large)?;
-        fn repeated<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
-            let mut data = Vec::new();
-            data.try_reserve_exact(len).ok()?;
-            data.resize(len, value);
-            Some(data)
-        }
-        Ok(match dtype {
-            DType::Bf16 => {
-                let value = bf16::from_bits(u16::from_ne_bytes([byte; 2]));
-                HostStorage::Bf16(repeated(len, value).ok_or_else(too_large)?)
-            }
-            DType::F32 => {
-                HostStorage::F32(repeated(len, f32::from_ne_bytes([byte; 4])).ok_or_else(too_large)?)
-            }
-            DType::U32 => {
-                HostStorage::U32(repeated(len, u32::from_ne_bytes([byte; 4])).ok_or_else(too_large)?)
-            }
-        })
+        let bytes = dtype.bytes(len).filter(|bytes| isize::try_from(*bytes).is_ok()).ok_or_else(too_large)?;
+        let mut words = Vec::new();
+        words.try_reserve_exact(bytes.div_ceil(16)).map_err(|_| too_large())?;
+        words.resize(bytes.div_ceil(16), u128::from_ne_bytes([byte; 16]));
+        let mut storage = Self { dtype, len, words };
+        // The bytes past the elements stay zero, whatever the fill.
+        bytemuck::cast_slice_mut::<u128, u8>(&mut storage.words)[bytes..].fill(0);
+        Ok(storage)
+    }
+
+    /// A copy of `data`.
+    pub fn from_slice<T: Element>(data: &[T]) -> Result<Self, BackendError> {
+        let mut storage = Self::zeroed(T::DTYPE, data.len())?;
+        storage.bytes_mut().copy_from_slice(bytemuck::cast_slice(data));
+        Ok(storage)
     }
 
     /// The elements as bytes.
     pub fn bytes(&self) -> &[u8] {
-        match self {
-            HostStorage::Bf16(data) => bytemuck::cast_slice(data),
-            HostStorage::F32(data) => bytemuck::cast_slice(data),
-            HostStorage::U32(data) => bytemuck::cast_slice(data),
-        }
+        &bytemuck::cast_slice::<u128, u8>(&self.words)[..self.len * self.dtype.size()]
     }
 
     /// The elements as mutable bytes.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        match self {
-            HostStorage::Bf16(data) => bytemuck::cast_slice_mut(data),
-            HostStorage::F32(data) => bytemuck::cast_slice_mut(data),
-            HostStorage::U32(data) => bytemuck::cast_slice_mut(data),
-        }
+        let bytes = self.len * self.dtype.size();
+        &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.words)[..bytes]
+    }
+
+    /// The elements as `T`s, if they are `T`'s element type.
+    pub fn slice<T: Element>(&self) -> Option<&[T]> {
+        (self.dtype == T::DTYPE).then(|| bytemuck::cast_slice(self.bytes()))
+    }
+
+    /// The elements as mutable `T`s, if they are `T`'s element type.
+    pub fn slice_mut<T: Element>(&mut self) -> Option<&mut [T]> {
+        (self.dtype == T::DTYPE).then(|| bytemuck::cast_slice_mut(self.bytes_mut()))
     }
 }
 
@@ -216,7 +216,7 @@ mod tests {
     use crate::record::RecordingBackend;
     use crate::{GpuBackend, GpuBackendExt};
 
-    const DTYPES: [DType; 3] = [DType::Bf16, DType::F32, DType::U32];
+    const DTYPES: [DType; 15] = DType::ALL;
 
     /// The host-memory backends, each as model code sees it.
     fn backends() -> [Box<dyn GpuBackend>; 2] {
@@ -295,7 +295,7 @@ mod tests {
         let memory = HostMemory::new(id);
         let mut buffer = memory.alloc(DType::U32, 2).unwrap();
         memory.copy_to_device(bytemuck::cast_slice(&[7u32, 8]), &mut buffer).unwrap();
-        assert_eq!(memory.storage(&buffer).unwrap(), &HostStorage::U32(vec![7, 8]));
+        assert_eq!(memory.storage(&buffer).unwrap(), &HostStorage::from_slice(&[7u32, 8]).unwrap());
         // The right backend id around another backend's storage, and host memory of another id.
         let mut disguised = DeviceBuffer::new(id, Box::new(Claims(2))).unwrap();
         assert!(matches!(memory.storage_mut(&mut disguised), Err(BackendError::ForeignResource { .. })));

@@ -147,12 +147,13 @@ pub mod record;
 mod registry;
 pub mod replay;
 mod resolve;
+mod scalar;
 pub mod signature;
 mod stream;
 mod table;
 
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
-pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, View, ViewMut};
+pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};
@@ -163,6 +164,7 @@ pub use image::{
 };
 pub use lookup::{LookupError, try_kernel};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
+pub use scalar::{Scalar, ScalarValue};
 pub use signature::Signature;
 pub use table::KernelTable;
 
@@ -176,4 +178,4 @@ pub use kda_macros::KernelTable;
 #[cfg(feature = "cuda")]
 pub use cudarc;
 
-pub use half::bf16;
+pub use half::{bf16, f16};

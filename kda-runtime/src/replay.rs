@@ -12,7 +12,7 @@
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::{BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry};
+use crate::{BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelHandle, LaunchGeometry, Scalar};
 
 /// Where a recorded view points: a place in the recording's buffer lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,10 +32,7 @@ enum ListedArg {
         range: Range<usize>,
         writable: bool,
     },
-    U32(u32),
-    I32(i32),
-    U64(u64),
-    F32(f32),
+    Scalar(Scalar),
 }
 
 /// One launch of a list.
@@ -235,10 +232,7 @@ fn bind<'a>(
                 ListedArg::View { place: place @ Place::Exclusive(i), range, writable: false } => {
                     KernelArg::Read(read[*i].ok_or_else(|| misuse(*place))?.slice(range.clone()))
                 }
-                ListedArg::U32(value) => KernelArg::U32(*value),
-                ListedArg::I32(value) => KernelArg::I32(*value),
-                ListedArg::U64(value) => KernelArg::U64(*value),
-                ListedArg::F32(value) => KernelArg::F32(*value),
+                ListedArg::Scalar(scalar) => KernelArg::Scalar(*scalar),
             })
         })
         .collect()
@@ -302,10 +296,7 @@ impl<'g> LaunchRecorder<'g> {
         match arg {
             KernelArg::Read(v) => view(v.buffer().id(), v.range(), false),
             KernelArg::Write(v) => view(v.buffer().id(), v.range(), true),
-            KernelArg::U32(value) => Ok(ListedArg::U32(*value)),
-            KernelArg::I32(value) => Ok(ListedArg::I32(*value)),
-            KernelArg::U64(value) => Ok(ListedArg::U64(*value)),
-            KernelArg::F32(value) => Ok(ListedArg::F32(*value)),
+            KernelArg::Scalar(scalar) => Ok(ListedArg::Scalar(*scalar)),
         }
     }
 

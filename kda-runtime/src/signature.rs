@@ -181,11 +181,11 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
         let value = match *op {
             Op::Literal(value) => value,
             Op::Scalar(index) => match args.get(usize::from(index)) {
-                Some(KernelArg::U32(value)) => u64::from(*value),
-                Some(KernelArg::U64(value)) => *value,
-                Some(KernelArg::I32(value)) => {
-                    u64::try_from(*value).map_err(|_| EvalError::NegativeScalar)?
-                }
+                Some(KernelArg::Scalar(scalar)) => match scalar.as_size() {
+                    Some(Ok(value)) => value,
+                    Some(Err(_)) => return Err(EvalError::NegativeScalar),
+                    None => return Err(EvalError::Malformed),
+                },
                 _ => return Err(EvalError::Malformed),
             },
             Op::Launch(dim) => u64::from(dimension(dim, geometry)),
@@ -337,7 +337,7 @@ fn describe_launch(params: &[KernelParam], args: &[KernelArg<'_>], geometry: &La
     let scalars = params
         .iter()
         .zip(args)
-        .filter(|(param, _)| matches!(param.kind, ParamKind::Scalar(kind) if kind != ScalarKind::F32))
+        .filter(|(param, _)| matches!(param.kind, ParamKind::Scalar(kind) if kind.is_integer()))
         .map(|(param, arg)| format!("{} = {}", param.name, arg.describe_value()));
     let (grid, block) = (geometry.grid, geometry.block);
     let launch = [

@@ -51,17 +51,17 @@ fn storage_replaced_by_a_shorter_one_shortens_its_buffer() {
     let mut dst = gpu.zeros::<f32>(16_384).unwrap();
     // The buffer still says 16,384 elements to anyone who kept its length: the storage is the one
     // place its length lives, so the launch sees 16.
-    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::F32(vec![0.0; 16]);
+    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::from_slice(&[0.0f32; 16]).unwrap();
     assert_eq!(dst.len(), 16);
     let error = fill(&gpu, kernel, &mut dst, 16_384).unwrap_err();
     assert!(error.to_string().contains("a view of 16 elements"), "{error}");
     // Storage of another element type makes a buffer of that type.
-    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::Bf16(vec![bf16::ZERO; 16_384]);
+    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::from_slice(&[bf16::ZERO; 16_384]).unwrap();
     assert_eq!(dst.dtype(), DType::Bf16);
     let error = fill(&gpu, kernel, &mut dst, 16_384).unwrap_err();
     assert!(error.to_string().contains("bf16 elements"), "{error}");
     // Within what the storage holds, the launch runs.
-    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::F32(vec![0.0; 16]);
+    *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::from_slice(&[0.0f32; 16]).unwrap();
     fill(&gpu, kernel, &mut dst, 16).unwrap();
     assert_eq!(gpu.download::<f32>(&dst).unwrap(), [1.5; 16]);
 }

@@ -35,6 +35,18 @@ mod tests {
             DType::Bf16 => 0,
             DType::F32 => 1,
             DType::U32 => 2,
+            DType::F16 => 3,
+            DType::F64 => 4,
+            DType::I8 => 5,
+            DType::U8 => 6,
+            DType::I16 => 7,
+            DType::U16 => 8,
+            DType::I32 => 9,
+            DType::I64 => 10,
+            DType::U64 => 11,
+            DType::Bool => 12,
+            DType::Fp8E4M3 => 13,
+            DType::Fp8E5M2 => 14,
         }
     }
 
@@ -44,6 +56,15 @@ mod tests {
             ScalarKind::I32 => 1,
             ScalarKind::U64 => 2,
             ScalarKind::F32 => 3,
+            ScalarKind::F16 => 4,
+            ScalarKind::Bf16 => 5,
+            ScalarKind::F64 => 6,
+            ScalarKind::I8 => 7,
+            ScalarKind::U8 => 8,
+            ScalarKind::I16 => 9,
+            ScalarKind::U16 => 10,
+            ScalarKind::I64 => 11,
+            ScalarKind::Bool => 12,
         }
     }
 
@@ -73,23 +94,56 @@ mod tests {
             assert_eq!(position_of_dim(dim), index);
             assert_eq!(LaunchDim::from_name(dim.name()), Some(dim));
         }
-        assert_eq!((DType::from_name("f16"), ScalarKind::from_name("bf16")), (None, None));
+        assert_eq!((DType::from_name("f8"), ScalarKind::from_name("fp8e4m3")), (None, None));
         assert_eq!(LaunchDim::from_name("block.w"), None);
     }
 
     #[test]
     fn the_c_types_are_the_ones_cuda_declares() {
         let c_types = DType::ALL.map(DType::c_type);
-        assert_eq!(c_types, ["__nv_bfloat16", "float", "unsigned int"]);
-        let c_types = ScalarKind::ALL.map(ScalarKind::c_type);
-        assert_eq!(c_types, ["unsigned int", "int", "unsigned long long", "float"]);
-        // A type that is both an element and a scalar is one C type, of one size.
-        for dtype in DType::ALL {
-            if let Some(kind) = ScalarKind::from_name(dtype.name()) {
-                assert_eq!((dtype.c_type(), dtype.size()), (kind.c_type(), kind.size()));
+        assert_eq!(
+            c_types,
+            [
+                "__nv_bfloat16",
+                "float",
+                "unsigned int",
+                "__half",
+                "double",
+                "signed char",
+                "unsigned char",
+                "short",
+                "unsigned short",
+                "int",
+                "long long",
+                "unsigned long long",
+                "bool",
+                "__nv_fp8_e4m3",
+                "__nv_fp8_e5m2",
+            ]
+        );
+        // The LP64 rule: the 64-bit integers also match `long`, whatever their typedef.
+        assert_eq!(DType::U64.c_types(), ["unsigned long long", "unsigned long"]);
+        assert_eq!(DType::I64.c_types(), ["long long", "long"]);
+        // No C type is two manifest types.
+        for (i, a) in DType::ALL.into_iter().enumerate() {
+            for b in &DType::ALL[i + 1..] {
+                assert!(a.c_types().iter().all(|c| !b.c_types().contains(c)), "{a} and {b}");
             }
         }
+        // A scalar is its element type's C types and size.
+        for kind in ScalarKind::ALL {
+            assert_eq!(DType::from_name(kind.name()), Some(kind.dtype()));
+            assert_eq!((kind.c_types(), kind.size()), (kind.dtype().c_types(), kind.dtype().size()));
+        }
+        let sizes = DType::ALL.map(DType::size);
+        assert_eq!(sizes, [2, 4, 4, 2, 8, 1, 1, 2, 2, 4, 8, 8, 1, 1, 1]);
         assert_eq!(DType::Bf16.bytes(usize::MAX), None);
         assert_eq!(DType::F32.bytes(3), Some(12));
+        let integers: [bool; 15] = DType::ALL.map(DType::is_integer);
+        assert_eq!(
+            integers,
+            [false, false, true, false, false, true, true, true, true, true, true, true, true, false, false]
+        );
+        assert!(ScalarKind::I64.is_signed() && !ScalarKind::U64.is_signed() && !ScalarKind::Bool.is_signed());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use half::bf16;
+use half::{bf16, f16};
 use kda_runtime::DType;
 
 use crate::compare::Agreement;
@@ -138,7 +138,20 @@ pub(super) fn ulp(dtype: DType, x: f64) -> f64 {
                 x - f64::from(f32::from_bits(value.to_bits() - 1))
             }
         }
-        DType::U32 => 1.0,
+        DType::F16 => {
+            let value = f16::from_f64(x);
+            let up = f16::from_bits(value.to_bits() + 1);
+            if up.is_finite() { up.to_f64() - x } else { x - f16::from_bits(value.to_bits() - 1).to_f64() }
+        }
+        DType::F64 => {
+            let up = f64::from_bits(x.to_bits() + 1);
+            if up.is_finite() { up - x } else { x - f64::from_bits(x.to_bits() - 1) }
+        }
+        // 3 and 2 significand bits; below the smallest normal (2^-6, 2^-14) the subnormal step.
+        DType::Fp8E4M3 => 2f64.powi(x.log2().floor().max(-6.0) as i32 - 3),
+        DType::Fp8E5M2 => 2f64.powi(x.log2().floor().max(-14.0) as i32 - 2),
+        // The integers (and `bool`).
+        _ => 1.0,
     }
 }
 

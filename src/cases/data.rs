@@ -27,15 +27,6 @@ pub enum HostData {
 }
 
 impl HostData {
-    /// `len` elements of `dtype`, each [`POISON`].
-    pub fn poison(dtype: DType, len: usize) -> Self {
-        match dtype {
-            DType::Bf16 => HostData::Bf16(vec![bf16::from_f32(POISON); len]),
-            DType::F32 => HostData::F32(vec![POISON; len]),
-            DType::U32 => HostData::U32(vec![POISON as u32; len]),
-        }
-    }
-
     /// The element type.
     pub fn dtype(&self) -> DType {
         match self {
@@ -123,14 +114,16 @@ impl HostData {
 
     /// Elements `range` of `buffer`.
     pub(super) fn download_range(
+        &self,
         gpu: &dyn GpuBackend,
         buffer: &DeviceBuffer,
         range: Range<usize>,
     ) -> Result<Self, BackendError> {
-        Ok(match buffer.dtype() {
-            DType::Bf16 => HostData::Bf16(gpu.download(buffer)?[range].to_vec()),
-            DType::F32 => HostData::F32(gpu.download(buffer)?[range].to_vec()),
-            DType::U32 => HostData::U32(gpu.download(buffer)?[range].to_vec()),
+        // Of this data's element type: a buffer of another is a `DTypeMismatch` from `download`.
+        Ok(match self {
+            HostData::Bf16(_) => HostData::Bf16(gpu.download(buffer)?[range].to_vec()),
+            HostData::F32(_) => HostData::F32(gpu.download(buffer)?[range].to_vec()),
+            HostData::U32(_) => HostData::U32(gpu.download(buffer)?[range].to_vec()),
         })
     }
 }
@@ -151,6 +144,12 @@ impl From<Vec<bf16>> for HostData {
 impl From<Vec<f32>> for HostData {
     fn from(data: Vec<f32>) -> Self {
         HostData::F32(data)
+    }
+}
+
+impl From<Vec<u32>> for HostData {
+    fn from(data: Vec<u32>) -> Self {
+        HostData::U32(data)
     }
 }
 
@@ -287,14 +286,38 @@ pub(super) fn read_prefix(name: &'static str, data: Vec<f32>, used: usize) -> Ca
     CaseArg::Buffer(BufferArg { name, data, access: Access::Read, used, moved: used })
 }
 
+/// An element type of the model's buffers.
+pub(super) trait CaseElement: Copy {
+    /// [`POISON`] as this type.
+    const POISON: Self;
+}
+
+impl CaseElement for bf16 {
+    const POISON: Self = bf16::from_f32_const(POISON);
+}
+
+impl CaseElement for f32 {
+    const POISON: Self = POISON;
+}
+
+impl CaseElement for u32 {
+    const POISON: Self = POISON as u32;
+}
+
 /// A poisoned buffer of `len` the kernel writes whole.
-pub(super) fn write(dtype: DType, name: &'static str, len: u32, check: Check) -> CaseArg {
-    write_prefix(dtype, name, len, len, check)
+pub(super) fn write<T: CaseElement>(name: &'static str, len: u32, check: Check) -> CaseArg
+where
+    HostData: From<Vec<T>>,
+{
+    write_prefix::<T>(name, len, len, check)
 }
 
 /// A poisoned buffer of `len` the kernel writes the first `used` elements of.
-pub(super) fn write_prefix(dtype: DType, name: &'static str, len: u32, used: u32, check: Check) -> CaseArg {
-    let data = HostData::poison(dtype, len as usize);
+pub(super) fn write_prefix<T: CaseElement>(name: &'static str, len: u32, used: u32, check: Check) -> CaseArg
+where
+    HostData: From<Vec<T>>,
+{
+    let data = HostData::from(vec![T::POISON; len as usize]);
     let used = used as usize;
     CaseArg::Buffer(BufferArg { name, data, access: Access::Write(check), used, moved: used })
 }

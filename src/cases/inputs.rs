@@ -4,7 +4,6 @@
 use std::fmt;
 
 use half::bf16;
-use kda_runtime::DType;
 
 use crate::geometry::CONV_WIDTH;
 use crate::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
@@ -48,7 +47,7 @@ pub(super) fn dense_args_at(
     let [x_name, w_name, y_name, ld_name] = names;
     let rows = m.unwrap_or(1);
     let x = spread_rows(&x, k, ld);
-    let y = write(DType::Bf16, y_name, rows * n, Check::Dense);
+    let y = write::<bf16>(y_name, rows * n, Check::Dense);
     let operand = |name, data: Vec<bf16>| {
         if offset == 0 {
             return read(name, data);
@@ -181,7 +180,7 @@ impl ChunkInputs {
         let len = s.t_pad * s.qkv;
         let real = (s.t * s.qkv) as usize;
         // Prepare writes every position, the padding as if its inputs were zero.
-        let out = |name| write(DType::F32, name, len, Check::RelativeRms(1e-5));
+        let out = |name| write::<f32>(name, len, Check::RelativeRms(1e-5));
         let mut args = vec![
             read_prefix("q", self.q, real),
             read_prefix("k", self.k, real),
@@ -191,10 +190,10 @@ impl ChunkInputs {
         args.extend([
             out("u"),
             out("w"),
-            write(DType::F32, "aqk", s.t_pad * s.h * s.geometry.chunk, Check::RelativeRms(1e-5)),
+            write::<f32>("aqk", s.t_pad * s.h * s.geometry.chunk, Check::RelativeRms(1e-5)),
             out("qdec"),
             out("kdec"),
-            write(DType::F32, "sdec", s.t_pad / s.geometry.chunk * s.qkv, Check::RelativeRms(1e-5)),
+            write::<f32>("sdec", s.t_pad / s.geometry.chunk * s.qkv, Check::RelativeRms(1e-5)),
             CaseArg::u32("t", s.t),
             CaseArg::u32("h", s.h),
             CaseArg::u32("d", s.d),
@@ -249,7 +248,7 @@ pub(super) fn chunk_scan_args(seed: u64, s: Shape) -> Result<Vec<CaseArg>, CaseE
         read("aqk", aqk),
         update("state", state_values(&mut rng, s), Check::RelativeRms(1e-5)),
         // Rows ≥ t of the output are not written.
-        write_prefix(DType::F32, "out", len, s.t * s.qkv, Check::RelativeRms(1e-5)),
+        write_prefix::<f32>("out", len, s.t * s.qkv, Check::RelativeRms(1e-5)),
         CaseArg::u32("t", s.t),
         CaseArg::u32("h", s.h),
         CaseArg::u32("d", s.d),
@@ -320,7 +319,7 @@ pub(super) fn recurrent_args(rng: &mut SplitMix64, s: Shape, batch: &DecodeBatch
     args.extend([
         batch.pool("pool", states, Check::RelativeRms(1e-5)),
         batch.slot_arg(),
-        write(DType::F32, "out", b * s.qkv, Check::RelativeRms(1e-5)),
+        write::<f32>("out", b * s.qkv, Check::RelativeRms(1e-5)),
         CaseArg::u32("b", b),
         CaseArg::u32("slots", batch.capacity),
         CaseArg::u32("h", s.h),

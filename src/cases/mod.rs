@@ -35,6 +35,8 @@ mod tests;
 
 use std::ops::Range;
 
+use half::bf16;
+
 use kda_runtime::{
     BackendError, DType, DeviceBuffer, GpuBackend, KernelArg, KernelEntry, KernelHandle, LaunchGeometry,
 };
@@ -174,8 +176,8 @@ impl PreparedArg {
         match self {
             PreparedArg::View { buffer, range, writable: true } => buffer.slice_mut(range.clone()).into(),
             PreparedArg::View { buffer, range, writable: false } => buffer.slice(range.clone()).into(),
-            PreparedArg::U32(value) => KernelArg::U32(*value),
-            PreparedArg::F32(value) => KernelArg::F32(*value),
+            PreparedArg::U32(value) => (*value).into(),
+            PreparedArg::F32(value) => (*value).into(),
         }
     }
 }
@@ -218,7 +220,7 @@ impl KernelCase {
                 let args = vec![
                     read("partial", uniform(&mut rng, splits * m * n, -1.0, 1.0)),
                     // The same additions in the same order: the same bits.
-                    write(DType::Bf16, "c", m * n, Check::Exact),
+                    write::<bf16>("c", m * n, Check::Exact),
                     CaseArg::u32("m", m),
                     CaseArg::u32("n", n),
                     CaseArg::u32("splits", splits),
@@ -244,7 +246,7 @@ impl KernelCase {
                     batch.slot_arg(),
                     read_rows("x", activations(&mut rng, s.batch * s.dim), s.dim, s.stacked),
                     read("weight", weight),
-                    write(DType::Bf16, "out", s.batch * s.dim, Check::Bf16Rounded),
+                    write::<bf16>("out", s.batch * s.dim, Check::Bf16Rounded),
                     CaseArg::u32("b", s.batch),
                     CaseArg::u32("slots", batch.capacity),
                     CaseArg::u32("dim", s.dim),
@@ -260,7 +262,7 @@ impl KernelCase {
                 let (state, weight) = conv_inputs(&mut rng, s);
                 let (real, padded) = (s.t * s.qkv, s.t_pad * s.qkv);
                 // bf16 values widened; rows ≥ t of the padded outputs must stay as they were.
-                let out = |name| write_prefix(DType::F32, name, padded, real, Check::Bf16Rounded);
+                let out = |name| write_prefix::<f32>(name, padded, real, Check::Bf16Rounded);
                 let args = vec![
                     update("state", state, Check::Exact),
                     read_rows("x", activations(&mut rng, s.t * s.dim), s.dim, s.stacked),
@@ -297,7 +299,7 @@ impl KernelCase {
                     read("x", uniform(&mut rng, rows * s.d, -1.0, 1.0)),
                     read("gate", activations(&mut rng, rows * s.d)),
                     read("weight", bf16_vec(&uniform(&mut rng, s.d, 0.9, 1.1))),
-                    write(DType::Bf16, "out", rows * s.d, Check::Bf16Rounded),
+                    write::<bf16>("out", rows * s.d, Check::Bf16Rounded),
                     CaseArg::u32("rows", rows),
                     CaseArg::u32("d", s.d),
                     CaseArg::f32("eps", s.geometry.norm_eps),
@@ -308,7 +310,7 @@ impl KernelCase {
                 // The real rows of a padded buffer: the rows past them must stay as they were.
                 let (n, len) = (s.t * s.qkv, s.t_pad * s.qkv);
                 let args = vec![
-                    write_prefix(DType::F32, "dst", len, n, Check::Exact),
+                    write_prefix::<f32>("dst", len, n, Check::Exact),
                     CaseArg::u32("n", n),
                     CaseArg::f32("value", 0.25),
                 ];
@@ -379,7 +381,7 @@ impl KernelCase {
             CaseError::Dense(format!("gemm_splitk of {m} × {n} in {splits} splits overflows 32 bits"))
         })?;
         // a, b, c → a, b, partial; then m, n, k, lda, splits.
-        case.args[2] = write(DType::F32, "partial", partials, Check::RelativeRms(1e-5));
+        case.args[2] = write::<f32>("partial", partials, Check::RelativeRms(1e-5));
         case.args.push(CaseArg::u32("splits", splits));
         Ok(case)
     }
@@ -671,7 +673,7 @@ impl KernelCase {
                 };
                 Ok(HostOutput {
                     name: buffer.name,
-                    data: HostData::download_range(gpu, device, range.clone())?,
+                    data: buffer.data.download_range(gpu, device, range.clone())?,
                     check,
                     used: buffer.used,
                 })

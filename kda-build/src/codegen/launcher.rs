@@ -14,7 +14,7 @@ use quote::{format_ident, quote};
 
 use super::tokens::{braced, concat};
 
-use crate::manifest::{Entry, Param, ParamType, Table};
+use crate::manifest::{Entry, Param, ParamType, ScalarKind, Table};
 
 /// The argument structs of `table`'s entries with params, in a module `module`, and the
 /// launcher methods for the handles struct (to splice into its `impl`).
@@ -52,6 +52,26 @@ pub(super) fn launchers(
     (module_tokens, concat(methods))
 }
 
+/// The Rust type of a scalar parameter: the primitive of its name, or the `half` type kda-runtime
+/// re-exports (`f16` is no stable primitive).
+fn scalar_type(kind: ScalarKind) -> TokenStream {
+    let name = Ident::new(kind.name(), Span::call_site());
+    match kind {
+        ScalarKind::F16 | ScalarKind::Bf16 => quote!(::kda_runtime::#name),
+        ScalarKind::U32
+        | ScalarKind::I32
+        | ScalarKind::U64
+        | ScalarKind::F32
+        | ScalarKind::F64
+        | ScalarKind::I8
+        | ScalarKind::U8
+        | ScalarKind::I16
+        | ScalarKind::U16
+        | ScalarKind::I64
+        | ScalarKind::Bool => quote!(#name),
+    }
+}
+
 /// Whether the entry takes a buffer, so its argument struct borrows.
 fn borrows(params: &[Param]) -> bool {
     params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
@@ -75,10 +95,7 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
         let ty = match &param.ty {
             ParamType::Buffer { writable: false, .. } => quote!(::kda_runtime::View<'a>),
             ParamType::Buffer { writable: true, .. } => quote!(::kda_runtime::ViewMut<'a>),
-            ParamType::Scalar(scalar) => {
-                let ty = Ident::new(scalar.name(), Span::call_site());
-                quote!(#ty)
-            }
+            ParamType::Scalar(scalar) => scalar_type(*scalar),
         };
         quote! { #[doc = #doc] pub #field: #ty, }
     })));

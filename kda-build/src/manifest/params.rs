@@ -2,7 +2,7 @@
 //! [`Param`]s and [`Requirement`]s, every problem located at its token in the manifest.
 //!
 //! - `params` = `param (',' param)*`, in the kernel's order: a buffer is `[const] T name[EXTENT]`
-//!   (T: bf16, f32, u32), a scalar `T name` (T: u32, i32, u64, f32).
+//!   (T: any element type of kda-types' `DType`), a scalar `T name` (T: any of its `ScalarKind`s).
 //! - a requirement = `expr CMP expr ('||' expr CMP expr)*`, CMP one of `== != < <= > >=`.
 //! - `expr` = integer literals, the entry's integer scalars, `[defines]` constants, `+ - * %`,
 //!   parentheses and `cdiv(a, b)`; a requirement may also use `block.x` ... `grid.z` and
@@ -334,17 +334,13 @@ fn element_type(ty: (&str, Token<'_>), name: &str, problems: &mut Vec<Problem>) 
     if let Some(dtype) = DType::from_name(ty.0) {
         return Some(dtype);
     }
+    // Every scalar kind is an element type too: an unknown element type is no type at all.
     let elements = one_of(DType::ALL.map(DType::name));
-    let message = match ScalarKind::from_name(ty.0) {
-        Some(scalar) => {
-            format!("buffer `{}` cannot hold {scalar}: a buffer's element type is {elements}", shorten(name))
-        }
-        None => format!(
-            "unknown element type `{}` of buffer `{}`: expected {elements}",
-            shorten(ty.0),
-            shorten(name)
-        ),
-    };
+    let message = format!(
+        "unknown element type `{}` of buffer `{}`: expected {elements}",
+        shorten(ty.0),
+        shorten(name)
+    );
     problems.push(Problem::new(ty.1.span(), message));
     None
 }

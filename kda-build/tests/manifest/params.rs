@@ -158,14 +158,54 @@ fn requirements_parse_comparisons_joined_by_or() {
 }
 
 #[test]
+fn every_c_type_of_a_kernel_library_is_a_buffer_element_and_a_scalar() {
+    let params = params_of(&with_params(
+        "const f16 a[n], f64 b[n], const i8 c[n], u8 d[n], i16 e[n], const u16 f[n], i32 g[n], i64 h[n], \
+         u64 i[n], const bool j[n], const fp8e4m3 k[n], fp8e5m2 l[n], u64 n, i64 o, f16 p, bf16 q, f64 r, \
+         i8 s, u8 t, i16 u, u16 v, bool w",
+    ));
+    let spelled: Vec<String> = params.iter().map(|param| param.ty.to_string()).collect();
+    assert_eq!(
+        spelled,
+        [
+            "const f16[n]",
+            "f64[n]",
+            "const i8[n]",
+            "u8[n]",
+            "i16[n]",
+            "const u16[n]",
+            "i32[n]",
+            "i64[n]",
+            "u64[n]",
+            "const bool[n]",
+            "const fp8e4m3[n]",
+            "fp8e5m2[n]",
+            "u64",
+            "i64",
+            "f16",
+            "bf16",
+            "f64",
+            "i8",
+            "u8",
+            "i16",
+            "u16",
+            "bool",
+        ]
+    );
+    // A `u64` or `i64` scalar sizes an extent like any integer (`bool` too, as 0 or 1); a float does not.
+    assert_eq!(params_of(&with_params("f32 x[o], i64 o")).len(), 2);
+    let float_extent = errors(&with_params("f32 x[p], f16 p"));
+    assert_eq!(float_extent.len(), 1, "{float_extent:?}");
+}
+
+#[test]
 fn an_unknown_type_lists_the_accepted_ones() {
     assert_eq!(
-        errors(&with_params("f16 a[n], u32 n, float x, bf16 s, i32 b[n]")),
+        errors(&with_params("f8 a[n], u32 n, float x, fp8e4m3 s, i32 b[n]")),
         [
-            "k.toml:2:44: entry `g`: unknown element type `f16` of buffer `a`: expected bf16, f32 or u32",
-            "k.toml:2:61: entry `g`: unknown type `float` of scalar `x`: expected u32, i32, u64 or f32",
-            "k.toml:2:70: entry `g`: scalar `s` cannot be bf16: a scalar is u32, i32, u64 or f32 (bf16 is a buffer element type)",
-            "k.toml:2:78: entry `g`: buffer `b` cannot hold i32: a buffer's element type is bf16, f32 or u32",
+            "k.toml:2:44: entry `g`: unknown element type `f8` of buffer `a`: expected bf16, f32, u32, f16, f64, i8, u8, i16, u16, i32, i64, u64, bool, fp8e4m3 or fp8e5m2",
+            "k.toml:2:60: entry `g`: unknown type `float` of scalar `x`: expected u32, i32, u64, f32, f16, bf16, f64, i8, u8, i16, u16, i64 or bool",
+            "k.toml:2:69: entry `g`: scalar `s` cannot be fp8e4m3: a scalar is u32, i32, u64, f32, f16, bf16, f64, i8, u8, i16, u16, i64 or bool (fp8e4m3 is a buffer element type)",
         ]
     );
 }

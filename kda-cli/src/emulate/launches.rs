@@ -2,8 +2,9 @@
 //! and the literals of the entry's own programs (as a fuzzer's dictionary), kept when every
 //! requirement holds and every extent can be evaluated and is small enough to allocate.
 
-use kda_runtime::signature::{self, KernelParam, Op, ParamKind, ScalarKind};
-use kda_runtime::{KernelArg, LaunchGeometry, Signature};
+use kda_emu::DeviceLimits;
+use kda_runtime::signature::{self, KernelParam, Op, ParamKind};
+use kda_runtime::{KernelArg, LaunchGeometry, Scalar, Signature};
 
 /// Values every scalar and launch dimension is drawn from, besides the entry's literals: the
 /// small sizes and the edges of a warp and of common tiles.
@@ -12,9 +13,11 @@ const SMALL: [u64; 18] = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64
 /// Block sizes in x, besides the entry's literals.
 const BLOCK_X: [u32; 6] = [1, 32, 64, 96, 128, 256];
 
-/// The most threads of one block, and of one launch, a drawn launch has (the emulator runs a
-/// thread per CUDA thread).
-const MAX_BLOCK_THREADS: u64 = 1024;
+/// The device a drawn launch must fit: the emulator's.
+const DEVICE: DeviceLimits = DeviceLimits::SM_90;
+
+/// The most threads of one launch a drawn launch has (the emulator runs a thread per CUDA
+/// thread).
 const MAX_LAUNCH_THREADS: u64 = 4096;
 
 /// The most elements a drawn launch gives one buffer.
@@ -34,42 +37,6 @@ pub struct Launch {
     pub geometry: LaunchGeometry,
     /// The elements each buffer needs, by parameter position.
     pub extents: Vec<Option<u64>>,
-}
-
-/// A scalar argument's value, of its parameter's kind.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Scalar {
-    /// `u32`.
-    U32(u32),
-    /// `i32` (drawn non-negative).
-    I32(i32),
-    /// `u64`.
-    U64(u64),
-    /// `f32`.
-    F32(f32),
-}
-
-impl Scalar {
-    /// The scalar as a launch argument.
-    pub fn arg(self) -> KernelArg<'static> {
-        match self {
-            Scalar::U32(value) => KernelArg::U32(value),
-            Scalar::I32(value) => KernelArg::I32(value),
-            Scalar::U64(value) => KernelArg::U64(value),
-            Scalar::F32(value) => KernelArg::F32(value),
-        }
-    }
-}
-
-impl std::fmt::Display for Scalar {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Scalar::U32(value) => write!(f, "{value}"),
-            Scalar::I32(value) => write!(f, "{value}"),
-            Scalar::U64(value) => write!(f, "{value}"),
-            Scalar::F32(value) => write!(f, "{value}"),
-        }
-    }
 }
 
 /// A small, seeded generator (xorshift64*): the same seed draws the same launches.
@@ -143,7 +110,7 @@ fn candidate(signature: &Signature, values: &[u64], rng: &mut Draw) -> Option<La
     // The programs read integer scalars by position; a buffer's place holds a placeholder they
     // never read (the manifest's `Scalar` positions name integer scalars only).
     let args: Vec<KernelArg<'static>> =
-        scalars.iter().map(|scalar| scalar.map_or(KernelArg::U32(0), Scalar::arg)).collect();
+        scalars.iter().map(|scalar| KernelArg::from(scalar.unwrap_or(Scalar::new(0u32)))).collect();
     for requirement in signature.requires {
         if signature::evaluate(requirement.program, &args, &geometry).ok()? == 0 {
             return None;
@@ -165,17 +132,16 @@ fn candidate(signature: &Signature, values: &[u64], rng: &mut Draw) -> Option<La
 
 fn draw_scalar(param: &KernelParam, values: &[u64], rng: &mut Draw) -> Option<Scalar> {
     let ParamKind::Scalar(kind) = param.kind else { return None };
+    if !kind.is_integer() {
+        return Scalar::from_f64(kind, f64::from(rng.unit()) * 2.0);
+    }
+    // A value the kind cannot hold is drawn again as a small one.
     let value = rng.pick(values);
-    Some(match kind {
-        ScalarKind::U32 => Scalar::U32(u32::try_from(value).unwrap_or(u32::MAX)),
-        ScalarKind::I32 => Scalar::I32(i32::try_from(value).unwrap_or(i32::MAX)),
-        ScalarKind::U64 => Scalar::U64(value),
-        ScalarKind::F32 => Scalar::F32(rng.unit() * 2.0),
-    })
+    Scalar::from_size(kind, value).or_else(|| Scalar::from_size(kind, value % 2))
 }
 
-/// A geometry of one to a few blocks of a common or the entry's own size, in one dimension or
-/// two, within [`MAX_BLOCK_THREADS`] and [`MAX_LAUNCH_THREADS`].
+/// A geometry of one to a few blocks of a common or the entry's own size, within the device's
+/// limits ([`DEVICE`]) and [`MAX_LAUNCH_THREADS`].
 fn draw_geometry(values: &[u64], rng: &mut Draw) -> Option<LaunchGeometry> {
     let mut dim = |small: &[u32]| -> u32 {
         if rng.below(2) == 0 { rng.pick(small) } else { u32::try_from(rng.pick(values)).unwrap_or(u32::MAX) }
@@ -185,9 +151,14 @@ fn draw_geometry(values: &[u64], rng: &mut Draw) -> Option<LaunchGeometry> {
     let shared_mem_bytes = dim(&[0, 0, 0, 256, 4096]);
     let threads = u64::from(block.0) * u64::from(block.1) * u64::from(block.2);
     let blocks = u64::from(grid.0) * u64::from(grid.1) * u64::from(grid.2);
+    let within = |extent: (u32, u32, u32), limit: [u32; 3]| {
+        extent.0 <= limit[0] && extent.1 <= limit[1] && extent.2 <= limit[2]
+    };
     let fits = threads > 0
         && blocks > 0
-        && threads <= MAX_BLOCK_THREADS
+        && threads <= u64::from(DEVICE.max_threads_per_block)
+        && within(block, DEVICE.max_block)
+        && within(grid, DEVICE.max_grid)
         && threads * blocks <= MAX_LAUNCH_THREADS
         && u64::from(shared_mem_bytes) <= MAX_DYNAMIC_SHARED;
     fits.then_some(LaunchGeometry { grid, block, shared_mem_bytes })
@@ -196,7 +167,7 @@ fn draw_geometry(values: &[u64], rng: &mut Draw) -> Option<LaunchGeometry> {
 #[cfg(test)]
 mod tests {
     use kda_runtime::DType;
-    use kda_runtime::signature::{Access, Requirement};
+    use kda_runtime::signature::{Access, Requirement, ScalarKind};
 
     use super::*;
 
@@ -230,7 +201,9 @@ mod tests {
         let mut blocks = std::collections::BTreeSet::new();
         for _ in 0..50 {
             let launch = draw(&SIGNATURE, &mut rng, 4000).expect("a launch exists");
-            let Some(Scalar::U32(n)) = launch.scalars[1] else { panic!("n is a u32: {launch:?}") };
+            let Some(n) = launch.scalars[1].and_then(Scalar::get::<u32>) else {
+                panic!("n is a u32: {launch:?}")
+            };
             assert_eq!(n % 4, 3, "{launch:?}");
             assert_eq!(launch.extents, [Some(u64::from(n)), None]);
             assert_eq!(launch.scalars[0], None);

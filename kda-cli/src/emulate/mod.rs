@@ -12,7 +12,7 @@ pub mod contract;
 pub mod launches;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use kda_build::Manifest;
@@ -23,7 +23,7 @@ use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, ParamKind};
 use kda_runtime::{
     BackendError, DType, DeviceBuffer, EmulatedSet, GpuBackend, KernelArg, KernelEntry, LaunchGeometry,
-    Signature, bf16,
+    Signature, bf16, f16,
 };
 
 use launches::{Draw, Launch};
@@ -114,7 +114,14 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     let manifest = Manifest::parse(&file, &text)?;
     let namespace: &'static str = Box::leak(format!("kda-emulate:{file}").into_boxed_str());
     let entries = contract::entries(&manifest, namespace);
-    let set = build(options, namespace, &entries)?;
+    let set = build_emulated(
+        &options.manifest,
+        &options.kernels,
+        &options.out_dir,
+        options.sanitizer,
+        namespace,
+        &entries,
+    )?;
     let gpu: Box<dyn GpuBackend> = match options.sanitizer {
         None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
         Some(_) => {
@@ -137,17 +144,22 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     Ok(reports)
 }
 
-/// The emulated build of the manifest's modules, as the set the backends take (leaked: one per
-/// run).
-fn build(
-    options: &EmulateOptions,
+/// The manifest's modules of `kernels` built for the emulator with `sanitizer` into
+/// `out_dir/<plain | sanitizer>`, as the set the emulation backends take, in `namespace`, proving
+/// the signatures `entries` (the manifest's) give its kernels (leaked: make one per run). A build
+/// problem is an `Err` listing every problem, located in the manifest.
+pub fn build_emulated(
+    manifest: &Path,
+    kernels: &Path,
+    out_dir: &Path,
+    sanitizer: Option<Sanitizer>,
     namespace: &'static str,
     entries: &[KernelEntry],
 ) -> anyhow::Result<&'static EmulatedSet> {
-    let variant = options.sanitizer.map_or("plain", Sanitizer::name);
-    let built = KernelBuild::new(&options.manifest, &options.kernels, options.out_dir.join(variant))
+    let variant = sanitizer.map_or("plain", Sanitizer::name);
+    let built = KernelBuild::new(manifest, kernels, out_dir.join(variant))
         .without_nvcc()
-        .emulation(Emulation { sanitizer: options.sanitizer, ..Emulation::default() })
+        .emulation(Emulation { sanitizer, ..Emulation::default() })
         .run()?;
     if !built.problems.is_empty() {
         let problems: Vec<String> = built.problems.iter().map(ToString::to_string).collect();
@@ -189,14 +201,15 @@ fn run_entry(
                 .iter()
                 .zip(signature.params)
                 .map(|(scalar, param)| match scalar {
-                    Some(scalar) => scalar.arg(),
+                    Some(scalar) => KernelArg::Scalar(*scalar),
                     // One buffer per buffer parameter, in order (`buffers`).
                     None => match (buffers.next(), param.kind) {
                         (Some(buffer), ParamKind::Buffer { access: Access::Write, .. }) => {
                             KernelArg::from(buffer)
                         }
                         (Some(buffer), _) => KernelArg::from(&*buffer),
-                        (None, _) => KernelArg::U32(0),
+                        // One buffer per buffer parameter: not reached.
+                        (None, _) => KernelArg::from(0u32),
                     },
                 })
                 .collect();
@@ -232,7 +245,7 @@ fn condense(error: &str) -> String {
 }
 
 /// One buffer per buffer parameter, exactly its extent long, float elements drawn in [-1, 1),
-/// integer ones zero.
+/// the others zero.
 fn buffers(
     gpu: &dyn GpuBackend,
     signature: &Signature,
@@ -253,8 +266,12 @@ fn buffers(
             let mut buffer = gpu.alloc(dtype, len)?;
             let bytes: Vec<u8> = match dtype {
                 DType::F32 => (0..len).flat_map(|_| draw.unit().to_le_bytes()).collect(),
+                DType::F64 => (0..len).flat_map(|_| f64::from(draw.unit()).to_le_bytes()).collect(),
                 DType::Bf16 => (0..len).flat_map(|_| bf16::from_f32(draw.unit()).to_le_bytes()).collect(),
-                DType::U32 => vec![0; len * dtype.size()],
+                DType::F16 => (0..len).flat_map(|_| f16::from_f32(draw.unit()).to_le_bytes()).collect(),
+                // The rest hold zeros: integers (indices and counts are the kernel's business)
+                // and fp8 (whose zero is all bits clear).
+                _ => vec![0; len * dtype.size()],
             };
             gpu.copy_to_device(&bytes, &mut buffer)?;
             Ok(buffer)

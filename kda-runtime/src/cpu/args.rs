@@ -3,59 +3,36 @@
 
 use half::bf16;
 
-/// One launch argument as a CPU kernel sees it: buffers become host slices of their element type.
+use crate::{DType, Element, Scalar, ScalarValue};
+
+/// One launch argument as a CPU kernel sees it: a buffer becomes the host bytes of its view, which
+/// [`CpuArgs`] hands out as a slice of the element type.
 #[derive(Debug)]
 pub enum CpuArg<'a> {
-    /// A `const bf16*` parameter.
-    ConstBf16(&'a [bf16]),
-    /// A `bf16*` parameter.
-    MutBf16(&'a mut [bf16]),
-    /// A `const f32*` parameter.
-    ConstF32(&'a [f32]),
-    /// An `f32*` parameter.
-    MutF32(&'a mut [f32]),
-    /// A `const u32*` parameter.
-    ConstU32(&'a [u32]),
-    /// A `u32*` parameter.
-    MutU32(&'a mut [u32]),
-    /// A `u32` parameter.
-    U32(u32),
-    /// An `i32` parameter.
-    I32(i32),
-    /// A `u64` parameter.
-    U64(u64),
-    /// An `f32` scalar parameter.
-    F32(f32),
+    /// A `const T*` parameter: the view's elements.
+    Const(DType, &'a [u8]),
+    /// A `T*` parameter: the view's elements, writable.
+    Mut(DType, &'a mut [u8]),
+    /// A scalar parameter.
+    Scalar(Scalar),
 }
 
 impl<'a> CpuArg<'a> {
     /// The C spelling of the parameter this argument fills (`const bf16*`, `u32`).
-    pub fn describe(&self) -> &'static str {
+    pub fn describe(&self) -> String {
         match self {
-            CpuArg::ConstBf16(_) => "const bf16*",
-            CpuArg::MutBf16(_) => "bf16*",
-            CpuArg::ConstF32(_) => "const f32*",
-            CpuArg::MutF32(_) => "f32*",
-            CpuArg::ConstU32(_) => "const u32*",
-            CpuArg::MutU32(_) => "u32*",
-            CpuArg::U32(_) => "u32",
-            CpuArg::I32(_) => "i32",
-            CpuArg::U64(_) => "u64",
-            CpuArg::F32(_) => "f32",
+            CpuArg::Const(dtype, _) => format!("const {dtype}*"),
+            CpuArg::Mut(dtype, _) => format!("{dtype}*"),
+            CpuArg::Scalar(scalar) => scalar.kind().to_string(),
         }
     }
 
     /// A copy of a shared argument; `None` for a mutable buffer, which can be handed out once only.
     fn shared(&self) -> Option<CpuArg<'a>> {
         match *self {
-            CpuArg::ConstBf16(data) => Some(CpuArg::ConstBf16(data)),
-            CpuArg::ConstF32(data) => Some(CpuArg::ConstF32(data)),
-            CpuArg::ConstU32(data) => Some(CpuArg::ConstU32(data)),
-            CpuArg::U32(value) => Some(CpuArg::U32(value)),
-            CpuArg::I32(value) => Some(CpuArg::I32(value)),
-            CpuArg::U64(value) => Some(CpuArg::U64(value)),
-            CpuArg::F32(value) => Some(CpuArg::F32(value)),
-            CpuArg::MutBf16(_) | CpuArg::MutF32(_) | CpuArg::MutU32(_) => None,
+            CpuArg::Const(dtype, data) => Some(CpuArg::Const(dtype, data)),
+            CpuArg::Scalar(scalar) => Some(CpuArg::Scalar(scalar)),
+            CpuArg::Mut(..) => None,
         }
     }
 
@@ -63,9 +40,7 @@ impl<'a> CpuArg<'a> {
     /// `const T*`); anything else is unchanged.
     pub(crate) fn into_shared(self) -> CpuArg<'a> {
         match self {
-            CpuArg::MutBf16(data) => CpuArg::ConstBf16(data),
-            CpuArg::MutF32(data) => CpuArg::ConstF32(data),
-            CpuArg::MutU32(data) => CpuArg::ConstU32(data),
+            CpuArg::Mut(dtype, data) => CpuArg::Const(dtype, data),
             other => other,
         }
     }
@@ -109,18 +84,13 @@ pub struct CpuArgs<'a> {
     slots: Vec<Option<CpuArg<'a>>>,
 }
 
+/// Accessors by element type, each the generic one ([`CpuArgs::slice`], [`CpuArgs::slice_mut`],
+/// [`CpuArgs::scalar`]) at one type.
 macro_rules! accessors {
-    ($($(#[$doc:meta])* $name:ident: $variant:ident ($spelling:literal) -> $ty:ty;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty = $generic:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(&mut self, index: usize) -> Result<$ty, KernelError> {
-            match self.take(index)? {
-                CpuArg::$variant(value) => Ok(value),
-                other => Err(KernelError::new(format!(
-                    "argument {index} is a `{}`, not a `{}`",
-                    other.describe(),
-                    $spelling,
-                ))),
-            }
+            self.$generic(index)
         }
     )*};
 }
@@ -140,27 +110,55 @@ impl<'a> CpuArgs<'a> {
         self.slots.is_empty()
     }
 
+    /// Argument `index`, a `const T*` buffer (or a `T*` one, read).
+    pub fn slice<T: Element>(&mut self, index: usize) -> Result<&'a [T], KernelError> {
+        match self.take(index)? {
+            CpuArg::Const(dtype, data) if dtype == T::DTYPE => cast(index, data),
+            other => Err(wrong(index, &other, format!("const {}*", T::DTYPE))),
+        }
+    }
+
+    /// Argument `index`, a `T*` buffer; it can be taken once.
+    pub fn slice_mut<T: Element>(&mut self, index: usize) -> Result<&'a mut [T], KernelError> {
+        match self.take(index)? {
+            CpuArg::Mut(dtype, data) if dtype == T::DTYPE => {
+                bytemuck::try_cast_slice_mut(data).map_err(|error| misaligned(index, error))
+            }
+            other => Err(wrong(index, &other, format!("{}*", T::DTYPE))),
+        }
+    }
+
+    /// Argument `index`, a scalar of `T`'s kind.
+    pub fn scalar<T: ScalarValue>(&mut self, index: usize) -> Result<T, KernelError> {
+        match self.take(index)? {
+            CpuArg::Scalar(scalar) => {
+                scalar.get().ok_or_else(|| wrong(index, &CpuArg::Scalar(scalar), T::KIND.to_string()))
+            }
+            other => Err(wrong(index, &other, T::KIND.to_string())),
+        }
+    }
+
     accessors! {
         /// Argument `index`, a `const bf16*` buffer.
-        const_bf16: ConstBf16 ("const bf16*") -> &'a [bf16];
+        const_bf16 -> &'a [bf16] = slice;
         /// Argument `index`, a `bf16*` buffer; it can be taken once.
-        mut_bf16: MutBf16 ("bf16*") -> &'a mut [bf16];
+        mut_bf16 -> &'a mut [bf16] = slice_mut;
         /// Argument `index`, a `const f32*` buffer.
-        const_f32: ConstF32 ("const f32*") -> &'a [f32];
+        const_f32 -> &'a [f32] = slice;
         /// Argument `index`, an `f32*` buffer; it can be taken once.
-        mut_f32: MutF32 ("f32*") -> &'a mut [f32];
+        mut_f32 -> &'a mut [f32] = slice_mut;
         /// Argument `index`, a `const u32*` buffer.
-        const_u32: ConstU32 ("const u32*") -> &'a [u32];
+        const_u32 -> &'a [u32] = slice;
         /// Argument `index`, a `u32*` buffer; it can be taken once.
-        mut_u32: MutU32 ("u32*") -> &'a mut [u32];
+        mut_u32 -> &'a mut [u32] = slice_mut;
         /// Argument `index`, a `u32` scalar.
-        u32: U32 ("u32") -> u32;
+        u32 -> u32 = scalar;
         /// Argument `index`, an `i32` scalar.
-        i32: I32 ("i32") -> i32;
+        i32 -> i32 = scalar;
         /// Argument `index`, a `u64` scalar.
-        u64: U64 ("u64") -> u64;
+        u64 -> u64 = scalar;
         /// Argument `index`, an `f32` scalar.
-        f32: F32 ("f32") -> f32;
+        f32 -> f32 = scalar;
     }
 
     fn take(&mut self, index: usize) -> Result<CpuArg<'a>, KernelError> {
@@ -174,4 +172,18 @@ impl<'a> CpuArgs<'a> {
             None => slot.take().ok_or_else(taken),
         }
     }
+}
+
+/// `data` as `T`s (host storage is 16-byte aligned and a view starts at a whole element).
+fn cast<T: Element>(index: usize, data: &[u8]) -> Result<&[T], KernelError> {
+    bytemuck::try_cast_slice(data).map_err(|error| misaligned(index, error))
+}
+
+fn misaligned(index: usize, error: bytemuck::PodCastError) -> KernelError {
+    KernelError::new(format!("argument {index} cannot be read in place: {error:?}"))
+}
+
+/// Argument `index` is `found` where the kernel asked for `asked`.
+fn wrong(index: usize, found: &CpuArg<'_>, asked: String) -> KernelError {
+    KernelError::new(format!("argument {index} is a `{}`, not a `{asked}`", found.describe()))
 }

@@ -54,7 +54,7 @@ use std::fmt;
 
 pub use args::{CpuArg, CpuArgs, KernelError};
 
-use crate::host::{HostMemory, HostStorage};
+use crate::host::HostMemory;
 use crate::registry::KernelRegistry;
 use crate::signature::{self, Access, ParamKind};
 use crate::{
@@ -145,25 +145,14 @@ impl CpuBackend {
     fn bind_one<'s>(&self, arg: &'s mut KernelArg<'_>) -> Result<CpuArg<'s>, BackendError> {
         Ok(match arg {
             KernelArg::Read(view) => {
-                let range = view.checked_range()?;
-                match self.memory.storage(view.buffer())? {
-                    HostStorage::Bf16(data) => CpuArg::ConstBf16(&data[range]),
-                    HostStorage::F32(data) => CpuArg::ConstF32(&data[range]),
-                    HostStorage::U32(data) => CpuArg::ConstU32(&data[range]),
-                }
+                let range = view.checked_byte_range()?;
+                CpuArg::Const(view.dtype(), &self.memory.storage(view.buffer())?.bytes()[range])
             }
             KernelArg::Write(view) => {
-                let range = view.checked_range()?;
-                match self.memory.storage_mut(view.buffer_mut())? {
-                    HostStorage::Bf16(data) => CpuArg::MutBf16(&mut data[range]),
-                    HostStorage::F32(data) => CpuArg::MutF32(&mut data[range]),
-                    HostStorage::U32(data) => CpuArg::MutU32(&mut data[range]),
-                }
+                let (range, dtype) = (view.checked_byte_range()?, view.dtype());
+                CpuArg::Mut(dtype, &mut self.memory.storage_mut(view.buffer_mut())?.bytes_mut()[range])
             }
-            KernelArg::U32(value) => CpuArg::U32(*value),
-            KernelArg::I32(value) => CpuArg::I32(*value),
-            KernelArg::U64(value) => CpuArg::U64(*value),
-            KernelArg::F32(value) => CpuArg::F32(*value),
+            KernelArg::Scalar(scalar) => CpuArg::Scalar(*scalar),
         })
     }
 

@@ -15,10 +15,9 @@ enum Prepared<'a> {
     /// Memory the kernel reads, and its buffer's reads, to note the launch in.
     View(CudaView<'a, u8>, &'a Reads),
     ViewMut(CudaViewMut<'a, u8>),
-    U32(u32),
-    I32(i32),
-    U64(u64),
-    F32(f32),
+    /// A scalar's bits: the driver reads the parameter's size from their address, which on a
+    /// little-endian host is the value's own bytes (`Scalar::bits`).
+    Scalar(u64),
 }
 
 /// Launches `function` with `args` on the backend's stream. Views must be this backend's and lie
@@ -63,10 +62,7 @@ pub(super) unsafe fn launch(
         match arg {
             Prepared::View(view, _) => builder.arg(&*view),
             Prepared::ViewMut(view) => builder.arg(view),
-            Prepared::U32(value) => builder.arg(&*value),
-            Prepared::I32(value) => builder.arg(&*value),
-            Prepared::U64(value) => builder.arg(&*value),
-            Prepared::F32(value) => builder.arg(&*value),
+            Prepared::Scalar(bits) => builder.arg(&*bits),
         };
     }
     let config = LaunchConfig {
@@ -102,9 +98,6 @@ fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared
             gpu.before_write(&storage.reads)?;
             Prepared::ViewMut(storage.bytes.slice_mut(range))
         }
-        KernelArg::U32(value) => Prepared::U32(*value),
-        KernelArg::I32(value) => Prepared::I32(*value),
-        KernelArg::U64(value) => Prepared::U64(*value),
-        KernelArg::F32(value) => Prepared::F32(*value),
+        KernelArg::Scalar(scalar) => Prepared::Scalar(scalar.bits()),
     })
 }

@@ -247,13 +247,10 @@ fn c_type_of(arg: &KernelArg<'_>) -> String {
 
 /// A scalar's bits, widened to 64 (little-endian: the value's own bytes come first).
 fn scalar_bits(arg: &KernelArg<'_>) -> Option<u64> {
-    Some(match arg {
-        KernelArg::U32(value) => u64::from(*value),
-        KernelArg::I32(value) => u64::from(value.cast_unsigned()),
-        KernelArg::U64(value) => *value,
-        KernelArg::F32(value) => u64::from(value.to_bits()),
-        KernelArg::Read(_) | KernelArg::Write(_) => return None,
-    })
+    match arg {
+        KernelArg::Scalar(scalar) => Some(scalar.bits()),
+        KernelArg::Read(_) | KernelArg::Write(_) => None,
+    }
 }
 
 fn parse_seed(text: &str) -> Option<u64> {

@@ -19,6 +19,7 @@ use crate::{
     BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings, KernelArg,
     KernelEntry, KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
 };
+use crate::{Scalar, ScalarValue};
 
 /// A launch as [`RecordingBackend`] saw it.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,14 +49,15 @@ pub enum RecordedArg {
         /// Passed as a mutable view.
         writable: bool,
     },
-    /// A `u32` scalar.
-    U32(u32),
-    /// An `i32` scalar.
-    I32(i32),
-    /// A `u64` scalar.
-    U64(u64),
-    /// An `f32` scalar.
-    F32(f32),
+    /// A scalar.
+    Scalar(Scalar),
+}
+
+impl<T: ScalarValue> From<T> for RecordedArg {
+    /// The scalar argument `value`, as a launch of it is recorded.
+    fn from(value: T) -> Self {
+        RecordedArg::Scalar(Scalar::new(value))
+    }
 }
 
 /// A wait between two streams of a [`RecordingBackend`] that the ordering of a buffer required before
@@ -253,10 +255,7 @@ impl RecordingBackend {
                 view.checked_range()?;
                 RecordedArg::Buffer { dtype: view.dtype(), len: view.len(), writable: true }
             }
-            KernelArg::U32(value) => RecordedArg::U32(*value),
-            KernelArg::I32(value) => RecordedArg::I32(*value),
-            KernelArg::U64(value) => RecordedArg::U64(*value),
-            KernelArg::F32(value) => RecordedArg::F32(*value),
+            KernelArg::Scalar(scalar) => RecordedArg::Scalar(*scalar),
         })
     }
 

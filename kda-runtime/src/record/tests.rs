@@ -45,7 +45,7 @@ fn table_entries_launch_checked_and_only_accepted_launches_are_recorded() {
         module: "blas".into(),
         entry: "axpy".into(),
         geometry: geometry(),
-        args: vec![buffer(2, false), buffer(4, true), RecordedArg::U32(2), RecordedArg::F32(1.0)],
+        args: vec![buffer(2, false), buffer(4, true), RecordedArg::from(2u32), RecordedArg::from(1.0f32)],
     };
     assert_eq!(gpu.launches(), [expected]);
     assert_eq!(gpu.launched(), ["blas::axpy"]);
@@ -64,7 +64,10 @@ fn entries_without_a_signature_need_launch_unchecked() {
     // SAFETY: the recording backend runs nothing; it only records the launch.
     unsafe { gpu.launch_unchecked(noop, geometry(), &mut [7u32.into(), (-1i32).into(), 9u64.into()]) }
         .unwrap();
-    assert_eq!(gpu.launches()[0].args, [RecordedArg::U32(7), RecordedArg::I32(-1), RecordedArg::U64(9)]);
+    assert_eq!(
+        gpu.launches()[0].args,
+        [RecordedArg::from(7u32), RecordedArg::from(-1i32), RecordedArg::from(9u64)]
+    );
 }
 
 #[test]

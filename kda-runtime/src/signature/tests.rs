@@ -111,7 +111,7 @@ fn refused_requirement(
 
 /// `program` evaluated over `u32` scalars at `GEOMETRY`.
 fn eval(program: &[Op], scalars: &[u32]) -> Result<u64, EvalError> {
-    let args = scalars.iter().map(|&value| KernelArg::U32(value)).collect::<Vec<_>>();
+    let args = scalars.iter().map(|&value| KernelArg::from(value)).collect::<Vec<_>>();
     evaluate(program, &args, &GEOMETRY)
 }
 
@@ -126,7 +126,7 @@ fn extents_evaluate_in_u64() {
     assert_eq!(eval(PADDED, &[u32::MAX, 1, u32::MAX, 1]), Ok(max * max));
     // `cdiv` does not overflow where `(a + b - 1) / b` would.
     assert_eq!(evaluate(&[Op::Literal(u64::MAX), Op::Literal(2), Op::Cdiv], &[], &GEOMETRY), Ok(1 << 63));
-    let wide = [KernelArg::U64(1 << 40), KernelArg::I32(3)];
+    let wide = [KernelArg::from(1u64 << 40), KernelArg::from(3i32)];
     assert_eq!(evaluate(&[Op::Scalar(0), Op::Scalar(1), Op::Mul], &wide, &GEOMETRY), Ok(3 << 40));
     let launch = [LaunchDim::GridX, LaunchDim::GridY, LaunchDim::GridZ, LaunchDim::BlockX].map(Op::Launch);
     let geometry = LaunchGeometry { grid: (2, 3, 5), block: (7, 11, 13), shared_mem_bytes: 0 };
@@ -147,14 +147,14 @@ fn arithmetic_that_has_no_u64_result_is_an_error() {
     assert_eq!(literals(7, 0, Op::Rem), Err(EvalError::DivisionByZero));
     assert_eq!(literals(7, 4, Op::Rem), Ok(3));
     assert_eq!(eval(PADDED, &[100, 0, 2, 4]), Err(EvalError::DivisionByZero));
-    let negative = [KernelArg::I32(-1)];
+    let negative = [KernelArg::from(-1i32)];
     assert_eq!(evaluate(&[Op::Scalar(0)], &negative, &GEOMETRY), Err(EvalError::NegativeScalar));
 }
 
 #[test]
 fn a_malformed_program_is_an_error_not_a_panic() {
     let view = buffer(DType::F32, 4);
-    let args = [KernelArg::U32(1), KernelArg::F32(1.0), view.view().into()];
+    let args = [KernelArg::from(1u32), KernelArg::from(1.0f32), view.view().into()];
     let malformed: [&[Op]; 8] = [
         &[],
         &[Op::Add],
@@ -435,7 +435,8 @@ fn arguments_describe_themselves() {
     assert_eq!(write.describe(), "a mutable view `bf16[3]`");
     assert_eq!(write.view(), Some((DType::Bf16, 3, true)));
     assert_eq!(write.scalar_kind(), None);
-    let scalars = [KernelArg::U32(1), KernelArg::I32(-2), KernelArg::U64(3), KernelArg::F32(0.5)];
+    let scalars =
+        [KernelArg::from(1u32), KernelArg::from(-2i32), KernelArg::from(3u64), KernelArg::from(0.5f32)];
     let described = scalars.iter().map(|arg| (arg.scalar_kind().unwrap().name(), arg.describe_value()));
     let expected = [("u32", "1"), ("i32", "-2"), ("u64", "3"), ("f32", "0.5")];
     assert!(described.eq(expected.map(|(kind, value)| (kind, value.to_owned()))));

@@ -12,13 +12,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use kda::cases::KernelCase;
 use kda::cases::parity::{BlockComparison, compare_block, head_dim_64};
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
-use kda_build::cuda::KernelBuild;
-use kda_build::cuda::emulation::{Emulation, Sanitizer};
+use kda_build::cuda::emulation::Sanitizer;
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::{EmulatedSet, GpuBackend};
 
@@ -78,33 +77,8 @@ pub fn emulated_build(
     out_dir: &Path,
     sanitizer: Option<Sanitizer>,
 ) -> anyhow::Result<&'static EmulatedSet> {
-    let variant = sanitizer.map_or("plain", Sanitizer::name);
-    let built = KernelBuild::new(manifest, kernels, out_dir.join(variant))
-        .without_nvcc()
-        .emulation(Emulation { sanitizer, ..Emulation::default() })
-        .run()?;
-    if !built.problems.is_empty() {
-        let problems: Vec<String> = built.problems.iter().map(ToString::to_string).collect();
-        bail!("the emulated build failed:\n{}", problems.join("\n"));
-    }
-    let paths: Vec<String> =
-        built.emulated.iter().map(|library| library.path.display().to_string()).collect();
-    let libraries =
-        built.emulated.iter().zip(&paths).map(|(library, path)| (&*library.module, &*library.entry, &**path));
-    let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
-    // SAFETY: the libraries and the driver are what the emulated build just wrote from this
-    // manifest's modules, whose entries `Glm5NextKdaKernels::ENTRIES` are (the emulator compares
-    // each library's C parameter types with its entry's signature at lookup).
-    #[allow(unsafe_code)]
-    let set = unsafe {
-        EmulatedSet::leak(
-            Glm5NextKdaKernels::NAMESPACE,
-            libraries,
-            &Glm5NextKdaKernels::ENTRIES,
-            driver.as_deref(),
-        )
-    };
-    Ok(set)
+    let (namespace, entries) = (Glm5NextKdaKernels::NAMESPACE, &Glm5NextKdaKernels::ENTRIES);
+    kda_cli::emulate::build_emulated(manifest, kernels, out_dir, sanitizer, namespace, entries)
 }
 
 /// Builds the kernels and runs every shape; `log` gets a line per compared buffer.

@@ -442,11 +442,9 @@ impl Fuzz<'_> {
             (Class::OutOfRangeSlice, Some(index)) => out_of_range(&mut launch.slots[index], rng, case, index),
             (Class::WrongDtype, Some(index)) => {
                 let PreparedArg::View { buffer, .. } = &mut launch.slots[index] else { bail!("not a view") };
-                let dtype = match (buffer.dtype(), below(rng, 2)) {
-                    (DType::Bf16, 0) | (DType::U32, 0) => DType::F32,
-                    (DType::Bf16, _) | (DType::F32, 0) => DType::U32,
-                    (DType::F32, _) | (DType::U32, _) => DType::Bf16,
-                };
+                let others: Vec<DType> =
+                    DType::ALL.into_iter().filter(|&dtype| dtype != buffer.dtype()).collect();
+                let dtype = others[below(rng, others.len() as u64) as usize];
                 let what =
                     format!("`{}` as {dtype} instead of {}", case.args()[index].name(), buffer.dtype());
                 *buffer = self.gpu.alloc(dtype, buffer.len())?;

@@ -92,10 +92,10 @@ fn template_args(line: &str, template: &str) -> Option<Vec<String>> {
 }
 
 /// A C type as nvcc prints it, in manifest spelling where `unit`'s tags name it
-/// (`const kda_manifest::bf16 *` → `const bf16*`), else as C with the pointer's space dropped
+/// (`const kda_manifest::t_bf16 *` → `const bf16*`), else as C with the pointer's space dropped
 /// (`double *` → `double*`).
 fn spelling(c_type: &str) -> String {
-    c_type.replace("kda_manifest::", "").replace(" *", "*").replace("* ", "*")
+    c_type.replace("kda_manifest::t_", "").replace(" *", "*").replace("* ", "*")
 }
 
 #[cfg(test)]
@@ -104,19 +104,20 @@ mod tests {
 
     #[test]
     fn template_args_nest_and_stop_at_the_closing_bracket() {
-        let line = r#"x.cu(3): error: incomplete type "a::kda_param_mismatch<12, 1, kda_check::kda_spell<float *>::type, X>" (aka "a::kda_param_mismatch<12, 1, f<int, (*)(int)>, const kda_manifest::bf16 *>") is not allowed"#;
+        let line = r#"x.cu(3): error: incomplete type "a::kda_param_mismatch<12, 1, kda_check::kda_spell<float *>::type, X>" (aka "a::kda_param_mismatch<12, 1, f<int, (*)(int)>, const kda_manifest::t_bf16 *>") is not allowed"#;
         assert_eq!(
             template_args(line, PARAM_CHECK).unwrap(),
-            ["12", "1", "f<int, (*)(int)>", "const kda_manifest::bf16 *"]
+            ["12", "1", "f<int, (*)(int)>", "const kda_manifest::t_bf16 *"]
         );
         assert_eq!(template_args("kda_param_mismatch<1, 2", PARAM_CHECK), None);
     }
 
     #[test]
     fn types_are_spelled_as_the_manifest_does_where_it_can() {
-        assert_eq!(spelling("const kda_manifest::bf16 *"), "const bf16*");
-        assert_eq!(spelling("kda_manifest::u64"), "u64");
-        assert_eq!(spelling("kda_manifest::f32 *const *"), "f32*const*");
+        assert_eq!(spelling("const kda_manifest::t_bf16 *"), "const bf16*");
+        assert_eq!(spelling("kda_manifest::t_u64"), "u64");
+        assert_eq!(spelling("kda_manifest::t_bool"), "bool");
+        assert_eq!(spelling("kda_manifest::t_f32 *const *"), "f32*const*");
         assert_eq!(spelling("unsigned long"), "unsigned long");
         assert_eq!(spelling("const __half *"), "const __half*");
     }

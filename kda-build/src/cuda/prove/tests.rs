@@ -158,15 +158,15 @@ const STDERR: &str = r#"gemm.kda.cu(41): error: incomplete type "kda_check::kda_
   static_assert(kda_count_check<2, 6, kda_line_2>::ok, "gemm::dense_gemm_bf16: parameter count");
                 ^
 
-gemm.kda.cu(43): error: incomplete type "kda_check::kda_param_mismatch<2, 1, kda_check::kda_spell<const __nv_bfloat16 *>::type, kda_check::kda_spell<kda_check::kda_param_at<0, kda_check::kda_params<float *, const bf16 *, unsigned long long, u32, u32, u32>>::type>::type>" (aka "kda_check::kda_param_mismatch<2, 1, const kda_manifest::bf16 *, kda_manifest::f32 *>") is not allowed
+gemm.kda.cu(43): error: incomplete type "kda_check::kda_param_mismatch<2, 1, kda_check::kda_spell<const __nv_bfloat16 *>::type, kda_check::kda_spell<kda_check::kda_param_at<0, kda_check::kda_params<float *, const bf16 *, unsigned long long, u32, u32, u32>>::type>::type>" (aka "kda_check::kda_param_mismatch<2, 1, const kda_manifest::t_bf16 *, kda_manifest::t_f32 *>") is not allowed
   static_assert(kda_param_check<2, 1, const __nv_bfloat16*, kda_line_2>::ok, "gemm::dense_gemm_bf16 parameter 1 b");
                 ^
 
-gemm.kda.cu(44): error: incomplete type "kda_check::kda_param_mismatch<2, 2, kda_check::kda_spell<__nv_bfloat16 *>::type, kda_check::kda_spell<const __nv_bfloat16 *>::type>" (aka "kda_check::kda_param_mismatch<2, 2, kda_manifest::bf16 *, const kda_manifest::bf16 *>") is not allowed
+gemm.kda.cu(44): error: incomplete type "kda_check::kda_param_mismatch<2, 2, kda_check::kda_spell<__nv_bfloat16 *>::type, kda_check::kda_spell<const __nv_bfloat16 *>::type>" (aka "kda_check::kda_param_mismatch<2, 2, kda_manifest::t_bf16 *, const kda_manifest::t_bf16 *>") is not allowed
   static_assert(kda_param_check<2, 2, __nv_bfloat16*, kda_line_2>::ok, "gemm::dense_gemm_bf16 parameter 2 c");
                 ^
 
-gemm.kda.cu(45): error: incomplete type "kda_check::kda_param_mismatch<2, 3, kda_check::kda_spell<unsigned int>::type, kda_check::kda_spell<unsigned long long>::type>" (aka "kda_check::kda_param_mismatch<2, 3, kda_manifest::u32, kda_manifest::u64>") is not allowed
+gemm.kda.cu(45): error: incomplete type "kda_check::kda_param_mismatch<2, 3, kda_check::kda_spell<unsigned int>::type, kda_check::kda_spell<unsigned long long>::type>" (aka "kda_check::kda_param_mismatch<2, 3, kda_manifest::t_u32, kda_manifest::t_u64>") is not allowed
   static_assert(kda_param_check<2, 3, unsigned int, kda_line_2>::ok, "gemm::dense_gemm_bf16 parameter 3 m");
                 ^
 

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! incomplete type "kda_check::kda_param_mismatch<12, 0, ...>"
-//!     (aka "kda_check::kda_param_mismatch<12, 0, const kda_manifest::bf16 *, kda_manifest::f32 *>")
+//!     (aka "kda_check::kda_param_mismatch<12, 0, const kda_manifest::t_bf16 *, kda_manifest::t_f32 *>")
 //! ```
 //!
 //! The checks compare the function type, so top-level qualifiers (`__restrict__`, `const` on the
@@ -17,7 +17,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use kda_types::{DType, ScalarKind};
+use kda_types::DType;
 
 use super::c_spelling;
 use crate::Manifest;
@@ -30,12 +30,15 @@ use crate::Manifest;
 ///   overload deduces only from a `void` function); when it does not, the fallback answers
 ///   `kda_absent` and every check of that entry passes, leaving the missing entry to the PTX
 ///   entry check, which says what the module does export.
-/// - `kda_spell` renames the types the manifest can name to tags (`kda_manifest::bf16`), so the
+/// - `kda_spell` renames the types the manifest can name to tags (`kda_manifest::t_bf16`), so the
 ///   error shows canonical manifest names whatever typedef the kernel wrote (`bf16`, `u32`). Its
 ///   specializations are written from kda-types' table ([`spellings`]), the one the manifest's
 ///   types come from.
 const PRELUDE: &str = r#"
 struct __nv_bfloat16;
+struct __half;
+struct __nv_fp8_e4m3;
+struct __nv_fp8_e5m2;
 @TAGS@
 namespace kda_check {
 struct kda_absent { static constexpr int count = -1; };
@@ -64,19 +67,19 @@ template <int Line, int Declared, class P> using kda_count_check = kda_count_mis
 "#;
 
 /// The tags of the manifest's type names, and the `kda_spell` specialization of each C type: one
-/// per C type of kda-types' table (`f32` is an element type and a scalar, one C `float`).
+/// per C type of kda-types' table, every spelling of it (`unsigned long` and `unsigned long long`
+/// are both `u64`), so the check applies the table's one rule. Every scalar kind is an element
+/// type of the same name, so the element types name them all.
 fn spellings() -> (String, String) {
-    let elements = DType::ALL.map(|dtype| (dtype.name(), dtype.c_type()));
-    let scalars = ScalarKind::ALL.map(|kind| (kind.name(), kind.c_type()));
-    let mut seen = Vec::new();
     let mut tags = String::from("namespace kda_manifest {");
     let mut specializations = Vec::new();
-    for (name, c_type) in elements.into_iter().chain(scalars) {
-        if !seen.contains(&c_type) {
-            seen.push(c_type);
-            let _ = write!(tags, " struct {name};");
+    for dtype in DType::ALL {
+        let name = dtype.name();
+        // `t_`: a manifest name may be a C++ keyword (`bool`).
+        let _ = write!(tags, " struct t_{name};");
+        for c_type in dtype.c_types() {
             specializations.push(format!(
-                "template <> struct kda_spell<{c_type}> {{ using type = kda_manifest::{name}; }};"
+                "template <> struct kda_spell<{c_type}> {{ using type = kda_manifest::t_{name}; }};"
             ));
         }
     }

@@ -7,6 +7,7 @@ use kda::kernels::{Glm5NextKda, Glm5NextKdaEntry};
 use kda::weights::HostWeights;
 use kda_runtime::DType;
 use kda_runtime::record::{RecordedArg, RecordedLaunch, RecordingBackend};
+use kda_runtime::signature::ScalarKind;
 
 use super::{LaunchArg, LaunchModel, RooflineError, SAMPLE_HEADS, Scenario};
 
@@ -127,8 +128,7 @@ enum Sampled {
 /// The argument at the three head counts, if it is of one kind in all three (and an f32 scalar
 /// of one value).
 fn sample([a, b, c]: [&RecordedArg; 3]) -> Option<Sampled> {
-    use RecordedArg::{Buffer, F32, I32, U32, U64};
-    let int = |x: i128, y: i128, z: i128, max: i128| Some(Sampled::Int { values: [x, y, z], max });
+    use RecordedArg::{Buffer, Scalar};
     match (a, b, c) {
         (
             Buffer { dtype, len, writable },
@@ -139,11 +139,17 @@ fn sample([a, b, c]: [&RecordedArg; 3]) -> Option<Sampled> {
             writable: *writable,
             lens: [*len, *l2, *l3].map(|l| l as i128),
         }),
-        (U32(x), U32(y), U32(z)) => int((*x).into(), (*y).into(), (*z).into(), u32::MAX.into()),
-        (I32(x), I32(y), I32(z)) => int((*x).into(), (*y).into(), (*z).into(), i32::MAX.into()),
-        (U64(x), U64(y), U64(z)) => int((*x).into(), (*y).into(), (*z).into(), u64::MAX.into()),
-        (F32(x), F32(y), F32(z)) if x.to_bits() == y.to_bits() && x.to_bits() == z.to_bits() => {
-            Some(Sampled::F32(*x))
+        (Scalar(x), Scalar(y), Scalar(z)) if x.kind() == y.kind() && x.kind() == z.kind() => {
+            let kind = x.kind();
+            if let [Some(x), Some(y), Some(z)] = [x, y, z].map(|scalar| scalar.as_size()) {
+                let value = |size: Result<u64, i64>| size.map_or_else(i128::from, i128::from);
+                // The kind's largest value: 2^bits - 1, a bit fewer for a signed kind.
+                let bits = 8 * kind.size() as u32 - u32::from(kind.is_signed());
+                let max = if kind == ScalarKind::Bool { 1 } else { (1i128 << bits) - 1 };
+                return Some(Sampled::Int { values: [value(x), value(y), value(z)], max });
+            }
+            let [x, y, z] = [x, y, z].map(|scalar| scalar.get::<f32>().map(f32::to_bits));
+            (x.is_some() && x == y && x == z).then(|| Sampled::F32(f32::from_bits(x.unwrap_or_default())))
         }
         _ => None,
     }

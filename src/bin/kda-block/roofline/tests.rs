@@ -155,8 +155,12 @@ fn assert_same_launches(model: &[LaunchModel], recorded: &[RecordedLaunch], what
                     LaunchArg::Buffer { dtype, len, writable, .. },
                     RecordedArg::Buffer { dtype: d, len: l, writable: w },
                 ) => (dtype, *len, writable) == (d, *l as u64, w),
-                (LaunchArg::Int { value, .. }, RecordedArg::U32(v)) => *value == u64::from(*v),
-                (LaunchArg::F32 { value, .. }, RecordedArg::F32(v)) => value.to_bits() == v.to_bits(),
+                (LaunchArg::Int { value, .. }, RecordedArg::Scalar(v)) => {
+                    v.get::<u32>().map(u64::from) == Some(*value)
+                }
+                (LaunchArg::F32 { value, .. }, RecordedArg::Scalar(v)) => {
+                    v.get::<f32>().map(f32::to_bits) == Some(value.to_bits())
+                }
                 _ => false,
             };
             assert!(same, "{what}: launch {index} (`{}`): {arg:?} vs {seen:?}", launch.field());
@@ -341,8 +345,8 @@ fn fill(n: u32, module: &str) -> RecordedLaunch {
         geometry: LaunchGeometry::linear(n, 256),
         args: vec![
             RecordedArg::Buffer { dtype: DType::F32, len: n as usize, writable: true },
-            RecordedArg::U32(n),
-            RecordedArg::F32(0.0),
+            RecordedArg::from(n),
+            RecordedArg::from(0.0f32),
         ],
     }
 }
