@@ -265,3 +265,21 @@ fn twenty_thousand_duplicate_parameters_show_the_first_errors_and_count_the_rest
     assert_eq!(lines[MAX_REPORTED_ERRORS], "... and 19980 more errors");
     assert!(rendered.len() < 4_096, "{} bytes", rendered.len());
 }
+
+#[test]
+fn the_build_table_holds_settings_not_entries_and_refuses_what_it_does_not_know() {
+    let text = "[build]\nunlisted_kernels = \"allow\"\n\n[t]\ng = { module = \"m\", entry = \"e\" }\n";
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    assert_eq!(manifest.build.unlisted_kernels, kda_build::manifest::UnlistedKernels::Allow);
+    assert_eq!(manifest.tables.len(), 1, "`[build]` is no kernel table");
+    let default = Manifest::parse("k.toml", "[t]\ng = { module = \"m\", entry = \"e\" }\n").unwrap();
+    assert_eq!(default.build.unlisted_kernels, kda_build::manifest::UnlistedKernels::Warn);
+    assert_eq!(
+        errors("[build]\nunlisted_kernels = \"ignore\"\n"),
+        ["k.toml:2:20: [build]: unknown variant `ignore`, expected `warn` or `allow`"]
+    );
+    assert_eq!(
+        errors("[build]\nunlisted = 1\n"),
+        ["k.toml:2:1: [build]: unknown field `unlisted`, expected `unlisted_kernels`"]
+    );
+}

@@ -348,16 +348,19 @@ const LDMATRIX_MISADDRESSED: KernelEntry = entry(
     },
 );
 
-/// `const u16 bits[n], f32 as_float[n], const f32 values[n], f16 to_half[n], u32 n`.
+/// `const u16 bits[n], f32 as_float[n], const f32 values[n], f16 to_half[n], f32
+/// bf16_as_float[n], bf16 to_bf16[n], u32 n`.
 const F16_CONVERSIONS: KernelEntry = entry(
     "halves",
     "f16_conversions",
     &Signature {
         params: &[
-            read("bits", DType::U16, "n", &[Op::Scalar(4)]),
-            write("as_float", DType::F32, "n", &[Op::Scalar(4)]),
-            read("values", DType::F32, "n", &[Op::Scalar(4)]),
-            write("to_half", DType::F16, "n", &[Op::Scalar(4)]),
+            read("bits", DType::U16, "n", &[Op::Scalar(6)]),
+            write("as_float", DType::F32, "n", &[Op::Scalar(6)]),
+            read("values", DType::F32, "n", &[Op::Scalar(6)]),
+            write("to_half", DType::F16, "n", &[Op::Scalar(6)]),
+            write("bf16_as_float", DType::F32, "n", &[Op::Scalar(6)]),
+            write("to_bf16", DType::Bf16, "n", &[Op::Scalar(6)]),
             KernelParam::scalar("n", U32),
         ],
         requires: &[],
@@ -1242,7 +1245,7 @@ fn a_failed_launch_fills_the_fault_record_with_its_kind_and_the_thread_its_messa
 // ---- f16 through the emulator's <cuda_fp16.h>. ----
 
 #[test]
-fn f16_converts_like_the_half_crate_on_every_bit_pattern_and_at_every_rounding_edge() {
+fn f16_and_bf16_convert_like_the_half_crate_on_every_bit_pattern_and_at_every_rounding_edge() {
     use half::f16;
     let bits: Vec<u16> = (0..=u16::MAX).collect();
     // Every f16 value as f32 (exact), the midpoint above each (a tie: nearest even), a quarter
@@ -1265,6 +1268,7 @@ fn f16_converts_like_the_half_crate_on_every_bit_pattern_and_at_every_rounding_e
     let (bits_buffer, values_buffer) = (gpu.upload(&bits).unwrap(), gpu.upload(&values).unwrap());
     let mut as_float = gpu.zeros::<f32>(n).unwrap();
     let mut to_half = gpu.zeros::<f16>(n).unwrap();
+    let (mut bf16_as_float, mut to_bf16) = (gpu.zeros::<f32>(n).unwrap(), gpu.zeros::<bf16>(n).unwrap());
     let count = u32::try_from(n).unwrap();
     launch(
         &gpu,
@@ -1275,6 +1279,8 @@ fn f16_converts_like_the_half_crate_on_every_bit_pattern_and_at_every_rounding_e
             (&mut as_float).into(),
             (&values_buffer).into(),
             (&mut to_half).into(),
+            (&mut bf16_as_float).into(),
+            (&mut to_bf16).into(),
             count.into(),
         ],
     )

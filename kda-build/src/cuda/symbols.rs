@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
+use crate::manifest::UnlistedKernels;
 
 /// A manifest entry the compiled kernels do not export under its exact name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,7 +70,8 @@ pub(crate) fn ptx_isa(ptx: &str) -> Option<(u32, u32)> {
 }
 
 /// Checks every manifest entry against `exported` (per module, its entry points): a problem per
-/// entry not exported under its exact name; a warning per exported kernel no table lists.
+/// entry not exported under its exact name; a warning per module that exports kernels no table
+/// lists, unless `[build]` says `unlisted_kernels = "allow"`.
 pub(crate) fn check_entries(
     manifest: &Manifest,
     manifest_name: &str,
@@ -102,16 +104,33 @@ pub(crate) fn check_entries(
             });
         }
     }
+    if manifest.build.unlisted_kernels == UnlistedKernels::Allow {
+        return problems;
+    }
     for (module, names) in exported {
-        let listed = |name: &String| {
-            manifest.tables.iter().flat_map(|t| &t.entries).any(|e| e.module == *module && e.entry == *name)
+        let listed = |name: &&String| {
+            manifest.tables.iter().flat_map(|t| &t.entries).any(|e| e.module == *module && e.entry == **name)
         };
-        for name in names.iter().filter(|name| !listed(name)) {
-            warnings.push(format!(
-                "{} exports the kernel `{name}`, which no table of {manifest_name} lists",
-                file(module)
-            ));
+        let unlisted: Vec<&String> = names.iter().filter(|name| !listed(name)).collect();
+        if unlisted.is_empty() {
+            continue;
         }
+        /// The most kernels a warning names; it counts the rest.
+        const NAMED: usize = 5;
+        let mut named: Vec<String> = unlisted.iter().take(NAMED).map(|name| format!("`{name}`")).collect();
+        if unlisted.len() > NAMED {
+            named.push(format!("{} more", unlisted.len() - NAMED));
+        }
+        let (count, kernels) = match unlisted.len() {
+            1 => ("a kernel".to_owned(), "it"),
+            n => (format!("{n} kernels"), "them"),
+        };
+        warnings.push(format!(
+            "{} exports {count} no table of {manifest_name} lists ({}); list {kernels}, or set \
+             `unlisted_kernels = \"allow\"` under `[build]` if that is intended",
+            file(module),
+            named.join(", ")
+        ));
     }
     problems
 }
@@ -176,7 +195,34 @@ mod tests {
                  `dense_gemm_bf16`, `_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj`, `helper_kernel`",
             ]
         );
-        assert!(warnings.iter().any(|w| w.contains("`helper_kernel`, which no table of kernels.toml lists")));
+        // One line for the module, naming what it exports that no table lists.
+        assert_eq!(
+            warnings,
+            ["kernels/dense.cu exports 2 kernels no table of kernels.toml lists \
+              (`_Z15dense_gemv_bf16PK13__nv_bfloat16S1_PS_jj`, `helper_kernel`); list them, or set \
+              `unlisted_kernels = \"allow\"` under `[build]` if that is intended"]
+        );
+    }
+
+    #[test]
+    fn a_module_of_many_unlisted_kernels_is_one_warning_naming_five_and_counting_the_rest() {
+        let exported = [("dense".to_owned(), (0..80).map(|i| format!("k{i}")).collect::<Vec<_>>())];
+        let mut warnings = Vec::new();
+        check_entries(&manifest(), "kernels.toml", Path::new("kernels"), &exported, &mut warnings);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "kernels/dense.cu exports 80 kernels no table of kernels.toml lists (`k0`, `k1`, `k2`, `k3`, `k4`, 75 more)"
+            ),
+            "{warnings:?}"
+        );
+        // Said to be intended: nothing.
+        let text =
+            "[build]\nunlisted_kernels = \"allow\"\n[t]\ngemm = { module = \"dense\", entry = \"k0\" }\n";
+        let allowed = Manifest::parse("kernels.toml", text).unwrap();
+        let mut warnings = Vec::new();
+        check_entries(&allowed, "kernels.toml", Path::new("kernels"), &exported, &mut warnings);
+        assert_eq!(warnings, Vec::<String>::new());
     }
 
     #[test]

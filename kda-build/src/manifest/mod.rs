@@ -37,6 +37,9 @@ pub use ident::{is_c_identifier, is_rust_field_name};
 /// The reserved table of named integer constants shared by the kernels and Rust.
 pub(crate) const DEFINES_TABLE: &str = "defines";
 
+/// The reserved table of the build's settings.
+pub(crate) const BUILD_TABLE: &str = "build";
+
 /// A parsed and validated manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
@@ -45,6 +48,33 @@ pub struct Manifest {
     /// The `[defines]`, in file order: passed to nvcc as `-DNAME=VALUE` and generated as Rust
     /// constants, so neither side writes a shared constant twice.
     pub defines: Vec<Define>,
+    /// The `[build]` settings.
+    pub build: BuildSettings,
+}
+
+/// `[build]`: how the build step treats the kernels, beside the tables.
+///
+/// ```toml
+/// [build]
+/// unlisted_kernels = "allow"   # a library's modules export more kernels than the tables list
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSettings {
+    /// What the build says of a kernel a module exports and no table lists.
+    #[serde(default)]
+    pub unlisted_kernels: UnlistedKernels,
+}
+
+/// What the build says of exported kernels no table lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnlistedKernels {
+    /// One warning per module, naming them (the default: a kernel left out by mistake shows).
+    #[default]
+    Warn,
+    /// Nothing: the manifest lists only some of a library's kernels, on purpose.
+    Allow,
 }
 
 /// One named constant of `[defines]`.
@@ -108,6 +138,7 @@ impl Manifest {
                     .map(|(table, contracts)| table.into_table(source, contracts))
                     .collect(),
                 defines: raw.defines.into_iter().map(|define| parse::into_define(source, define)).collect(),
+                build: raw.build,
             })
         } else {
             // File order, whichever step found them, capped once here for every front end.

@@ -5,7 +5,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::params::Contract;
-use super::{DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
+use super::{BUILD_TABLE, BuildSettings, DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
 const ENTRY_KEYS: [&str; 6] = ["module", "entry", "optional", "doc", "params", "requires"];
@@ -36,11 +36,12 @@ pub(super) struct RawTable {
     pub entries: Vec<(Spanned<String>, RawEntry)>,
 }
 
-/// The manifest as written: its kernel tables and its `[defines]`.
+/// The manifest as written: its kernel tables, its `[defines]` and its `[build]` settings.
 #[derive(Default)]
 pub(super) struct RawManifest {
     pub tables: Vec<RawTable>,
     pub defines: Vec<(Spanned<String>, u32)>,
+    pub build: BuildSettings,
 }
 
 /// Parses `source` into raw tables, collecting every syntax and shape error in `diagnostics`.
@@ -61,6 +62,15 @@ pub(super) fn read(source: &LineIndex<'_>, diagnostics: &mut Vec<Diagnostic>) ->
         let name = spanned_string(name);
         if name.get_ref() == DEFINES_TABLE {
             manifest.defines.extend(read_defines(source, name, value, diagnostics));
+        } else if name.get_ref() == BUILD_TABLE {
+            let span = value.span();
+            match BuildSettings::deserialize(ValueDeserializer::from(value)) {
+                Ok(build) => manifest.build = build,
+                Err(error) => {
+                    let message = format!("[build]: {}", error.message());
+                    diagnostics.push(Diagnostic::new(source, error.span().unwrap_or(span), message));
+                }
+            }
         } else {
             manifest.tables.extend(read_table(source, name, value, diagnostics));
         }

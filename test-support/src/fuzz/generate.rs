@@ -442,7 +442,7 @@ impl Manifest {
         let mut tables: Vec<Table> = Vec::new();
         for _ in 0..rng.range(1, 4) {
             let mut name = field_name(rng, flawed);
-            if name == "defines" || tables.iter().any(|table| table.name == name) {
+            if name == "defines" || name == "build" || tables.iter().any(|table| table.name == name) {
                 name = format!("{name}_{}", tables.len());
             }
             let mut entries: Vec<Entry> = Vec::new();
