@@ -309,8 +309,22 @@ impl KernelBuild {
     }
 
     /// Reads the manifest, compiles (or takes from the cache) and checks every module, and
-    /// writes the generated file.
+    /// writes the generated file. In a build script (`from_env`), an `Err` is also told to cargo
+    /// as `cargo::error`, so it is the first thing the user reads, not a line under cargo's
+    /// "failed to run custom build command".
     pub fn run(&self) -> Result<BuildOutput, BuildError> {
+        let result = self.build();
+        if let Err(error) = &result
+            && self.cargo_directives
+        {
+            for line in cargo_errors(error) {
+                println!("{line}");
+            }
+        }
+        result
+    }
+
+    fn build(&self) -> Result<BuildOutput, BuildError> {
         self.rerun_if_changed();
         let name = self.manifest_name();
         let mut output =
@@ -564,6 +578,11 @@ impl KernelBuild {
     }
 }
 
+/// `error` as cargo directives: one `cargo::error=` line per line of its message.
+fn cargo_errors(error: &BuildError) -> Vec<String> {
+    error.to_string().lines().map(|line| format!("cargo::error={line}")).collect()
+}
+
 fn env(name: &'static str) -> Result<String, BuildError> {
     std::env::var(name).map_err(|_| BuildError::MissingEnv(name))
 }
@@ -578,4 +597,25 @@ fn write(path: &Path, contents: &str) -> Result<(), BuildError> {
         return Ok(());
     }
     std::fs::write(path, contents).map_err(|source| BuildError::Io { path: path.to_owned(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_error_reaches_cargo_as_an_error_directive_per_line_of_its_message() {
+        let required = BuildError::NvccRequired("NVCC=/opt/none/nvcc: cannot run it".to_owned());
+        assert_eq!(
+            cargo_errors(&required),
+            [
+                "cargo::error=nvcc is required (KDA_REQUIRE_NVCC=1) but was not found: NVCC=/opt/none/nvcc: cannot run it"
+            ]
+        );
+        let io = BuildError::Io {
+            path: PathBuf::from("out/a.rs"),
+            source: std::io::Error::other("disk full\nand more"),
+        };
+        assert_eq!(cargo_errors(&io), ["cargo::error=out/a.rs: disk full", "cargo::error=and more"]);
+    }
 }
