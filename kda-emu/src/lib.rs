@@ -12,7 +12,8 @@
 //!   limits ([`DeviceLimits`]);
 //! - the **toolchain** that compiles an entry's unit and links its library ([`toolchain`]), which
 //!   kda-build's emulated build drives (caching, problems located in the manifest);
-//! - the **raw** layer that opens a library and calls its ABI ([`library`], feature `load`).
+//! - the **raw** layer that opens a library and calls its ABI ([`library`], feature `load`), and
+//!   what a failed launch reports through it and through the driver ([`Fault`]).
 //!
 //! The safe backends over it, `EmuBackend` in process and `DriverBackend` under a sanitizer, are
 //! kda-runtime's (feature `emulation`), beside its other backends and under the same launch

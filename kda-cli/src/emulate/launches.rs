@@ -56,9 +56,9 @@ impl Draw {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    /// A value below `bound` (> 0).
+    /// A value below `bound` (0 for a bound of 0).
     pub fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
+        self.next().checked_rem(bound).unwrap_or(0)
     }
 
     /// One of `items` (not empty).
