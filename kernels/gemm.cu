@@ -160,7 +160,7 @@ __device__ __forceinline__ Loader make_loader(u32 m, u32 n, u32 k, u32 lda, u32 
 // A 16-byte cp.async that copies 16 bytes from `gmem` if `copy`, else reads none and fills the 16
 // with zeros (cp.async's src-size operand): an edge chunk costs no branch and no separate store.
 // `gmem` is a valid address either way.
-#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+#if defined(KDA_EMULATION)
 __device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem, bool copy) {
     if (copy) {
         cp_async_16(smem, gmem);

@@ -66,7 +66,7 @@ __device__ __forceinline__ void with_head_dim(u32 head_dim, Body body) {
 }
 
 // Asynchronous 16-byte global -> shared copy (sm_80+), bypassing L1: for streamed weights.
-#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+#if defined(KDA_EMULATION)
 // Built as C++ by the emulator (kda-emu/cpp), where inline PTX does not compile: the same
 // semantics, the copy landing at the wait that covers its group.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) { kda_emu::cp_async(smem, gmem, 16); }
@@ -87,7 +87,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // first byte, 16-byte aligned, `dynamic_shared_bytes()` how many bytes the launch gave it, for the
 // kernel to check before use (a launch with fewer writes nothing). Beyond 48 KiB a block gets it by
 // opt-in, which the CUDA backend makes for the launch.
-#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+#if defined(KDA_EMULATION)
 __device__ __forceinline__ unsigned char* dynamic_shared() {
     return static_cast<unsigned char*>(kda_emu::dynamic_shared());
 }
@@ -108,7 +108,7 @@ __device__ __forceinline__ u32 dynamic_shared_bytes() {
 // HBM into L2 without waiting for it. It changes no result, so the emulator, which has no memory
 // hierarchy to warm, reads one byte there instead, so that a sanitizer reports a prefetch outside
 // the buffers: `p` must point into a buffer the kernel may read.
-#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+#if defined(KDA_EMULATION)
 __device__ __forceinline__ void prefetch_l2(const void* p) { (void)*static_cast<const volatile char*>(p); }
 #else
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
@@ -133,7 +133,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefe
 //   mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]);
 // The order of the 16 products' sum is the tensor core's own (the emulator's is defined in
 // kda-emu/cpp/kda_emu_runtime.cpp): results are held to the ABI's tolerances, not to bits.
-#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+#if defined(KDA_EMULATION)
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* smem_row) { kda_emu::ldmatrix(4, r, smem_row); }
 __device__ __forceinline__ void ldmatrix_x2(u32 (&r)[2], const void* smem_row) { kda_emu::ldmatrix(2, r, smem_row); }
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
@@ -173,7 +173,7 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4],
 // b[0] = B[t][g], b[1] = B[t+4][g];  d as for mma_bf16_16816.
 //   u32 to_tf32(float x);
 //   mma_tf32_1688(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]);
-#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)
+#if defined(KDA_EMULATION)
 __device__ __forceinline__ u32 to_tf32(float x) { return kda_emu::tf32_rna(x); }
 __device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
     kda_emu::mma_tf32_1688(d, a, b);

@@ -23,9 +23,11 @@
 
 #include "kda_emu_config.h"
 
-// Kernels guard the few lines C++ cannot compile (inline PTX) with
-// `#if !defined(__CUDA_ARCH__) && defined(KDA_EMULATION)`.
+// Kernels guard the few lines C++ cannot compile (inline PTX) with `#if defined(KDA_EMULATION)`.
+// __CUDA_ARCH__ is the emulated device's (kda-emu/src/device.rs), so code gated on an
+// architecture (`#if __CUDA_ARCH__ >= 800`) is present as it is in nvcc's device pass.
 #define KDA_EMULATION 1
+#define __CUDA_ARCH__ KDA_EMU_ARCH
 
 #define __global__
 #define __device__

@@ -387,10 +387,12 @@ const FP8_CONVERSIONS: KernelEntry = entry(
     },
 );
 
+const ARCH_GATED: KernelEntry = one_output!("shared", "arch_gated", DType::U32, 1);
+
 /// Every fixture entry with the signature its kernel takes: what the fixture set proves, as the
 /// build proves a manifest's. `RECORD_ORDER_U64` is not among them: it describes its kernel
 /// wrongly.
-const FIXTURES: [KernelEntry; 21] = [
+const FIXTURES: [KernelEntry; 22] = [
     BLOCK_SUMS,
     RECORD_ORDER,
     BARRIER_SKIPPED,
@@ -412,6 +414,7 @@ const FIXTURES: [KernelEntry; 21] = [
     LDMATRIX_MISADDRESSED,
     F16_CONVERSIONS,
     FP8_CONVERSIONS,
+    ARCH_GATED,
 ];
 
 const NAN_BITS: u32 = 0xffff_ffff;
@@ -1442,4 +1445,14 @@ fn fp8_converts_as_the_ocp_formats_define_on_every_pattern_and_rounds_to_nearest
             }
         }
     }
+}
+
+#[test]
+fn code_gated_on_the_architecture_is_compiled_for_the_emulated_device() {
+    let gpu = backend(81);
+    let mut out = gpu.zeros::<u32>(1).unwrap();
+    launch(&gpu, &ARCH_GATED, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into()])
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<u32>(&out).unwrap(), [kda_emu::DeviceLimits::SM_90.arch]);
+    assert_eq!(kda_emu::DeviceLimits::SM_90.arch, 900);
 }
