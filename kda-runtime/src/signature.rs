@@ -148,7 +148,7 @@ pub enum EvalError {
     Overflow,
     /// A subtraction goes below zero.
     BelowZero,
-    /// A `%` or `cdiv` by zero.
+    /// A `/`, `%` or `cdiv` by zero.
     DivisionByZero,
     /// A negative `i32` scalar where a size is computed.
     NegativeScalar,
@@ -174,34 +174,49 @@ impl fmt::Display for EvalError {
 /// Evaluates `program` (an extent's or a requirement's) over a launch's integer scalars, read
 /// from `args` by position (its buffer arguments are not read), and its `geometry`. A tool that
 /// makes launches from a signature sizes their buffers with it.
+///
+/// An arithmetic failure is carried on the stack as a value, so that a `Select` that does not
+/// take it discards it; only the program's result, or an operand of an operation that is
+/// computed, fails the evaluation.
 pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometry) -> Result<u64, EvalError> {
-    let mut stack = [0u64; STACK_DEPTH];
+    let mut stack = [Ok(0u64); STACK_DEPTH];
     let mut depth = 0;
     for op in program {
         let value = match *op {
-            Op::Literal(value) => value,
+            Op::Literal(value) => Ok(value),
             Op::Scalar(index) => match args.get(usize::from(index)) {
                 Some(KernelArg::Scalar(scalar)) => match scalar.as_size() {
-                    Some(Ok(value)) => value,
-                    Some(Err(_)) => return Err(EvalError::NegativeScalar),
+                    Some(Ok(value)) => Ok(value),
+                    Some(Err(_)) => Err(EvalError::NegativeScalar),
                     None => return Err(EvalError::Malformed),
                 },
                 _ => return Err(EvalError::Malformed),
             },
-            Op::Launch(dim) => u64::from(dimension(dim, geometry)),
+            Op::Launch(dim) => Ok(u64::from(dimension(dim, geometry))),
+            Op::Select => {
+                if depth < 3 {
+                    return Err(EvalError::Malformed);
+                }
+                depth -= 3;
+                let [condition, taken, other] = [stack[depth], stack[depth + 1], stack[depth + 2]];
+                condition.and_then(|c| if c != 0 { taken } else { other })
+            }
             binary => {
                 if depth < 2 {
                     return Err(EvalError::Malformed);
                 }
                 depth -= 2;
                 let (a, b) = (stack[depth], stack[depth + 1]);
-                apply(binary, a, b)?
+                a.and_then(|a| b.and_then(|b| apply(binary, a, b)))
             }
         };
+        if matches!(value, Err(EvalError::Malformed)) {
+            return value;
+        }
         *stack.get_mut(depth).ok_or(EvalError::Malformed)? = value;
         depth += 1;
     }
-    if depth == 1 { Ok(stack[0]) } else { Err(EvalError::Malformed) }
+    if depth == 1 { stack[0] } else { Err(EvalError::Malformed) }
 }
 
 fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
@@ -211,6 +226,7 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
         Op::Sub => a.checked_sub(b).ok_or(EvalError::BelowZero),
         Op::Mul => a.checked_mul(b).ok_or(EvalError::Overflow),
         Op::Rem => a.checked_rem(b).ok_or(EvalError::DivisionByZero),
+        Op::Div => a.checked_div(b).ok_or(EvalError::DivisionByZero),
         Op::Cdiv => {
             if b == 0 {
                 Err(EvalError::DivisionByZero)
@@ -218,6 +234,8 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
                 Ok(a.div_ceil(b))
             }
         }
+        Op::Min => Ok(a.min(b)),
+        Op::Max => Ok(a.max(b)),
         Op::Eq => truth(a == b),
         Op::Ne => truth(a != b),
         Op::Lt => truth(a < b),
@@ -225,7 +243,7 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
         Op::Gt => truth(a > b),
         Op::Ge => truth(a >= b),
         Op::Or => truth(a != 0 || b != 0),
-        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) => Err(EvalError::Malformed),
+        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) | Op::Select => Err(EvalError::Malformed),
     }
 }
 

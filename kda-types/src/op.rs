@@ -4,7 +4,8 @@
 
 use crate::LaunchDim;
 
-/// One step of an extent or requirement program: pushes a value, or pops two and pushes one.
+/// One step of an extent or requirement program: pushes a value, pops two and pushes one, or
+/// ([`Op::Select`]) pops three and pushes one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Pushes a literal (a `[defines]` constant arrives here as its value).
@@ -23,6 +24,12 @@ pub enum Op {
     Rem,
     /// `⌈a / b⌉`; `b = 0` is an error.
     Cdiv,
+    /// `⌊a / b⌋`; `b = 0` is an error.
+    Div,
+    /// The smaller of `a` and `b`.
+    Min,
+    /// The larger of `a` and `b`.
+    Max,
     /// `a == b` (1 or 0).
     Eq,
     /// `a != b`.
@@ -37,4 +44,7 @@ pub enum Op {
     Ge,
     /// `a || b`.
     Or,
+    /// `c ? a : b`, popping `c`, `a` and `b` (pushed in that order): only the value taken can
+    /// fail the program, so `n == 0 ? 0 : m / n` is defined at `n = 0`.
+    Select,
 }

@@ -72,8 +72,8 @@ pub enum Expr {
         /// Its value.
         value: u64,
     },
-    /// A dimension of the launch geometry (`block.x`, `grid.y`, ..., `shared.bytes`): only in
-    /// `requires`.
+    /// A dimension of the launch geometry (`block.x`, `grid.y`, ..., `shared.bytes`), which the
+    /// launch check reads from the launch's geometry.
     Launch(LaunchDim),
     /// `lhs op rhs`.
     Binary {
@@ -83,6 +83,15 @@ pub enum Expr {
         lhs: Box<Expr>,
         /// The right operand.
         rhs: Box<Expr>,
+    },
+    /// `condition ? taken : other`: only the side chosen is evaluated for its errors.
+    Select {
+        /// What chooses.
+        condition: Box<Comparison>,
+        /// The value when the condition holds.
+        taken: Box<Expr>,
+        /// The value when it does not.
+        other: Box<Expr>,
     },
 }
 
@@ -99,6 +108,12 @@ pub enum BinaryOp {
     Rem,
     /// `cdiv(a, b)`: ⌈a / b⌉ (`b = 0` is an error)
     Cdiv,
+    /// `a / b`: ⌊a / b⌋ (`b = 0` is an error)
+    Div,
+    /// `min(a, b)`
+    Min,
+    /// `max(a, b)`
+    Max,
 }
 
 /// One precondition of a launch: a comparison, or several joined by `||` (any may hold).
@@ -173,7 +188,21 @@ impl Expr {
                 rhs.push_postfix(program);
                 program.push(op.op());
             }
+            Expr::Select { condition, taken, other } => {
+                condition.push_postfix(program);
+                taken.push_postfix(program);
+                other.push_postfix(program);
+                program.push(Op::Select);
+            }
         }
+    }
+}
+
+impl Comparison {
+    fn push_postfix(&self, program: &mut Vec<Op>) {
+        self.lhs.push_postfix(program);
+        self.rhs.push_postfix(program);
+        program.push(self.op.op());
     }
 }
 
@@ -186,11 +215,26 @@ impl BinaryOp {
             BinaryOp::Mul => Op::Mul,
             BinaryOp::Rem => Op::Rem,
             BinaryOp::Cdiv => Op::Cdiv,
+            BinaryOp::Div => Op::Div,
+            BinaryOp::Min => Op::Min,
+            BinaryOp::Max => Op::Max,
         }
     }
 }
 
 impl CompareOp {
+    /// Whether `a op b` holds.
+    pub const fn holds(self, a: u64, b: u64) -> bool {
+        match self {
+            CompareOp::Eq => a == b,
+            CompareOp::Ne => a != b,
+            CompareOp::Lt => a < b,
+            CompareOp::Le => a <= b,
+            CompareOp::Gt => a > b,
+            CompareOp::Ge => a >= b,
+        }
+    }
+
     /// The program instruction of the comparison.
     pub const fn op(self) -> Op {
         match self {
@@ -209,10 +253,8 @@ impl Requirement {
     /// alternatives joined by `Or`.
     pub fn program(&self) -> Vec<Op> {
         let mut program = Vec::new();
-        for (i, Comparison { lhs, op, rhs }) in self.any_of.iter().enumerate() {
-            lhs.push_postfix(&mut program);
-            rhs.push_postfix(&mut program);
-            program.push(op.op());
+        for (i, comparison) in self.any_of.iter().enumerate() {
+            comparison.push_postfix(&mut program);
             if i > 0 {
                 program.push(Op::Or);
             }
@@ -233,7 +275,7 @@ mod tests {
             TILE = 64
 
             [t]
-            e = { module = "m", entry = "e", params = "const f32 x[cdiv(n, TILE) * k + 1], u32 n, u32 k",
+            e = { module = "m", entry = "e", params = "const f32 x[cdiv(n, TILE) * k + 1], u32 n, u32 k, f32 y[k > 0 ? n / k : grid.x]",
                   requires = ["block.x == 256 || n % 2 != 0"] }
         "#;
         let manifest = Manifest::parse("kernels.toml", text).unwrap();
@@ -245,6 +287,11 @@ mod tests {
             extent.program(),
             [Scalar(1), Literal(64), Cdiv, Scalar(2), Mul, Literal(1), Add],
             "{extent:?}"
+        );
+        let ParamType::Buffer { extent, .. } = &params[3].ty else { panic!("y is a buffer") };
+        assert_eq!(
+            extent.program(),
+            [Scalar(2), Literal(0), Gt, Scalar(1), Scalar(2), Div, Launch(LaunchDim::GridX), Select]
         );
         assert_eq!(
             entry.requires[0].program(),

@@ -4,9 +4,10 @@
 //! - `params` = `param (',' param)*`, in the kernel's order: a buffer is `[const] T name[EXTENT]`
 //!   (T: any element type of kda-types' `DType`), a scalar `T name` (T: any of its `ScalarKind`s).
 //! - a requirement = `expr CMP expr ('||' expr CMP expr)*`, CMP one of `== != < <= > >=`.
-//! - `expr` = integer literals, the entry's integer scalars, `[defines]` constants, `+ - * %`,
-//!   parentheses and `cdiv(a, b)`; a requirement may also use `block.x` ... `grid.z` and
-//!   `shared.bytes`.
+//! - `expr` = integer literals, the entry's integer scalars, `[defines]` constants, the launch's
+//!   `block.x` ... `grid.z` and `shared.bytes`, `+ - * / %`, parentheses, `cdiv(a, b)`,
+//!   `min(a, b)`, `max(a, b)`, and `a CMP b ? c : d` (an extent's whole expression, or in
+//!   parentheses).
 
 mod expr;
 mod lex;
@@ -16,7 +17,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use self::expr::{Cursor, Kind, Names, Node, Place, Problem, parse_expr, resolve};
+use self::expr::{Cursor, Kind, Names, Node, Place, Problem, compare_op, parse_expr, parse_value, resolve};
 use self::lex::{Tok, Token, shorten, tokenize};
 use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawEntry, RawManifest};
@@ -303,7 +304,7 @@ fn declare<'s>(
             return Err((Problem::new(open.start..cursor.peek().end, message), partial));
         }
         Some(open) => {
-            let node = parse_expr(cursor, 0, problems).map_err(|problem| (problem, partial))?;
+            let node = parse_value(cursor, 0, problems).map_err(|problem| (problem, partial))?;
             let Some(close) = cursor.eat("]") else {
                 let what = format!("`]` to close the extent of `{}`", shorten(name.0));
                 return Err((Problem::expected(&what, cursor.peek()), partial));
@@ -392,14 +393,9 @@ fn parse_requirement<'s>(
     loop {
         let lhs = parse_expr(cursor, 0, problems)?;
         let found = cursor.peek();
-        let op = match found.tok {
-            Tok::Punct("==") => CompareOp::Eq,
-            Tok::Punct("!=") => CompareOp::Ne,
-            Tok::Punct("<") => CompareOp::Lt,
-            Tok::Punct("<=") => CompareOp::Le,
-            Tok::Punct(">") => CompareOp::Gt,
-            Tok::Punct(">=") => CompareOp::Ge,
-            _ => {
+        let op = match compare_op(found) {
+            Some(op) => op,
+            None => {
                 let hint = if found.is("=") { " (`==` tests equality)" } else { "" };
                 let message = format!(
                     "expected a comparison (`==`, `!=`, `<`, `<=`, `>` or `>=`), found {}{hint}",

@@ -215,7 +215,7 @@ fn an_unknown_name_in_an_extent_is_reported_at_the_name() {
     assert_eq!(
         errors(&with_params("bf16 a[n*x], u32 n")),
         [
-            "k.toml:2:53: entry `g`: unknown name `x` in the extent of `a`: not a scalar parameter of this entry or a [defines] constant"
+            "k.toml:2:53: entry `g`: unknown name `x` in the extent of `a`: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)"
         ]
     );
 }
@@ -226,7 +226,7 @@ fn only_integer_scalars_size_a_buffer() {
         errors(&with_params("f32 eps, bf16 a[eps], bf16 b[a]")),
         [
             "k.toml:2:60: entry `g`: f32 scalar `eps` cannot size a buffer (the extent of `a`)",
-            "k.toml:2:73: entry `g`: buffer `a` cannot size a buffer (the extent of `b`): an extent uses integer scalars and [defines] constants",
+            "k.toml:2:73: entry `g`: buffer `a` cannot size a buffer (the extent of `b`): an extent uses integer scalars, [defines] constants and launch dimensions",
         ]
     );
 }
@@ -294,13 +294,64 @@ fn syntax_errors_are_located_and_each_parameter_is_parsed_on_its_own() {
 }
 
 #[test]
-fn launch_dimensions_are_for_requirements_only() {
+fn extents_divide_take_min_and_max_choose_and_read_the_launch() {
+    let params = params_of(&with_params(
+        "const f32 x[min(n, 4) * max(n / 2, 1)], f32 y[grid.x * n], f32 z[b != 0 ? b * n : n], u32 n, u32 b",
+    ));
+    let extents: Vec<&Expr> = params
+        .iter()
+        .filter_map(|p| match &p.ty {
+            ParamType::Buffer { extent, .. } => Some(extent),
+            ParamType::Scalar(_) => None,
+        })
+        .collect();
+    let literal = |value| Box::new(Expr::Literal(value));
     assert_eq!(
-        errors(&with_params("bf16 a[block.x], bf16 b[grid.w]")),
+        *extents[0],
+        *binary(
+            BinaryOp::Mul,
+            binary(BinaryOp::Min, scalar("n", 3), literal(4)),
+            binary(BinaryOp::Max, binary(BinaryOp::Div, scalar("n", 3), literal(2)), literal(1)),
+        )
+    );
+    assert_eq!(*extents[1], *binary(BinaryOp::Mul, Box::new(Expr::Launch(LaunchDim::GridX)), scalar("n", 3)));
+    assert_eq!(
+        *extents[2],
+        Expr::Select {
+            condition: Box::new(Comparison {
+                lhs: *scalar("b", 4),
+                op: CompareOp::Ne,
+                rhs: Expr::Literal(0)
+            }),
+            taken: binary(BinaryOp::Mul, scalar("b", 4), scalar("n", 3)),
+            other: scalar("n", 3),
+        }
+    );
+    // In a requirement a conditional is written in parentheses, and min/max/`/` work as anywhere.
+    let text = with_requires(&["n >= (n > 8 ? 2 : 1)", "min(n, 3) / 2 == 1"]);
+    let manifest = Manifest::parse("k.toml", &text).unwrap();
+    assert_eq!(manifest.tables[0].entries[0].requires.len(), 2);
+}
+
+#[test]
+fn a_misused_conditional_or_function_is_located() {
+    assert_eq!(
+        errors(&with_params("bf16 a[n == 1 ? 2], bf16 b[n ? 1 : 2], bf16 c[grid.w], bf16 d[max(n)], u32 n")),
         [
-            "k.toml:2:51: entry `g`: `block.x` is a launch dimension: only `requires` can use it, not the extent of `a`",
-            "k.toml:2:68: entry `g`: `grid.w` is not a launch dimension: expected block.x, block.y, block.z, grid.x, grid.y, grid.z or shared.bytes",
+            "k.toml:2:61: entry `g`: expected `:` between the two values of `c ? a : b`, found `]`",
+            "k.toml:2:73: entry `g`: expected `]` to close the extent of `b`, found `?`",
+            "k.toml:2:90: entry `g`: `grid.w` is not a launch dimension: expected block.x, block.y, block.z, grid.x, grid.y, grid.z or shared.bytes",
+            "k.toml:2:111: entry `g`: expected `,` between the two operands of `max`, found `)`",
         ]
+    );
+    // A conditional's constant branch that always fails is still reported; a folded condition
+    // picks its branch, so `1 == 1 ? n : n / 0` reports only what is always taken.
+    let text = format!("{}[defines]\nZERO = 0\n", with_params("bf16 a[1 == 0 ? 1 : n / ZERO], u32 n"));
+    assert_eq!(errors(&text), ["k.toml:2:66: entry `g`: `n / ZERO` divides by zero"]);
+    // A requirement's sides stay its own: an unparenthesised conditional is not one.
+    assert_eq!(
+        errors(&with_requires(&["n == 1 ? 1 : 2"])),
+        ["k.toml:2:72: entry `g`: expected `||` or the end of the requirement, found `?`"]
     );
 }
 
@@ -337,7 +388,7 @@ fn requirements_use_the_same_names_and_syntax() {
         [
             "k.toml:2:67: entry `g`: expected a comparison (`==`, `!=`, `<`, `<=`, `>` or `>=`), found `=` (`==` tests equality)",
             "k.toml:2:80: entry `g`: expected `||` or the end of the requirement, found `<`",
-            "k.toml:2:87: entry `g`: expected an integer, a name, `cdiv(a, b)` or `(`, found the end of the string",
+            "k.toml:2:87: entry `g`: expected an integer, a name, `cdiv(a, b)`, `min(a, b)`, `max(a, b)` or `(`, found the end of the string",
         ]
     );
 }
@@ -358,7 +409,7 @@ fn strings_with_escapes_are_located_at_their_start_and_others_exactly() {
     assert_eq!(
         errors(&with_params("bf16 a[\\u0041]")),
         [
-            "k.toml:2:44: entry `g`: unknown name `A` in the extent of `a`: not a scalar parameter of this entry or a [defines] constant"
+            "k.toml:2:44: entry `g`: unknown name `A` in the extent of `a`: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)"
         ]
     );
     assert_eq!(
@@ -366,8 +417,8 @@ fn strings_with_escapes_are_located_at_their_start_and_others_exactly() {
             "[t]\ng = { module = \"m\", entry = \"e\", params = 'bf16 a[z]' }\n[t.h]\nmodule = \"m\"\nentry = \"f\"\nparams = '''\n  u32 q[z]'''\n"
         ),
         [
-            "k.toml:2:51: entry `g`: unknown name `z` in the extent of `a`: not a scalar parameter of this entry or a [defines] constant",
-            "k.toml:7:9: entry `h`: unknown name `z` in the extent of `q`: not a scalar parameter of this entry or a [defines] constant",
+            "k.toml:2:51: entry `g`: unknown name `z` in the extent of `a`: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)",
+            "k.toml:7:9: entry `h`: unknown name `z` in the extent of `q`: not a scalar parameter of this entry, a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)",
         ]
     );
 }

@@ -152,6 +152,52 @@ fn arithmetic_that_has_no_u64_result_is_an_error() {
 }
 
 #[test]
+fn division_min_max_and_a_conditional_evaluate_like_integers_do() {
+    let literals = |a, b, op| eval(&[Op::Literal(a), Op::Literal(b), op], &[]);
+    assert_eq!(literals(7, 2, Op::Div), Ok(3));
+    assert_eq!(literals(7, 0, Op::Div), Err(EvalError::DivisionByZero));
+    assert_eq!((literals(7, 2, Op::Min), literals(7, 2, Op::Max)), (Ok(2), Ok(7)));
+    // `n == 0 ? 0 : 12 / n`: the branch not taken cannot fail the program.
+    let guarded = [
+        Op::Scalar(0),
+        Op::Literal(0),
+        Op::Eq,
+        Op::Literal(0),
+        Op::Literal(12),
+        Op::Scalar(0),
+        Op::Div,
+        Op::Select,
+    ];
+    assert_eq!(eval(&guarded, &[0]), Ok(0));
+    assert_eq!(eval(&guarded, &[5]), Ok(2));
+    // The branch taken can, and so can the condition.
+    let unguarded = [
+        Op::Scalar(0),
+        Op::Literal(1),
+        Op::Eq,
+        Op::Literal(0),
+        Op::Literal(12),
+        Op::Scalar(0),
+        Op::Div,
+        Op::Select,
+    ];
+    assert_eq!(eval(&unguarded, &[0]), Err(EvalError::DivisionByZero));
+    let failing_condition =
+        [Op::Literal(1), Op::Literal(0), Op::Rem, Op::Literal(1), Op::Literal(2), Op::Select];
+    assert_eq!(eval(&failing_condition, &[]), Err(EvalError::DivisionByZero));
+    // A failed operand fails whatever uses it, even where the result would not depend on it.
+    assert_eq!(
+        eval(&[Op::Literal(1), Op::Literal(0), Op::Div, Op::Literal(0), Op::Min], &[]),
+        Err(EvalError::DivisionByZero)
+    );
+    assert_eq!(eval(&[Op::Literal(1), Op::Literal(2), Op::Select], &[]), Err(EvalError::Malformed));
+    // Launch dimensions size buffers too: rows from the grid.
+    let rows = [Op::Launch(LaunchDim::GridX), Op::Scalar(0), Op::Mul];
+    let geometry = LaunchGeometry { grid: (6, 1, 1), block: (32, 1, 1), shared_mem_bytes: 0 };
+    assert_eq!(evaluate(&rows, &[KernelArg::from(10u32)], &geometry), Ok(60));
+}
+
+#[test]
 fn a_malformed_program_is_an_error_not_a_panic() {
     let view = buffer(DType::F32, 4);
     let args = [KernelArg::from(1u32), KernelArg::from(1.0f32), view.view().into()];

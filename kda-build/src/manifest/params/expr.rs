@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::lex::{Tok, Token, shorten};
-use crate::manifest::{BinaryOp, Expr, LaunchDim, ScalarKind};
+use crate::manifest::{BinaryOp, CompareOp, Comparison, Expr, LaunchDim, ScalarKind};
 
 /// The deepest nesting of parentheses and operators an expression may have: real extents use a
 /// handful, and the bound keeps every recursive walk (parse, resolve, drop) off the stack limit.
@@ -102,6 +102,12 @@ pub(super) enum NodeKind<'s> {
         lhs: Box<Node<'s>>,
         rhs: Box<Node<'s>>,
     },
+    /// `lhs CMP rhs ? taken : other`.
+    Select {
+        condition: Box<(Node<'s>, CompareOp, Node<'s>)>,
+        taken: Box<Node<'s>>,
+        other: Box<Node<'s>>,
+    },
 }
 
 impl<'s> Node<'s> {
@@ -127,8 +133,58 @@ fn too_deep(token: Token<'_>) -> Problem {
     )
 }
 
-/// `expr = term (('+' | '-') term)*`, `term = atom (('*' | '%') atom)*`,
-/// `atom = INTEGER | NAME | NAME '.' NAME | 'cdiv' '(' expr ',' expr ')' | '(' expr ')'`.
+/// `value = expr [CMP expr '?' value ':' value]`: an extent, or what parentheses and a
+/// function's arguments hold. A requirement's sides are `expr`s, so that its comparisons stay its
+/// own; a conditional inside one is written in parentheses.
+pub(super) fn parse_value<'s>(
+    cursor: &mut Cursor<'_, 's>,
+    depth: u32,
+    problems: &mut Vec<Problem>,
+) -> Result<Node<'s>, Problem> {
+    let lhs = parse_expr(cursor, depth, problems)?;
+    let Some(op) = compare_op(cursor.peek()) else { return Ok(lhs) };
+    let op_token = cursor.bump();
+    if depth >= MAX_DEPTH {
+        return Err(too_deep(op_token));
+    }
+    let rhs = parse_expr(cursor, depth + 1, problems)?;
+    cursor.eat("?").ok_or_else(|| {
+        Problem::expected("`?` after the condition (`c ? a : b` chooses between two values)", cursor.peek())
+    })?;
+    let taken = parse_value(cursor, depth + 1, problems)?;
+    cursor
+        .eat(":")
+        .ok_or_else(|| Problem::expected("`:` between the two values of `c ? a : b`", cursor.peek()))?;
+    let other = parse_value(cursor, depth + 1, problems)?;
+    let height = [&lhs, &rhs, &taken, &other].iter().map(|node| node.height).max().unwrap_or(0) + 1;
+    if height > MAX_DEPTH {
+        return Err(too_deep(op_token));
+    }
+    let (start, end) = (lhs.start, other.end);
+    let kind = NodeKind::Select {
+        condition: Box::new((lhs, op, rhs)),
+        taken: Box::new(taken),
+        other: Box::new(other),
+    };
+    Ok(Node { kind, start, end, height })
+}
+
+/// The comparison `token` spells, if it is one.
+pub(super) fn compare_op(token: Token<'_>) -> Option<CompareOp> {
+    match token.tok {
+        Tok::Punct("==") => Some(CompareOp::Eq),
+        Tok::Punct("!=") => Some(CompareOp::Ne),
+        Tok::Punct("<") => Some(CompareOp::Lt),
+        Tok::Punct("<=") => Some(CompareOp::Le),
+        Tok::Punct(">") => Some(CompareOp::Gt),
+        Tok::Punct(">=") => Some(CompareOp::Ge),
+        _ => None,
+    }
+}
+
+/// `expr = term (('+' | '-') term)*`, `term = atom (('*' | '/' | '%') atom)*`,
+/// `atom = INTEGER | NAME | NAME '.' NAME | FUNCTION '(' value ',' value ')' | '(' value ')'`,
+/// FUNCTION one of `cdiv`, `min` and `max`.
 ///
 /// A fatal problem is returned; one the parse can step over (a bad literal, an unknown launch
 /// dimension) is added to `problems` and parsing goes on.
@@ -160,6 +216,8 @@ fn parse_term<'s>(
     loop {
         let (op, token) = if let Some(token) = cursor.eat("*") {
             (BinaryOp::Mul, token)
+        } else if let Some(token) = cursor.eat("/") {
+            (BinaryOp::Div, token)
         } else if let Some(token) = cursor.eat("%") {
             (BinaryOp::Rem, token)
         } else {
@@ -182,20 +240,24 @@ fn parse_atom<'s>(
             cursor.bump();
             Ok(Node::leaf(literal(text, token, problems), token))
         }
-        Tok::Ident("cdiv") if cursor.peek_second().is("(") => {
+        Tok::Ident(function)
+            if cursor.peek_second().is("(") && FUNCTIONS.iter().any(|(f, _)| *f == function) =>
+        {
             if depth >= MAX_DEPTH {
                 return Err(too_deep(token));
             }
+            let op = FUNCTIONS.iter().find(|(f, _)| *f == function).map_or(BinaryOp::Cdiv, |(_, op)| *op);
             cursor.bump();
             cursor.bump();
-            let lhs = parse_expr(cursor, depth + 1, problems)?;
-            cursor
-                .eat(",")
-                .ok_or_else(|| Problem::expected("`,` between the two operands of `cdiv`", cursor.peek()))?;
-            let rhs = parse_expr(cursor, depth + 1, problems)?;
-            let close =
-                cursor.eat(")").ok_or_else(|| Problem::expected("`)` to close `cdiv(`", cursor.peek()))?;
-            let mut node = Node::binary(BinaryOp::Cdiv, token, lhs, rhs)?;
+            let lhs = parse_value(cursor, depth + 1, problems)?;
+            cursor.eat(",").ok_or_else(|| {
+                Problem::expected(&format!("`,` between the two operands of `{function}`"), cursor.peek())
+            })?;
+            let rhs = parse_value(cursor, depth + 1, problems)?;
+            let close = cursor
+                .eat(")")
+                .ok_or_else(|| Problem::expected(&format!("`)` to close `{function}(`"), cursor.peek()))?;
+            let mut node = Node::binary(op, token, lhs, rhs)?;
             (node.start, node.end) = (token.start, close.end);
             Ok(node)
         }
@@ -237,7 +299,7 @@ fn parse_atom<'s>(
                 return Err(too_deep(token));
             }
             cursor.bump();
-            let mut node = parse_expr(cursor, depth + 1, problems)?;
+            let mut node = parse_value(cursor, depth + 1, problems)?;
             let close = cursor.eat(")").ok_or_else(|| Problem::expected("`)`", cursor.peek()))?;
             (node.start, node.end) = (token.start, close.end);
             Ok(node)
@@ -246,7 +308,11 @@ fn parse_atom<'s>(
     }
 }
 
-const EXPECTED_OPERAND: &str = "an integer, a name, `cdiv(a, b)` or `(`";
+const EXPECTED_OPERAND: &str = "an integer, a name, `cdiv(a, b)`, `min(a, b)`, `max(a, b)` or `(`";
+
+/// The two-operand functions an expression can call, and the operation each is.
+const FUNCTIONS: [(&str, BinaryOp); 3] =
+    [("cdiv", BinaryOp::Cdiv), ("min", BinaryOp::Min), ("max", BinaryOp::Max)];
 
 /// A decimal `u64`; anything else is reported and becomes [`NodeKind::Invalid`].
 fn literal<'s>(text: &str, token: Token<'_>, problems: &mut Vec<Problem>) -> NodeKind<'s> {
@@ -296,7 +362,7 @@ pub(super) struct Names<'a> {
 /// Where an expression is written: the messages and the allowed names differ.
 #[derive(Clone, Copy)]
 pub(super) enum Place<'a> {
-    /// The extent of this buffer (its name as messages show it): no launch dimensions.
+    /// The extent of this buffer (its name as messages show it).
     Extent(&'a str),
     /// A side of a requirement.
     Requirement,
@@ -338,17 +404,7 @@ impl Resolver<'_, '_> {
         match &node.kind {
             NodeKind::Int(value) => (Some(Expr::Literal(*value)), Fold::Known(*value)),
             NodeKind::Invalid => (None, Fold::Failed),
-            NodeKind::Launch(dim) => match self.place {
-                Place::Requirement => (Some(Expr::Launch(*dim)), Fold::Unknown),
-                Place::Extent(buffer) => {
-                    let message = format!(
-                        "`{}` is a launch dimension: only `requires` can use it, not the extent of `{buffer}`",
-                        self.snippet(span.clone())
-                    );
-                    self.problems.push(Problem::new(span, message));
-                    (None, Fold::Failed)
-                }
-            },
+            NodeKind::Launch(dim) => (Some(Expr::Launch(*dim)), Fold::Unknown),
             NodeKind::Name(name) => self.name(name, span),
             NodeKind::Binary { op, op_span, lhs, rhs } => {
                 let (lhs_expr, lhs_fold) = self.node(lhs);
@@ -358,6 +414,29 @@ impl Resolver<'_, '_> {
                     op: *op,
                     lhs: Box::new(lhs),
                     rhs: Box::new(rhs),
+                });
+                (expr, fold)
+            }
+            NodeKind::Select { condition, taken, other } => {
+                let (lhs, op, rhs) = &**condition;
+                let (lhs, lhs_fold) = self.node(lhs);
+                let (rhs, rhs_fold) = self.node(rhs);
+                let (taken, taken_fold) = self.node(taken);
+                let (other, other_fold) = self.node(other);
+                let fold = match (lhs_fold, rhs_fold) {
+                    (Fold::Failed, _) | (_, Fold::Failed) => Fold::Failed,
+                    (Fold::Known(a), Fold::Known(b)) if op.holds(a, b) => taken_fold,
+                    (Fold::Known(_), Fold::Known(_)) => other_fold,
+                    _ if matches!(taken_fold, Fold::Failed) || matches!(other_fold, Fold::Failed) => {
+                        Fold::Failed
+                    }
+                    _ => Fold::Unknown,
+                };
+                let condition = lhs.zip(rhs).map(|(lhs, rhs)| Box::new(Comparison { lhs, op: *op, rhs }));
+                let expr = condition.zip(taken.zip(other)).map(|(condition, (taken, other))| Expr::Select {
+                    condition,
+                    taken: Box::new(taken),
+                    other: Box::new(other),
                 });
                 (expr, fold)
             }
@@ -390,7 +469,7 @@ impl Resolver<'_, '_> {
             ),
             (Some(Kind::Buffer), Place::Extent(buffer)) => format!(
                 "buffer `{name}` cannot size a buffer (the extent of `{buffer}`): \
-                 an extent uses integer scalars and [defines] constants"
+                 an extent uses integer scalars, [defines] constants and launch dimensions"
             ),
             (Some(Kind::Buffer), Place::Requirement) => format!(
                 "buffer `{name}` cannot appear in a requirement: requirements compare integer scalars, \
@@ -398,7 +477,7 @@ impl Resolver<'_, '_> {
             ),
             (_, Place::Extent(buffer)) => format!(
                 "unknown name `{name}` in the extent of `{buffer}`: not a scalar parameter of this \
-                 entry or a [defines] constant"
+                 entry, a [defines] constant or a launch dimension (block.x, ..., grid.z, shared.bytes)"
             ),
             (_, Place::Requirement) => format!(
                 "unknown name `{name}` in a requirement: not a scalar parameter of this entry, \
@@ -419,7 +498,7 @@ impl Resolver<'_, '_> {
         rhs: Fold,
     ) -> Fold {
         let (a, b) = match (lhs, rhs) {
-            (_, Fold::Known(0)) if matches!(op, BinaryOp::Rem | BinaryOp::Cdiv) => {
+            (_, Fold::Known(0)) if matches!(op, BinaryOp::Rem | BinaryOp::Cdiv | BinaryOp::Div) => {
                 let message = format!("`{}` divides by zero", self.snippet(span));
                 self.problems.push(Problem::new(op_span, message));
                 return Fold::Failed;
@@ -435,6 +514,9 @@ impl Resolver<'_, '_> {
             // `b` is not zero: the first arm above took that case.
             BinaryOp::Rem => return Fold::Known(a % b),
             BinaryOp::Cdiv => return Fold::Known(a.div_ceil(b)),
+            BinaryOp::Div => return Fold::Known(a / b),
+            BinaryOp::Min => return Fold::Known(a.min(b)),
+            BinaryOp::Max => return Fold::Known(a.max(b)),
         };
         if let Some(value) = value {
             return Fold::Known(value);

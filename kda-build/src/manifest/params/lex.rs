@@ -49,8 +49,10 @@ impl Token<'_> {
 }
 
 /// Longest first, so that `<=` is not read as `<` then `=`.
-const PUNCTS: [&str; 20] =
-    ["==", "!=", "<=", ">=", "||", "[", "]", "(", ")", ",", ".", "+", "-", "*", "%", "<", ">", "=", "!", "|"];
+const PUNCTS: [&str; 23] = [
+    "==", "!=", "<=", ">=", "||", "[", "]", "(", ")", ",", ".", "+", "-", "*", "/", "%", "?", ":", "<", ">",
+    "=", "!", "|",
+];
 
 /// The tokens of `text`, always ending with [`Tok::End`] at `text.len()`.
 pub(super) fn tokenize(text: &str) -> Vec<Token<'_>> {
