@@ -68,6 +68,20 @@ pub enum BackendError {
         /// The entry.
         entry: Box<KernelEntry>,
     },
+    /// A safe launch of an entry whose reach depends on what only the caller can guarantee.
+    #[error(
+        "`{}` ({}::{}): what the kernel touches through `{param}` depends on data kda cannot check \
+         ({condition}), so it launches only through its typed launcher, which is `unsafe`",
+        entry.path(), entry.module, entry.entry
+    )]
+    Trusted {
+        /// The entry.
+        entry: Box<KernelEntry>,
+        /// The parameter the manifest's `safety` names.
+        param: &'static str,
+        /// What the caller guarantees.
+        condition: &'static str,
+    },
     /// A safe launch of an entry the manifest gives no `params`: nothing to check it against.
     #[error(
         "`{}` ({}::{}) has no `params` in the manifest, so a launch of it cannot be checked: \

@@ -151,6 +151,7 @@ mod scalar;
 pub mod signature;
 mod stream;
 mod table;
+mod trusted;
 
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
 pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
@@ -167,6 +168,7 @@ pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use scalar::{Scalar, ScalarValue};
 pub use signature::Signature;
 pub use table::KernelTable;
+pub use trusted::launch_trusting;
 
 /// `#[derive(KernelTable)]`: the kernel table of a marker type, generated from a table of the
 /// crate's `kernels.toml` (see [Getting started](crate#getting-started) and the derive's own

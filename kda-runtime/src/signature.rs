@@ -20,6 +20,18 @@ pub struct Signature {
     pub requires: &'static [Requirement],
 }
 
+impl Signature {
+    /// The first parameter whose reach the caller must guarantee, with the condition.
+    pub fn trust(&self) -> Option<(&'static str, &'static str)> {
+        self.params.iter().find_map(|param| match param.kind {
+            ParamKind::Buffer { extent: Extent { trust: Some(condition), .. }, .. } => {
+                Some((param.name, condition))
+            }
+            _ => None,
+        })
+    }
+}
+
 /// One parameter of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelParam {
@@ -39,7 +51,28 @@ impl KernelParam {
         text: &'static str,
         program: &'static [Op],
     ) -> Self {
-        Self { name, kind: ParamKind::Buffer { dtype, access, extent: Extent { text, program } } }
+        Self {
+            name,
+            kind: ParamKind::Buffer { dtype, access, extent: Extent { text, program, trust: None } },
+        }
+    }
+
+    /// This buffer parameter, whose reach also depends on what kda cannot check (the contents of
+    /// an index buffer, a layout on the device): the caller of a launch guarantees `condition`,
+    /// so the entry launches only through [`launch_trusting`](crate::launch_trusting). A scalar
+    /// is returned unchanged.
+    pub const fn trusting(self, condition: &'static str) -> Self {
+        match self.kind {
+            ParamKind::Buffer { dtype, access, extent: Extent { text, program, .. } } => Self {
+                name: self.name,
+                kind: ParamKind::Buffer {
+                    dtype,
+                    access,
+                    extent: Extent { text, program, trust: Some(condition) },
+                },
+            },
+            ParamKind::Scalar(_) => self,
+        }
     }
 
     /// A scalar parameter `name`.
@@ -101,6 +134,9 @@ pub struct Extent {
     pub text: &'static str,
     /// The expression in postfix order.
     pub program: &'static [Op],
+    /// What the caller of a launch guarantees beyond the extent, where the kernel's reach
+    /// depends on data (the manifest's `safety`): the extent is then only what kda can check.
+    pub trust: Option<&'static str>,
 }
 
 impl fmt::Display for Extent {
@@ -272,7 +308,23 @@ pub fn extents(
 ///
 /// A buffer argument may be longer than its extent (the kernel touches a prefix); a read-only
 /// parameter takes a mutable view too, as C passes `T*` for `const T*`.
+///
+/// An entry whose reach depends on what the caller guarantees (a parameter the manifest's
+/// `safety` names) is refused: it launches only through [`launch_trusting`](crate::launch_trusting).
 pub fn check(
+    entry: &KernelEntry,
+    geometry: &LaunchGeometry,
+    args: &[KernelArg<'_>],
+) -> Result<(), BackendError> {
+    if let Some((param, condition)) = entry.signature.and_then(Signature::trust) {
+        return Err(BackendError::Trusted { entry: Box::new(*entry), param, condition });
+    }
+    check_trusting(entry, geometry, args)
+}
+
+/// [`check`], for a launch whose caller guarantees the entry's `safety` conditions: everything
+/// kda can check is checked.
+pub(crate) fn check_trusting(
     entry: &KernelEntry,
     geometry: &LaunchGeometry,
     args: &[KernelArg<'_>],

@@ -169,19 +169,51 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
     };
     // The checks a launch runs are documented once, on the module; this names the entry.
     let doc = format!(" Launches `{}` with [`{module}::{}`], checked.", entry.field, entry.field);
-    quote! {
-        #[doc = #doc]
-        // `launch_` and a field the manifest may spell in any case.
-        #[allow(non_snake_case)]
-        pub fn #method(
+    let signature = quote! {
+        #method(
             &self,
             #gpu: &dyn ::kda_runtime::GpuBackend,
             #geometry: ::kda_runtime::LaunchGeometry,
             #args: #module::#field #lifetime,
-        ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {
-            let #module::#field { #(#names: #locals),* } = #args;
-            let handle = #handle;
-            #gpu.launch(handle, #geometry, &mut [#(#locals.into()),*])
+        ) -> ::core::result::Result<(), ::kda_runtime::BackendError>
+    };
+    let unpack = quote! {
+        let #module::#field { #(#names: #locals),* } = #args;
+        let handle = #handle;
+    };
+    let trusted: Vec<String> = params
+        .iter()
+        .filter_map(|param| {
+            param.safety.as_ref().map(|condition| format!(" - `{}`: {condition}", param.name))
+        })
+        .collect();
+    if trusted.is_empty() {
+        return quote! {
+            #[doc = #doc]
+            // `launch_` and a field the manifest may spell in any case.
+            #[allow(non_snake_case)]
+            pub fn #signature {
+                #unpack
+                #gpu.launch(handle, #geometry, &mut [#(#locals.into()),*])
+            }
+        };
+    }
+    quote! {
+        #[doc = #doc]
+        #[doc = ""]
+        #[doc = " # Safety"]
+        #[doc = ""]
+        #[doc = " What the kernel touches through these buffers depends on data kda cannot check before \
+                  the launch; the caller guarantees, for these arguments and this geometry:"]
+        #( #[doc = #trusted] )*
+        #[allow(non_snake_case)]
+        pub unsafe fn #signature {
+            #unpack
+            // SAFETY: the caller guarantees the entry's conditions; `launch_trusting` refuses a
+            // handle that is not the backend's for this entry.
+            unsafe {
+                ::kda_runtime::launch_trusting(#gpu, &Self::ENTRIES[#index], handle, #geometry, &mut [#(#locals.into()),*])
+            }
         }
     }
 }

@@ -50,7 +50,8 @@ fn param(param: &Param) -> TokenStream {
             let dtype = variant(element);
             let access = if *writable { quote!(Write) } else { quote!(Read) };
             let program = program(&extent.program());
-            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program))
+            let trusting = param.safety.as_ref().map(|condition| quote!(.trusting(#condition)));
+            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program) #trusting)
         }
         ParamType::Scalar(scalar) => {
             let kind = variant(scalar);

@@ -20,6 +20,10 @@ pub struct Param {
     pub name: String,
     /// What it is.
     pub ty: ParamType,
+    /// For a buffer whose reach depends on data kda cannot check (an index buffer's contents, a
+    /// layout on the device): what the caller of a launch guarantees (the entry's `safety`). Its
+    /// launcher is then an `unsafe fn`.
+    pub safety: Option<String>,
     /// Where its name is written in the manifest.
     pub location: Location,
 }
@@ -33,7 +37,8 @@ pub enum ParamType {
         element: DType,
         /// No `const`: the kernel writes it.
         writable: bool,
-        /// The number of elements the kernel may touch.
+        /// The number of elements the kernel may touch (`?`, unknown to kda, is 0: all it can
+        /// check, the rest is the parameter's `safety`).
         extent: Expr,
         /// `EXTENT` as written (for messages and generated docs).
         extent_text: String,

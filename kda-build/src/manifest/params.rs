@@ -3,6 +3,9 @@
 //!
 //! - `params` = `param (',' param)*`, in the kernel's order: a buffer is `[const] T name[EXTENT]`
 //!   (T: any element type of kda-types' `DType`), a scalar `T name` (T: any of its `ScalarKind`s).
+//!   `EXTENT` may be `?` for a buffer whose reach kda cannot bound, which the entry's `safety`
+//!   must name.
+//! - `safety` = `{ buffer = "what the caller guarantees" }`: the reach that depends on data.
 //! - a requirement = `expr CMP expr ('||' expr CMP expr)*`, CMP one of `== != < <= > >=`.
 //! - `expr` = integer literals, the entry's integer scalars, `[defines]` constants, the launch's
 //!   `block.x` ... `grid.z` and `shared.bytes`, `+ - * / %`, parentheses, `cdiv(a, b)`,
@@ -12,7 +15,7 @@
 mod expr;
 mod lex;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 use toml::Spanned;
@@ -105,19 +108,17 @@ struct EntryReader<'r, 'a> {
 impl<'r> EntryReader<'r, '_> {
     fn read(mut self, entry: &'r RawEntry) -> Contract {
         let mut names = Names { params: HashMap::new(), defines: self.defines };
-        let params = entry.params.as_ref().and_then(|params| {
+        let safety = entry.safety.as_ref().map(|safety| safety.get_ref());
+        let trusted: Vec<&str> =
+            safety.into_iter().flatten().map(|(name, _)| name.get_ref().as_str()).collect();
+        let mut params = entry.params.as_ref().and_then(|params| {
             let text = Text::new(self.source.text(), params);
-            self.params(&text, &mut names)
+            self.params(&text, &mut names, &trusted)
         });
         let mut requires = Vec::new();
         if let Some(list) = &entry.requires {
             if entry.params.is_none() {
-                let message = format!(
-                    "entry `{}`: `requires` without `params`: a requirement names the kernel's parameters, \
-                     so declare them in `params`",
-                    self.field
-                );
-                self.diagnostics.push(Diagnostic::new(self.source, list.span(), message));
+                self.without_params("requires", list.span(), "a requirement names the kernel's parameters");
             } else {
                 for string in list.get_ref() {
                     let text = Text::new(self.source.text(), string);
@@ -125,7 +126,62 @@ impl<'r> EntryReader<'r, '_> {
                 }
             }
         }
+        if let Some(safety) = &entry.safety {
+            if entry.params.is_none() {
+                self.without_params("safety", safety.span(), "a condition names a buffer parameter");
+            } else if let Some(list) = &mut params {
+                self.safety(safety.get_ref(), list);
+            }
+        }
         Contract { params, requires }
+    }
+
+    /// `key` written on an entry without `params`, which it needs.
+    fn without_params(&mut self, key: &str, span: Range<usize>, why: &str) {
+        let message =
+            format!("entry `{}`: `{key}` without `params`: {why}, so declare them in `params`", self.field);
+        self.diagnostics.push(Diagnostic::new(self.source, span, message));
+    }
+
+    /// Gives each buffer the condition `safety` states for it; a name that is not a buffer of the
+    /// entry, or an empty condition, is reported at its key or value.
+    fn safety(&mut self, safety: &BTreeMap<Spanned<String>, Spanned<String>>, params: &mut [Param]) {
+        for (name, condition) in safety {
+            let param = params.iter_mut().find(|param| param.name == *name.get_ref());
+            let problem = match param {
+                Some(Param { ty: ParamType::Buffer { .. }, .. }) if condition.get_ref().trim().is_empty() => {
+                    Some((
+                        condition.span(),
+                        format!(
+                            "the `safety` condition of `{}` is empty: state what the caller guarantees",
+                            name.get_ref()
+                        ),
+                    ))
+                }
+                Some(param @ Param { ty: ParamType::Buffer { .. }, .. }) => {
+                    param.safety = Some(condition.get_ref().trim().to_owned());
+                    None
+                }
+                Some(_) => Some((
+                    name.span(),
+                    format!(
+                        "`safety` names scalar `{}`: a condition states what a buffer's reach depends on",
+                        shorten(name.get_ref())
+                    ),
+                )),
+                None => Some((
+                    name.span(),
+                    format!(
+                        "`safety` names `{}`, which is not a parameter of this entry",
+                        shorten(name.get_ref())
+                    ),
+                )),
+            };
+            if let Some((span, message)) = problem {
+                let message = format!("entry `{}`: {message}", self.field);
+                self.diagnostics.push(Diagnostic::new(self.source, span, message));
+            }
+        }
     }
 
     fn report(&mut self, text: &Text<'_>, problems: Vec<Problem>) {
@@ -136,7 +192,9 @@ impl<'r> EntryReader<'r, '_> {
     }
 
     /// The parameters, registering each name in `names`; `None` when anything was reported.
-    fn params<'s>(&mut self, text: &Text<'s>, names: &mut Names<'s>) -> Option<Vec<Param>>
+    /// `trusted` are the names the entry's `safety` gives a condition: only those may have the
+    /// extent `?`.
+    fn params<'s>(&mut self, text: &Text<'s>, names: &mut Names<'s>, trusted: &[&str]) -> Option<Vec<Param>>
     where
         'r: 's,
     {
@@ -172,8 +230,10 @@ impl<'r> EntryReader<'r, '_> {
             }
             declared.extend(param);
         }
-        let params: Vec<Param> =
-            declared.iter().filter_map(|param| self.check(text, param, names, &mut problems)).collect();
+        let params: Vec<Param> = declared
+            .iter()
+            .filter_map(|param| self.check(text, param, names, trusted, &mut problems))
+            .collect();
         let ok = problems.is_empty();
         self.report(text, problems);
         ok.then_some(params)
@@ -185,12 +245,21 @@ impl<'r> EntryReader<'r, '_> {
         text: &Text<'_>,
         param: &Declared<'_>,
         names: &Names<'_>,
+        trusted: &[&str],
         problems: &mut Vec<Problem>,
     ) -> Option<Param> {
         let before = problems.len();
         let (name, name_token) = param.name;
         let ty = match &param.extent {
             Some((node, written)) => {
+                if param.unbounded && !trusted.contains(&name) {
+                    let message = format!(
+                        "the extent of `{0}` is `?`, unknown to kda: name `{0}` in the entry's `safety` with \
+                         what the caller guarantees about its reach",
+                        shorten(name)
+                    );
+                    problems.push(Problem::new(written.clone(), message));
+                }
                 let element = element_type(param.ty, name, problems);
                 let extent = resolve(text.value, node, names, Place::Extent(&shorten(name)), problems);
                 element.zip(extent).map(|(element, extent)| ParamType::Buffer {
@@ -215,7 +284,12 @@ impl<'r> EntryReader<'r, '_> {
             problems.push(Problem::new(name_token.span(), message));
         }
         let location = self.source.location(text.file_span(name_token.span()).start);
-        ty.filter(|_| problems.len() == before).map(|ty| Param { name: name.to_owned(), ty, location })
+        ty.filter(|_| problems.len() == before).map(|ty| Param {
+            name: name.to_owned(),
+            ty,
+            safety: None,
+            location,
+        })
     }
 
     fn requirement(&mut self, text: &Text<'_>, start: usize, names: &Names<'_>) -> Option<Requirement> {
@@ -245,6 +319,8 @@ struct Declared<'s> {
     name: (&'s str, Token<'s>),
     /// The extent and the bytes between its brackets.
     extent: Option<(Node<'s>, Range<usize>)>,
+    /// Whether the extent is `?` (parsed as 0).
+    unbounded: bool,
 }
 
 /// A syntax error, with the parameter's name when it got that far (so that uses of the name
@@ -295,7 +371,14 @@ fn declare<'s>(
         return Err((Problem::new(found.span(), message), None));
     };
     let partial = Some(name);
+    let mut unbounded = false;
     let extent = match cursor.eat("[") {
+        Some(open) if cursor.peek().is("?") && cursor.peek_second().is("]") => {
+            let question = cursor.bump();
+            let close = cursor.bump();
+            unbounded = true;
+            Some((Node::unknown_reach(question), open.end..close.start))
+        }
         Some(open) if cursor.peek().is("]") => {
             let message = format!(
                 "the extent of `{0}` is empty: write its number of elements, as in `{0}[n]`",
@@ -317,7 +400,7 @@ fn declare<'s>(
         let what = format!("`,` or the end of `params` after parameter `{}`", shorten(name.0));
         return Err((Problem::expected(&what, cursor.peek()), partial));
     }
-    Ok(Declared { constness, ty, name, extent })
+    Ok(Declared { constness, ty, name, extent, unbounded })
 }
 
 /// What the parameter at `index` stands for in an expression.

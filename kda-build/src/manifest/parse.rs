@@ -1,5 +1,7 @@
 //! From TOML source to spanned raw tables: syntax, and the shape of every table and entry.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
@@ -8,7 +10,7 @@ use super::params::Contract;
 use super::{BUILD_TABLE, BuildSettings, DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
-const ENTRY_KEYS: [&str; 6] = ["module", "entry", "optional", "doc", "params", "requires"];
+const ENTRY_KEYS: [&str; 7] = ["module", "entry", "optional", "doc", "params", "requires", "safety"];
 
 /// One entry as written, with the spans later checks blame.
 #[derive(Deserialize)]
@@ -25,6 +27,9 @@ pub(super) struct RawEntry {
     /// Spanned as a whole too: `requires` without `params` is blamed on the array.
     #[serde(default)]
     pub requires: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Buffer parameter name to what the caller guarantees about its reach.
+    #[serde(default)]
+    pub safety: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
 }
 
 /// One kernel table as written.
@@ -162,16 +167,15 @@ fn read_entry(
     let keys: DeTable<'_> = keys
         .into_iter()
         .filter(|(key, _)| {
-        let known = ENTRY_KEYS.contains(&key.get_ref().as_ref());
-        if !known {
-            let message = format!(
-                "entry `{name}`: unknown field `{}`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`",
-                key.get_ref()
-            );
-            diagnostics.push(Diagnostic::new(source, key.span(), message));
-        }
-        known
-    })
+            let known = ENTRY_KEYS.contains(&key.get_ref().as_ref());
+            if !known {
+                let expected = ENTRY_KEYS.map(|key| format!("`{key}`")).join(", ");
+                let message =
+                    format!("entry `{name}`: unknown field `{}`, expected one of {expected}", key.get_ref());
+                diagnostics.push(Diagnostic::new(source, key.span(), message));
+            }
+            known
+        })
         .collect();
     match RawEntry::deserialize(ValueDeserializer::from(Spanned::new(
         value_span.clone(),

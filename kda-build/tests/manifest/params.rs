@@ -471,3 +471,38 @@ fn params_errors_of_every_entry_are_reported_in_file_order() {
     // `b` has an unknown key, so its params are not read: one error per problem, no noise.
     assert_eq!(lines, [(2, 55), (2, 72), (3, 34), (4, 51)]);
 }
+
+#[test]
+fn safety_states_what_the_caller_guarantees_for_a_buffer_whose_reach_depends_on_data() {
+    let text = "[t]\n\
+                g = { module = \"m\", entry = \"e\", params = \"const u32 ids[n], const f32 src[?], f32 out[n], u32 n\",\n\
+                      safety = { src = \" every id is a row of src \" } }\n";
+    let params = params_of(text);
+    let src = &params[1];
+    assert_eq!(
+        (src.ty.to_string(), src.safety.as_deref()),
+        ("const f32[?]".to_owned(), Some("every id is a row of src"))
+    );
+    let ParamType::Buffer { extent, .. } = &src.ty else { panic!("src is a buffer") };
+    assert_eq!(*extent, Expr::Literal(0), "`?` is all kda can check: nothing");
+    assert!(params.iter().filter(|p| p.name != "src").all(|p| p.safety.is_none()));
+}
+
+#[test]
+fn safety_names_buffers_of_the_entry_with_a_condition_and_only_they_may_be_unbounded() {
+    let text = "[t]\n\
+                g = { module = \"m\", entry = \"e\", params = \"const f32 a[?], const f32 b[n], u32 n\",\n\
+                      safety = { a = \"x\", b = \"\", n = \"x\", q = \"y\" } }\n\
+                h = { module = \"m\", entry = \"h\", safety = { a = \"x\" } }\n\
+                k = { module = \"m\", entry = \"k\", params = \"const f32 a[?]\" }\n";
+    assert_eq!(
+        errors(text),
+        [
+            "k.toml:3:25: entry `g`: the `safety` condition of `b` is empty: state what the caller guarantees",
+            "k.toml:3:29: entry `g`: `safety` names scalar `n`: a condition states what a buffer's reach depends on",
+            "k.toml:3:38: entry `g`: `safety` names `q`, which is not a parameter of this entry",
+            "k.toml:4:43: entry `h`: `safety` without `params`: a condition names a buffer parameter, so declare them in `params`",
+            "k.toml:5:56: entry `k`: the extent of `a` is `?`, unknown to kda: name `a` in the entry's `safety` with what the caller guarantees about its reach",
+        ]
+    );
+}

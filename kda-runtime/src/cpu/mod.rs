@@ -19,7 +19,7 @@
 //!                 kind: ParamKind::Buffer {
 //!                     dtype: DType::F32,
 //!                     access: Access::Write,
-//!                     extent: Extent { text: "n", program: &[Op::Scalar(1)] },
+//!                     extent: Extent { text: "n", program: &[Op::Scalar(1)], trust: None },
 //!                 },
 //!             },
 //!             KernelParam { name: "n", kind: ParamKind::Scalar(ScalarKind::U32) },

@@ -501,7 +501,7 @@ const F32: ParamKind = ParamKind::Scalar(ScalarKind::F32);
 const BF16_PTR: ParamKind = ParamKind::Buffer {
     dtype: DType::Bf16,
     access: Access::Read,
-    extent: Extent { text: "n", program: &[] },
+    extent: Extent { text: "n", program: &[], trust: None },
 };
 
 fn slots(slots: &[(usize, usize)]) -> Vec<ParamSlot> {

@@ -111,6 +111,11 @@ pub(super) enum NodeKind<'s> {
 }
 
 impl<'s> Node<'s> {
+    /// The extent `?` at `token`: 0 elements are all kda can check.
+    pub fn unknown_reach(token: Token<'_>) -> Self {
+        Node::leaf(NodeKind::Int(0), token)
+    }
+
     fn leaf(kind: NodeKind<'s>, token: Token<'_>) -> Self {
         Node { kind, start: token.start, end: token.end, height: 0 }
     }
