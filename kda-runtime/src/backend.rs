@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::signature::ScalarKind;
 use crate::{
-    BackendError, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle, LookupError, View,
-    ViewMut,
+    BackendError, ConstBuffer, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle,
+    LookupError, View, ViewMut,
 };
 use crate::{Scalar, ScalarValue};
 
@@ -270,6 +270,13 @@ pub trait GpuBackendExt: GpuBackend {
         let mut buffer = self.alloc(T::DTYPE, data.len())?;
         self.copy_to_device(bytemuck::cast_slice(data), &mut buffer)?;
         Ok(buffer)
+    }
+
+    /// A new buffer holding a copy of `data` that nothing writes afterwards, whose contents the
+    /// launch check can read: a layout of dims and strides that an extent's `strided` reads.
+    fn upload_const<T: Element>(&self, data: &[T]) -> Result<ConstBuffer, BackendError> {
+        let buffer = self.upload(data)?;
+        Ok(ConstBuffer::new(buffer, bytemuck::cast_slice(data)))
     }
 
     /// A new zeroed buffer of `len` elements of `T`.

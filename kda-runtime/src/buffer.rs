@@ -66,6 +66,8 @@ pub struct DeviceBuffer {
     id: u64,
     backend: BackendId,
     storage: Box<dyn BufferStorage>,
+    /// A copy of the contents, kept by a [`ConstBuffer`], which nothing writes after its upload.
+    mirror: Option<Box<[u8]>>,
 }
 
 impl DeviceBuffer {
@@ -77,7 +79,7 @@ impl DeviceBuffer {
         // 2^64 buffers are out of reach, so ids do not repeat.
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        Ok(Self { id, backend, storage })
+        Ok(Self { id, backend, storage, mirror: None })
     }
 
     /// A number no other buffer of this process has: what a [recording](crate::replay) names a
@@ -221,6 +223,13 @@ impl<'a> View<'a> {
         self.buffer
     }
 
+    /// The viewed bytes as the host knows them: for a view of a [`ConstBuffer`], whose contents
+    /// are its upload's; `None` for any other buffer, or a range outside the buffer.
+    pub fn host_known(&self) -> Option<&'a [u8]> {
+        let mirror = self.buffer.mirror.as_deref()?;
+        mirror.get(self.checked_byte_range().ok()?)
+    }
+
     view_accessors!();
 }
 
@@ -260,6 +269,45 @@ impl<'a> From<ViewMut<'a>> for View<'a> {
 impl<'a> From<&'a mut DeviceBuffer> for ViewMut<'a> {
     fn from(buffer: &'a mut DeviceBuffer) -> Self {
         buffer.view_mut()
+    }
+}
+
+/// A device buffer whose contents the host also knows, because nothing writes it after its upload
+/// ([`GpuBackendExt::upload_const`](crate::GpuBackendExt::upload_const)): what a launch check
+/// reads when a kernel's reach depends on a buffer's contents (a layout of dims and strides,
+/// `strided(info, rank)` in an extent). It lends only read-only views, so no launch or copy of
+/// safe code writes it, and the host's copy stays its contents.
+#[derive(Debug)]
+pub struct ConstBuffer {
+    buffer: DeviceBuffer,
+}
+
+impl ConstBuffer {
+    /// `buffer`, just filled with `contents` (its exact bytes).
+    pub(crate) fn new(mut buffer: DeviceBuffer, contents: &[u8]) -> Self {
+        buffer.mirror = Some(contents.into());
+        Self { buffer }
+    }
+
+    /// The whole buffer, read only.
+    pub fn view(&self) -> View<'_> {
+        self.buffer.view()
+    }
+
+    /// Elements `range` of the buffer, read only.
+    pub fn slice(&self, range: Range<usize>) -> View<'_> {
+        self.buffer.slice(range)
+    }
+
+    /// The device buffer, read only.
+    pub fn buffer(&self) -> &DeviceBuffer {
+        &self.buffer
+    }
+}
+
+impl<'a> From<&'a ConstBuffer> for View<'a> {
+    fn from(buffer: &'a ConstBuffer) -> Self {
+        buffer.view()
     }
 }
 

@@ -216,7 +216,7 @@ mod tests {
     use crate::record::RecordingBackend;
     use crate::{GpuBackend, GpuBackendExt};
 
-    const DTYPES: [DType; 15] = DType::ALL;
+    const DTYPES: [DType; 16] = DType::ALL;
 
     /// The host-memory backends, each as model code sees it.
     fn backends() -> [Box<dyn GpuBackend>; 2] {

@@ -154,7 +154,7 @@ mod table;
 mod trusted;
 
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
-pub use buffer::{BufferStorage, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
+pub use buffer::{BufferStorage, ConstBuffer, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};

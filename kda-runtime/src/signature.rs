@@ -189,8 +189,14 @@ pub enum EvalError {
     /// A negative `i32` scalar where a size is computed.
     NegativeScalar,
     /// The program does not evaluate to one value, or reads an argument that is not an integer
-    /// scalar.
+    /// scalar (or, for a layout, an integer buffer).
     Malformed,
+    /// A layout it reads is a buffer whose contents the host does not know.
+    NotHostKnown,
+    /// A layout holds fewer than 2 × rank values.
+    ShortLayout,
+    /// A layout holds a negative dim or stride.
+    NegativeLayout,
 }
 
 impl std::error::Error for EvalError {}
@@ -203,6 +209,11 @@ impl fmt::Display for EvalError {
             EvalError::DivisionByZero => "it divides by zero",
             EvalError::NegativeScalar => "a negative scalar cannot size anything",
             EvalError::Malformed => "the program is malformed",
+            EvalError::NotHostKnown => {
+                "it reads a layout the host does not know: pass a view of a `ConstBuffer` (`upload_const`)"
+            }
+            EvalError::ShortLayout => "a layout holds fewer than its rank's dims and strides",
+            EvalError::NegativeLayout => "a layout holds a negative dim or stride",
         })
     }
 }
@@ -229,6 +240,23 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
                 _ => return Err(EvalError::Malformed),
             },
             Op::Launch(dim) => Ok(u64::from(dimension(dim, geometry))),
+            Op::Strided(index) => {
+                if depth < 1 {
+                    return Err(EvalError::Malformed);
+                }
+                depth -= 1;
+                let layout = match args.get(usize::from(index)) {
+                    Some(KernelArg::Read(view)) if view.dtype().is_integer() => {
+                        view.host_known().map(|bytes| (view.dtype(), bytes))
+                    }
+                    Some(KernelArg::Write(view)) if view.dtype().is_integer() => None,
+                    _ => return Err(EvalError::Malformed),
+                };
+                stack[depth].and_then(|rank| {
+                    let (dtype, bytes) = layout.ok_or(EvalError::NotHostKnown)?;
+                    strided_reach(dtype, bytes, rank)
+                })
+            }
             Op::Select => {
                 if depth < 3 {
                     return Err(EvalError::Malformed);
@@ -255,6 +283,43 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
     if depth == 1 { stack[0] } else { Err(EvalError::Malformed) }
 }
 
+/// The reach of a strided layout of `rank` dims then `rank` strides, held as `dtype` integers in
+/// `bytes`: one past the largest offset it addresses, 0 when it addresses nothing.
+fn strided_reach(dtype: DType, bytes: &[u8], rank: u64) -> Result<u64, EvalError> {
+    let size = dtype.size();
+    let count =
+        usize::try_from(rank).ok().and_then(|rank| rank.checked_mul(2)).ok_or(EvalError::ShortLayout)?;
+    if bytes.len() / size < count {
+        return Err(EvalError::ShortLayout);
+    }
+    // The host's own integers (the buffer's contents were cast from them); a signed one below
+    // zero addresses nothing a kernel may reach.
+    let value = |i: usize| -> Result<u64, EvalError> {
+        let field = &bytes[i * size..(i + 1) * size];
+        let signed = match *field {
+            [a] => i128::from(a),
+            [a, b] => i128::from(u16::from_ne_bytes([a, b])),
+            [a, b, c, d] => i128::from(u32::from_ne_bytes([a, b, c, d])),
+            _ => i128::from(u64::from_ne_bytes(field.try_into().map_err(|_| EvalError::Malformed)?)),
+        };
+        let bits = 8 * size as u32;
+        let signed =
+            if dtype.is_signed() && signed >> (bits - 1) == 1 { signed - (1 << bits) } else { signed };
+        u64::try_from(signed).map_err(|_| EvalError::NegativeLayout)
+    };
+    let rank = count / 2;
+    let mut reach = 1u64;
+    for axis in 0..rank {
+        let (dim, stride) = (value(axis)?, value(rank + axis)?);
+        if dim == 0 {
+            return Ok(0);
+        }
+        let span = (dim - 1).checked_mul(stride).ok_or(EvalError::Overflow)?;
+        reach = reach.checked_add(span).ok_or(EvalError::Overflow)?;
+    }
+    Ok(reach)
+}
+
 fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
     let truth = |holds: bool| Ok(u64::from(holds));
     match op {
@@ -279,12 +344,15 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
         Op::Gt => truth(a > b),
         Op::Ge => truth(a >= b),
         Op::Or => truth(a != 0 || b != 0),
-        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) | Op::Select => Err(EvalError::Malformed),
+        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) | Op::Strided(_) | Op::Select => {
+            Err(EvalError::Malformed)
+        }
     }
 }
 
-/// The extent of every buffer argument of a launch that [`check`] accepted, in elements (`None`
-/// for a scalar): how much of each view the kernel may touch.
+/// The extent of every buffer argument of a launch that [`check`] accepted, in elements of its
+/// view (`None` for a scalar): how much of each view the kernel may touch. A `void` parameter's
+/// extent, in bytes, is rounded up to whole elements of the view.
 pub fn extents(
     entry: &KernelEntry,
     geometry: &LaunchGeometry,
@@ -294,9 +362,14 @@ pub fn extents(
     let params = entry.signature.map_or(&[][..], |signature| signature.params);
     Ok(params
         .iter()
-        .map(|param| match param.kind {
-            ParamKind::Buffer { extent, .. } => evaluate(extent.program, args, geometry).ok(),
-            ParamKind::Scalar(_) => None,
+        .zip(args)
+        .map(|(param, arg)| match (param.kind, arg.view()) {
+            (ParamKind::Buffer { dtype: DType::Void, extent, .. }, Some((view_dtype, ..))) => {
+                let bytes = evaluate(extent.program, args, geometry).ok()?;
+                Some(bytes.div_ceil(view_dtype.size() as u64))
+            }
+            (ParamKind::Buffer { extent, .. }, _) => evaluate(extent.program, args, geometry).ok(),
+            (ParamKind::Scalar(_), _) => None,
         })
         .collect())
 }
@@ -380,17 +453,22 @@ pub(crate) fn check_trusting(
         if access == Access::Write && !writable {
             return Err(argument(param, format!("a mutable view ({})", param.kind), arg.describe()));
         }
-        if view_dtype != dtype {
+        // A `void` parameter takes any view, measured in bytes.
+        let (have, unit) = if dtype == DType::Void {
+            (view_dtype.bytes(len).unwrap_or(usize::MAX), "bytes")
+        } else if view_dtype == dtype {
+            (len, "elements")
+        } else {
             return Err(argument(param, format!("{dtype} elements"), format!("{view_dtype} elements")));
-        }
+        };
         let needed = evaluate(extent.program, args, geometry).map_err(|error| {
             argument(param, format!("an extent `{extent}` that can be evaluated"), format!("{error}"))
         })?;
-        if (len as u64) < needed {
+        if (have as u64) < needed {
             return Err(argument(
                 param,
-                format!("at least {needed} elements (`{extent}`)"),
-                format!("a view of {len} elements"),
+                format!("at least {needed} {unit} (`{extent}`)"),
+                format!("a view of {have} {unit}"),
             ));
         }
     }

@@ -35,11 +35,14 @@ pub enum DType {
     Fp8E4M3,
     /// `fp8e5m2`: `__nv_fp8_e5m2` (`<cuda_fp8.h>`), the OCP E5M2 format; one byte.
     Fp8E5M2,
+    /// `void`: untyped bytes, a buffer of quantized blocks or any other layout the kernel
+    /// decodes itself. A parameter of it takes a view of any element type, its extent in bytes.
+    Void,
 }
 
 impl DType {
     /// Every element type, in the order of the table.
-    pub const ALL: [DType; 15] = [
+    pub const ALL: [DType; 16] = [
         DType::Bf16,
         DType::F32,
         DType::U32,
@@ -55,6 +58,7 @@ impl DType {
         DType::Bool,
         DType::Fp8E4M3,
         DType::Fp8E5M2,
+        DType::Void,
     ];
 
     /// The manifest spelling: `bf16`.
@@ -75,6 +79,7 @@ impl DType {
             DType::Bool => "bool",
             DType::Fp8E4M3 => "fp8e4m3",
             DType::Fp8E5M2 => "fp8e5m2",
+            DType::Void => "void",
         }
     }
 
@@ -104,6 +109,7 @@ impl DType {
             DType::Bool => &["bool"],
             DType::Fp8E4M3 => &["__nv_fp8_e4m3"],
             DType::Fp8E5M2 => &["__nv_fp8_e5m2"],
+            DType::Void => &["void"],
         }
     }
 
@@ -115,7 +121,7 @@ impl DType {
     /// Bytes per element.
     pub const fn size(self) -> usize {
         match self {
-            DType::I8 | DType::U8 | DType::Bool | DType::Fp8E4M3 | DType::Fp8E5M2 => 1,
+            DType::I8 | DType::U8 | DType::Bool | DType::Fp8E4M3 | DType::Fp8E5M2 | DType::Void => 1,
             DType::Bf16 | DType::F16 | DType::I16 | DType::U16 => 2,
             DType::F32 | DType::U32 | DType::I32 => 4,
             DType::F64 | DType::I64 | DType::U64 => 8,
@@ -130,7 +136,16 @@ impl DType {
     /// Whether its values are integers (`bool` included), which an extent or a requirement may
     /// use as a scalar.
     pub const fn is_integer(self) -> bool {
-        !matches!(self, DType::Bf16 | DType::F16 | DType::F32 | DType::F64 | DType::Fp8E4M3 | DType::Fp8E5M2)
+        !matches!(
+            self,
+            DType::Bf16
+                | DType::F16
+                | DType::F32
+                | DType::F64
+                | DType::Fp8E4M3
+                | DType::Fp8E5M2
+                | DType::Void
+        )
     }
 
     /// Whether its integers are signed.

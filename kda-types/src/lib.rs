@@ -47,6 +47,7 @@ mod tests {
             DType::Bool => 12,
             DType::Fp8E4M3 => 13,
             DType::Fp8E5M2 => 14,
+            DType::Void => 15,
         }
     }
 
@@ -119,6 +120,7 @@ mod tests {
                 "bool",
                 "__nv_fp8_e4m3",
                 "__nv_fp8_e5m2",
+                "void",
             ]
         );
         // The LP64 rule: the 64-bit integers also match `long`, whatever their typedef.
@@ -136,13 +138,16 @@ mod tests {
             assert_eq!((kind.c_types(), kind.size()), (kind.dtype().c_types(), kind.dtype().size()));
         }
         let sizes = DType::ALL.map(DType::size);
-        assert_eq!(sizes, [2, 4, 4, 2, 8, 1, 1, 2, 2, 4, 8, 8, 1, 1, 1]);
+        assert_eq!(sizes, [2, 4, 4, 2, 8, 1, 1, 2, 2, 4, 8, 8, 1, 1, 1, 1]);
         assert_eq!(DType::Bf16.bytes(usize::MAX), None);
         assert_eq!(DType::F32.bytes(3), Some(12));
-        let integers: [bool; 15] = DType::ALL.map(DType::is_integer);
+        let integers: [bool; 16] = DType::ALL.map(DType::is_integer);
         assert_eq!(
             integers,
-            [false, false, true, false, false, true, true, true, true, true, true, true, true, false, false]
+            [
+                false, false, true, false, false, true, true, true, true, true, true, true, true, false,
+                false, false
+            ]
         );
         assert!(ScalarKind::I64.is_signed() && !ScalarKind::U64.is_signed() && !ScalarKind::Bool.is_signed());
     }

@@ -150,7 +150,7 @@ pub(super) fn ulp(dtype: DType, x: f64) -> f64 {
         // 3 and 2 significand bits; below the smallest normal (2^-6, 2^-14) the subnormal step.
         DType::Fp8E4M3 => 2f64.powi(x.log2().floor().max(-6.0) as i32 - 3),
         DType::Fp8E5M2 => 2f64.powi(x.log2().floor().max(-14.0) as i32 - 2),
-        // The integers (and `bool`).
+        // The integers, `bool` and raw bytes.
         _ => 1.0,
     }
 }

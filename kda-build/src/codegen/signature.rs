@@ -94,6 +94,7 @@ fn program(program: &[Op]) -> proc_macro2::Group {
     bracketed(comma_separated(program.iter().map(|op| match op {
         Op::Literal(value) => quote!(Literal(#value)),
         Op::Scalar(index) => quote!(Scalar(#index)),
+        Op::Strided(index) => quote!(Strided(#index)),
         Op::Launch(dim) => {
             let dim = variant(dim);
             quote!(Launch(#dim))

@@ -89,6 +89,15 @@ pub enum Expr {
         /// The right operand.
         rhs: Box<Expr>,
     },
+    /// `strided(layout, rank)`: the reach of the strided layout a `const` integer buffer holds.
+    Strided {
+        /// The layout buffer's name.
+        layout: String,
+        /// Its position in the entry's parameters.
+        index: usize,
+        /// How many dims (and as many strides) it holds.
+        rank: Box<Expr>,
+    },
     /// `condition ? taken : other`: only the side chosen is evaluated for its errors.
     Select {
         /// What chooses.
@@ -192,6 +201,10 @@ impl Expr {
                 lhs.push_postfix(program);
                 rhs.push_postfix(program);
                 program.push(op.op());
+            }
+            Expr::Strided { index, rank, .. } => {
+                rank.push_postfix(program);
+                program.push(Op::Strided(u16::try_from(*index).unwrap_or(u16::MAX)));
             }
             Expr::Select { condition, taken, other } => {
                 condition.push_postfix(program);

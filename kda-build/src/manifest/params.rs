@@ -406,7 +406,9 @@ fn declare<'s>(
 /// What the parameter at `index` stands for in an expression.
 fn kind_of(param: &Declared<'_>, index: usize) -> Kind {
     match (param.extent.is_some(), ScalarKind::from_name(param.ty.0)) {
-        (true, _) => Kind::Buffer,
+        (true, _) => {
+            Kind::Buffer { index, element: DType::from_name(param.ty.0), writable: param.constness.is_none() }
+        }
         (false, Some(kind)) if kind.is_integer() => Kind::Integer(index),
         (false, Some(kind)) => Kind::Float(kind),
         // An unknown type is reported at the declaration; its uses add nothing.

@@ -203,7 +203,7 @@ fn an_unknown_type_lists_the_accepted_ones() {
     assert_eq!(
         errors(&with_params("f8 a[n], u32 n, float x, fp8e4m3 s, i32 b[n]")),
         [
-            "k.toml:2:44: entry `g`: unknown element type `f8` of buffer `a`: expected bf16, f32, u32, f16, f64, i8, u8, i16, u16, i32, i64, u64, bool, fp8e4m3 or fp8e5m2",
+            "k.toml:2:44: entry `g`: unknown element type `f8` of buffer `a`: expected bf16, f32, u32, f16, f64, i8, u8, i16, u16, i32, i64, u64, bool, fp8e4m3, fp8e5m2 or void",
             "k.toml:2:60: entry `g`: unknown type `float` of scalar `x`: expected u32, i32, u64, f32, f16, bf16, f64, i8, u8, i16, u16, i64 or bool",
             "k.toml:2:69: entry `g`: scalar `s` cannot be fp8e4m3: a scalar is u32, i32, u64, f32, f16, bf16, f64, i8, u8, i16, u16, i64 or bool (fp8e4m3 is a buffer element type)",
         ]
@@ -226,7 +226,7 @@ fn only_integer_scalars_size_a_buffer() {
         errors(&with_params("f32 eps, bf16 a[eps], bf16 b[a]")),
         [
             "k.toml:2:60: entry `g`: f32 scalar `eps` cannot size a buffer (the extent of `a`)",
-            "k.toml:2:73: entry `g`: buffer `a` cannot size a buffer (the extent of `b`): an extent uses integer scalars, [defines] constants and launch dimensions",
+            "k.toml:2:73: entry `g`: buffer `a` cannot size a buffer (the extent of `b`): an extent uses integer scalars, [defines] constants and launch dimensions, and reads a layout with `strided`",
         ]
     );
 }
@@ -388,7 +388,7 @@ fn requirements_use_the_same_names_and_syntax() {
         [
             "k.toml:2:67: entry `g`: expected a comparison (`==`, `!=`, `<`, `<=`, `>` or `>=`), found `=` (`==` tests equality)",
             "k.toml:2:80: entry `g`: expected `||` or the end of the requirement, found `<`",
-            "k.toml:2:87: entry `g`: expected an integer, a name, `cdiv(a, b)`, `min(a, b)`, `max(a, b)` or `(`, found the end of the string",
+            "k.toml:2:87: entry `g`: expected an integer, a name, `cdiv(a, b)`, `min(a, b)`, `max(a, b)`, `strided(layout, rank)` or `(`, found the end of the string",
         ]
     );
 }
@@ -503,6 +503,27 @@ fn safety_names_buffers_of_the_entry_with_a_condition_and_only_they_may_be_unbou
             "k.toml:3:38: entry `g`: `safety` names `q`, which is not a parameter of this entry",
             "k.toml:4:43: entry `h`: `safety` without `params`: a condition names a buffer parameter, so declare them in `params`",
             "k.toml:5:56: entry `k`: the extent of `a` is `?`, unknown to kda: name `a` in the entry's `safety` with what the caller guarantees about its reach",
+        ]
+    );
+}
+
+#[test]
+fn strided_reads_a_const_integer_layout_buffer_of_the_entry() {
+    let params = params_of(&with_params(
+        "u64 numel, u64 num_dims, const u64 info[2 * num_dims], const f32 inp[strided(info, num_dims)], f32 out[numel]",
+    ));
+    let ParamType::Buffer { extent, extent_text, .. } = &params[3].ty else { panic!("inp is a buffer") };
+    assert_eq!(extent_text, "strided(info, num_dims)");
+    assert_eq!(*extent, Expr::Strided { layout: "info".to_owned(), index: 2, rank: scalar("num_dims", 1) });
+    assert_eq!(
+        errors(&with_params(
+            "f32 w[n], const f32 l[n], const u32 a[strided(w, 1)], const u32 b[strided(l, 1)], const u32 c[strided(n, 1)], const u32 d[strided(1, 1)], u32 n"
+        )),
+        [
+            "k.toml:2:90: entry `g`: the layout `w` of `strided` is written by the kernel: a layout is `const`, so the launch check can read it before the launch",
+            "k.toml:2:118: entry `g`: the layout `l` of `strided` holds f32: a layout holds integers (dims, then strides)",
+            "k.toml:2:146: entry `g`: `strided` reads a layout buffer of this entry; `n` is not one",
+            "k.toml:2:174: entry `g`: expected the name of a layout buffer, as in `strided(info, rank)`, found `1`",
         ]
     );
 }

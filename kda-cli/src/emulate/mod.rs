@@ -71,6 +71,12 @@ pub enum Outcome {
     NoLaunch,
     /// The entry has no `params`, so no launch of it can be checked.
     NoContract,
+    /// What the kernel touches through this parameter depends on data the caller guarantees
+    /// (the manifest's `safety`), which drawn data would not keep.
+    Trusted {
+        /// The parameter.
+        param: &'static str,
+    },
 }
 
 /// One entry's report.
@@ -102,6 +108,12 @@ impl fmt::Display for EntryReport {
                 write!(f, "not run: no launch of {TRIES} drawn keeps every `requires`")
             }
             Outcome::NoContract => write!(f, "not run: no `params`, so no launch can be checked"),
+            Outcome::Trusted { param } => {
+                write!(
+                    f,
+                    "not run: its reach through `{param}` depends on data its `safety` guarantees, not drawn data"
+                )
+            }
         }
     }
 }
@@ -186,6 +198,9 @@ fn run_entry(
     draw: &mut Draw,
 ) -> Outcome {
     let Some(signature) = entry.signature else { return Outcome::NoContract };
+    if let Some((param, _)) = signature.trust() {
+        return Outcome::Trusted { param };
+    }
     let kernel = match gpu.lookup(entry) {
         Ok(kernel) => kernel,
         Err(error) => return Outcome::NotResolved(error.to_string()),

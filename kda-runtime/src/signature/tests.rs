@@ -533,3 +533,91 @@ fn a_layout_that_differs_is_named_by_parameter() {
     let wide = compare_layout(&layout_signature(&[U32, U32]), &slots(&[(0, 8), (8, 4)])).unwrap_err();
     assert!(wide.starts_with("parameter `p0` (`u32`) should take 4 bytes at offset 0"), "{wide}");
 }
+
+#[test]
+fn strided_reads_a_host_known_layout_of_dims_then_strides() {
+    use crate::GpuBackendExt;
+    let gpu = crate::cpu::CpuBackend::new();
+    // The layout at position 0, its rank at 1.
+    let program = [Op::Scalar(1), Op::Strided(0)];
+    let reach = |layout: crate::View<'_>, rank: u32| {
+        evaluate(&program, &[KernelArg::Read(layout), KernelArg::from(rank)], &GEOMETRY)
+    };
+    let layout = |values: &[u64]| gpu.upload_const(values).unwrap();
+    // A contiguous 2 × 3, its transpose, a broadcast row, an empty dim, a scalar (rank 0).
+    assert_eq!(reach(layout(&[2, 3, 3, 1]).view(), 2), Ok(6));
+    assert_eq!(reach(layout(&[3, 2, 1, 3]).view(), 2), Ok(6));
+    assert_eq!(reach(layout(&[4, 3, 0, 1]).view(), 2), Ok(3));
+    assert_eq!(reach(layout(&[4, 0, 5, 1]).view(), 2), Ok(0));
+    assert_eq!(reach(layout(&[]).view(), 0), Ok(1));
+    // A slice of a layout buffer is the layout it views.
+    let padded = layout(&[9, 9, 2, 3, 3, 1]);
+    assert_eq!(reach(padded.slice(2..6), 2), Ok(6));
+    // Other integer types, read as the host's integers; a negative stride addresses nothing safely.
+    let narrow = gpu.upload_const(&[2u32, 3, 3, 1]).unwrap();
+    assert_eq!(reach(narrow.view(), 2), Ok(6));
+    let negative = gpu.upload_const(&[2i32, 3, -3, 1]).unwrap();
+    assert_eq!(reach(negative.view(), 2), Err(EvalError::NegativeLayout));
+    let wide = gpu.upload_const(&[2i64, 3, 3, 1]).unwrap();
+    assert_eq!(reach(wide.view(), 2), Ok(6));
+    // Fewer values than the rank needs, a product past u64, a buffer the host does not know.
+    assert_eq!(reach(layout(&[2, 3, 3]).view(), 2), Err(EvalError::ShortLayout));
+    assert_eq!(reach(layout(&[u64::MAX, 3]).view(), 1), Err(EvalError::Overflow));
+    let plain = gpu.upload(&[2u64, 3, 3, 1]).unwrap();
+    assert_eq!(reach(plain.view(), 2), Err(EvalError::NotHostKnown));
+    // A float buffer is no layout.
+    let floats = gpu.upload_const(&[2.0f32, 1.0]).unwrap();
+    assert_eq!(reach(floats.view(), 1), Err(EvalError::Malformed));
+}
+
+#[test]
+fn a_view_shorter_than_its_layouts_reach_is_refused_by_the_launch_check() {
+    use crate::GpuBackendExt;
+    const STRIDED: Signature = Signature {
+        params: &[
+            KernelParam::scalar("rank", ScalarKind::U32),
+            read("info", DType::U64, "2*rank", &[Op::Literal(2), Op::Scalar(0), Op::Mul]),
+            read("x", DType::F32, "strided(info, rank)", &[Op::Scalar(0), Op::Strided(1)]),
+        ],
+        requires: &[],
+    };
+    const ENTRY: KernelEntry = signed("ops", "strided", &STRIDED);
+    let gpu = crate::cpu::CpuBackend::new();
+    let info = gpu.upload_const(&[3u64, 2, 1, 3]).unwrap();
+    let (fits, short) = (gpu.zeros::<f32>(6).unwrap(), gpu.zeros::<f32>(5).unwrap());
+    let launch = |x: &DeviceBuffer| {
+        let args = [KernelArg::from(2u32), KernelArg::Read(info.view()), KernelArg::Read(x.view())];
+        check(&ENTRY, &GEOMETRY, &args).map_err(|e| e.to_string())
+    };
+    assert_eq!(launch(&fits), Ok(()));
+    let error = launch(&short).unwrap_err();
+    assert!(error.contains("at least 6 elements (`strided(info, rank)`)"), "{error}");
+    // The same layout uploaded as a plain buffer: refused, saying how to make it known.
+    let plain = gpu.upload(&[3u64, 2, 1, 3]).unwrap();
+    let args = [KernelArg::from(2u32), KernelArg::Read(plain.view()), KernelArg::Read(fits.view())];
+    let error = check(&ENTRY, &GEOMETRY, &args).unwrap_err().to_string();
+    assert!(error.contains("pass a view of a `ConstBuffer` (`upload_const`)"), "{error}");
+}
+
+#[test]
+fn a_void_parameter_takes_a_view_of_any_element_type_measured_in_bytes() {
+    const BLOCKS: Signature = Signature {
+        params: &[
+            KernelParam::scalar("nbytes", ScalarKind::U32),
+            read("blocks", DType::Void, "nbytes", &[Op::Scalar(0)]),
+        ],
+        requires: &[],
+    };
+    const ENTRY: KernelEntry = signed("quant", "dequantize", &BLOCKS);
+    let launch = |dtype, len, nbytes: u32| {
+        let buffer = buffer(dtype, len);
+        let args = [KernelArg::from(nbytes), KernelArg::Read(buffer.view())];
+        check(&ENTRY, &GEOMETRY, &args).map_err(|error| error.to_string())?;
+        extents(&ENTRY, &GEOMETRY, &args).map_err(|error| error.to_string())
+    };
+    // 18 bytes: 18 u8, or 5 f32 (20 bytes, of which the kernel may touch 5 elements' worth).
+    assert_eq!(launch(DType::U8, 18, 18), Ok(vec![None, Some(18)]));
+    assert_eq!(launch(DType::F32, 5, 18), Ok(vec![None, Some(5)]));
+    let error = launch(DType::F32, 4, 18).unwrap_err();
+    assert!(error.ends_with("expected at least 18 bytes (`nbytes`), found a view of 16 bytes"), "{error}");
+}

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::lex::{Tok, Token, shorten};
-use crate::manifest::{BinaryOp, CompareOp, Comparison, Expr, LaunchDim, ScalarKind};
+use crate::manifest::{BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, ScalarKind};
 
 /// The deepest nesting of parentheses and operators an expression may have: real extents use a
 /// handful, and the bound keeps every recursive walk (parse, resolve, drop) off the stack limit.
@@ -101,6 +101,12 @@ pub(super) enum NodeKind<'s> {
         op_span: Range<usize>,
         lhs: Box<Node<'s>>,
         rhs: Box<Node<'s>>,
+    },
+    /// `strided(layout, rank)`.
+    Strided {
+        layout: &'s str,
+        layout_span: Range<usize>,
+        rank: Box<Node<'s>>,
     },
     /// `lhs CMP rhs ? taken : other`.
     Select {
@@ -266,6 +272,25 @@ fn parse_atom<'s>(
             (node.start, node.end) = (token.start, close.end);
             Ok(node)
         }
+        Tok::Ident("strided") if cursor.peek_second().is("(") => {
+            if depth >= MAX_DEPTH {
+                return Err(too_deep(token));
+            }
+            cursor.bump();
+            cursor.bump();
+            let (layout, layout_token) = cursor.ident().ok_or_else(|| {
+                Problem::expected("the name of a layout buffer, as in `strided(info, rank)`", cursor.peek())
+            })?;
+            cursor.eat(",").ok_or_else(|| {
+                Problem::expected("`,` between the layout and the rank of `strided`", cursor.peek())
+            })?;
+            let rank = parse_value(cursor, depth + 1, problems)?;
+            let close =
+                cursor.eat(")").ok_or_else(|| Problem::expected("`)` to close `strided(`", cursor.peek()))?;
+            let height = rank.height + 1;
+            let kind = NodeKind::Strided { layout, layout_span: layout_token.span(), rank: Box::new(rank) };
+            Ok(Node { kind, start: token.start, end: close.end, height })
+        }
         Tok::Ident(name) if cursor.peek_second().is(".") => {
             cursor.bump();
             cursor.bump();
@@ -313,7 +338,8 @@ fn parse_atom<'s>(
     }
 }
 
-const EXPECTED_OPERAND: &str = "an integer, a name, `cdiv(a, b)`, `min(a, b)`, `max(a, b)` or `(`";
+const EXPECTED_OPERAND: &str =
+    "an integer, a name, `cdiv(a, b)`, `min(a, b)`, `max(a, b)`, `strided(layout, rank)` or `(`";
 
 /// The two-operand functions an expression can call, and the operation each is.
 const FUNCTIONS: [(&str, BinaryOp); 3] =
@@ -352,8 +378,9 @@ pub(super) enum Kind {
     Integer(usize),
     /// A float scalar: never an integer.
     Float(ScalarKind),
-    /// A buffer: never an integer.
-    Buffer,
+    /// A buffer, at this position of the parameters, of this element type (when it is one):
+    /// never an integer, but `strided` reads a `const` one of integers as a layout.
+    Buffer { index: usize, element: Option<DType>, writable: bool },
     /// A parameter whose own declaration is already reported: using it adds no error.
     Broken,
 }
@@ -422,6 +449,17 @@ impl Resolver<'_, '_> {
                 });
                 (expr, fold)
             }
+            NodeKind::Strided { layout, layout_span, rank } => {
+                let (rank, rank_fold) = self.node(rank);
+                let layout = self.layout(layout, layout_span.clone());
+                let failed = layout.is_none() || matches!(rank_fold, Fold::Failed);
+                let expr = layout.zip(rank).map(|((layout, index), rank)| Expr::Strided {
+                    layout,
+                    index,
+                    rank: Box::new(rank),
+                });
+                (expr, if failed { Fold::Failed } else { Fold::Unknown })
+            }
             NodeKind::Select { condition, taken, other } => {
                 let (lhs, op, rhs) = &**condition;
                 let (lhs, lhs_fold) = self.node(lhs);
@@ -461,7 +499,7 @@ impl Resolver<'_, '_> {
                     return (Some(Expr::Define { name: name.to_owned(), value }), Fold::Known(value));
                 }
             }
-            Some(Kind::Float(_) | Kind::Buffer) => {}
+            Some(Kind::Float(_) | Kind::Buffer { .. }) => {}
         }
         let name = shorten(name);
         let message = match (kind, self.place) {
@@ -472,11 +510,11 @@ impl Resolver<'_, '_> {
                 "{} scalar `{name}` cannot appear in a requirement: requirements compare integers",
                 ty.name()
             ),
-            (Some(Kind::Buffer), Place::Extent(buffer)) => format!(
-                "buffer `{name}` cannot size a buffer (the extent of `{buffer}`): \
-                 an extent uses integer scalars, [defines] constants and launch dimensions"
+            (Some(Kind::Buffer { .. }), Place::Extent(buffer)) => format!(
+                "buffer `{name}` cannot size a buffer (the extent of `{buffer}`): an extent uses integer \
+                 scalars, [defines] constants and launch dimensions, and reads a layout with `strided`"
             ),
-            (Some(Kind::Buffer), Place::Requirement) => format!(
+            (Some(Kind::Buffer { .. }), Place::Requirement) => format!(
                 "buffer `{name}` cannot appear in a requirement: requirements compare integer scalars, \
                  [defines] constants and launch dimensions"
             ),
@@ -491,6 +529,30 @@ impl Resolver<'_, '_> {
         };
         self.problems.push(Problem::new(span, message));
         (None, Fold::Failed)
+    }
+
+    /// The layout `strided` reads: a `const` buffer of integers of the entry, by name and position.
+    fn layout(&mut self, name: &str, span: Range<usize>) -> Option<(String, usize)> {
+        let message = match self.names.params.get(name) {
+            Some(Kind::Buffer { index, element: Some(element), writable: false }) if element.is_integer() => {
+                return Some((name.to_owned(), *index));
+            }
+            Some(Kind::Broken) | Some(Kind::Buffer { element: None, .. }) => return None,
+            Some(Kind::Buffer { writable: true, .. }) => format!(
+                "the layout `{}` of `strided` is written by the kernel: a layout is `const`, so the launch \
+                 check can read it before the launch",
+                shorten(name)
+            ),
+            Some(Kind::Buffer { element: Some(element), .. }) => format!(
+                "the layout `{}` of `strided` holds {element}: a layout holds integers (dims, then strides)",
+                shorten(name)
+            ),
+            Some(Kind::Integer(_) | Kind::Float(_)) | None => {
+                format!("`strided` reads a layout buffer of this entry; `{}` is not one", shorten(name))
+            }
+        };
+        self.problems.push(Problem::new(span, message));
+        None
     }
 
     /// Folds `lhs op rhs` when both are constant; a zero divisor fails whatever `lhs` is.
