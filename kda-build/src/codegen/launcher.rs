@@ -13,6 +13,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::tokens::{braced, concat};
+use super::variants;
 
 use crate::manifest::{Entry, Param, ParamType, ScalarKind, Table};
 
@@ -44,17 +45,18 @@ pub(super) fn launchers(
          the target lacks.",
         table.name
     );
-    let body = braced(concat(structs));
+    let (generic_items, generic_methods) = variants::generic_launchers(module, kernels, table);
+    let body = braced(concat(structs.into_iter().chain([generic_items])));
     let module_tokens = quote! {
         #[doc = #module_doc]
         #vis mod #module #body
     };
-    (module_tokens, concat(methods))
+    (module_tokens, concat(methods.into_iter().chain([generic_methods])))
 }
 
 /// The Rust type of a scalar parameter: the primitive of its name, or the `half` type kda-runtime
 /// re-exports (`f16` is no stable primitive).
-fn scalar_type(kind: ScalarKind) -> TokenStream {
+pub(super) fn scalar_type(kind: ScalarKind) -> TokenStream {
     let name = Ident::new(kind.name(), Span::call_site());
     match kind {
         ScalarKind::F16 | ScalarKind::Bf16 => quote!(::kda_runtime::#name),
@@ -72,8 +74,22 @@ fn scalar_type(kind: ScalarKind) -> TokenStream {
     }
 }
 
+/// The Rust type of an argument struct's field for `param`.
+pub(super) fn field_type(param: &Param) -> TokenStream {
+    match &param.ty {
+        ParamType::Buffer { writable: false, .. } => quote!(::kda_runtime::View<'a>),
+        ParamType::Buffer { writable: true, .. } => quote!(::kda_runtime::ViewMut<'a>),
+        ParamType::Scalar(scalar) => scalar_type(*scalar),
+    }
+}
+
+/// The doc of an argument struct's field for `param`: its manifest declaration.
+pub(super) fn field_doc(param: &Param) -> String {
+    format!(" `{} {}`", param_decl_type(&param.ty), param.name)
+}
+
 /// Whether the entry takes a buffer, so its argument struct borrows.
-fn borrows(params: &[Param]) -> bool {
+pub(super) fn borrows(params: &[Param]) -> bool {
     params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
 }
 
@@ -91,12 +107,8 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
     let lifetime = borrows(params).then(|| quote!(<'a>));
     let fields = braced(concat(params.iter().map(|param| {
         let field = Ident::new(&param.name, Span::call_site());
-        let doc = format!(" `{} {}`", param_decl_type(&param.ty), param.name);
-        let ty = match &param.ty {
-            ParamType::Buffer { writable: false, .. } => quote!(::kda_runtime::View<'a>),
-            ParamType::Buffer { writable: true, .. } => quote!(::kda_runtime::ViewMut<'a>),
-            ParamType::Scalar(scalar) => scalar_type(*scalar),
-        };
+        let doc = field_doc(param);
+        let ty = field_type(param);
         quote! { #[doc = #doc] pub #field: #ty, }
     })));
     let doc = format!(
@@ -141,17 +153,7 @@ fn param_decl_type(ty: &ParamType) -> String {
 
 fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> TokenStream {
     let field = Ident::new(&entry.field, Span::call_site());
-    let method = format_ident!("launch_{}", entry.field);
     let lifetime = borrows(params).then(|| quote!(<'_>));
-    // Mixed-site names: no parameter or field name of the manifest can capture them.
-    let locals: Vec<Ident> =
-        (0..params.len()).map(|i| Ident::new(&format!("arg{i}"), Span::mixed_site())).collect();
-    let (gpu, geometry, args) = (
-        Ident::new("gpu", Span::mixed_site()),
-        Ident::new("geometry", Span::mixed_site()),
-        Ident::new("args", Span::mixed_site()),
-    );
-    let names = params.iter().map(|param| Ident::new(&param.name, Span::call_site()));
     let index = proc_macro2::Literal::usize_unsuffixed(index);
     let handle = if entry.optional {
         quote! {
@@ -167,18 +169,63 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
     } else {
         quote!(self.#field)
     };
-    // The checks a launch runs are documented once, on the module; this names the entry.
-    let doc = format!(" Launches `{}` with [`{module}::{}`], checked.", entry.field, entry.field);
+    launcher(Launcher {
+        // The checks a launch runs are documented once, on the module; this names the entry.
+        doc: format!(" Launches `{}` with [`{module}::{}`], checked.", entry.field, entry.field),
+        name: format_ident!("launch_{}", entry.field),
+        generics: TokenStream::new(),
+        args: quote!(#module::#field #lifetime),
+        pattern: quote!(#module::#field),
+        params,
+        handle,
+        entry: quote!(&Self::ENTRIES[#index]),
+    })
+}
+
+/// A launcher method of the handles struct: what varies between an entry's own and a variant
+/// group's generic one.
+pub(super) struct Launcher<'a> {
+    /// Its doc comment's first line.
+    pub doc: String,
+    /// `launch_<field>`.
+    pub name: Ident,
+    /// Its generic parameters, with their angle brackets (or nothing).
+    pub generics: TokenStream,
+    /// The type of its argument struct.
+    pub args: TokenStream,
+    /// The path its argument struct is destructured by.
+    pub pattern: TokenStream,
+    /// The entry's parameters (a variant group's: any variant's).
+    pub params: &'a [Param],
+    /// An expression for the handle to launch (it may `return` an `Err`).
+    pub handle: TokenStream,
+    /// An expression for the `&'static KernelEntry` launched.
+    pub entry: TokenStream,
+}
+
+/// The method: safe over `GpuBackend::launch`, or, where a parameter has `safety` conditions, an
+/// `unsafe fn` over `launch_trusting` whose `# Safety` lists them.
+pub(super) fn launcher(launcher: Launcher<'_>) -> TokenStream {
+    let Launcher { doc, name, generics, args: args_type, pattern, params, handle, entry } = launcher;
+    // Mixed-site names: no parameter or field name of the manifest can capture them.
+    let locals: Vec<Ident> =
+        (0..params.len()).map(|i| Ident::new(&format!("arg{i}"), Span::mixed_site())).collect();
+    let (gpu, geometry, args) = (
+        Ident::new("gpu", Span::mixed_site()),
+        Ident::new("geometry", Span::mixed_site()),
+        Ident::new("args", Span::mixed_site()),
+    );
+    let names = params.iter().map(|param| Ident::new(&param.name, Span::call_site()));
     let signature = quote! {
-        #method(
+        #name #generics(
             &self,
             #gpu: &dyn ::kda_runtime::GpuBackend,
             #geometry: ::kda_runtime::LaunchGeometry,
-            #args: #module::#field #lifetime,
+            #args: #args_type,
         ) -> ::core::result::Result<(), ::kda_runtime::BackendError>
     };
     let unpack = quote! {
-        let #module::#field { #(#names: #locals),* } = #args;
+        let #pattern { #(#names: #locals),* } = #args;
         let handle = #handle;
     };
     let trusted: Vec<String> = params
@@ -212,7 +259,7 @@ fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> Toke
             // SAFETY: the caller guarantees the entry's conditions; `launch_trusting` refuses a
             // handle that is not the backend's for this entry.
             unsafe {
-                ::kda_runtime::launch_trusting(#gpu, &Self::ENTRIES[#index], handle, #geometry, &mut [#(#locals.into()),*])
+                ::kda_runtime::launch_trusting(#gpu, #entry, handle, #geometry, &mut [#(#locals.into()),*])
             }
         }
     }

@@ -26,6 +26,7 @@ mod launcher;
 mod locate;
 mod signature;
 mod tokens;
+mod variants;
 
 use std::path::PathBuf;
 

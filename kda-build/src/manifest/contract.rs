@@ -24,6 +24,8 @@ pub struct Param {
     /// layout on the device): what the caller of a launch guarantees (the entry's `safety`). Its
     /// launcher is then an `unsafe fn`.
     pub safety: Option<String>,
+    /// The variant axis its type is written as (`T x` under `variants = { T = [...] }`).
+    pub type_axis: Option<String>,
     /// Where its name is written in the manifest.
     pub location: Location,
 }

@@ -25,6 +25,7 @@ pub(crate) mod namespace;
 mod params;
 mod parse;
 mod validate;
+mod variants;
 
 pub use contract::{
     BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, Op, Param, ParamType, Requirement, ScalarKind,
@@ -33,6 +34,7 @@ pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, Manif
 pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};
 use ident::is_rust_keyword;
 pub use ident::{is_c_identifier, is_rust_field_name};
+pub use variants::{AxisValue, Variant};
 
 /// The reserved table of named integer constants shared by the kernels and Rust.
 pub(crate) const DEFINES_TABLE: &str = "defines";
@@ -117,6 +119,8 @@ pub struct Entry {
     pub params: Option<Vec<Param>>,
     /// What a launch must satisfy beyond the extents (`requires`); empty without `params`.
     pub requires: Vec<Requirement>,
+    /// Which instantiation of its kernel it is, for an entry the manifest's `variants` expanded.
+    pub variant: Option<Variant>,
     /// Where the key is written.
     pub location: Location,
 }

@@ -24,6 +24,7 @@ use self::expr::{Cursor, Kind, Names, Node, Place, Problem, compare_op, parse_ex
 use self::lex::{Tok, Token, shorten, tokenize};
 use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawEntry, RawManifest};
+use super::variants::Variant;
 use super::{CompareOp, Comparison, DType, Diagnostic, LineIndex, Param, ParamType, Requirement, ScalarKind};
 
 /// The most parameters an entry may declare: the runtime refers to a scalar by a `u16` index.
@@ -107,13 +108,18 @@ struct EntryReader<'r, 'a> {
 
 impl<'r> EntryReader<'r, '_> {
     fn read(mut self, entry: &'r RawEntry) -> Contract {
-        let mut names = Names { params: HashMap::new(), defines: self.defines };
+        // A variant's integer axes are constants of its extents and requirements, as defines are.
+        let variant = entry.variant.as_ref();
+        let constants = variant.into_iter().flat_map(Variant::constants);
+        let defines: HashMap<&str, u32> =
+            self.defines.iter().map(|(name, value)| (*name, *value)).chain(constants).collect();
+        let mut names = Names { params: HashMap::new(), defines: &defines };
         let safety = entry.safety.as_ref().map(|safety| safety.get_ref());
         let trusted: Vec<&str> =
             safety.into_iter().flatten().map(|(name, _)| name.get_ref().as_str()).collect();
         let mut params = entry.params.as_ref().and_then(|params| {
             let text = Text::new(self.source.text(), params);
-            self.params(&text, &mut names, &trusted)
+            self.params(&text, &mut names, &trusted, variant)
         });
         let mut requires = Vec::new();
         if let Some(list) = &entry.requires {
@@ -194,7 +200,14 @@ impl<'r> EntryReader<'r, '_> {
     /// The parameters, registering each name in `names`; `None` when anything was reported.
     /// `trusted` are the names the entry's `safety` gives a condition: only those may have the
     /// extent `?`.
-    fn params<'s>(&mut self, text: &Text<'s>, names: &mut Names<'s>, trusted: &[&str]) -> Option<Vec<Param>>
+    /// A type `variant` has an axis of is that axis's type.
+    fn params<'s>(
+        &mut self,
+        text: &Text<'s>,
+        names: &mut Names<'s>,
+        trusted: &[&str],
+        variant: Option<&Variant>,
+    ) -> Option<Vec<Param>>
     where
         'r: 's,
     {
@@ -211,7 +224,14 @@ impl<'r> EntryReader<'r, '_> {
             problems.push(Problem::new(first_extra[0].span(), message));
         }
         for (index, segment) in segments.into_iter().enumerate() {
-            let (name, kind, param) = match declare(&mut Cursor::new(segment), &mut problems) {
+            let read = declare(&mut Cursor::new(segment), &mut problems).map(|mut param| {
+                if let Some(dtype) = variant.and_then(|variant| variant.type_of(param.ty.0)) {
+                    param.type_axis = Some(param.ty.0);
+                    param.ty.0 = dtype.name();
+                }
+                param
+            });
+            let (name, kind, param) = match read {
                 Ok(param) => (Some(param.name), kind_of(&param, index), Some(param)),
                 Err((problem, name)) => {
                     problems.push(problem);
@@ -288,6 +308,7 @@ impl<'r> EntryReader<'r, '_> {
             name: name.to_owned(),
             ty,
             safety: None,
+            type_axis: param.type_axis.map(str::to_owned),
             location,
         })
     }
@@ -321,6 +342,8 @@ struct Declared<'s> {
     extent: Option<(Node<'s>, Range<usize>)>,
     /// Whether the extent is `?` (parsed as 0).
     unbounded: bool,
+    /// The variant axis the type is written as, once resolved to the variant's type.
+    type_axis: Option<&'s str>,
 }
 
 /// A syntax error, with the parameter's name when it got that far (so that uses of the name
@@ -400,7 +423,7 @@ fn declare<'s>(
         let what = format!("`,` or the end of `params` after parameter `{}`", shorten(name.0));
         return Err((Problem::expected(&what, cursor.peek()), partial));
     }
-    Ok(Declared { constness, ty, name, extent, unbounded })
+    Ok(Declared { constness, ty, name, extent, unbounded, type_axis: None })
 }
 
 /// What the parameter at `index` stands for in an expression.

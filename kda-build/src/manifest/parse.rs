@@ -1,19 +1,21 @@
 //! From TOML source to spanned raw tables: syntax, and the shape of every table and entry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::params::Contract;
+use super::variants::{self, RawVariants, Variant};
 use super::{BUILD_TABLE, BuildSettings, DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
-const ENTRY_KEYS: [&str; 7] = ["module", "entry", "optional", "doc", "params", "requires", "safety"];
+const ENTRY_KEYS: [&str; 8] =
+    ["module", "entry", "optional", "doc", "params", "requires", "safety", "variants"];
 
 /// One entry as written, with the spans later checks blame.
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawEntry {
     pub module: Spanned<String>,
@@ -30,6 +32,12 @@ pub(super) struct RawEntry {
     /// Buffer parameter name to what the caller guarantees about its reach.
     #[serde(default)]
     pub safety: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
+    /// The axes of the kernel's instantiations; expanded away as the entry is read.
+    #[serde(default)]
+    pub variants: Option<Spanned<RawVariants>>,
+    /// Which instantiation this entry is, once expanded.
+    #[serde(skip)]
+    pub variant: Option<Variant>,
 }
 
 /// One kernel table as written.
@@ -134,10 +142,31 @@ fn read_table(
         return None;
     };
     let is_empty = entries.is_empty();
-    let entries = entries
-        .into_iter()
-        .filter_map(|(field, value)| read_entry(source, spanned_string(field), value, diagnostics))
-        .collect();
+    let mut expanded: Vec<(Spanned<String>, RawEntry)> = Vec::new();
+    // Each field, with the variant group it belongs to.
+    let mut fields: HashMap<String, Option<String>> = HashMap::new();
+    for (field, value) in entries {
+        let Some((field, raw)) = read_entry(source, spanned_string(field), value, diagnostics) else {
+            continue;
+        };
+        for (field, raw) in variants::expand(source, field, raw, diagnostics) {
+            let group = raw.variant.as_ref().map(|variant| variant.group.clone());
+            // TOML keeps keys unique; a variant's field can still be another entry's key.
+            if let Some(other) = fields.get(field.get_ref()) {
+                let groups: Vec<&str> = other.iter().chain(&group).map(String::as_str).collect();
+                let message = format!(
+                    "entry `{}` is a variant of `{}` and another entry's field: rename one",
+                    field.get_ref(),
+                    groups.join("` and `")
+                );
+                diagnostics.push(Diagnostic::new(source, field.span(), message));
+                continue;
+            }
+            fields.insert(field.get_ref().clone(), group);
+            expanded.push((field, raw));
+        }
+    }
+    let entries = expanded;
     Some(RawTable { name, is_empty, entries })
 }
 
@@ -218,6 +247,7 @@ impl RawTable {
                     doc: raw.doc,
                     params: contract.params,
                     requires: contract.requires,
+                    variant: raw.variant,
                 })
                 .collect(),
         }

@@ -48,7 +48,13 @@ const PTX: &str = "\
 ";
 
 fn param(name: &str, ty: ParamType) -> Param {
-    Param { name: name.to_owned(), ty, safety: None, location: Location { line: 1, column: 1 } }
+    Param {
+        name: name.to_owned(),
+        ty,
+        safety: None,
+        type_axis: None,
+        location: Location { line: 1, column: 1 },
+    }
 }
 
 fn buffer(name: &str, element: DType, writable: bool) -> Param {

@@ -1,0 +1,77 @@
+//! `variants`: one manifest entry for a kernel's instantiations, expanded into one entry per
+//! combination of its axes, each a type or a constant in its contract; and every misuse located.
+
+use kda_build::Manifest;
+use kda_build::manifest::{AxisValue, DType, Expr, ParamType, ScalarKind};
+
+use super::errors;
+
+const LIBRARY: &str = r#"[lib]
+affine = { module = "affine", entry = "affine_{T}", variants = { T = ["f32", "f16", "bf16"] },
+           params = "u64 n, const T x[n], T y[n], T mul, f32 add" }
+attn = { module = "attn", entry = "attn_{T}_d{D}", variants = { T = ["f16", "bf16"], D = [64, 128] },
+         params = "const T q[n * D], u32 n", requires = ["block.x == D"] }
+"#;
+
+#[test]
+fn each_combination_of_the_axes_is_an_entry_with_its_types_and_constants() {
+    let manifest = Manifest::parse("k.toml", LIBRARY).unwrap();
+    let entries = &manifest.tables[0].entries;
+    let names: Vec<(&str, &str)> = entries.iter().map(|e| (e.field.as_str(), e.entry.as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            ("affine_f32", "affine_f32"),
+            ("affine_f16", "affine_f16"),
+            ("affine_bf16", "affine_bf16"),
+            // Axes in alphabetical order, the last varying fastest.
+            ("attn_64_f16", "attn_f16_d64"),
+            ("attn_64_bf16", "attn_bf16_d64"),
+            ("attn_128_f16", "attn_f16_d128"),
+            ("attn_128_bf16", "attn_bf16_d128"),
+        ]
+    );
+    // A type axis is the variant's type wherever `params` writes it, and remembered as the axis.
+    let f16 = &entries[1];
+    let types: Vec<String> = f16.params.as_ref().unwrap().iter().map(|p| p.ty.to_string()).collect();
+    assert_eq!(types, ["u64", "const f16[n]", "f16[n]", "f16", "f32"]);
+    let axes: Vec<Option<&str>> =
+        f16.params.as_ref().unwrap().iter().map(|p| p.type_axis.as_deref()).collect();
+    assert_eq!(axes, [None, Some("T"), Some("T"), Some("T"), None]);
+    let variant = f16.variant.as_ref().unwrap();
+    assert_eq!((variant.group.as_str(), variant.index), ("affine", 1));
+    assert_eq!(variant.axes, [("T".to_owned(), AxisValue::Type(DType::F16))]);
+    assert!(matches!(f16.params.as_ref().unwrap()[3].ty, ParamType::Scalar(ScalarKind::F16)));
+    // An integer axis is a constant of the extents and requirements.
+    let attn = &entries[5];
+    let ParamType::Buffer { extent, .. } = &attn.params.as_ref().unwrap()[0].ty else {
+        panic!("q is a buffer")
+    };
+    let Expr::Binary { rhs, .. } = extent else { panic!("n * D") };
+    assert_eq!(**rhs, Expr::Define { name: "D".to_owned(), value: 128 });
+    assert_eq!(attn.requires[0].any_of[0].rhs, Expr::Define { name: "D".to_owned(), value: 128 });
+    assert!(entries.iter().all(|e| e.variant.is_some()));
+}
+
+#[test]
+fn a_misused_axis_is_located_and_expands_to_nothing() {
+    let text = r#"[t]
+a = { module = "m", entry = "a_{T}", variants = { T = ["f8", "void", 3] } }
+b = { module = "m", entry = "b", variants = { T = ["f32"] } }
+c = { module = "m", entry = "c_{T}_{U}", variants = { T = ["f32", "f32"] } }
+d = { module = "m", entry = "d_{f32}", variants = { f32 = ["f32"] } }
+e = { module = "m", entry = "e_{T}", variants = { T = [] } }
+"#;
+    assert_eq!(
+        errors(text),
+        [
+            "k.toml:2:56: entry `a`: variant `f8` of axis `T` is no element type: expected bf16, f32, u32, f16, f64, i8, u8, i16, u16, i32, i64, u64, bool, fp8e4m3, fp8e5m2 or an integer",
+            "k.toml:2:62: entry `a`: variant `void` of axis `T` is no element type: expected bf16, f32, u32, f16, f64, i8, u8, i16, u16, i32, i64, u64, bool, fp8e4m3, fp8e5m2 or an integer",
+            "k.toml:3:29: entry `b`: `entry` must name each variant: write `{T}` where its value goes, as in `b_{T}`",
+            "k.toml:4:29: entry `c`: `{U}` in `entry` is not a variant axis of this entry",
+            "k.toml:4:59: entry `c`: variant axis `T` lists `f32` twice",
+            "k.toml:5:53: entry `d`: variant axis `f32` must be a C identifier that is not a type name, such as `T` or `D`",
+            "k.toml:6:55: entry `e`: variant axis `T` lists no value",
+        ]
+    );
+}
