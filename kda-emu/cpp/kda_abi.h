@@ -21,10 +21,11 @@ struct kda_emu_fault {
     unsigned block[3];
     unsigned thread[3];
     // For an access outside its memory: the kernel parameter it went through (or -1), the
-    // __shared__ variable (or ""), and the element index.
+    // __shared__ array or "dynamic shared memory" (or ""), and the element index (a byte's in
+    // dynamic shared memory; negative before the first).
     int parameter;
     char variable[KDA_EMU_VARIABLE_CAPACITY];
-    unsigned long long index;
+    long long index;
     // NUL-terminated, the kernel named first.
     char message[KDA_EMU_MESSAGE_CAPACITY];
 };
@@ -41,10 +42,12 @@ KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void);
 // sizeof(struct kda_emu_fault) in the runtime, which a loader compares with its own.
 KDA_EMU_API unsigned long long kda_emu_fault_size(void);
 // Runs every block of the grid: 0, or 1 with `fault` filled. `args[i]` points to the value of
-// parameter i (a device pointer for a buffer).
-KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
-                               const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
-                               struct kda_emu_fault* fault);
+// parameter i (a device pointer for a buffer); `sizes[i]` is the bytes of a buffer's view the
+// kernel may reach (ignored for a scalar): without a sanitizer the runtime stages each view at that
+// size, a guard page after it, and copies the written ones back.
+KDA_EMU_API int kda_emu_launch(int entry, void* const* args, const unsigned long long* sizes, unsigned arg_count,
+                               const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared,
+                               unsigned long long seed, struct kda_emu_fault* fault);
 
 #ifdef __cplusplus
 }

@@ -8,9 +8,10 @@
 // reach, warp shuffles an exchange every lane of the mask must join, and an asynchronous copy
 // lands only at its wait: anything else is a launch error naming the kernel, the block and the
 // thread (kda_emu_runtime.cpp). The tensor-core ldmatrix, mma.m16n8k16 (bf16) and mma.m16n8k8
-// (tf32) are gathers every lane of the warp must join, reached through kda_common.cuh's wrappers. What this header does not
-// declare (atomics, ballots, other tensor-core instructions, inline PTX) does not compile, so a
-// module that needs it is reported at build time instead of being emulated wrongly.
+// (tf32) are gathers every lane of the warp must join, reached through kda_common.cuh's wrappers. Atomics, warp votes,
+// device math and the paired 16-bit floats are in the headers included near the end. What the
+// shim does not declare (other tensor-core instructions, inline PTX, cooperative groups) does not
+// compile, so a module that needs it is reported at build time instead of being emulated wrongly.
 #pragma once
 
 #include <math.h>
@@ -40,6 +41,8 @@
 // runtime fills with NaN bytes before each block and measures against the device's limit.
 // `used`: the runtime writes it behind the compiler's back, so an array no thread writes must not
 // be folded to its zero initializer (or dropped), which would hide the NaN of an unwritten read.
+// `extern __shared__ T name[];`, which this cannot spell, the build rewrites in the module's
+// source into a reference to the launch's dynamic shared memory (kda-emu/src/toolchain.rs).
 #define __shared__ static __attribute__((used))
 
 struct uint3 {
@@ -85,9 +88,11 @@ unsigned lane();
 void cp_async(void* dst, const void* src, unsigned bytes);
 void cp_async_commit();
 void cp_async_wait(int newest_pending);
-// The launch's dynamic shared memory (`extern __shared__` on the device, reached through
-// kda_common.cuh's dynamic_shared): its bytes, 128-byte aligned, NaN bytes before every block;
-// null when the launch asked for none.
+// The launch's dynamic shared memory (`extern __shared__` on the device: the build turns each
+// such declaration into a reference to it, and kda_common.cuh's dynamic_shared reaches it): its
+// bytes, 128-byte aligned, NaN bytes before every block. Past its last byte (within 127 bytes where
+// the size is not a multiple of 128) is a guard page: an access there is an out-of-bounds fault.
+// When the launch asked for none: the guard page itself, or null under a sanitizer.
 void* dynamic_shared();
 unsigned dynamic_shared_bytes();
 // Warp gather: every lane of the full warp deposits `bytes` (1 to 32) from `record`; after one
@@ -136,34 +141,10 @@ inline uint32_t tf32_rna(float x) {
     if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fffffffu;
     return (bits + 0x1000u) & 0xffffe000u;
 }
-// The source lane of a shuffle within segments of `width` lanes; -1 keeps the caller's value.
-inline int segment_lane(int target, int width) {
-    const int base = static_cast<int>(lane()) & ~(width - 1);
-    return base + (target & (width - 1));
-}
 }  // namespace kda_emu
 
 inline void __syncthreads() { kda_emu::syncthreads(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { kda_emu::syncwarp(mask); }
-
-template <class T>
-T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {
-    const int source = kda_emu::segment_lane(static_cast<int>(kda_emu::lane()) ^ lane_mask, width);
-    return kda_emu::from_bits<T>(kda_emu::exchange("__shfl_xor_sync", mask, kda_emu::to_bits(value), source));
-}
-template <class T>
-T __shfl_sync(unsigned mask, T value, int source_lane, int width = warpSize) {
-    const int source = kda_emu::segment_lane(source_lane, width);
-    return kda_emu::from_bits<T>(kda_emu::exchange("__shfl_sync", mask, kda_emu::to_bits(value), source));
-}
-template <class T>
-T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
-    const int in_segment = static_cast<int>(kda_emu::lane()) % width;
-    const int source = in_segment + static_cast<int>(delta) < width
-                           ? static_cast<int>(kda_emu::lane() + delta)
-                           : -1;
-    return kda_emu::from_bits<T>(kda_emu::exchange("__shfl_down_sync", mask, kda_emu::to_bits(value), source));
-}
 
 // bf16 with round-to-nearest-even, as <cuda_bf16.h> has it.
 struct __nv_bfloat16 {
@@ -341,6 +322,12 @@ T __ldg(const T* p) {
     return *p;
 }
 
+// The rest of the device API: the paired 16-bit floats, warp shuffles and votes, math, atomics.
+#include "kda_emu_half2.h"
+#include "kda_emu_warp.h"
+#include "kda_emu_math.h"
+#include "kda_emu_atomic.h"
+
 // ---- Entries: how the runtime finds a kernel by its extern "C" name and calls it. ----
 namespace kda_emu {
 using Invoker = void (*)(void* const* args);
@@ -370,6 +357,28 @@ struct TypeName {
 KDA_EMU_TYPE_NAMES(KDA_EMU_TYPE_NAME)
 #undef KDA_EMU_TYPE_NAME
 
+// What the runtime needs of a parameter to stage the view it points to for a launch (with a
+// guard page after it): the element size, which turns a faulting address into an element index,
+// and whether the kernel may write through it, which decides whether the view is copied back.
+// A scalar has element size 0; a `void` buffer's elements are its bytes, as its view measures it.
+struct ParamLayout {
+    unsigned element_size;
+    bool written;
+};
+template <class P>
+constexpr ParamLayout param_layout() {
+    if constexpr (std::is_pointer<P>::value) {
+        using T = std::remove_pointer_t<P>;
+        if constexpr (std::is_void<T>::value) {
+            return {1, !std::is_const<T>::value};
+        } else {
+            return {static_cast<unsigned>(sizeof(T)), !std::is_const<T>::value};
+        }
+    } else {
+        return {0, false};
+    }
+}
+
 template <class F>
 struct Entry;
 template <class... P>
@@ -387,11 +396,16 @@ struct Entry<void (*)(P...)> {
         static constexpr const char* names[sizeof...(P) + 1] = {TypeName<P>::get()..., nullptr};
         return names;
     }
+    static const ParamLayout* param_layouts() {
+        static constexpr ParamLayout layouts[sizeof...(P) + 1] = {param_layout<P>()..., ParamLayout{}};
+        return layouts;
+    }
 };
 
 // Adds an entry to this module's registry (kda_emu_runtime.cpp), at load time.
 struct Registrar {
-    Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types);
+    Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
+              const ParamLayout* layouts);
 };
 }  // namespace kda_emu
 
@@ -401,5 +415,6 @@ struct Registrar {
     namespace {                                                                                  \
     const ::kda_emu::Registrar kda_emu_registrar_##name(                                         \
         #name, &::kda_emu::Entry<decltype(&name)>::template invoke<&name>,                     \
-        ::kda_emu::Entry<decltype(&name)>::arity, ::kda_emu::Entry<decltype(&name)>::param_types()); \
+        ::kda_emu::Entry<decltype(&name)>::arity, ::kda_emu::Entry<decltype(&name)>::param_types(), \
+        ::kda_emu::Entry<decltype(&name)>::param_layouts());                                      \
     }

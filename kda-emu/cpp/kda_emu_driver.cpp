@@ -7,7 +7,8 @@
 // Every buffer is allocated at exactly the bytes the request gives (a view's elements up to its
 // extent), starting at the view's misalignment modulo 16 so a kernel's vector path is taken as it
 // would be for the view; the bytes before it are poisoned under AddressSanitizer. A read or write
-// past the extent is a sanitizer report.
+// past the extent is a sanitizer report; without a sanitizer the runtime stages each buffer again,
+// a guard page after it, and reports the access as the launch's fault (kda_emu_runtime.cpp).
 //
 // Request, little-endian (str = u32 length + bytes):
 //   magic, str library, str entry, str parameter types ("const bf16*,u32"),
@@ -16,7 +17,7 @@
 //   misalignment (< 16), u64 length, the bytes).
 // Response: magic, u8 status; launched (0): u32 count, then each written buffer as u64 length +
 //   bytes, in argument order; refused or failed (1): the fault (kda_abi.h) as u32 kind, u32
-//   has_thread, u32 block[3], u32 thread[3], i32 parameter, str variable, u64 index, str message.
+//   has_thread, u32 block[3], u32 thread[3], i32 parameter, str variable, i64 index, str message.
 // The exit status is 0 unless the driver itself fails (2) or a sanitizer reports (its own).
 #include <dlfcn.h>
 
@@ -131,7 +132,7 @@ void respond_failed(const char* path, const kda_emu_fault& fault) {
     for (unsigned t : fault.thread) out.value(uint32_t{t});
     out.value(int32_t{fault.parameter});
     out.str(std::string(fault.variable, strnlen(fault.variable, sizeof fault.variable)));
-    out.value(uint64_t{fault.index});
+    out.value(int64_t{fault.index});
     out.str(std::string(fault.message, strnlen(fault.message, sizeof fault.message)));
 }
 
@@ -209,10 +210,14 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::vector<void*> pointers;
-    for (Argument& arg : args) pointers.push_back(arg.pointer);
+    std::vector<unsigned long long> sizes;
+    for (Argument& arg : args) {
+        pointers.push_back(arg.pointer);
+        sizes.push_back(arg.length);
+    }
     kda_emu_fault fault{};
-    const int status = launch(index, pointers.data(), static_cast<unsigned>(pointers.size()), grid, block,
-                              dynamic_shared, seed, &fault);
+    const int status = launch(index, pointers.data(), sizes.data(), static_cast<unsigned>(pointers.size()), grid,
+                              block, dynamic_shared, seed, &fault);
     if (status == 0) {
         respond_launched(argv[2], args);
     } else {

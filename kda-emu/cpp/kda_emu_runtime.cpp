@@ -5,7 +5,7 @@
 // A launch runs its blocks one at a time in an order shuffled by its seed, each block on one OS
 // thread per CUDA thread. Every wait (barrier, exchange, gather) goes through one monitor per block
 // that knows which threads run, wait or have returned, so a barrier some thread never reaches, a
-// warp collective (shuffle, ldmatrix, mma) with lanes missing or a deadlock ends the launch with a
+// warp collective (shuffle, vote, ldmatrix, mma) with lanes missing or a deadlock ends the launch with a
 // message instead of a hang: the monitor sets the failure and every waiting thread unwinds out of
 // the kernel (Abort).
 //
@@ -13,8 +13,16 @@
 // thread that waited before it, whatever they waited for, and hide a missing barrier behind any
 // other wait. So the monitor's locking and its own state are invisible to TSan, and it declares the
 // order CUDA gives instead: a __syncthreads orders the block's threads, a __syncwarp its mask's
-// lanes, and nothing else does (shuffles, ldmatrix and mma exchange values, not memory order).
+// lanes, and nothing else does (shuffles, votes, ldmatrix and mma exchange values, not memory order).
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +65,15 @@ extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 
 #ifdef KDA_EMU_ASAN
 #include <sanitizer/asan_interface.h>
+#endif
+
+// Without a sanitizer the runtime checks a kernel's accesses itself: every view of a launch and
+// its dynamic shared memory end at a guard page (LaunchMemory), whose fault the SIGSEGV handler
+// turns into the launch's failure, and the entry's unit is compiled with UBSan's array bounds
+// check, whose handler is defined here. Under a sanitizer its runtime checks them (byte for byte
+// under AddressSanitizer), so the runtime stays out of its way.
+#if !defined(KDA_EMU_ASAN) && !defined(KDA_EMU_TSAN)
+#define KDA_EMU_CHECKED 1
 #endif
 
 #ifdef KDA_EMU_TSAN
@@ -140,6 +157,7 @@ struct RegisteredEntry {
     Invoker invoke;
     unsigned arity;
     std::string params;
+    std::vector<ParamLayout> layouts;
 };
 
 // Function-local statics: registrars run at load time, in any order across translation units.
@@ -168,6 +186,11 @@ struct Failure {
     bool has_thread = false;
     uint3 block{}, thread{};
     std::string message;
+    // For an access outside its memory: the parameter it went through (or -1), the array or
+    // "dynamic shared memory" (or ""), and the element index (a byte's in dynamic shared memory).
+    int parameter = -1;
+    std::string variable;
+    long long index = 0;
 
     bool failed() const { return kind != KDA_EMU_FAULT_NONE; }
     static Failure of(unsigned kind, std::string message) {
@@ -184,16 +207,45 @@ struct PendingCopy {
     unsigned size;
 };
 
+struct Region;
+
+// Where a thread's kernel went outside its memory, as the SIGSEGV handler or the bounds handler
+// found it before jumping back to the thread's runtime (which formats it: no allocation, no lock
+// in a handler).
+struct AccessFault {
+    // A guard page: the region it guards, the address, and whether the access wrote (1), read (0)
+    // or either (-1, where the fault does not tell).
+    const Region* region = nullptr;
+    uintptr_t address = 0;
+    int write = -1;
+    // UBSan's bounds check: the index expression's place, the array's type as the compiler names
+    // it (quoted), and the index.
+    const char* file = nullptr;
+    unsigned line = 0, column = 0;
+    const char* array_type = nullptr;
+    long long index = 0;
+};
+
 // One CUDA thread's identity and its asynchronous copies.
 struct ThreadState {
     unsigned linear = 0, warp = 0, lane = 0;
     std::vector<PendingCopy> uncommitted;
     std::vector<std::vector<PendingCopy>> groups;  // committed, oldest first
+#ifdef KDA_EMU_CHECKED
+    // While the kernel runs (`armed`), where the handlers jump back to, and what they found.
+    sigjmp_buf jump;
+    volatile sig_atomic_t armed = 0;
+    AccessFault fault;
+#endif
 };
 thread_local ThreadState* self = nullptr;
 
 // The most bytes one lane deposits in a gather (kda_emu::gather).
 constexpr unsigned kMaxGatherRecord = 32;
+
+// The `source` of an exchange that is a vote (kda_emu::ballot): each lane gets the mask of the
+// lanes that deposited a non-zero value.
+constexpr int kBallot = -2;
 
 // One warp's collectives: an exchange (a shuffle, __syncwarp) or a gather (ldmatrix, mma). Both
 // go through the same arrival state, so lanes in different collectives are told apart by `op`.
@@ -257,6 +309,7 @@ class Monitor {
     }
 
     // `orders_memory`: the exchange is a __syncwarp, which orders the memory accesses of its lanes.
+    // A `source` of kBallot: the exchange is a vote.
     uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source, bool orders_memory) {
         MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
@@ -272,9 +325,14 @@ class Monitor {
         warp.sources[lane] = source;
         warp.arrived |= 1u << lane;
         if (warp.arrived == mask) {
+            uint64_t ballot = 0;
+            for (unsigned i = 0; i < 32; ++i)
+                if ((mask & (1u << i)) && warp.values[i] != 0) ballot |= 1u << i;
             for (unsigned i = 0; i < 32; ++i)
                 if (mask & (1u << i))
-                    warp.results[i] = warp.sources[i] < 0 ? warp.values[i] : warp.values[warp.sources[i]];
+                    warp.results[i] = warp.sources[i] == kBallot ? ballot
+                                      : warp.sources[i] < 0  ? warp.values[i]
+                                                             : warp.values[warp.sources[i]];
             complete(warp);
         } else {
             wait_for(lock, warp);
@@ -333,6 +391,25 @@ class Monitor {
             }
         }
         if (exited_ == threads_) all_exited_.notify_all();
+    }
+
+    // The lanes of the caller's warp that have not returned.
+    unsigned active_lanes() {
+        MonitorScope scope;
+        std::unique_lock<std::mutex> lock(mutex_);
+        const Warp& warp = warp_of_self();
+        return warp.lanes & ~warp.exited;
+    }
+
+    // The calling thread left its kernel through an access outside its memory: `access`'s kind,
+    // message and access, at the caller's block and thread.
+    void fail_access(const Failure& access) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (!record(access.message)) return;
+        failure_.kind = access.kind;
+        failure_.parameter = access.parameter;
+        failure_.variable = access.variable;
+        failure_.index = access.index;
     }
 
     // Called by a thread that did not raise the failure itself but saw something fail.
@@ -412,8 +489,9 @@ class Monitor {
         if (waiting() + exited_ == threads_) fail(lock, deadlock());
     }
 
-    void record(std::string message) {
-        if (failed_) return;
+    // Whether this is the launch's failure (the first one recorded).
+    bool record(std::string message) {
+        if (failed_) return false;
         failed_ = true;
         failure_.kind = KDA_EMU_FAULT_KERNEL;
         failure_.has_thread = true;
@@ -424,6 +502,7 @@ class Monitor {
                            message;
         barrier_done_.notify_all();
         for (Warp& warp : warps_) warp.done.notify_all();
+        return true;
     }
 
     [[noreturn]] void fail(std::unique_lock<std::mutex>&, std::string message) {
@@ -446,11 +525,321 @@ Monitor monitor;
 // the launch's dynamic shared memory.
 std::mutex launch_mutex;
 
-// The running launch's dynamic shared memory (null and 0 when it asked for none).
+// The running launch's dynamic shared memory (size 0 when it asked for none).
 struct DynamicShared {
     unsigned char* bytes = nullptr;
     unsigned size = 0;
 } dynamic;
+
+// The memory one launch's kernel reaches: its arguments as it receives them, and the dynamic
+// shared memory (`dynamic`, while the launch runs).
+//
+// Without a sanitizer each view is staged: copied for the launch into pages of its own that end at
+// a guard page (PROT_NONE), so a read or write past its extent faults there and the SIGSEGV
+// handler below makes the fault the launch's failure, naming the thread, the parameter and the
+// element. A view ends exactly at its guard, so its address modulo 16 is fixed by its end, except
+// a view off 16-byte alignment that would land on it: it keeps its offset modulo 16 (the kernel's
+// unaligned path stays the one taken, as the emulated suite's views at offset 1 need) and ends
+// 16 - offset bytes before its guard. The dynamic shared memory keeps its 128-byte alignment and
+// ends within 127 bytes of its guard. The rest of each region's pages holds canaries, checked
+// after every block: a write there (an under-run, or into those last bytes) fails the launch too,
+// naming the block. Written views are copied back after the launch, failed or not.
+//
+// Under a sanitizer the arguments go through as they are (the driver allocated each view at
+// exactly its extent) and the dynamic shared memory is an allocation of its size: the sanitizer
+// checks every access.
+#ifdef KDA_EMU_CHECKED
+// One staged region: a view (of parameter `parameter`) or the dynamic shared memory (-1). Its
+// pages run from `first` to `guard`, the PROT_NONE page after it; the kernel's bytes are
+// [begin, begin + bytes), canaries the rest.
+struct Region {
+    int parameter;
+    unsigned element_size;  // 1 for the dynamic shared memory, whose index is a byte's
+    bool written;           // copied back to `original` after the launch
+    void* original;
+    size_t bytes;
+    unsigned char* first;
+    unsigned char* begin;
+    unsigned char* guard;
+};
+
+// The running launch's staged memory, for the SIGSEGV handler, which runs on whatever thread
+// faults: [guarded_begin, guarded_end) is its mapping (empty between launches, one launch at a
+// time per library: launch_mutex); `live_regions` and `page_size` are read only by a thread of the
+// launch, which started after they were set.
+std::atomic<uintptr_t> guarded_begin{0}, guarded_end{0};
+const std::vector<Region>* live_regions = nullptr;
+size_t page_size = 0;
+
+// What the bytes around a region's own hold, so that a write there shows.
+constexpr unsigned char kCanary = 0xa5;
+
+// The first byte of [from, to) that is not a canary, or null.
+const unsigned char* first_changed(const unsigned char* from, const unsigned char* to) {
+    static const std::vector<unsigned char> canaries(4096, kCanary);
+    while (from < to) {
+        const size_t n = std::min(static_cast<size_t>(to - from), canaries.size());
+        if (memcmp(from, canaries.data(), n) != 0)
+            for (size_t i = 0; i < n; ++i)
+                if (from[i] != kCanary) return from + i;
+        from += n;
+    }
+    return nullptr;
+}
+
+// The element of `region` at `address`, counted from its first (negative before it).
+long long element_index(const Region& region, uintptr_t address) {
+    const long long offset = static_cast<long long>(address - reinterpret_cast<uintptr_t>(region.begin));
+    const long long size = region.element_size;
+    return offset >= 0 ? offset / size : -((-offset + size - 1) / size);
+}
+
+// The most bytes a view may be staged with: far beyond any host memory, and far from overflow.
+constexpr unsigned long long kMaxStagedBytes = 1ull << 46;
+
+// The SIGSEGV handler this library's replaced (Rust's, or another library's), for faults that are
+// not this library's.
+struct sigaction previous_segv;
+
+// The region a guard page's `address` belongs to: the one whose bytes it lies closer to (the
+// guard between two regions lies past the first and before the second).
+const Region* region_guarded_by(uintptr_t address) {
+    const std::vector<Region>& regions = *live_regions;
+    for (size_t r = 0; r < regions.size(); ++r) {
+        const uintptr_t guard = reinterpret_cast<uintptr_t>(regions[r].guard);
+        if (address < guard) return &regions[r];  // the guard before this region's pages
+        if (address >= guard + page_size) continue;
+        if (r + 1 == regions.size()) return &regions[r];
+        const uintptr_t past = address - (reinterpret_cast<uintptr_t>(regions[r].begin) + regions[r].bytes);
+        const uintptr_t before = reinterpret_cast<uintptr_t>(regions[r + 1].begin) - address;
+        return before < past ? &regions[r + 1] : &regions[r];
+    }
+    return &regions.back();
+}
+
+// Whether the faulting access wrote: 1, 0, or -1 where the fault does not tell.
+int fault_was_write(void* context) {
+#if defined(__x86_64__)
+    // The page fault's error code, bit 1 set for a write.
+    return (static_cast<const ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? 1 : 0;
+#else
+    (void)context;
+    return -1;
+#endif
+}
+
+// A fault in a guard page of this library's running launch, on one of its threads while it runs
+// the kernel: recorded for the thread, which leaves the kernel. Any other goes to the handler this
+// one replaced. Async-signal-safe: atomics, the thread's own state, siglongjmp.
+void on_segv(int number, siginfo_t* info, void* context) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
+    // The range first: a thread of another library or of Rust never touches it, and only a thread
+    // of the launch may read its thread_local state here (a first access could allocate).
+    if (address >= guarded_begin.load(std::memory_order_acquire) &&
+        address < guarded_end.load(std::memory_order_acquire) && self != nullptr && self->armed) {
+        self->fault = AccessFault{};
+        self->fault.region = region_guarded_by(address);
+        self->fault.address = address;
+        self->fault.write = fault_was_write(context);
+        siglongjmp(self->jump, 1);
+    }
+    if (previous_segv.sa_flags & SA_SIGINFO) {
+        previous_segv.sa_sigaction(number, info, context);
+    } else if (previous_segv.sa_handler == SIG_DFL || previous_segv.sa_handler == SIG_IGN) {
+        // A fault cannot be ignored: on return the access faults again, now with the default
+        // action.
+        signal(SIGSEGV, SIG_DFL);
+    } else {
+        previous_segv.sa_handler(number);
+    }
+}
+
+// Installs on_segv, once per library: each library has its own runtime and guard pages. Libraries
+// are linked -z nodelete, so a handler another one chained to stays mapped. Whether it is.
+bool segv_handler_installed() {
+    static const bool installed = [] {
+        struct sigaction action {};
+        action.sa_sigaction = on_segv;
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        return sigaction(SIGSEGV, &action, &previous_segv) == 0;
+    }();
+    return installed;
+}
+
+class LaunchMemory {
+   public:
+    LaunchMemory() = default;
+    LaunchMemory(const LaunchMemory&) = delete;
+    LaunchMemory& operator=(const LaunchMemory&) = delete;
+    ~LaunchMemory() {
+        if (!mapping_) return;
+        guarded_end.store(0, std::memory_order_release);
+        guarded_begin.store(0, std::memory_order_release);
+        live_regions = nullptr;
+        dynamic = DynamicShared{};
+        munmap(mapping_, length_);
+    }
+
+    // Stages the views among `args` (parameter i laid out as `layouts[i]`, its view `sizes[i]`
+    // bytes) and `dynamic_bytes` of dynamic shared memory: "", or what the emulator could not do.
+    std::string prepare(const std::vector<ParamLayout>& layouts, void* const* args, const unsigned long long* sizes,
+                        unsigned dynamic_bytes) {
+        if (!segv_handler_installed()) return format("install its SIGSEGV handler: %s", strerror(errno));
+        page_size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        values_.assign(layouts.size(), nullptr);
+        pointers_.assign(args, args + layouts.size());
+        // Each region's data pages and the bytes between its own and its guard; one mapping for
+        // all, a guard before the first region and one after each.
+        std::vector<std::pair<size_t, size_t>> plans;  // (pages, tail)
+        size_t total = page_size;
+        const auto plan = [&](size_t bytes, size_t tail) {
+            const size_t pages = (bytes + tail + page_size - 1) / page_size;
+            plans.emplace_back(pages, tail);
+            total += (pages + 1) * page_size;
+        };
+        for (size_t i = 0; i < layouts.size(); ++i) {
+            if (layouts[i].element_size == 0) continue;
+            void* view = *static_cast<void* const*>(args[i]);
+            if (sizes[i] > kMaxStagedBytes) return format("stage a view of %llu bytes (parameter %zu)", sizes[i], i);
+            const size_t bytes = static_cast<size_t>(sizes[i]);
+            const size_t offset = reinterpret_cast<uintptr_t>(view) % 16;
+            regions_.push_back(Region{static_cast<int>(i), layouts[i].element_size, layouts[i].written, view, bytes,
+                                      nullptr, nullptr, nullptr});
+            plan(bytes, offset != 0 && bytes % 16 == 0 ? 16 - offset : 0);
+        }
+        regions_.push_back(Region{-1, 1, false, nullptr, dynamic_bytes, nullptr, nullptr, nullptr});
+        plan(dynamic_bytes, (kDynamicSharedAlignment - dynamic_bytes % kDynamicSharedAlignment) % kDynamicSharedAlignment);
+        void* mapping = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (mapping == MAP_FAILED) return format("map %zu bytes for the launch's memory: %s", total, strerror(errno));
+        mapping_ = static_cast<unsigned char*>(mapping);
+        length_ = total;
+        unsigned char* at = mapping_ + page_size;
+        for (size_t r = 0; r < regions_.size(); ++r) {
+            Region& region = regions_[r];
+            const size_t data = plans[r].first * page_size;
+            region.first = at;
+            region.guard = at + data;
+            region.begin = region.guard - plans[r].second - region.bytes;
+            if (data > 0 && mprotect(region.first, data, PROT_READ | PROT_WRITE) != 0)
+                return format("map %zu bytes for the launch's memory: %s", data, strerror(errno));
+            memset(region.first, kCanary, data);
+            if (region.parameter >= 0) {
+                if (region.bytes > 0) memcpy(region.begin, region.original, region.bytes);
+                values_[static_cast<size_t>(region.parameter)] = region.begin;
+                pointers_[static_cast<size_t>(region.parameter)] = &values_[static_cast<size_t>(region.parameter)];
+            }
+            at = region.guard + page_size;
+        }
+        dynamic = DynamicShared{regions_.back().begin, dynamic_bytes};
+        live_regions = &regions_;
+        guarded_begin.store(reinterpret_cast<uintptr_t>(mapping_), std::memory_order_release);
+        guarded_end.store(reinterpret_cast<uintptr_t>(mapping_) + length_, std::memory_order_release);
+        return "";
+    }
+
+    // What the kernel receives: args[i] points to parameter i's value.
+    void* const* args() const { return pointers_.data(); }
+
+    // After block `block`: a write into the canaries, which no guard page caught, as the launch's
+    // failure (no thread: the block's have all returned), or no failure.
+    Failure check(const uint3& block) const {
+        for (const Region& region : regions_) {
+            const unsigned char* changed = first_changed(region.first, region.begin);
+            if (!changed) changed = first_changed(region.begin + region.bytes, region.guard);
+            if (!changed) continue;
+            Failure failure = Failure::of(KDA_EMU_FAULT_OUT_OF_BOUNDS, "");
+            failure.index = element_index(region, reinterpret_cast<uintptr_t>(changed));
+            const std::string where = format("block (%u, %u, %u): ", block.x, block.y, block.z);
+            const char* found = "was written (found after the block, by one of its threads)";
+            if (region.parameter >= 0) {
+                failure.parameter = region.parameter;
+                failure.message = where + format("element %lld of parameter %d, outside its %zu elements, %s",
+                                                 failure.index, region.parameter, region.bytes / region.element_size,
+                                                 found);
+            } else {
+                failure.variable = "dynamic shared memory";
+                failure.message = where + format("byte %lld of the launch's dynamic shared memory, outside its %zu "
+                                                 "bytes, %s",
+                                                 failure.index, region.bytes, found);
+            }
+            return failure;
+        }
+        return Failure{};
+    }
+
+    // Copies the written views back to the caller's.
+    void copy_back() const {
+        for (const Region& region : regions_)
+            if (region.written && region.bytes > 0) memcpy(region.original, region.begin, region.bytes);
+    }
+
+   private:
+    std::vector<Region> regions_;
+    std::vector<void*> values_;    // each staged view's pointer, which the kernel gets
+    std::vector<void*> pointers_;  // what the kernel receives: &values_[i] for a view, args[i] else
+    unsigned char* mapping_ = nullptr;
+    size_t length_ = 0;
+};
+
+// The failure of a thread that left its kernel through `fault` (defined with the bounds handler).
+Failure access_failure(const AccessFault& fault);
+
+// Runs the kernel on the calling thread, where the SIGSEGV and bounds handlers can jump back to:
+// the out-of-bounds failure when one did, else none.
+Failure run_kernel(const RegisteredEntry& entry, void* const* args) {
+    if (sigsetjmp(self->jump, 0) != 0) {
+        self->armed = 0;
+        // From the SIGSEGV handler, its signal still blocked: sigsetjmp kept no mask (which costs
+        // a system call per block), so unblock it here.
+        sigset_t segv;
+        sigemptyset(&segv);
+        sigaddset(&segv, SIGSEGV);
+        pthread_sigmask(SIG_UNBLOCK, &segv, nullptr);
+        return access_failure(self->fault);
+    }
+    self->armed = 1;
+    entry.invoke(args);
+    self->armed = 0;
+    return Failure{};
+}
+
+// The kernel has left (returned, faulted or unwound): the handlers no longer jump back into it.
+void disarm() { self->armed = 0; }
+#else
+class LaunchMemory {
+   public:
+    LaunchMemory() = default;
+    LaunchMemory(const LaunchMemory&) = delete;
+    LaunchMemory& operator=(const LaunchMemory&) = delete;
+    ~LaunchMemory() {
+        dynamic = DynamicShared{};
+        free(storage_);
+    }
+
+    std::string prepare(const std::vector<ParamLayout>& layouts, void* const* args, const unsigned long long*,
+                        unsigned dynamic_bytes) {
+        pointers_.assign(args, args + layouts.size());
+        if (dynamic_bytes > 0 && posix_memalign(&storage_, kDynamicSharedAlignment, dynamic_bytes) != 0)
+            return format("allocate %u bytes of dynamic shared memory", dynamic_bytes);
+        dynamic = DynamicShared{static_cast<unsigned char*>(storage_), dynamic_bytes};
+        return "";
+    }
+    void* const* args() const { return pointers_.data(); }
+    Failure check(const uint3&) const { return Failure{}; }
+    void copy_back() const {}
+
+   private:
+    std::vector<void*> pointers_;
+    void* storage_ = nullptr;
+};
+
+Failure run_kernel(const RegisteredEntry& entry, void* const* args) {
+    entry.invoke(args);
+    return Failure{};
+}
+void disarm() {}
+#endif
 
 uint64_t splitmix64(uint64_t& state) {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -494,12 +883,12 @@ void fill_static_shared() {
 #endif
 }
 
-// Whether the 16 bytes at `at` lie in the block's shared memory, static or dynamic.
-bool in_shared(uintptr_t at) {
+// Whether the `bytes` at `at` lie in the block's shared memory, static or dynamic.
+bool in_shared(uintptr_t at, size_t bytes) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(__start_kda_emu_shared);
     const uintptr_t dynamic_begin = reinterpret_cast<uintptr_t>(dynamic.bytes);
-    return (static_shared_bytes() > 0 && at >= begin && at + 16 <= begin + static_shared_bytes()) ||
-           (dynamic.size > 0 && at >= dynamic_begin && at + 16 <= dynamic_begin + dynamic.size);
+    return (static_shared_bytes() > 0 && at >= begin && at + bytes <= begin + static_shared_bytes()) ||
+           (dynamic.size > 0 && at >= dynamic_begin && at + bytes <= dynamic_begin + dynamic.size);
 }
 
 // Why the geometry cannot launch on the device the emulator stands for, or "".
@@ -533,8 +922,9 @@ std::string geometry_problem(const unsigned grid[3], const unsigned block[3], un
     return "";
 }
 
-// Runs every block of the launch on `threads` workers; the failure, if any.
-Failure run_blocks(const RegisteredEntry& entry, void* const* args, const unsigned grid[3], uint64_t seed) {
+// Runs every block of the launch on `threads` workers, on `memory`; the failure, if any.
+Failure run_blocks(const RegisteredEntry& entry, const LaunchMemory& memory, const unsigned grid[3], uint64_t seed) {
+    void* const* args = memory.args();
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const std::vector<uint64_t> order = block_order(static_cast<uint64_t>(grid[0]) * grid[1] * grid[2], seed);
     std::mutex start_mutex;
@@ -561,7 +951,8 @@ Failure run_blocks(const RegisteredEntry& entry, void* const* args, const unsign
             state.uncommitted.clear();
             state.groups.clear();
             try {
-                entry.invoke(args);
+                const Failure access = run_kernel(entry, args);
+                if (access.failed()) monitor.fail_access(access);
             } catch (const Abort&) {
             } catch (const std::exception& error) {
                 try {
@@ -569,6 +960,7 @@ Failure run_blocks(const RegisteredEntry& entry, void* const* args, const unsign
                 } catch (const Abort&) {
                 }
             }
+            disarm();
             monitor.thread_exited();
         }
     };
@@ -592,6 +984,11 @@ Failure run_blocks(const RegisteredEntry& entry, void* const* args, const unsign
         }
         started.notify_all();
         failure = monitor.wait_block();
+        if (!failure.failed()) {
+            const uint64_t b = order[position];
+            failure = memory.check({static_cast<unsigned>(b % grid[0]), static_cast<unsigned>((b / grid[0]) % grid[1]),
+                                    static_cast<unsigned>(b / (static_cast<uint64_t>(grid[0]) * grid[1]))});
+        }
         if (failure.failed())
             failure.message += format(" (block %llu of %zu in the order of seed 0x%016llx)",
                               static_cast<unsigned long long>(position + 1), order.size(),
@@ -623,16 +1020,131 @@ void fill_fault(const Failure& failure, const std::string& prefix, kda_emu_fault
     const unsigned blocks[3] = {block.x, block.y, block.z}, threads[3] = {thread.x, thread.y, thread.z};
     memcpy(fault->block, blocks, sizeof blocks);
     memcpy(fault->thread, threads, sizeof threads);
-    fault->parameter = -1;
+    fault->parameter = failure.parameter;
+    copy_text(failure.variable, fault->variable, sizeof fault->variable);
+    fault->index = failure.index;
     copy_text(prefix + failure.message, fault->message, sizeof fault->message);
 }
 
+#ifdef KDA_EMU_CHECKED
+// UBSan's record of an index out of an array's bounds (-fsanitize=bounds, GCC's and Clang's).
+struct SourceLocation {
+    const char* file;
+    unsigned line, column;
+};
+struct TypeDescriptor {
+    unsigned short kind, info;
+    char name[1];
+};
+struct OutOfBoundsData {
+    SourceLocation location;
+    const TypeDescriptor* array_type;
+    const TypeDescriptor* index_type;
+};
+
+// The index as UBSan passes it: an integer (kind 0) up to 64 bits in the handle itself, a wider one
+// through it (its low 64 bits first); `info` is log2 of its width in bits shifted left once, the
+// low bit set for a signed type.
+long long index_value(const TypeDescriptor& type, uintptr_t handle) {
+    if (type.kind != 0) return static_cast<long long>(handle);
+    const unsigned width = 1u << (type.info >> 1);
+    if (width > 64) {
+        uint64_t low;
+        memcpy(&low, reinterpret_cast<const void*>(handle), sizeof low);
+        return static_cast<long long>(low);
+    }
+    if (width == 64) return static_cast<long long>(handle);
+    const uint64_t mask = (uint64_t{1} << width) - 1, value = handle & mask;
+    const bool negative = (type.info & 1) && (value >> (width - 1)) != 0;
+    return static_cast<long long>(negative ? value | ~mask : value);
+}
+
+// An index out of an array's bounds in the kernel: the thread leaves the kernel as it does from a
+// guard page. Only the entry's unit is instrumented, so this runs in a kernel, armed.
+void bounds_fault(const void* data, const void* index) {
+    if (self == nullptr || !self->armed) return;
+    const auto* bounds = static_cast<const OutOfBoundsData*>(data);
+    self->fault = AccessFault{};
+    self->fault.file = bounds->location.file;
+    self->fault.line = bounds->location.line;
+    self->fault.column = bounds->location.column;
+    self->fault.array_type = bounds->array_type->name;
+    self->fault.index = index_value(*bounds->index_type, reinterpret_cast<uintptr_t>(index));
+    siglongjmp(self->jump, 1);
+}
+
+// The array an index expression ending at `column` (its closing bracket) of `line` of `file`
+// indexes: the name before its subscripts (`tile` of `tile[r][c]`), or "" where the source cannot
+// be read or the expression is not a name and subscripts.
+std::string array_name(const char* file, unsigned line, unsigned column) {
+    FILE* source = file ? fopen(file, "r") : nullptr;
+    if (!source) return "";
+    std::string text;
+    char buffer[1024];
+    for (unsigned at = 1; at <= line && fgets(buffer, sizeof buffer, source);) {
+        if (at == line) text += buffer;
+        if (strchr(buffer, '\n')) ++at;  // a longer line comes in pieces
+    }
+    fclose(source);
+    if (column == 0 || column > text.size()) return "";
+    size_t i = column - 1;
+    const auto is_name = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    // Back over each subscript, from its `]` to its `[`, then over blanks.
+    while (text[i] == ']') {
+        for (int depth = 0;; --i) {
+            depth += text[i] == ']' ? 1 : text[i] == '[' ? -1 : 0;
+            if (depth == 0) break;
+            if (i == 0) return "";
+        }
+        do {
+            if (i == 0) return "";
+            --i;
+        } while (isspace(static_cast<unsigned char>(text[i])));
+    }
+    const size_t end = i + 1;
+    while (i > 0 && is_name(text[i - 1])) --i;
+    if (i == end || !is_name(text[i]) || isdigit(static_cast<unsigned char>(text[i]))) return "";
+    return text.substr(i, end - i);
+}
+
+Failure access_failure(const AccessFault& fault) {
+    Failure failure = Failure::of(KDA_EMU_FAULT_OUT_OF_BOUNDS, "");
+    if (fault.region) {
+        const Region& region = *fault.region;
+        const char* access = fault.write == 1 ? "a write" : fault.write == 0 ? "a read" : "an access";
+        failure.index = element_index(region, fault.address);
+        if (region.parameter >= 0) {
+            failure.parameter = region.parameter;
+            failure.message = format("%s of element %lld of parameter %d, outside its %zu elements", access,
+                                     failure.index, region.parameter, region.bytes / region.element_size);
+        } else {
+            failure.variable = "dynamic shared memory";
+            failure.message = format("%s of byte %lld of the launch's dynamic shared memory, outside its %zu bytes",
+                                     access, failure.index, region.bytes);
+        }
+        return failure;
+    }
+    // The compiler quotes the type: 'float [128]'.
+    std::string type = fault.array_type ? fault.array_type : "";
+    if (type.size() >= 2 && type.front() == '\'' && type.back() == '\'') type = type.substr(1, type.size() - 2);
+    const std::string name = array_name(fault.file, fault.line, fault.column);
+    failure.variable = name.empty() ? type : name;
+    failure.index = fault.index;
+    const std::string array = name.empty() ? "an array of type " + type : "`" + name + "` (" + type + ")";
+    failure.message = format("index %lld out of bounds for %s at %s:%u:%u", fault.index, array.c_str(),
+                             fault.file ? fault.file : "?", fault.line, fault.column);
+    return failure;
+}
+#endif
+
 }  // namespace
 
-Registrar::Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types) {
+Registrar::Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
+                     const ParamLayout* layouts) {
     std::string params;
     for (unsigned i = 0; i < arity; ++i) params += (i ? "," : "") + std::string(param_types[i]);
-    if (registry().size() < kMaxEntries) registry().push_back({name, invoke, arity, params});
+    if (registry().size() < kMaxEntries)
+        registry().push_back({name, invoke, arity, params, std::vector<ParamLayout>(layouts, layouts + arity)});
 }
 
 void syncthreads() { monitor.barrier(); }
@@ -642,6 +1154,16 @@ uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source) {
 }
 
 void syncwarp(unsigned mask) { monitor.exchange("__syncwarp", mask, 0, -1, true); }
+
+unsigned ballot(const char* op, unsigned mask, bool predicate) {
+    return static_cast<unsigned>(monitor.exchange(op, mask, predicate ? 1 : 0, kBallot, false));
+}
+
+unsigned active_lanes() { return monitor.active_lanes(); }
+
+bool in_shared_memory(const void* address, size_t bytes) {
+    return in_shared(reinterpret_cast<uintptr_t>(address), bytes);
+}
 
 unsigned lane() { return self->lane; }
 
@@ -705,7 +1227,7 @@ void ldmatrix(unsigned count, uint32_t* r, const void* row) {
             monitor.fail_here(format("%s from %p (lane %u's row of matrix %u): a row address must be aligned to "
                                      "16 bytes",
                                      op, row, self->lane, self->lane / 8));
-        if (!in_shared(at))
+        if (!in_shared(at, 16))
             monitor.fail_here(format("%s from %p (lane %u's row of matrix %u): the 16-byte row is not in shared "
                                      "memory (the block's %zu static bytes at %p, %u dynamic at %p)",
                                      op, row, self->lane, self->lane / 8, static_shared_bytes(),
@@ -805,8 +1327,9 @@ using kda_emu::registry;
 
 namespace kda_emu {
 namespace {
-int launch_checked(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3],
-                   unsigned dynamic_shared, unsigned long long seed, kda_emu_fault* fault);
+int launch_checked(int entry, void* const* args, const unsigned long long* sizes, unsigned arg_count,
+                   const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
+                   kda_emu_fault* fault);
 }  // namespace
 }  // namespace kda_emu
 
@@ -829,24 +1352,37 @@ KDA_EMU_API unsigned long long kda_emu_static_shared_bytes(void) { return kda_em
 
 KDA_EMU_API unsigned long long kda_emu_fault_size(void) { return sizeof(kda_emu_fault); }
 
-KDA_EMU_API int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
-                               const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
-                               kda_emu_fault* fault) {
+KDA_EMU_API int kda_emu_launch(int entry, void* const* args, const unsigned long long* sizes, unsigned arg_count,
+                               const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared,
+                               unsigned long long seed, kda_emu_fault* fault) {
     using namespace kda_emu;
     try {
-        return launch_checked(entry, args, arg_count, grid, block, dynamic_shared, seed, fault);
+        return launch_checked(entry, args, sizes, arg_count, grid, block, dynamic_shared, seed, fault);
     } catch (const std::exception& error) {
         fill_fault(Failure::of(KDA_EMU_FAULT_EMULATOR, format("the emulator failed: %s", error.what())), "", fault);
         return 1;
     }
 }
 
+#ifdef KDA_EMU_CHECKED
+// UBSan's handlers of -fsanitize=bounds, with which the toolchain compiles an entry's unit where no
+// sanitizer is: defined here, so no UBSan runtime is needed (under AddressSanitizer + UBSan the
+// sanitizer's runtime defines them, and this build has none). Hidden, as everything of the
+// runtime but its ABI: each library's own.
+void __ubsan_handle_out_of_bounds(void* data, void* index) { kda_emu::bounds_fault(data, index); }
+void __ubsan_handle_out_of_bounds_abort(void* data, void* index) {
+    kda_emu::bounds_fault(data, index);
+    abort();
+}
+#endif
+
 }  // extern "C"
 
 namespace kda_emu {
 namespace {
-int launch_checked(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3],
-                   unsigned dynamic_shared, unsigned long long seed, kda_emu_fault* fault) {
+int launch_checked(int entry, void* const* args, const unsigned long long* sizes, unsigned arg_count,
+                   const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned long long seed,
+                   kda_emu_fault* fault) {
     if (entry < 0 || static_cast<size_t>(entry) >= registry().size()) {
         fill_fault(Failure::of(KDA_EMU_FAULT_REFUSED, format("no entry %d in this module", entry)), "", fault);
         return 1;
@@ -855,6 +1391,8 @@ int launch_checked(int entry, void* const* args, unsigned arg_count, const unsig
     Failure failure;
     if (arg_count != registered.arity) {
         failure = Failure::of(KDA_EMU_FAULT_REFUSED, format("%u arguments for %u parameters", arg_count, registered.arity));
+    } else if (sizes == nullptr && arg_count > 0) {
+        failure = Failure::of(KDA_EMU_FAULT_REFUSED, "no view sizes for the arguments");
     } else if (std::string problem = geometry_problem(grid, block, dynamic_shared); !problem.empty()) {
         failure = Failure::of(KDA_EMU_FAULT_REFUSED, std::move(problem));
     }
@@ -862,15 +1400,13 @@ int launch_checked(int entry, void* const* args, unsigned arg_count, const unsig
         std::lock_guard<std::mutex> lock(launch_mutex);
         blockDim = {block[0], block[1], block[2]};
         gridDim = {grid[0], grid[1], grid[2]};
-        void* storage = nullptr;
-        if (dynamic_shared > 0 && posix_memalign(&storage, kDynamicSharedAlignment, dynamic_shared) != 0) {
-            failure = Failure::of(KDA_EMU_FAULT_EMULATOR,
-                                  format("the emulator could not allocate %u bytes of dynamic shared memory", dynamic_shared));
+        LaunchMemory memory;
+        const std::string problem = memory.prepare(registered.layouts, args, sizes, dynamic_shared);
+        if (!problem.empty()) {
+            failure = Failure::of(KDA_EMU_FAULT_EMULATOR, "the emulator could not " + problem);
         } else {
-            dynamic = DynamicShared{static_cast<unsigned char*>(storage), dynamic_shared};
-            failure = run_blocks(registered, args, grid, seed);
-            dynamic = DynamicShared{};
-            free(storage);
+            failure = run_blocks(registered, memory, grid, seed);
+            memory.copy_back();
         }
     }
     if (!failure.failed()) return 0;

@@ -2,13 +2,13 @@
 //! sides must agree on, the failure record a launch fills, and the Rust types of the functions.
 //! The constants are defined here and reach the C++ through the generated header.
 
-use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
+use std::ffi::{c_char, c_int, c_longlong, c_uint, c_ulonglong, c_void};
 
 use crate::fault::{Fault, FaultKind, Place};
 
 /// The version of the ABI: a library answers it from `kda_emu_abi_version`, and a loader refuses
 /// any other.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// The bytes a launch's failure message may take, its terminating NUL included.
 pub const MESSAGE_CAPACITY: usize = 4096;
@@ -31,10 +31,12 @@ pub struct RawFault {
     pub thread: [c_uint; 3],
     /// The parameter an out-of-bounds access went through, or -1.
     pub parameter: c_int,
-    /// The `__shared__` variable it went through, NUL-terminated, or empty.
+    /// The `__shared__` array (or "dynamic shared memory") it went through, NUL-terminated, or
+    /// empty.
     pub variable: [c_char; VARIABLE_CAPACITY],
-    /// The element index of that access.
-    pub index: c_ulonglong,
+    /// The element index of that access (a byte's in dynamic shared memory; negative before the
+    /// first).
+    pub index: c_longlong,
     /// The message, NUL-terminated.
     pub message: [c_char; MESSAGE_CAPACITY],
 }
@@ -82,12 +84,13 @@ pub type ParamsFn = unsafe extern "C" fn(c_int) -> *const c_char;
 pub type StaticSharedFn = unsafe extern "C" fn() -> c_ulonglong;
 /// `unsigned long long kda_emu_fault_size(void)`.
 pub type FaultSizeFn = unsafe extern "C" fn() -> c_ulonglong;
-/// `int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3],
-/// const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, struct
-/// kda_emu_fault* fault)`.
+/// `int kda_emu_launch(int entry, void* const* args, const unsigned long long* sizes, unsigned
+/// arg_count, const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned
+/// long long seed, struct kda_emu_fault* fault)`.
 pub type LaunchFn = unsafe extern "C" fn(
     c_int,
     *const *mut c_void,
+    *const c_ulonglong,
     c_uint,
     *const c_uint,
     *const c_uint,
@@ -118,7 +121,7 @@ const DECLARATIONS: [&str; 6] = [
     "const char* kda_emu_params(int entry);",
     "unsigned long long kda_emu_static_shared_bytes(void);",
     "unsigned long long kda_emu_fault_size(void);",
-    "int kda_emu_launch(int entry, void* const* args, unsigned arg_count, const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, struct kda_emu_fault* fault);",
+    "int kda_emu_launch(int entry, void* const* args, const unsigned long long* sizes, unsigned arg_count, const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, unsigned long long seed, struct kda_emu_fault* fault);",
 ];
 
 #[cfg(test)]
@@ -166,8 +169,8 @@ mod tests {
     impl<A, R> Arity for unsafe extern "C" fn(A) -> R {
         const ARITY: usize = 1;
     }
-    impl<A, B, C, D, E, F, G, H, R> Arity for unsafe extern "C" fn(A, B, C, D, E, F, G, H) -> R {
-        const ARITY: usize = 8;
+    impl<A, B, C, D, E, F, G, H, I, R> Arity for unsafe extern "C" fn(A, B, C, D, E, F, G, H, I) -> R {
+        const ARITY: usize = 9;
     }
 
     #[test]

@@ -58,10 +58,11 @@ pub struct Place {
 pub struct Access {
     /// The kernel parameter (by position) it went through, if it went through one.
     pub parameter: Option<u32>,
-    /// The `__shared__` variable it went through, if it went through one.
+    /// The `__shared__` array it went through (its name, or its type where the runtime cannot
+    /// read the name from the source), or `dynamic shared memory`, if it went through one.
     pub variable: Option<String>,
-    /// The element's index.
-    pub index: u64,
+    /// The element's index: a byte's in dynamic shared memory, negative before the first.
+    pub index: i64,
 }
 
 /// Why a launch failed.
@@ -84,7 +85,7 @@ impl Fault {
         place: Option<Place>,
         parameter: i32,
         variable: String,
-        index: u64,
+        index: i64,
         message: String,
     ) -> Self {
         let kind = FaultKind::from_code(kind).unwrap_or(FaultKind::Emulator);

@@ -89,18 +89,23 @@ impl Library {
         unsafe { (self.static_shared)() }
     }
 
-    /// Runs every block of a launch; the runtime's fault when it fails.
+    /// Runs every block of a launch; the runtime's fault when it fails. Each argument is a pointer
+    /// to its value and, for a buffer, the bytes of its view the kernel may reach (0 for a
+    /// scalar): without a sanitizer the runtime stages each view at that size with a guard page
+    /// after it, so an access past it is the launch's
+    /// [`FaultKind::OutOfBounds`](crate::FaultKind::OutOfBounds) fault.
     ///
     /// # Safety
     ///
-    /// `args[i]` points to a live value of the C type of the kernel's parameter `i` (for a
-    /// buffer, a pointer to memory holding every element the kernel touches at these arguments
-    /// and geometry, writable where the kernel writes, not aliased by anything Rust reads or
-    /// writes during the call), for as long as the call runs.
+    /// For each `(value, size)` of `args`, `value` points to a live value of the C type of the
+    /// kernel's parameter at that position (for a buffer, a pointer to at least `size` bytes,
+    /// readable, writable where the kernel writes, holding every element the kernel touches at
+    /// these arguments and geometry where the runtime does not stage it (under a sanitizer), not
+    /// aliased by anything Rust reads or writes during the call), for as long as the call runs.
     pub unsafe fn launch(
         &self,
         entry: EntryIndex,
-        args: &[*mut c_void],
+        args: &[(*mut c_void, u64)],
         grid: [u32; 3],
         block: [u32; 3],
         dynamic_shared: u32,
@@ -111,13 +116,17 @@ impl Library {
             let message = format!("{} arguments", args.len());
             Fault { kind: crate::FaultKind::Refused, place: None, access: None, message }
         })?;
-        // SAFETY: the caller guarantees the arguments; `grid` and `block` are three values each
-        // as the ABI reads them; `fault` is a record of the layout the library reported at open.
-        // The runtime catches every C++ exception, so none unwinds into Rust.
+        let (values, sizes): (Vec<*mut c_void>, Vec<u64>) = args.iter().copied().unzip();
+        // SAFETY: the caller guarantees the arguments and that each view holds its size; `values`
+        // and `sizes` have one entry per argument, as the runtime reads them; `grid` and `block`
+        // are three values each as the ABI reads them; `fault` is a record of the layout the
+        // library reported at open. The runtime catches every C++ exception, so none unwinds into
+        // Rust.
         let status = unsafe {
             (self.launch)(
                 entry.0,
-                args.as_ptr(),
+                values.as_ptr(),
+                sizes.as_ptr(),
                 count,
                 grid.as_ptr(),
                 block.as_ptr(),

@@ -1,15 +1,29 @@
 //! The emulator's C++ (`cpp/`), carried in this crate and written beside an emulated build's
 //! outputs, so a crate needs nothing beyond kda's crates to emulate its kernels: the device API
-//! that stands in for CUDA's (`kda_emu.h`, `cuda_bf16.h`), the runtime and its C ABI, the
-//! driver, and a generated `kda_emu_config.h` with the constants Rust owns.
+//! that stands in for CUDA's (`kda_emu.h` and the headers it includes, `cuda_bf16.h`,
+//! `cuda_runtime.h`, `cuda/std/limits` and the rest of CUDA's names), the runtime and its C ABI,
+//! the driver, and a generated `kda_emu_config.h` with the constants Rust owns.
 
 use std::path::{Path, PathBuf};
 
 use crate::DeviceLimits;
 
-/// The carried files, by name.
-const FILES: [(&str, &str); 7] = [
+/// The carried files, by path under the shim's directory.
+const FILES: [(&str, &str); 20] = [
     ("kda_emu.h", include_str!("../cpp/kda_emu.h")),
+    ("kda_emu_half2.h", include_str!("../cpp/kda_emu_half2.h")),
+    ("kda_emu_warp.h", include_str!("../cpp/kda_emu_warp.h")),
+    ("kda_emu_math.h", include_str!("../cpp/kda_emu_math.h")),
+    ("kda_emu_atomic.h", include_str!("../cpp/kda_emu_atomic.h")),
+    ("kda_emu_std.h", include_str!("../cpp/kda_emu_std.h")),
+    ("cuda.h", include_str!("../cpp/cuda.h")),
+    ("cuda_runtime.h", include_str!("../cpp/cuda_runtime.h")),
+    ("device_launch_parameters.h", include_str!("../cpp/device_launch_parameters.h")),
+    ("cuda/std/limits", include_str!("../cpp/cuda/std/limits")),
+    ("cuda/std/type_traits", include_str!("../cpp/cuda/std/type_traits")),
+    ("cuda/std/cstdint", include_str!("../cpp/cuda/std/cstdint")),
+    ("cuda/std/cstddef", include_str!("../cpp/cuda/std/cstddef")),
+    ("cuda/std/utility", include_str!("../cpp/cuda/std/utility")),
     ("cuda_bf16.h", include_str!("../cpp/cuda_bf16.h")),
     ("cuda_fp16.h", include_str!("../cpp/cuda_fp16.h")),
     ("cuda_fp8.h", include_str!("../cpp/cuda_fp8.h")),
@@ -62,7 +76,11 @@ pub fn write_all(dir: &Path, limits: &DeviceLimits) -> std::io::Result<PathBuf> 
     std::fs::create_dir_all(&dir)?;
     let config = config_header(limits);
     for (name, text) in FILES.iter().copied().chain([("kda_emu_config.h", config.as_str())]) {
-        write_if_changed(&dir.join(name), text)?;
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        write_if_changed(&path, text)?;
     }
     Ok(dir)
 }

@@ -8,7 +8,7 @@
 //!
 //! Response: [`MAGIC`], `u8` status; launched (0): `u32` count, then each written buffer as `u64`
 //! length and its bytes, in argument order; refused or failed (1): the [`Fault`] as `u32` kind,
-//! `u32` has_thread, `u32` block\[3\], `u32` thread\[3\], `i32` parameter, str variable, `u64`
+//! `u32` has_thread, `u32` block\[3\], `u32` thread\[3\], `i32` parameter, str variable, `i64`
 //! index, str message.
 
 use crate::fault::{Fault, Place};
@@ -106,7 +106,7 @@ pub fn parse_response(bytes: &[u8]) -> Result<Result<Vec<&[u8]>, Fault>, &'stati
         let thread = [response.u32()?, response.u32()?, response.u32()?];
         let parameter = i32::from_le_bytes(response.array()?);
         let variable = response.str()?;
-        let index = u64::from_le_bytes(response.array()?);
+        let index = i64::from_le_bytes(response.array()?);
         let message = response.str()?;
         let place = has_thread.then_some(Place { block, thread });
         return Ok(Err(Fault::from_parts(kind, place, parameter, variable, index, message)));
@@ -178,7 +178,7 @@ mod tests {
         }
         failed.extend((-1i32).to_le_bytes());
         failed.extend(0u32.to_le_bytes());
-        failed.extend(0u64.to_le_bytes());
+        failed.extend(0i64.to_le_bytes());
         failed.extend(4u32.to_le_bytes());
         failed.extend(b"hang");
         let fault = parse_response(&failed).unwrap().unwrap_err();

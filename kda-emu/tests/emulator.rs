@@ -21,6 +21,7 @@ use half::bf16;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_build::cuda::{BuildOutput, Problem};
 use kda_emu::FaultKind;
+use kda_emu::fault::{self, Place};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
@@ -1064,20 +1065,23 @@ fn a_fixture_that_does_not_compile_is_a_problem_located_in_its_manifest() {
     let output = build(&dir, "emulator-broken");
     let manifest = std::fs::read_to_string(dir.join("kernels.toml")).unwrap();
     let line =
-        manifest.lines().position(|line| line.starts_with("uses_atomics")).expect("the entry's line") + 1;
+        manifest.lines().position(|line| line.starts_with("uses_match")).expect("the entry's line") + 1;
     let listed = format!("kernels.toml:{line}:1");
     match output.problems.as_slice() {
         [problem @ Problem::Emulation { listed_at, path, diagnostics }] => {
             assert_eq!(*listed_at, listed);
-            assert!(path.ends_with("atomics.cu"), "{}", path.display());
+            assert!(path.ends_with("matching.cu"), "{}", path.display());
             // The compiler's own error, about what the shim does not declare.
-            assert!(diagnostics.contains("atomicAdd") && diagnostics.contains("error"), "{diagnostics}");
+            assert!(
+                diagnostics.contains("__match_any_sync") && diagnostics.contains("error"),
+                "{diagnostics}"
+            );
             let message = problem.to_string();
             assert!(
                 message.starts_with(&format!("{listed}: the emulated build (C++) failed on ")),
                 "{message}"
             );
-            assert!(message.contains("atomicAdd"), "{message}");
+            assert!(message.contains("__match_any_sync"), "{message}");
         }
         problems => panic!("not one emulation problem: {problems:#?}"),
     }
@@ -1202,6 +1206,424 @@ fn address_sanitizer_reports_an_index_one_past_a_shared_array_into_the_next() {
     assert!(report.contains("neighbours.cu:6"), "the report names the kernel's line: {report}");
 }
 
+// ---- Out of bounds: without a sanitizer the emulator catches what a kernel reaches outside its
+// views, a `__shared__` array or the dynamic shared memory; `extern __shared__` arrays. ----
+
+/// The namespace of `tests/fixtures/bounds`.
+const BOUNDS_NAMESPACE: &str = "bounds@0:kernels.toml";
+
+const fn bounds_entry(
+    module: &'static str,
+    name: &'static str,
+    signature: &'static Signature,
+) -> KernelEntry {
+    KernelEntry { namespace: BOUNDS_NAMESPACE, table: "bounds", ..entry(module, name, signature) }
+}
+
+/// `n` (scalar 2), then `cdiv(n, 2)`.
+const N: &[Op] = &[Op::Scalar(2)];
+const HALF_N: &[Op] = &[Op::Scalar(2), Op::Literal(2), Op::Cdiv];
+
+/// `const f32 x[n], f32 y[cdiv(n, 2)], u32 n`.
+const PAIR_SUM: KernelEntry = bounds_entry(
+    "pairs",
+    "pair_sum",
+    &Signature {
+        params: &[
+            read("x", DType::F32, "n", N),
+            write("y", DType::F32, "cdiv(n, 2)", HALF_N),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 x[cdiv(n, 2)], f32 y[n], u32 n`.
+const PAIR_SPLIT: KernelEntry = bounds_entry(
+    "pairs",
+    "pair_split",
+    &Signature {
+        params: &[
+            read("x", DType::F32, "cdiv(n, 2)", HALF_N),
+            write("y", DType::F32, "n", N),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 x[n], f32 y[n], u32 n, u32 back`.
+const SHIFT_BACK: KernelEntry = bounds_entry(
+    "pairs",
+    "shift_back",
+    &Signature {
+        params: &[
+            read("x", DType::F32, "n", N),
+            write("y", DType::F32, "n", N),
+            KernelParam::scalar("n", U32),
+            KernelParam::scalar("back", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 x[n], f32 out[blocks], u32 n, u32 blocks`.
+const BLOCK_SUM: KernelEntry = bounds_entry(
+    "reduce",
+    "block_sum",
+    &Signature {
+        params: &[
+            read("x", DType::F32, "n", N),
+            write("out", DType::F32, "blocks", &[Op::Scalar(3)]),
+            KernelParam::scalar("n", U32),
+            KernelParam::scalar("blocks", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `f32 out[32], u32 past`.
+const DYN_FLOATS: KernelEntry = bounds_entry("dynamic_extern", "dyn_floats", &ONE_PAST);
+const DYN_PAIRS: KernelEntry = bounds_entry(
+    "dynamic_extern",
+    "dyn_pairs",
+    &Signature { params: &[write("out", DType::U32, "64", &[Op::Literal(64)])], requires: &[] },
+);
+const DYN_ALIAS: KernelEntry = bounds_entry(
+    "dynamic_extern",
+    "dyn_alias",
+    &Signature { params: &[write("out", DType::U32, "32", &[Op::Literal(32)])], requires: &[] },
+);
+
+const BOUNDS: [KernelEntry; 7] =
+    [PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS];
+
+/// The build of `tests/fixtures/bounds` without a sanitizer, once for every test.
+fn bounds_build() -> &'static BuildOutput {
+    static OUTPUT: OnceLock<BuildOutput> = OnceLock::new();
+    OUTPUT.get_or_init(|| {
+        let output = build(&fixture_dir("fixtures").join("bounds"), "emulator-bounds");
+        assert_built(&output, "the fixtures of bounds");
+        output
+    })
+}
+
+/// The bounds fixtures on both executors without a sanitizer: in process, and through the
+/// driver the same build made.
+fn bounds_backends(seed: u64) -> (EmuBackend, DriverBackend) {
+    static SET: OnceLock<&'static EmulatedSet> = OnceLock::new();
+    let output = bounds_build();
+    let driver = output.emulation_driver.as_deref().expect("the emulated build makes its driver");
+    let set = *SET.get_or_init(|| emulated_set(BOUNDS_NAMESPACE, &output.emulated, &BOUNDS, Some(driver)));
+    let emu = EmuBackend::new(&[set]).unwrap_or_else(|error| panic!("{error}")).with_seed(seed);
+    let plain = DriverBackend::new(driver, &[set], seed).unwrap_or_else(|error| panic!("{error}"));
+    (emu, plain)
+}
+
+/// Runs `check` on each executor, named for messages.
+fn on_both(seed: u64, check: impl Fn(&str, &dyn GpuBackend) + Send + 'static) {
+    without_hanging(move || {
+        let (emu, driver) = bounds_backends(seed);
+        check("in process", &emu);
+        check("through the driver", &driver);
+    });
+}
+
+/// Launches `entry` checked against its signature on `gpu`; the launch error as its message.
+fn launch_on(
+    gpu: &dyn GpuBackend,
+    entry: &KernelEntry,
+    geometry: LaunchGeometry,
+    args: &mut [KernelArg<'_>],
+) -> Result<(), String> {
+    let kernel = gpu.lookup(entry).unwrap_or_else(|error| panic!("{error}"));
+    gpu.launch(kernel, geometry, args).map_err(|error| error.to_string())
+}
+
+/// `pair_sum` over the `n` elements of `x` from `start`, one block of 32 threads: `y`, or the
+/// launch's message.
+fn pair_sum(gpu: &dyn GpuBackend, x: &[f32], start: usize, n: u32) -> Result<Vec<f32>, String> {
+    let buffer = gpu.upload(x).unwrap();
+    let mut y = gpu.zeros::<f32>(n.div_ceil(2) as usize).unwrap();
+    let view = buffer.slice(start..start + n as usize);
+    launch_on(
+        gpu,
+        &PAIR_SUM,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [view.into(), (&mut y).into(), n.into()],
+    )?;
+    Ok(gpu.download::<f32>(&y).unwrap())
+}
+
+#[test]
+fn a_read_one_past_an_input_view_is_an_err_naming_the_parameter_the_thread_and_the_element() {
+    on_both(31, |backend, gpu| {
+        let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
+        assert_eq!(pair_sum(gpu, &x, 0, 8), Ok(vec![1.0, 5.0, 9.0, 13.0]), "{backend}: an even n");
+        // n = 7: thread 3 reads x[7], past the view (and its buffer) of 7 elements.
+        let message = pair_sum(gpu, &x[..7], 0, 7).expect_err(backend);
+        assert!(
+            message.contains(
+                "pair_sum: block (0, 0, 0), thread (3, 0, 0): a read of element 7 of parameter 0 `x`, outside its 7 \
+                 elements"
+            ),
+            "{backend}: {message}"
+        );
+        assert!(message.contains("in the order of seed"), "{backend}: {message}");
+    });
+}
+
+#[test]
+fn a_read_just_past_a_view_inside_a_larger_buffer_is_an_err() {
+    on_both(32, |backend, gpu| {
+        // The view is elements 5..14 of 64: x[9] is element 14 of the buffer, which the launch
+        // did not hand the kernel.
+        let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+        let message = pair_sum(gpu, &x, 5, 9).expect_err(backend);
+        assert!(
+            message
+                .contains("thread (4, 0, 0): a read of element 9 of parameter 0 `x`, outside its 9 elements"),
+            "{backend}: {message}"
+        );
+        assert_eq!(pair_sum(gpu, &x, 5, 10), Ok(vec![11.0, 15.0, 19.0, 23.0, 27.0]), "{backend}");
+    });
+}
+
+#[test]
+fn a_write_one_past_an_output_view_is_an_err_naming_the_parameter_the_thread_and_the_element() {
+    on_both(33, |backend, gpu| {
+        let run = |n: u32| {
+            let x = gpu.upload(&(1..=n.div_ceil(2)).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+            let mut y = gpu.zeros::<f32>(n as usize).unwrap();
+            launch_on(
+                gpu,
+                &PAIR_SPLIT,
+                geometry((1, 1, 1), (32, 1, 1)),
+                &mut [(&x).into(), (&mut y).into(), n.into()],
+            )
+            .map(|()| gpu.download::<f32>(&y).unwrap())
+        };
+        assert_eq!(run(4), Ok(vec![1.0, -1.0, 2.0, -2.0]), "{backend}");
+        let message = run(7).expect_err(backend);
+        assert!(
+            message.contains(
+                "thread (3, 0, 0): a write of element 7 of parameter 1 `y`, outside its 7 elements"
+            ),
+            "{backend}: {message}"
+        );
+    });
+}
+
+#[test]
+fn a_write_before_an_output_view_is_an_err_found_after_its_block() {
+    on_both(34, |backend, gpu| {
+        let run = |back: u32| {
+            let x = gpu.upload(&(0..100).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+            let mut y = gpu.zeros::<f32>(100).unwrap();
+            let args = &mut [(&x).into(), (&mut y).into(), 100u32.into(), back.into()];
+            launch_on(gpu, &SHIFT_BACK, geometry((4, 1, 1), (32, 1, 1)), args)
+                .map(|()| gpu.download::<f32>(&y).unwrap())
+        };
+        assert_eq!(run(0), Ok((0..100).map(|i| i as f32).collect::<Vec<_>>()), "{backend}");
+        // Thread 0 of block 0 writes y[-1]: into the bytes before the view, which the block's
+        // check finds written.
+        let message = run(1).expect_err(backend);
+        assert!(
+            message.contains(
+                "block (0, 0, 0): element -1 of parameter 1 `y`, outside its 100 elements, was written (found after \
+                 the block"
+            ),
+            "{backend}: {message}"
+        );
+    });
+}
+
+#[test]
+fn an_index_past_a_shared_array_is_an_err_naming_the_array_the_thread_and_the_index() {
+    on_both(35, |backend, gpu| {
+        let run = |threads: u32| {
+            let x = gpu.upload(&vec![1.0f32; threads as usize * 2]).unwrap();
+            let mut out = gpu.zeros::<f32>(2).unwrap();
+            let args = &mut [(&x).into(), (&mut out).into(), (threads * 2).into(), 2u32.into()];
+            launch_on(gpu, &BLOCK_SUM, geometry((2, 1, 1), (threads, 1, 1)), args)
+                .map(|()| gpu.download::<f32>(&out).unwrap())
+        };
+        assert_eq!(run(128), Ok(vec![128.0, 128.0]), "{backend}");
+        // 256 threads: each of threads 128.. writes partial[t], past `__shared__ float partial[128]`.
+        let message = run(256).expect_err(backend);
+        let [t, _, _] = thread_named(&message);
+        assert!(t >= 128, "{backend}: {message}");
+        assert!(
+            message.contains(&format!("index {t} out of bounds for `partial` (float [128]) at ")),
+            "{backend}: {message}"
+        );
+        assert!(message.contains("reduce.cu:7:14"), "{backend}: the kernel's line and column: {message}");
+    });
+}
+
+/// Launches `entry` (one written `u32` or `f32` output of `len`, then `scalars`) on one block of 32
+/// threads with `dynamic` bytes of dynamic shared memory: the output, or the launch's message.
+fn launch_dynamic<T: Element>(
+    gpu: &dyn GpuBackend,
+    entry: &KernelEntry,
+    len: usize,
+    dynamic: u32,
+    scalars: &[u32],
+) -> Result<Vec<T>, String> {
+    let mut out = gpu.zeros::<T>(len).unwrap();
+    let mut args: Vec<KernelArg<'_>> = vec![(&mut out).into()];
+    args.extend(scalars.iter().map(|&scalar| KernelArg::from(scalar)));
+    let geometry = LaunchGeometry { shared_mem_bytes: dynamic, ..geometry((1, 1, 1), (32, 1, 1)) };
+    launch_on(gpu, entry, geometry, &mut args)?;
+    drop(args);
+    Ok(gpu.download::<T>(&out).unwrap())
+}
+
+#[test]
+fn extern_shared_arrays_of_any_type_and_scope_alias_the_dynamic_shared_memory() {
+    on_both(36, |backend, gpu| {
+        // A function-scope float array.
+        let floats: Vec<f32> = (0..32).rev().map(|t| t as f32 + 0.5).collect();
+        assert_eq!(launch_dynamic(gpu, &DYN_FLOATS, 32, 128, &[0]), Ok(floats), "{backend}");
+        // A namespace-scope array of a struct, written through a helper.
+        let pairs: Vec<u32> = (0..32u32).rev().flat_map(|t| [(1.5 * t as f32).to_bits(), t + 7]).collect();
+        assert_eq!(launch_dynamic(gpu, &DYN_PAIRS, 64, 256, &[]), Ok(pairs), "{backend}");
+        // Words through one name, read back byte by byte through another.
+        let words: Vec<u32> = (0..32u32).rev().map(|t| 0x0101_0101 * t + 0x0001_0203).collect();
+        assert_eq!(launch_dynamic(gpu, &DYN_ALIAS, 32, 128, &[]), Ok(words), "{backend}");
+    });
+}
+
+#[test]
+fn an_access_past_the_dynamic_shared_memory_is_an_err() {
+    on_both(37, |backend, gpu| {
+        // 128 bytes: element 32 is the guard page's first byte.
+        let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 128, &[32]).expect_err(backend);
+        assert!(
+            message.contains(
+                "thread (0, 0, 0): a write of byte 128 of the launch's dynamic shared memory, outside its 128 bytes"
+            ),
+            "{backend}: {message}"
+        );
+        // 100 bytes: threads 25.. write past them, into the bytes the 128-byte alignment leaves
+        // before the guard, which the block's check finds written.
+        let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 100, &[0]).expect_err(backend);
+        assert!(
+            message.contains(
+                "block (0, 0, 0): byte 100 of the launch's dynamic shared memory, outside its 100 bytes, was written"
+            ),
+            "{backend}: {message}"
+        );
+        // None at all: every element is past it.
+        let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 0, &[0]).expect_err(backend);
+        assert!(
+            message.contains("of the launch's dynamic shared memory, outside its 0 bytes"),
+            "{backend}: {message}"
+        );
+    });
+}
+
+#[test]
+fn a_compile_error_in_a_module_with_extern_shared_arrays_is_on_the_modules_line() {
+    // The build carries the module rewritten; its `#line`s keep the compiler on the module's lines.
+    let output = build(&fixture_dir("fixtures").join("extern_broken"), "emulator-extern-broken");
+    match output.problems.as_slice() {
+        [Problem::Emulation { path, diagnostics, .. }] => {
+            assert!(path.ends_with("extern_broken.cu"), "{}", path.display());
+            assert!(diagnostics.contains("extern_broken.cu:7:"), "{diagnostics}");
+            assert!(diagnostics.contains("undeclared_name"), "{diagnostics}");
+            assert!(!diagnostics.contains("conflicting specifiers"), "{diagnostics}");
+        }
+        problems => panic!("not one emulation problem: {problems:#?}"),
+    }
+}
+
+#[test]
+fn launches_on_several_threads_at_once_each_report_their_own_fault() {
+    without_hanging(|| {
+        let (gpu, _) = bounds_backends(38);
+        std::thread::scope(|scope| {
+            for round in 0..4u32 {
+                let gpu = &gpu;
+                scope.spawn(move || {
+                    for _ in 0..8 {
+                        let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+                        let n = 9 + 2 * round;
+                        let message = pair_sum(gpu, &x, 0, n).expect_err("a read past x");
+                        let expected =
+                            format!("a read of element {n} of parameter 0 `x`, outside its {n} elements");
+                        assert!(message.contains(&expected), "{message}");
+                        assert!(pair_sum(gpu, &x, 0, n + 1).is_ok(), "an even n");
+                        let message =
+                            launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 128, &[32 + round]).expect_err("");
+                        assert!(message.contains(&format!("byte {}", 4 * (32 + round))), "{message}");
+                    }
+                });
+            }
+        });
+    });
+}
+
+#[test]
+fn an_out_of_bounds_launch_fills_the_fault_record_with_its_access() {
+    let output = bounds_build();
+    let path = |entry: &str| {
+        let built =
+            output.emulated.iter().find(|library| library.entry == entry).expect("the fixture library");
+        built.path.to_str().expect("a UTF-8 path").to_owned()
+    };
+    // SAFETY: libraries the emulated build just wrote from the fixtures.
+    let (pairs, reduce) = unsafe {
+        (
+            kda_emu::library::Library::open(&path("pair_sum")),
+            kda_emu::library::Library::open(&path("block_sum")),
+        )
+    };
+    let (pairs, reduce) = (pairs.unwrap(), reduce.unwrap());
+    let x = [1.0f32; 7];
+    let mut y = [0.0f32; 4];
+    let (mut x_pointer, mut y_pointer, mut n) = (x.as_ptr() as u64, y.as_mut_ptr() as u64, 7u32);
+    let args =
+        [((&raw mut x_pointer).cast(), 28), ((&raw mut y_pointer).cast(), 16), ((&raw mut n).cast(), 0)];
+    let index = pairs.find("pair_sum").expect("the kernel is registered");
+    // SAFETY: the kernel takes `const float*, float*, unsigned`; the views hold the 28 and 16
+    // bytes given, which the runtime stages; everything outlives the call.
+    let fault = unsafe { pairs.launch(index, &args, [1, 1, 1], [32, 1, 1], 0, 1) }
+        .expect_err("a read one past x launched");
+    assert_eq!(fault.kind, FaultKind::OutOfBounds, "{fault:?}");
+    assert_eq!(fault.place, Some(Place { block: [0, 0, 0], thread: [3, 0, 0] }), "{fault:?}");
+    assert_eq!(
+        fault.access,
+        Some(fault::Access { parameter: Some(0), variable: None, index: 7 }),
+        "{fault:?}"
+    );
+
+    let x = [1.0f32; 512];
+    let mut out = [0.0f32; 2];
+    let (mut x_pointer, mut out_pointer, mut n, mut blocks) =
+        (x.as_ptr() as u64, out.as_mut_ptr() as u64, 512u32, 2u32);
+    let args = [
+        ((&raw mut x_pointer).cast(), 2048),
+        ((&raw mut out_pointer).cast(), 8),
+        ((&raw mut n).cast(), 0),
+        ((&raw mut blocks).cast(), 0),
+    ];
+    let index = reduce.find("block_sum").expect("the kernel is registered");
+    // SAFETY: the kernel takes `const float*, float*, unsigned, unsigned`; the views hold the
+    // 2048 and 8 bytes given; everything outlives the call.
+    let fault = unsafe { reduce.launch(index, &args, [2, 1, 1], [256, 1, 1], 0, 1) }
+        .expect_err("a write past partial[128] launched");
+    assert_eq!(fault.kind, FaultKind::OutOfBounds, "{fault:?}");
+    let place = fault.place.expect("the thread that wrote");
+    assert!(place.thread[0] >= 128, "{fault:?}");
+    let expected = fault::Access {
+        parameter: None,
+        variable: Some("partial".to_owned()),
+        index: i64::from(place.thread[0]),
+    };
+    assert_eq!(fault.access, Some(expected), "{fault:?}");
+}
+
 // ---- The raw layer's fault record. ----
 
 /// The fixture library of `module::entry`, opened by kda-emu's raw layer.
@@ -1220,9 +1642,9 @@ fn a_failed_launch_fills_the_fault_record_with_its_kind_and_the_thread_its_messa
         let index = library.find("barrier_skipped").expect("the kernel is registered");
         let mut out = [0u32; 32];
         let mut pointer = out.as_mut_ptr() as u64;
-        let args = [(&raw mut pointer).cast::<std::ffi::c_void>()];
-        // SAFETY: the kernel takes one `unsigned int*` and touches out[0..32] at a block of 32;
-        // `out` outlives the call.
+        let args = [((&raw mut pointer).cast::<std::ffi::c_void>(), 128)];
+        // SAFETY: the kernel takes one `unsigned int*` and touches out[0..32] (128 bytes) at a
+        // block of 32; `out` outlives the call.
         unsafe { library.launch(index, &args, [1, 1, 1], [32, 1, 1], 0, 9) }
             .expect_err("a barrier threads 8.. skip launched")
     });
@@ -1237,7 +1659,7 @@ fn a_failed_launch_fills_the_fault_record_with_its_kind_and_the_thread_its_messa
     let library = raw_library("misuse", "barrier_skipped");
     let index = library.find("barrier_skipped").expect("the kernel is registered");
     let mut pointer = 0u64;
-    let args = [(&raw mut pointer).cast::<std::ffi::c_void>()];
+    let args = [((&raw mut pointer).cast::<std::ffi::c_void>(), 0)];
     // SAFETY: the launch is refused before the kernel runs: no thread reads the argument.
     let fault = unsafe { library.launch(index, &args, [1, 1, 1], [2048, 1, 1], 0, 9) }
         .expect_err("a block of 2048 threads launched");

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use kda_emu::wire::{self, ArgKind, Request};
 
-use super::{Executor, c_type_of, scalar_bits};
+use super::{Executor, c_type_of, fault_reason, scalar_bits, windows};
 use crate::host::{HostMemory, HostStorage};
 use crate::modules::{LoadError, ModuleLoader, Resolved};
 use crate::{
@@ -207,30 +207,6 @@ fn write_back(
     Ok(())
 }
 
-/// The elements of each view's buffer a launch sends: from the view's start, its extent where
-/// there is one, else the whole view.
-fn windows(
-    args: &[KernelArg<'_>],
-    extents: Option<&[Option<u64>]>,
-) -> Result<Vec<Option<Range<usize>>>, BackendError> {
-    args.iter()
-        .enumerate()
-        .map(|(index, arg)| {
-            let range = match arg {
-                KernelArg::Read(view) => view.checked_range()?,
-                KernelArg::Write(view) => view.checked_range()?,
-                _ => return Ok(None),
-            };
-            let extent = extents.and_then(|extents| extents.get(index).copied().flatten());
-            // `check` proved every extent at most the view's length.
-            let len = extent.map_or(range.len(), |extent| {
-                usize::try_from(extent).map_or(range.len(), |extent| extent.min(range.len()))
-            });
-            Ok(Some(range.start..range.start + len))
-        })
-        .collect()
-}
-
 impl Executor for Driver {
     /// Sends the launch to the driver. A checked launch sends each view up to its extent, an
     /// unchecked one whole views: the kernel runs in another process, which its mistakes cannot
@@ -283,7 +259,7 @@ impl Executor for Driver {
         let response = response.map_err(|e| io("reading the driver's response", e))?;
         let written = wire::parse_response(&response)
             .map_err(|why| failed(format!("a malformed response: {why}")))?
-            .map_err(|fault| failed(fault.message))?;
+            .map_err(|fault| failed(fault_reason(&fault, &kernel.entry)))?;
         write_back(memory, args, &windows, written).map_err(failed)
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kda_emu::library::{EntryIndex, Library};
 
-use super::{Executor, c_type_of, scalar_bits};
+use super::{Executor, c_type_of, fault_reason, scalar_bits, windows};
 use crate::host::{HostMemory, HostStorage};
 use crate::modules::{LoadError, ModuleLoader, Resolved};
 use crate::signature::{Access, ParamKind};
@@ -121,8 +121,9 @@ fn compare(signature: &Signature, params: &[String]) -> Result<(), String> {
 
 impl Executor for InProcess {
     /// Checks that `args` fill the kernel's C parameters kind for kind (what the library
-    /// reports, so this holds with or without a signature), then runs the launch. The extents of
-    /// a checked launch are not needed: its views were checked to hold them.
+    /// reports, so this holds with or without a signature), then runs the launch, each view cut to
+    /// its extent where the launch was checked (whole otherwise): the runtime stages it at that
+    /// size with a guard page after it, so an access past it is the launch's `Err`.
     unsafe fn run(
         &self,
         memory: &HostMemory,
@@ -130,7 +131,7 @@ impl Executor for InProcess {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
         seed: u64,
-        _extents: Option<&[Option<u64>]>,
+        extents: Option<&[Option<u64>]>,
     ) -> Result<(), BackendError> {
         let failed = |reason: String| BackendError::Launch {
             module: kernel.entry.module.to_owned(),
@@ -157,24 +158,42 @@ impl Executor for InProcess {
             }
             values.push(value);
         }
+        // The bytes of each view the kernel may reach (its window), 0 for a scalar.
+        let sizes: Vec<u64> = args
+            .iter()
+            .zip(windows(args, extents)?)
+            .map(|(arg, window)| {
+                let size = match arg {
+                    KernelArg::Read(view) => view.dtype().size(),
+                    KernelArg::Write(view) => view.dtype().size(),
+                    KernelArg::Scalar(_) => 0,
+                };
+                window.map_or(0, |window| (window.len() * size) as u64)
+            })
+            .collect();
         // One pointer per value, all from one borrow of `values`, which is not touched again.
         let base = values.as_mut_ptr();
         // SAFETY: `index < values.len()`, so each pointer stays inside the vector.
-        let pointers: Vec<*mut c_void> =
-            (0..values.len()).map(|index| unsafe { base.add(index) }.cast::<c_void>()).collect();
+        let pointers: Vec<(*mut c_void, u64)> = (0..values.len())
+            .zip(sizes)
+            .map(|(index, size)| (unsafe { base.add(index) }.cast::<c_void>(), size))
+            .collect();
         let LaunchGeometry { grid, block, shared_mem_bytes } = geometry;
-        // SAFETY: `pointers[i]` points to a value of the C type of parameter i: the library
+        // SAFETY: `pointers[i].0` points to a value of the C type of parameter i: the library
         // reported the kernel's parameter types (its C++ compiler deduced them from the kernel's
         // declaration) and each argument was just matched against them, a view as a pointer to
         // its first element, a scalar as a value of its exact width in `values`. Views lie inside
-        // their buffers (`bind` checked the range) and hold what the kernel touches: for a checked
-        // launch (`extents` given) `signature::extents` proved each at least its extent, the
-        // manifest's contract for what the kernel touches (the emulated suite and its
-        // AddressSanitizer run test exactly that, with buffers of exactly those extents); for an
-        // unchecked one the caller guarantees it. Buffers the kernel writes come as `ViewMut`s, which borrow their buffer
-        // exclusively for as long as `args` lives, so nothing else reads or writes them during the
-        // call; read-only views are never written (their parameters are `const`). The runtime
-        // runs the launch to completion before returning and keeps no pointer.
+        // their buffers (`bind` checked the range) and hold their `pointers[i].1` bytes: `windows`
+        // cut each to at most the view. A library loaded in process
+        // has no sanitizer (a Rust binary cannot carry one), so its runtime copies those bytes of
+        // each view in and the written ones back and the kernel touches only the copies;
+        // what it touches is also within the views as the launch contract requires (for a
+        // checked launch `signature::extents` proved each view at least its extent, for an
+        // unchecked one the caller guarantees it). Buffers the kernel writes come as `ViewMut`s,
+        // which borrow their buffer exclusively for as long as `args` lives, so nothing else reads
+        // or writes them during the call; read-only views are never written (their parameters
+        // are `const`, and the runtime copies back only the others). The runtime runs the launch
+        // to completion before returning and keeps no pointer.
         let launched = unsafe {
             kernel.function.library.launch(
                 kernel.function.index,
@@ -185,7 +204,7 @@ impl Executor for InProcess {
                 seed,
             )
         };
-        launched.map_err(|fault| failed(fault.message))
+        launched.map_err(|fault| failed(fault_reason(&fault, &kernel.entry)))
     }
 
     fn write_fill(&self) -> Option<u8> {

@@ -30,6 +30,7 @@ pub use driver::Driver;
 pub use in_process::InProcess;
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::host::HostMemory;
@@ -233,6 +234,47 @@ impl<X: Executor> GpuBackend for Emulator<X> {
 
     fn synchronize(&self) -> Result<(), BackendError> {
         Ok(())
+    }
+}
+
+/// The elements of each view's buffer a launch hands the kernel (the driver sends them, the
+/// runtime stages them with a guard page after them): from the view's start, its extent where
+/// there is one, else the whole view.
+fn windows(
+    args: &[KernelArg<'_>],
+    extents: Option<&[Option<u64>]>,
+) -> Result<Vec<Option<Range<usize>>>, BackendError> {
+    args.iter()
+        .enumerate()
+        .map(|(index, arg)| {
+            let range = match arg {
+                KernelArg::Read(view) => view.checked_range()?,
+                KernelArg::Write(view) => view.checked_range()?,
+                _ => return Ok(None),
+            };
+            let extent = extents.and_then(|extents| extents.get(index).copied().flatten());
+            // `check` proved every extent at most the view's length.
+            let len = extent.map_or(range.len(), |extent| {
+                usize::try_from(extent).map_or(range.len(), |extent| extent.min(range.len()))
+            });
+            Ok(Some(range.start..range.start + len))
+        })
+        .collect()
+}
+
+/// A failed launch's reason: the runtime's message, the parameter an out-of-bounds access went
+/// through named as the entry's signature names it (the runtime knows its position only).
+fn fault_reason(fault: &kda_emu::Fault, entry: &KernelEntry) -> String {
+    let named = fault.access.as_ref().and_then(|access| {
+        let index = access.parameter?;
+        let param = entry.signature?.params.get(usize::try_from(index).ok()?)?;
+        Some((index, param.name))
+    });
+    match named {
+        Some((index, name)) => {
+            fault.message.replacen(&format!("parameter {index},"), &format!("parameter {index} `{name}`,"), 1)
+        }
+        None => fault.message.clone(),
     }
 }
 

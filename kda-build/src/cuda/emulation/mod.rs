@@ -200,7 +200,9 @@ impl EmulatedCompiler<'_> {
     ) -> Result<Result<(PathBuf, bool), String>, BuildError> {
         let (module, entry) = (&unit.entry.module, &unit.entry.entry);
         let files = EntryFiles::new(&self.out_dir, module, entry);
-        let text = unit_source(module, entry, &unit.source);
+        // Unreadable, the module is included as it is, and its compile says why it cannot be read.
+        let source_text = std::fs::read_to_string(&unit.source).ok();
+        let text = unit_source(module, entry, &unit.source, source_text.as_deref(), &files.unit);
         write(&files.unit, &text)?;
         let record_path = self.out_dir.join(format!("{module}.{entry}.kda-cache"));
         let mut command = toolchain.describe();
@@ -216,7 +218,9 @@ impl EmulatedCompiler<'_> {
             return Ok(Ok((files.library, false)));
         }
         let _ = std::fs::remove_file(&record_path);
-        let compile = toolchain.compile(&files.unit, &files.object, Some(&files.dependencies));
+        let module_dir = unit.source.parent().unwrap_or(Path::new("."));
+        let compile =
+            toolchain.compile_entry(module_dir, &files.unit, &files.object, Some(&files.dependencies));
         if let Err(diagnostics) = run(compile, &files.unit)? {
             return Ok(Err(diagnostics));
         }
