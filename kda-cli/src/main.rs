@@ -7,15 +7,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use kda_build::Manifest;
 use kda_build::cuda::emulation::Sanitizer;
 use kda_build::manifest::read_manifest;
+use kda_cli::census::{self, Census};
 use kda_cli::emulate::{self, EmulateOptions};
 
-/// kda, the build-time kernel registry: what a crate's kernel manifest says, and its kernels run
-/// on the emulator.
+/// kda, the build-time kernel registry: what a crate's kernel manifest says, its kernels run on
+/// the emulator, and which kernels of a library a manifest can state.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
@@ -61,6 +62,17 @@ enum Command {
         #[arg(long)]
         full_reports: bool,
     },
+    /// Lists each `__global__` kernel of the `.cu` and `.cuh` files under a folder (those macros
+    /// declare included), says whether a manifest entry can state it and why not, and drafts the
+    /// entries of those it can: their types as the kernels declare them, their extents guessed.
+    /// Needs no compiler.
+    Census {
+        /// The folder of CUDA sources: a kernel library's, a crate's `kernels/`.
+        folder: PathBuf,
+        /// Write the drafted `kernels.toml` lines to this file instead of printing them.
+        #[arg(long)]
+        manifest_out: Option<PathBuf>,
+    },
 }
 
 /// A `--sanitizer` value: one of the emulator's sanitizers, or none.
@@ -103,6 +115,7 @@ fn main() -> anyhow::Result<ExitCode> {
             say(&format!("{} entries, {failed} failed", reports.len()));
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        Command::Census { folder, manifest_out } => census(&folder, manifest_out).map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -118,16 +131,37 @@ fn manifest_path(given: Option<PathBuf>, command: &str) -> anyhow::Result<PathBu
     }
 }
 
+/// `kda census`: the report, then the drafted entries, printed or written to `manifest_out`.
+fn census(folder: &Path, manifest_out: Option<PathBuf>) -> anyhow::Result<()> {
+    let census =
+        Census::of(folder).with_context(|| format!("{}: cannot list the folder", folder.display()))?;
+    let mut out = census.report();
+    match (census::draft::manifest(&census), manifest_out) {
+        (Some(draft), Some(path)) => {
+            std::fs::write(&path, draft)
+                .with_context(|| format!("{}: cannot write the draft", path.display()))?;
+            out.push_str(&format!("\ndrafted entries written to {}\n", path.display()));
+        }
+        (Some(draft), None) => out.push_str(&format!("\ndrafted entries:\n\n{draft}")),
+        (None, _) => out.push_str("\nno kernel to draft an entry for\n"),
+    }
+    print_all(&out)
+}
+
+/// Prints `text`; a reader that stops early (`kda list | head`) is not an error, where `print!`
+/// would panic.
+fn print_all(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => Ok(written?),
+    }
+}
+
 fn list(path: Option<PathBuf>) -> anyhow::Result<()> {
     let path = manifest_path(path, "list")?;
     let file = path.display().to_string();
     // Capped in size and located where not UTF-8, as the derive and the build read it.
     let text = read_manifest(&path, &file)?;
     let manifest = Manifest::parse(&file, &text)?;
-    let listing = kda_cli::listing::render(&file, &manifest);
-    // A reader that stops early (`kda list | head`) is not an error; `print!` would panic.
-    match std::io::stdout().lock().write_all(listing.as_bytes()) {
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        written => Ok(written?),
-    }
+    print_all(&kda_cli::listing::render(&file, &manifest))
 }

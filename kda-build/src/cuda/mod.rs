@@ -37,6 +37,7 @@ mod nvcc;
 mod problem;
 mod prove;
 pub mod resources;
+pub mod scan;
 mod symbols;
 pub mod target;
 

@@ -1,0 +1,198 @@
+//! `kda census <folder>`: which kernels of a folder of CUDA sources (a kernel library, a crate's
+//! `kernels/`) a manifest entry can state, why not the others, and a draft of the entries.
+//!
+//! Each `.cu` and `.cuh` file under the folder is read with kda-build's scanner
+//! ([`kda_build::cuda::scan`]), which finds every `__global__` function, those a macro declares
+//! included. A kernel is stated when it is `extern "C"`, not a template, in a `.cu` file of the
+//! folder itself (a module), and every parameter is a pointer to or a value of a manifest type
+//! ([`ctype`]); the first problem otherwise is its [`Reason`]. The drafted entries ([`draft`])
+//! form one table named after the folder, each field named after its entry.
+
+pub mod ctype;
+pub mod draft;
+mod reason;
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use kda_build::cuda::scan::{self, Kernel, Linkage, SourceScan};
+use kda_build::manifest::is_c_identifier;
+
+use self::ctype::Stated;
+pub use self::reason::Reason;
+
+/// The deepest folder below the census's folder that it reads.
+const MAX_FOLDER_DEPTH: usize = 16;
+
+/// What the census found in a folder.
+#[derive(Clone, Debug)]
+pub struct Census {
+    /// The folder.
+    pub folder: PathBuf,
+    /// Each `.cu` and `.cuh` file under it, by path.
+    pub files: Vec<FileCensus>,
+}
+
+/// What the census found in one file.
+#[derive(Clone, Debug)]
+pub struct FileCensus {
+    /// Its path below the folder, `/`-separated.
+    pub path: String,
+    /// The module it is, where it is one: the stem of a `.cu` file of the folder itself.
+    pub module: String,
+    /// Its kernels, in source order; empty when it could not be read.
+    pub kernels: Vec<KernelCensus>,
+    /// Why it could not be read.
+    pub error: Option<String>,
+}
+
+/// One kernel and whether a manifest entry can state it.
+#[derive(Clone, Debug)]
+pub struct KernelCensus {
+    /// The kernel as the scanner found it.
+    pub kernel: Kernel,
+    /// How the entry states each parameter, or why no entry can.
+    pub outcome: Result<Vec<Stated>, Reason>,
+}
+
+impl Census {
+    /// The census of every `.cu` and `.cuh` file under `folder`; fails only when `folder` cannot
+    /// be listed.
+    pub fn of(folder: &Path) -> std::io::Result<Census> {
+        let mut paths = Vec::new();
+        sources(folder, 0, &mut paths)?;
+        paths.sort();
+        let files = paths.iter().map(|path| FileCensus::of(folder, path)).collect();
+        Ok(Census { folder: folder.to_owned(), files })
+    }
+
+    /// Every kernel, with its file.
+    pub fn kernels(&self) -> impl Iterator<Item = (&FileCensus, &KernelCensus)> {
+        self.files.iter().flat_map(|file| file.kernels.iter().map(move |kernel| (file, kernel)))
+    }
+
+    /// How many kernels an entry can state.
+    pub fn stated(&self) -> usize {
+        self.kernels().filter(|(_, kernel)| kernel.outcome.is_ok()).count()
+    }
+
+    /// The reasons of the kernels not stated, each with how many kernels it stops, the most
+    /// frequent first.
+    pub fn reasons(&self) -> Vec<(String, usize)> {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for (_, kernel) in self.kernels() {
+            if let Err(reason) = &kernel.outcome {
+                let category = reason.category();
+                match counts.iter_mut().find(|(each, _)| *each == category) {
+                    Some((_, count)) => *count += 1,
+                    None => counts.push((category, 1)),
+                }
+            }
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts
+    }
+
+    /// The report: per file each kernel, stated or why not, then the totals and the reasons.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        let total = self.kernels().count();
+        let _ = writeln!(out, "{}: {} files, {total} kernels", self.folder.display(), self.files.len());
+        for file in &self.files {
+            let _ = writeln!(out, "\n{}", file.path);
+            if let Some(error) = &file.error {
+                let _ = writeln!(out, "  cannot be read: {error}");
+            }
+            for census in &file.kernels {
+                let kernel = &census.kernel;
+                let _ = write!(out, "  {} (line {}", kernel.name, kernel.line);
+                if let Some(name) = &kernel.macro_name {
+                    let _ = write!(out, ", {name}");
+                }
+                let _ = match &census.outcome {
+                    Ok(_) => writeln!(out, "): stated"),
+                    Err(reason) => writeln!(out, "): not stated: {reason}"),
+                };
+            }
+        }
+        let _ = writeln!(out, "\n{} of {total} stated", self.stated());
+        for (reason, count) in self.reasons() {
+            let _ = writeln!(out, "{count:>6}  {reason}");
+        }
+        out
+    }
+}
+
+impl FileCensus {
+    fn of(folder: &Path, path: &Path) -> FileCensus {
+        let relative = path.strip_prefix(folder).unwrap_or(path);
+        let shown: Vec<String> =
+            relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+        let module = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+        let place = if path.extension().is_some_and(|extension| extension == "cuh") {
+            Err(Reason::InHeader)
+        } else if shown.len() > 1 {
+            Err(Reason::InSubfolder)
+        } else if !is_c_identifier(&module) {
+            Err(Reason::ModuleName(module.clone()))
+        } else {
+            Ok(())
+        };
+        let (kernels, error) = match scan::scan_file(path) {
+            Ok(scan) => {
+                (scan.kernels.iter().map(|kernel| KernelCensus::of(kernel, &place, &scan)).collect(), None)
+            }
+            Err(error) => (Vec::new(), Some(error.to_string())),
+        };
+        FileCensus { path: shown.join("/"), module, kernels, error }
+    }
+}
+
+impl KernelCensus {
+    /// Whether a manifest entry can state `kernel`, in a file whose `place` may be a module.
+    fn of(kernel: &Kernel, place: &Result<(), Reason>, scan: &SourceScan) -> KernelCensus {
+        let outcome = if kernel.template.is_some() {
+            Err(Reason::Template)
+        } else if kernel.linkage == Linkage::Cxx {
+            Err(Reason::CxxLinkage)
+        } else if kernel.linkage == Linkage::Internal {
+            Err(Reason::Static)
+        } else if let Err(reason) = place {
+            Err(reason.clone())
+        } else if !is_c_identifier(&kernel.name) {
+            Err(Reason::EntryName)
+        } else {
+            kernel
+                .params
+                .iter()
+                .enumerate()
+                .map(|(index, param)| {
+                    ctype::state(&param.type_tokens, &scan.types).map_err(|why| Reason::Param {
+                        index,
+                        name: param.name.clone(),
+                        why,
+                    })
+                })
+                .collect()
+        };
+        KernelCensus { kernel: kernel.clone(), outcome }
+    }
+}
+
+/// Appends the `.cu` and `.cuh` files under `folder` to `found`; folders that are links are not
+/// followed, so that a cycle of links ends.
+fn sources(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let path = entry.path();
+        let is_source = path.extension().is_some_and(|extension| extension == "cu" || extension == "cuh");
+        let kind = entry.file_type()?;
+        if kind.is_dir() && depth < MAX_FOLDER_DEPTH {
+            // A subfolder that cannot be listed is left out: the census reads what it can.
+            drop(sources(&path, depth + 1, found));
+        } else if is_source && (kind.is_file() || path.is_file()) {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
