@@ -701,6 +701,8 @@ class LaunchMemory {
         for (size_t i = 0; i < layouts.size(); ++i) {
             if (layouts[i].element_size == 0) continue;
             void* view = *static_cast<void* const*>(args[i]);
+            // A null pointer (a `nullable` parameter left out) stays null: the kernel tests it.
+            if (view == nullptr) continue;
             if (sizes[i] > kMaxStagedBytes) return format("stage a view of %llu bytes (parameter %zu)", sizes[i], i);
             const size_t bytes = static_cast<size_t>(sizes[i]);
             const size_t offset = reinterpret_cast<uintptr_t>(view) % 16;

@@ -1295,8 +1295,22 @@ const DYN_ALIAS: KernelEntry = bounds_entry(
     &Signature { params: &[write("out", DType::U32, "32", &[Op::Literal(32)])], requires: &[] },
 );
 
-const BOUNDS: [KernelEntry; 7] =
-    [PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS];
+/// `nullable const f32 bias[n], f32 y[n], u32 n`.
+const ADD_BIAS: KernelEntry = bounds_entry(
+    "nullable",
+    "add_bias",
+    &Signature {
+        params: &[
+            read("bias", DType::F32, "n", N).nullable(),
+            write("y", DType::F32, "n", N),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+const BOUNDS: [KernelEntry; 8] =
+    [PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS, ADD_BIAS];
 
 /// The build of `tests/fixtures/bounds` without a sanitizer, once for every test.
 fn bounds_build() -> &'static BuildOutput {
@@ -1353,6 +1367,26 @@ fn pair_sum(gpu: &dyn GpuBackend, x: &[f32], start: usize, n: u32) -> Result<Vec
         &mut [view.into(), (&mut y).into(), n.into()],
     )?;
     Ok(gpu.download::<f32>(&y).unwrap())
+}
+
+#[test]
+fn a_nullable_buffer_reaches_the_kernel_as_a_null_pointer() {
+    on_both(30, |backend, gpu| {
+        let bias = gpu.upload(&[0.5f32, -1.0, 4.0]).unwrap();
+        let mut y = gpu.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+        let one_block = geometry((1, 1, 1), (32, 1, 1));
+        launch_on(gpu, &ADD_BIAS, one_block, &mut [Some(bias.view()).into(), (&mut y).into(), 3u32.into()])
+            .unwrap_or_else(|error| panic!("{backend}: {error}"));
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [2.5, 3.0, 10.0], "{backend}");
+        // The null pointer stays null in the kernel: the emulator stages views, not nulls.
+        launch_on(gpu, &ADD_BIAS, one_block, &mut [KernelArg::Null, (&mut y).into(), 3u32.into()])
+            .unwrap_or_else(|error| panic!("{backend}: {error}"));
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [5.0, 6.0, 20.0], "{backend}");
+        // A parameter that is not nullable refuses one.
+        let error = launch_on(gpu, &ADD_BIAS, one_block, &mut [(&bias).into(), KernelArg::Null, 3u32.into()])
+            .expect_err("a null pointer for `y`");
+        assert!(error.contains("found a null pointer"), "{backend}: {error}");
+    });
 }
 
 #[test]

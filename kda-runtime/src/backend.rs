@@ -39,6 +39,9 @@ pub enum KernelArg<'a> {
     Write(ViewMut<'a>),
     /// A value passed by copy, of any scalar kind.
     Scalar(Scalar),
+    /// A null pointer, for a buffer parameter the manifest declares `nullable`: the kernel takes
+    /// it as absent (no bias, "in place").
+    Null,
 }
 
 impl KernelArg<'_> {
@@ -46,7 +49,7 @@ impl KernelArg<'_> {
     pub fn scalar_kind(&self) -> Option<ScalarKind> {
         match self {
             KernelArg::Scalar(scalar) => Some(scalar.kind()),
-            KernelArg::Read(_) | KernelArg::Write(_) => None,
+            KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Null => None,
         }
     }
 
@@ -61,10 +64,11 @@ impl KernelArg<'_> {
 
     /// The argument as a parameter kind would spell it: `const bf16[12]`, `f32[4]`, `u32`.
     pub fn describe(&self) -> String {
-        match self.view() {
-            Some((dtype, len, false)) => format!("a read-only view `const {dtype}[{len}]`"),
-            Some((dtype, len, true)) => format!("a mutable view `{dtype}[{len}]`"),
-            None => format!("a `{}` scalar", self.scalar_kind().map_or("?", ScalarKind::name)),
+        match (self, self.view()) {
+            (KernelArg::Null, _) => "a null pointer".to_owned(),
+            (_, Some((dtype, len, false))) => format!("a read-only view `const {dtype}[{len}]`"),
+            (_, Some((dtype, len, true))) => format!("a mutable view `{dtype}[{len}]`"),
+            (_, None) => format!("a `{}` scalar", self.scalar_kind().map_or("?", ScalarKind::name)),
         }
     }
 
@@ -72,7 +76,7 @@ impl KernelArg<'_> {
     pub(crate) fn describe_value(&self) -> String {
         match self {
             KernelArg::Scalar(scalar) => scalar.to_string(),
-            KernelArg::Read(_) | KernelArg::Write(_) => self.describe(),
+            KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Null => self.describe(),
         }
     }
 }
@@ -86,6 +90,20 @@ impl<'a> From<View<'a>> for KernelArg<'a> {
 impl<'a> From<ViewMut<'a>> for KernelArg<'a> {
     fn from(view: ViewMut<'a>) -> Self {
         KernelArg::Write(view)
+    }
+}
+
+impl<'a> From<Option<View<'a>>> for KernelArg<'a> {
+    /// A view, or a null pointer for a `nullable` parameter.
+    fn from(view: Option<View<'a>>) -> Self {
+        view.map_or(KernelArg::Null, KernelArg::Read)
+    }
+}
+
+impl<'a> From<Option<ViewMut<'a>>> for KernelArg<'a> {
+    /// A view, or a null pointer for a `nullable` parameter.
+    fn from(view: Option<ViewMut<'a>>) -> Self {
+        view.map_or(KernelArg::Null, KernelArg::Write)
     }
 }
 

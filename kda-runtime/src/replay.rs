@@ -33,6 +33,8 @@ enum ListedArg {
         writable: bool,
     },
     Scalar(Scalar),
+    /// A null pointer for a `nullable` buffer.
+    Null,
 }
 
 /// One launch of a list.
@@ -233,6 +235,7 @@ fn bind<'a>(
                     KernelArg::Read(read[*i].ok_or_else(|| misuse(*place))?.slice(range.clone()))
                 }
                 ListedArg::Scalar(scalar) => KernelArg::Scalar(*scalar),
+                ListedArg::Null => KernelArg::Null,
             })
         })
         .collect()
@@ -297,6 +300,7 @@ impl<'g> LaunchRecorder<'g> {
             KernelArg::Read(v) => view(v.buffer().id(), v.range(), false),
             KernelArg::Write(v) => view(v.buffer().id(), v.range(), true),
             KernelArg::Scalar(scalar) => Ok(ListedArg::Scalar(*scalar)),
+            KernelArg::Null => Ok(ListedArg::Null),
         }
     }
 

@@ -53,7 +53,23 @@ impl KernelParam {
     ) -> Self {
         Self {
             name,
-            kind: ParamKind::Buffer { dtype, access, extent: Extent { text, program, trust: None } },
+            kind: ParamKind::Buffer {
+                dtype,
+                access,
+                extent: Extent { text, program, trust: None },
+                nullable: false,
+            },
+        }
+    }
+
+    /// This buffer parameter, which also takes a null pointer ([`KernelArg::Null`]): the
+    /// manifest's `nullable`. A scalar is returned unchanged.
+    pub const fn nullable(self) -> Self {
+        match self.kind {
+            ParamKind::Buffer { dtype, access, extent, .. } => {
+                Self { name: self.name, kind: ParamKind::Buffer { dtype, access, extent, nullable: true } }
+            }
+            ParamKind::Scalar(_) => self,
         }
     }
 
@@ -63,12 +79,13 @@ impl KernelParam {
     /// is returned unchanged.
     pub const fn trusting(self, condition: &'static str) -> Self {
         match self.kind {
-            ParamKind::Buffer { dtype, access, extent: Extent { text, program, .. } } => Self {
+            ParamKind::Buffer { dtype, access, extent: Extent { text, program, .. }, nullable } => Self {
                 name: self.name,
                 kind: ParamKind::Buffer {
                     dtype,
                     access,
                     extent: Extent { text, program, trust: Some(condition) },
+                    nullable,
                 },
             },
             ParamKind::Scalar(_) => self,
@@ -92,6 +109,8 @@ pub enum ParamKind {
         access: Access,
         /// How many elements the kernel may touch.
         extent: Extent,
+        /// Whether a null pointer fills it (the manifest's `nullable`).
+        nullable: bool,
     },
     /// A value passed by copy.
     Scalar(ScalarKind),
@@ -120,8 +139,11 @@ impl fmt::Display for ParamKind {
     /// The manifest spelling without a name: `const bf16[m*k]`, `f32[n]`, `u32`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ParamKind::Buffer { dtype, access: Access::Read, extent } => write!(f, "const {dtype}[{extent}]"),
-            ParamKind::Buffer { dtype, access: Access::Write, extent } => write!(f, "{dtype}[{extent}]"),
+            ParamKind::Buffer { dtype, access, extent, nullable } => {
+                let nullable = if *nullable { "nullable " } else { "" };
+                let constness = if *access == Access::Read { "const " } else { "" };
+                write!(f, "{nullable}{constness}{dtype}[{extent}]")
+            }
             ParamKind::Scalar(scalar) => f.write_str(scalar.name()),
         }
     }
@@ -446,7 +468,14 @@ pub(crate) fn check_trusting(
         }
     }
     for (param, arg) in params.iter().zip(args) {
-        let ParamKind::Buffer { dtype, access, extent } = param.kind else { continue };
+        let ParamKind::Buffer { dtype, access, extent, nullable } = param.kind else { continue };
+        if matches!(arg, KernelArg::Null) {
+            // A null pointer touches nothing: a `nullable` parameter takes it whatever its extent.
+            if nullable {
+                continue;
+            }
+            return Err(argument(param, format!("{} (not nullable)", param.kind), arg.describe()));
+        }
         let Some((view_dtype, len, writable)) = arg.view() else {
             return Err(argument(param, param.kind.to_string(), arg.describe()));
         };

@@ -77,15 +77,22 @@ pub(super) fn scalar_type(kind: ScalarKind) -> TokenStream {
 /// The Rust type of an argument struct's field for `param`.
 pub(super) fn field_type(param: &Param) -> TokenStream {
     match &param.ty {
-        ParamType::Buffer { writable: false, .. } => quote!(::kda_runtime::View<'a>),
-        ParamType::Buffer { writable: true, .. } => quote!(::kda_runtime::ViewMut<'a>),
+        ParamType::Buffer { writable: false, nullable: false, .. } => quote!(::kda_runtime::View<'a>),
+        ParamType::Buffer { writable: true, nullable: false, .. } => quote!(::kda_runtime::ViewMut<'a>),
+        // `None` is the null pointer.
+        ParamType::Buffer { writable: false, nullable: true, .. } => {
+            quote!(::core::option::Option<::kda_runtime::View<'a>>)
+        }
+        ParamType::Buffer { writable: true, nullable: true, .. } => {
+            quote!(::core::option::Option<::kda_runtime::ViewMut<'a>>)
+        }
         ParamType::Scalar(scalar) => scalar_type(*scalar),
     }
 }
 
 /// The doc of an argument struct's field for `param`: its manifest declaration.
 pub(super) fn field_doc(param: &Param) -> String {
-    format!(" `{} {}`", param_decl_type(&param.ty), param.name)
+    format!(" `{} {}`", param.ty, param.name)
 }
 
 /// Whether the entry takes a buffer, so its argument struct borrows.
@@ -137,17 +144,6 @@ fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream 
             /// The entry these arguments launch, with its signature.
             pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[#index];
         }
-    }
-}
-
-/// `const bf16[m*k]` → `const bf16*` style spelling for docs: the manifest's own form.
-fn param_decl_type(ty: &ParamType) -> String {
-    match ty {
-        ParamType::Buffer { element, writable, extent_text, .. } => {
-            let constness = if *writable { "" } else { "const " };
-            format!("{constness}{}[{extent_text}]", element.name())
-        }
-        ParamType::Scalar(scalar) => scalar.name().to_owned(),
     }
 }
 

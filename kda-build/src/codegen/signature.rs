@@ -46,12 +46,13 @@ pub(super) fn tokens(entry: &Entry) -> Result<TokenStream, String> {
 fn param(param: &Param) -> TokenStream {
     let name = &param.name;
     match &param.ty {
-        ParamType::Buffer { element, writable, extent, extent_text } => {
+        ParamType::Buffer { element, writable, extent, extent_text, nullable } => {
             let dtype = variant(element);
             let access = if *writable { quote!(Write) } else { quote!(Read) };
             let program = program(&extent.program());
             let trusting = param.safety.as_ref().map(|condition| quote!(.trusting(#condition)));
-            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program) #trusting)
+            let nullable = nullable.then(|| quote!(.nullable()));
+            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program) #trusting #nullable)
         }
         ParamType::Scalar(scalar) => {
             let kind = variant(scalar);

@@ -44,6 +44,8 @@ pub enum ParamType {
         extent: Expr,
         /// `EXTENT` as written (for messages and generated docs).
         extent_text: String,
+        /// `nullable`: a null pointer may fill it, for a kernel that takes it as absent.
+        nullable: bool,
     },
     /// A value passed by copy: `T name`.
     Scalar(ScalarKind),
@@ -172,12 +174,13 @@ pub enum CompareOp {
 }
 
 impl fmt::Display for ParamType {
-    /// The manifest spelling without the name: `const bf16[m*k]`, `u32`.
+    /// The manifest spelling without the name: `const bf16[m*k]`, `nullable f32[n]`, `u32`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ParamType::Buffer { element, writable, extent_text, .. } => {
+            ParamType::Buffer { element, writable, extent_text, nullable, .. } => {
+                let nullable = if *nullable { "nullable " } else { "" };
                 let constness = if *writable { "" } else { "const " };
-                write!(f, "{constness}{}[{extent_text}]", element.name())
+                write!(f, "{nullable}{constness}{}[{extent_text}]", element.name())
             }
             ParamType::Scalar(scalar) => f.write_str(scalar.name()),
         }

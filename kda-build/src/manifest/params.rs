@@ -283,6 +283,7 @@ impl<'r> EntryReader<'r, '_> {
                 let element = element_type(param.ty, name, problems);
                 let extent = resolve(text.value, node, names, Place::Extent(&shorten(name)), problems);
                 element.zip(extent).map(|(element, extent)| ParamType::Buffer {
+                    nullable: param.nullable.is_some(),
                     element,
                     writable: param.constness.is_none(),
                     extent,
@@ -290,12 +291,13 @@ impl<'r> EntryReader<'r, '_> {
                 })
             }
             None => {
-                if let Some(constness) = param.constness {
+                for qualifier in [param.nullable, param.constness].into_iter().flatten() {
                     let message = format!(
-                        "`const` applies to buffers only: scalar `{}` is passed by value",
+                        "`{}` applies to buffers only: scalar `{}` is passed by value",
+                        if qualifier.tok == Tok::Ident("const") { "const" } else { "nullable" },
                         shorten(name)
                     );
-                    problems.push(Problem::new(constness.span(), message));
+                    problems.push(Problem::new(qualifier.span(), message));
                 }
                 scalar_type(param.ty, name, problems).map(ParamType::Scalar)
             }
@@ -335,6 +337,7 @@ impl<'r> EntryReader<'r, '_> {
 
 /// One parameter as written.
 struct Declared<'s> {
+    nullable: Option<Token<'s>>,
     constness: Option<Token<'s>>,
     ty: (&'s str, Token<'s>),
     name: (&'s str, Token<'s>),
@@ -371,15 +374,20 @@ fn split<'t, 's>(tokens: &'t [Token<'s>]) -> Vec<&'t [Token<'s>]> {
     segments
 }
 
-/// `[const] T name[EXTENT]` or `T name`, up to the token that ends the parameter.
+/// `[nullable] [const] T name[EXTENT]` or `T name`, up to the token that ends the parameter.
 fn declare<'s>(
     cursor: &mut Cursor<'_, 's>,
     problems: &mut Vec<Problem>,
 ) -> Result<Declared<'s>, DeclareError<'s>> {
-    let constness = match (cursor.peek().tok, cursor.peek_second().tok) {
-        (Tok::Ident("const"), Tok::Ident(_)) => Some(cursor.bump()),
-        _ => None,
-    };
+    // The qualifiers, in either order, each before a type.
+    let (mut nullable, mut constness) = (None, None);
+    loop {
+        match (cursor.peek().tok, cursor.peek_second().tok) {
+            (Tok::Ident("nullable"), Tok::Ident(_)) if nullable.is_none() => nullable = Some(cursor.bump()),
+            (Tok::Ident("const"), Tok::Ident(_)) if constness.is_none() => constness = Some(cursor.bump()),
+            _ => break,
+        }
+    }
     let ty = cursor.ident().ok_or_else(|| {
         (Problem::expected("a parameter (`[const] T name[EXTENT]` or `T name`)", cursor.peek()), None)
     })?;
@@ -423,7 +431,7 @@ fn declare<'s>(
         let what = format!("`,` or the end of `params` after parameter `{}`", shorten(name.0));
         return Err((Problem::expected(&what, cursor.peek()), partial));
     }
-    Ok(Declared { constness, ty, name, extent, unbounded, type_axis: None })
+    Ok(Declared { nullable, constness, ty, name, extent, unbounded, type_axis: None })
 }
 
 /// What the parameter at `index` stands for in an expression.

@@ -114,7 +114,7 @@ fn extents_follow_precedence_and_use_defines_declared_after_the_table() {
         with_params("u32 n, const f32 x[1 + n * 2 % 3 - cdiv(n, B)], u64 w, i32 s")
     );
     let params = params_of(&text);
-    let ParamType::Buffer { element, writable, extent, extent_text } = &params[1].ty else { panic!() };
+    let ParamType::Buffer { element, writable, extent, extent_text, .. } = &params[1].ty else { panic!() };
     assert_eq!(
         (*element, *writable, extent_text.as_str()),
         (DType::F32, false, "1 + n * 2 % 3 - cdiv(n, B)")
@@ -525,5 +525,20 @@ fn strided_reads_a_const_integer_layout_buffer_of_the_entry() {
             "k.toml:2:146: entry `g`: `strided` reads a layout buffer of this entry; `n` is not one",
             "k.toml:2:174: entry `g`: expected the name of a layout buffer, as in `strided(info, rank)`, found `1`",
         ]
+    );
+}
+
+#[test]
+fn nullable_buffers_take_a_null_pointer_and_scalars_cannot_be_nullable() {
+    let params =
+        params_of(&with_params("nullable const f32 bias[n], nullable f32 out[n], const f32 x[n], u32 n"));
+    let spelled: Vec<String> = params.iter().map(|p| p.ty.to_string()).collect();
+    assert_eq!(spelled, ["nullable const f32[n]", "nullable f32[n]", "const f32[n]", "u32"]);
+    // The qualifiers in either order.
+    let swapped = params_of(&with_params("const nullable f32 x[n], u32 n"));
+    assert_eq!(swapped[0].ty.to_string(), "nullable const f32[n]");
+    assert_eq!(
+        errors(&with_params("nullable u32 n, const f32 x[n]")),
+        ["k.toml:2:44: entry `g`: `nullable` applies to buffers only: scalar `n` is passed by value"]
     );
 }

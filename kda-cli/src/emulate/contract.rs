@@ -49,9 +49,15 @@ pub fn entries(manifest: &Manifest, namespace: &'static str) -> Vec<KernelEntry>
 fn param(param: &Param) -> KernelParam {
     let name = leak_str(&param.name);
     match &param.ty {
-        ParamType::Buffer { element, writable, extent, extent_text } => {
+        ParamType::Buffer { element, writable, extent, extent_text, nullable } => {
             let access = if *writable { Access::Write } else { Access::Read };
-            KernelParam::buffer(name, *element, access, leak_str(extent_text), leak(extent.program()))
+            let buffer =
+                KernelParam::buffer(name, *element, access, leak_str(extent_text), leak(extent.program()));
+            let buffer = match &param.safety {
+                Some(condition) => buffer.trusting(leak_str(condition)),
+                None => buffer,
+            };
+            if *nullable { buffer.nullable() } else { buffer }
         }
         ParamType::Scalar(kind) => KernelParam::scalar(name, *kind),
     }

@@ -15,6 +15,8 @@ pub enum CpuArg<'a> {
     Mut(DType, &'a mut [u8]),
     /// A scalar parameter.
     Scalar(Scalar),
+    /// A null pointer, for a `nullable` buffer parameter.
+    Null,
 }
 
 impl<'a> CpuArg<'a> {
@@ -24,6 +26,7 @@ impl<'a> CpuArg<'a> {
             CpuArg::Const(dtype, _) => format!("const {dtype}*"),
             CpuArg::Mut(dtype, _) => format!("{dtype}*"),
             CpuArg::Scalar(scalar) => scalar.kind().to_string(),
+            CpuArg::Null => "null pointer".to_owned(),
         }
     }
 
@@ -32,6 +35,7 @@ impl<'a> CpuArg<'a> {
         match *self {
             CpuArg::Const(dtype, data) => Some(CpuArg::Const(dtype, data)),
             CpuArg::Scalar(scalar) => Some(CpuArg::Scalar(scalar)),
+            CpuArg::Null => Some(CpuArg::Null),
             CpuArg::Mut(..) => None,
         }
     }
@@ -116,6 +120,24 @@ impl<'a> CpuArgs<'a> {
             CpuArg::Const(dtype, data) if dtype == T::DTYPE => cast(index, data),
             other => Err(wrong(index, &other, format!("const {}*", T::DTYPE))),
         }
+    }
+
+    /// Argument `index`, a `nullable const T*` buffer: `None` for a null pointer.
+    pub fn nullable_slice<T: Element>(&mut self, index: usize) -> Result<Option<&'a [T]>, KernelError> {
+        if self.is_null(index) { self.take(index).map(|_| None) } else { self.slice(index).map(Some) }
+    }
+
+    /// Argument `index`, a `nullable T*` buffer: `None` for a null pointer; it can be taken once.
+    pub fn nullable_slice_mut<T: Element>(
+        &mut self,
+        index: usize,
+    ) -> Result<Option<&'a mut [T]>, KernelError> {
+        if self.is_null(index) { self.take(index).map(|_| None) } else { self.slice_mut(index).map(Some) }
+    }
+
+    /// Whether argument `index` is a null pointer.
+    fn is_null(&self, index: usize) -> bool {
+        matches!(self.slots.get(index), Some(Some(CpuArg::Null)))
     }
 
     /// Argument `index`, a `T*` buffer; it can be taken once.

@@ -20,6 +20,7 @@
 //!                     dtype: DType::F32,
 //!                     access: Access::Write,
 //!                     extent: Extent { text: "n", program: &[Op::Scalar(1)], trust: None },
+//!                     nullable: false,
 //!                 },
 //!             },
 //!             KernelParam { name: "n", kind: ParamKind::Scalar(ScalarKind::U32) },
@@ -153,6 +154,7 @@ impl CpuBackend {
                 CpuArg::Mut(dtype, &mut self.memory.storage_mut(view.buffer_mut())?.bytes_mut()[range])
             }
             KernelArg::Scalar(scalar) => CpuArg::Scalar(*scalar),
+            KernelArg::Null => CpuArg::Null,
         })
     }
 

@@ -99,5 +99,7 @@ fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared
             Prepared::ViewMut(storage.bytes.slice_mut(range))
         }
         KernelArg::Scalar(scalar) => Prepared::Scalar(scalar.bits()),
+        // A device pointer of 0, as CUDA's own null.
+        KernelArg::Null => Prepared::Scalar(0),
     })
 }

@@ -122,7 +122,12 @@ impl Driver {
         args: &[KernelArg<'_>],
         windows: &[Option<Range<usize>>],
     ) -> Result<Vec<u8>, BackendError> {
-        let types: Vec<String> = args.iter().map(c_type_of).collect();
+        let params = kernel.entry.signature.map(|signature| signature.params);
+        let types: Vec<String> = args
+            .iter()
+            .enumerate()
+            .map(|(index, arg)| c_type_of(arg, params.and_then(|params| params.get(index))))
+            .collect();
         let LaunchGeometry { grid, block, shared_mem_bytes } = geometry;
         let mut request = Request::new(&wire::Launch {
             library: kernel.function,

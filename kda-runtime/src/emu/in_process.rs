@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use kda_emu::library::{EntryIndex, Library};
 
-use super::{Executor, c_type_of, fault_reason, scalar_bits, windows};
+use super::{Executor, c_type, c_type_of, fault_reason, scalar_bits, windows};
 use crate::host::{HostMemory, HostStorage};
 use crate::modules::{LoadError, ModuleLoader, Resolved};
-use crate::signature::{Access, ParamKind};
 use crate::{
     BackendError, DType, EmulatedModule, EmulatedSet, KernelArg, KernelEntry, LaunchGeometry, LookupError,
     Signature,
@@ -88,15 +87,6 @@ impl ModuleLoader for InProcess {
     }
 }
 
-/// The C spelling of a parameter, as the emulator's runtime reports it: `const bf16*`, `u32`.
-fn c_type(kind: &ParamKind) -> String {
-    match kind {
-        ParamKind::Buffer { dtype, access: Access::Read, .. } => format!("const {dtype}*"),
-        ParamKind::Buffer { dtype, access: Access::Write, .. } => format!("{dtype}*"),
-        ParamKind::Scalar(scalar) => scalar.name().to_owned(),
-    }
-}
-
 /// Whether the kernel's parameter types are the signature's, exactly and in order.
 fn compare(signature: &Signature, params: &[String]) -> Result<(), String> {
     if signature.params.len() != params.len() {
@@ -151,7 +141,9 @@ impl Executor for InProcess {
         let mut values = Vec::with_capacity(args.len());
         for (index, (arg, param)) in args.iter_mut().zip(params.iter()).enumerate() {
             let (given, value) = bind(memory, arg)?;
-            if given != *param {
+            // A null pointer fills any pointer parameter.
+            let null_pointer = matches!(arg, KernelArg::Null) && param.ends_with('*');
+            if given != *param && !null_pointer {
                 return Err(failed(format!(
                     "argument {index} is `{given}` where the kernel takes `{param}`"
                 )));
@@ -166,7 +158,7 @@ impl Executor for InProcess {
                 let size = match arg {
                     KernelArg::Read(view) => view.dtype().size(),
                     KernelArg::Write(view) => view.dtype().size(),
-                    KernelArg::Scalar(_) => 0,
+                    KernelArg::Scalar(_) | KernelArg::Null => 0,
                 };
                 window.map_or(0, |window| (window.len() * size) as u64)
             })
@@ -215,7 +207,7 @@ impl Executor for InProcess {
 /// One argument as the kernel receives it: its C type and its value's bits (a view's element
 /// pointer, or the scalar).
 fn bind(memory: &HostMemory, arg: &mut KernelArg<'_>) -> Result<(String, u64), BackendError> {
-    let given = c_type_of(arg);
+    let given = c_type_of(arg, None);
     let bits = match arg {
         KernelArg::Read(view) => {
             let range = view.checked_range()?;

@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::host::HostMemory;
 use crate::modules::{ModuleCache, ModuleLoader, Resolved};
+use crate::signature::{Access, KernelParam, ParamKind};
 use crate::{
     BackendError, BackendId, DType, DeviceBuffer, EmulatedSet, GpuBackend, KernelArg, KernelEntry,
     KernelHandle, LaunchGeometry, LookupError, signature,
@@ -278,12 +279,23 @@ fn fault_reason(fault: &kda_emu::Fault, entry: &KernelEntry) -> String {
     }
 }
 
-/// The C type an argument fills, as the emulator's runtime spells parameter types.
-fn c_type_of(arg: &KernelArg<'_>) -> String {
+/// The C type an argument fills, as the emulator's runtime spells parameter types; a null
+/// pointer fills what `param` (the signature's parameter, where there is one) declares.
+fn c_type_of(arg: &KernelArg<'_>, param: Option<&KernelParam>) -> String {
     match arg {
         KernelArg::Read(view) => format!("const {}*", view.dtype()),
         KernelArg::Write(view) => format!("{}*", view.dtype()),
+        KernelArg::Null => param.map_or_else(|| "a null pointer".to_owned(), |param| c_type(&param.kind)),
         scalar => scalar.scalar_kind().map_or("?", |kind| kind.name()).to_owned(),
+    }
+}
+
+/// The C spelling of a parameter, as the emulator's runtime reports it: `const bf16*`, `u32`.
+fn c_type(kind: &ParamKind) -> String {
+    match kind {
+        ParamKind::Buffer { dtype, access: Access::Read, .. } => format!("const {dtype}*"),
+        ParamKind::Buffer { dtype, access: Access::Write, .. } => format!("{dtype}*"),
+        ParamKind::Scalar(scalar) => scalar.name().to_owned(),
     }
 }
 
@@ -291,6 +303,8 @@ fn c_type_of(arg: &KernelArg<'_>) -> String {
 fn scalar_bits(arg: &KernelArg<'_>) -> Option<u64> {
     match arg {
         KernelArg::Scalar(scalar) => Some(scalar.bits()),
+        // A null pointer is the bits of 0.
+        KernelArg::Null => Some(0),
         KernelArg::Read(_) | KernelArg::Write(_) => None,
     }
 }

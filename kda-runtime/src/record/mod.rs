@@ -51,6 +51,8 @@ pub enum RecordedArg {
     },
     /// A scalar.
     Scalar(Scalar),
+    /// A null pointer for a `nullable` buffer.
+    Null,
 }
 
 impl<T: ScalarValue> From<T> for RecordedArg {
@@ -256,6 +258,7 @@ impl RecordingBackend {
                 RecordedArg::Buffer { dtype: view.dtype(), len: view.len(), writable: true }
             }
             KernelArg::Scalar(scalar) => RecordedArg::Scalar(*scalar),
+            KernelArg::Null => RecordedArg::Null,
         })
     }
 

@@ -502,6 +502,7 @@ const BF16_PTR: ParamKind = ParamKind::Buffer {
     dtype: DType::Bf16,
     access: Access::Read,
     extent: Extent { text: "n", program: &[], trust: None },
+    nullable: false,
 };
 
 fn slots(slots: &[(usize, usize)]) -> Vec<ParamSlot> {

@@ -59,7 +59,7 @@ fn param(name: &str, ty: ParamType) -> Param {
 
 fn buffer(name: &str, element: DType, writable: bool) -> Param {
     let extent = Expr::Literal(1);
-    param(name, ParamType::Buffer { element, writable, extent, extent_text: "1".to_owned() })
+    param(name, ParamType::Buffer { element, writable, extent, extent_text: "1".to_owned(), nullable: false })
 }
 
 fn scalar(name: &str, scalar: ScalarKind) -> Param {
