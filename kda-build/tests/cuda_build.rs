@@ -180,7 +180,7 @@ fn a_good_module_is_embedded_with_its_defines_and_unlisted_kernels_are_warned_ab
 fn a_good_module_passes_the_signature_checks_and_its_ptx_gives_the_layout() {
     let output = build("good.toml", "good-signature").nvcc(nvcc()).run().unwrap();
     let unit = std::fs::read_to_string(output.generated.with_file_name("fixture.kda.cu")).unwrap();
-    assert!(unit.contains("kda_param_check<3, 2, unsigned int, kda_line_3>"), "{unit}");
+    assert!(unit.contains("kda_param_check<0, 2, unsigned int, kda_entry_0>"), "{unit}");
     // The PTX written beside the fatbin is the one the same nvcc run embedded.
     let ptx = std::fs::read_to_string(output.generated.with_file_name("fixture.ptx")).unwrap();
     let layout = |size, offset| PtxParam { size, align: size, offset };
@@ -383,6 +383,37 @@ fn a_librarys_c_types_are_its_manifest_types_under_the_one_integer_rule() {
         ]
     );
     assert_eq!(output.emulated.len(), 3, "{:?}", output.emulated);
+}
+
+#[test]
+#[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
+fn template_instantiations_are_made_found_under_their_mangled_names_and_proved() {
+    use kda_build::cuda::emulation::Emulation;
+    let output =
+        build("templates.toml", "templates").nvcc(nvcc()).emulation(Emulation::default()).run().unwrap();
+    assert_eq!(problems(&output), Vec::<String>::new());
+    // The image carries each entry with the name nvcc mangled it to, what a CUDA lookup loads.
+    let generated = std::fs::read_to_string(&output.generated).unwrap();
+    for (entry, symbol) in [
+        ("scale<float, 3>", "_Z5scaleIfLi3EEvPKT_PS0_j"),
+        ("scale<double, 3>", "_Z5scaleIdLi3EEvPKT_PS0_j"),
+        ("fill<__half, 64>", "_Z4fillI6__halfLm64EEvPT_S1_"),
+    ] {
+        let at = generated.find(&format!("{entry:?}")).unwrap_or_else(|| panic!("{entry}: {generated}"));
+        let named = generated[at..].find(&format!("{symbol:?}"));
+        assert!(named.is_some_and(|offset| offset < 64), "{entry} as {symbol}: {generated}");
+    }
+    // And the emulator builds each under its own name.
+    let emulated: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+    assert_eq!(emulated, ["scale<float, 3>", "scale<double, 3>", "fill<__half, 64>"]);
+    // Each instantiation's C types are proved as an extern "C" kernel's are: `scale<float, 5>`
+    // takes an `unsigned int n`, not a `u64`.
+    let wrong = build("template_mismatch.toml", "template-mismatch").nvcc(nvcc()).run().unwrap();
+    assert_eq!(
+        problems(&wrong),
+        ["template_mismatch.toml:4:1: templates::scale<float, 5> parameter 2 `n`: the manifest declares \
+             `u64`, the kernel declares `u32`"]
+    );
 }
 
 #[test]

@@ -409,12 +409,18 @@ struct Registrar {
 };
 }  // namespace kda_emu
 
-// Registers the kernel `name` (its extern "C" name) in the unit the build generates for it. The
-// registrar lives in an anonymous namespace: its storage is not mistaken for __shared__ storage.
-#define KDA_EMU_ENTRY(name)                                                                      \
-    namespace {                                                                                  \
-    const ::kda_emu::Registrar kda_emu_registrar_##name(                                         \
-        #name, &::kda_emu::Entry<decltype(&name)>::template invoke<&name>,                     \
-        ::kda_emu::Entry<decltype(&name)>::arity, ::kda_emu::Entry<decltype(&name)>::param_types(), \
-        ::kda_emu::Entry<decltype(&name)>::param_layouts());                                      \
+// Registers the kernel `...` (its extern "C" name, or a template instantiation such as
+// `scale<float, 128>`, which this instantiates) under the name `label` in the unit the build
+// generates for it. The registrar lives in an anonymous namespace: its storage is not mistaken
+// for __shared__ storage.
+#define KDA_EMU_ENTRY_AS(label, ...)                                                                    \
+    namespace {                                                                                         \
+    const ::kda_emu::Registrar KDA_EMU_CONCAT(kda_emu_registrar_, __COUNTER__)(                         \
+        label, &::kda_emu::Entry<decltype(&__VA_ARGS__)>::template invoke<&__VA_ARGS__>,                 \
+        ::kda_emu::Entry<decltype(&__VA_ARGS__)>::arity, ::kda_emu::Entry<decltype(&__VA_ARGS__)>::param_types(), \
+        ::kda_emu::Entry<decltype(&__VA_ARGS__)>::param_layouts());                                      \
     }
+#define KDA_EMU_CONCAT(a, b) KDA_EMU_CONCAT_(a, b)
+#define KDA_EMU_CONCAT_(a, b) a##b
+// Registers the extern "C" kernel `name` under its own name.
+#define KDA_EMU_ENTRY(name) KDA_EMU_ENTRY_AS(#name, name)

@@ -165,10 +165,16 @@ pub fn unit_source(module: &str, entry: &str, source: &Path, text: Option<&str>,
             let body = format!("{head}#line 1 \"{}\"\n{rewritten}\n", line_file(source));
             // The registration's own line in `unit`, after the directive that names it.
             let line = body.lines().count() + 2;
-            format!("{body}#line {line} \"{}\"\nKDA_EMU_ENTRY({entry})\n", line_file(unit))
+            format!("{body}#line {line} \"{}\"\n{}\n", line_file(unit), registration(entry))
         }
-        None => format!("{head}#include \"{}\"\nKDA_EMU_ENTRY({entry})\n", source.display()),
+        None => format!("{head}#include \"{}\"\n{}\n", source.display(), registration(entry)),
     }
+}
+
+/// The line that registers `entry` (an `extern "C"` name, or a template instantiation such as
+/// `scale<float, 128>`) under its own name.
+fn registration(entry: &str) -> String {
+    format!("KDA_EMU_ENTRY_AS(\"{entry}\", {entry})")
 }
 
 /// A path as a `#line` directive's string literal spells it.
@@ -305,6 +311,22 @@ fn without_alignment(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// `entry` as part of a file name: itself for an `extern "C"` name; a template instantiation's
+/// `<`, `>`, `,` and spaces each become `_` and its code in hex, so that no two instantiations
+/// share a stem and no file name has a character a shell or linker script would read.
+fn file_stem(entry: &str) -> String {
+    entry
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c.to_string()
+            } else {
+                format!("_{:02x}", u32::from(c))
+            }
+        })
+        .collect()
+}
+
 /// The files one entry's build makes in `dir`: its unit, object, dependency rule and library.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryFiles {
@@ -321,7 +343,7 @@ pub struct EntryFiles {
 impl EntryFiles {
     /// The files of `module::entry` in `dir`.
     pub fn new(dir: &Path, module: &str, entry: &str) -> Self {
-        let stem = format!("{module}.{entry}");
+        let stem = format!("{module}.{}", file_stem(entry));
         Self {
             unit: dir.join(format!("{stem}.entry.cpp")),
             object: dir.join(format!("{stem}.entry.o")),
@@ -373,10 +395,23 @@ mod tests {
     }
 
     #[test]
+    fn an_instantiations_files_are_named_without_the_characters_of_its_arguments() {
+        let files = EntryFiles::new(Path::new("/out"), "m", "scale<float, 128>");
+        assert_eq!(files.library, Path::new("/out/libm.scale_3cfloat_2c_20128_3e.so"));
+        assert_eq!(EntryFiles::new(Path::new("/out"), "m", "e").library, Path::new("/out/libm.e.so"));
+    }
+
+    #[test]
     fn a_unit_carries_a_rewritten_module_under_line_directives_and_includes_any_other() {
         let (source, unit) = (Path::new("/k/m.cu"), Path::new("/out/m.e.entry.cpp"));
         let plain = unit_source("m", "e", source, Some("__global__ void e() {}\n"), unit);
-        assert!(plain.ends_with("#include \"/k/m.cu\"\nKDA_EMU_ENTRY(e)\n"), "{plain}");
+        assert!(plain.ends_with("#include \"/k/m.cu\"\nKDA_EMU_ENTRY_AS(\"e\", e)\n"), "{plain}");
+        // A template instantiation registers under its own spelling.
+        let template = unit_source("m", "scale<float, 128>", source, None, unit);
+        assert!(
+            template.ends_with("KDA_EMU_ENTRY_AS(\"scale<float, 128>\", scale<float, 128>)\n"),
+            "{template}"
+        );
         let unit_text =
             unit_source("m", "e", source, Some("extern __shared__ float s[];\nvoid e() {}"), unit);
         let lines: Vec<&str> = unit_text.lines().collect();

@@ -1309,8 +1309,37 @@ const ADD_BIAS: KernelEntry = bounds_entry(
     },
 );
 
-const BOUNDS: [KernelEntry; 8] =
-    [PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS, ADD_BIAS];
+/// The instantiation `name` of the template `scale<T, 3>` (`const T x[n], T y[n], u32 n`).
+const fn scale_entry(name: &'static str, signature: &'static Signature) -> KernelEntry {
+    bounds_entry("templates", name, signature)
+}
+const SCALE_F32: KernelEntry = scale_entry(
+    "scale<float, 3>",
+    &Signature {
+        params: &[
+            read("x", DType::F32, "n", N),
+            write("y", DType::F32, "n", N),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+const SCALE_F64: KernelEntry = scale_entry(
+    "scale<double, 3>",
+    &Signature {
+        params: &[
+            read("x", DType::F64, "n", N),
+            write("y", DType::F64, "n", N),
+            KernelParam::scalar("n", U32),
+        ],
+        requires: &[],
+    },
+);
+
+const BOUNDS: [KernelEntry; 10] = [
+    PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS, ADD_BIAS, SCALE_F32,
+    SCALE_F64,
+];
 
 /// The build of `tests/fixtures/bounds` without a sanitizer, once for every test.
 fn bounds_build() -> &'static BuildOutput {
@@ -1367,6 +1396,26 @@ fn pair_sum(gpu: &dyn GpuBackend, x: &[f32], start: usize, n: u32) -> Result<Vec
         &mut [view.into(), (&mut y).into(), n.into()],
     )?;
     Ok(gpu.download::<f32>(&y).unwrap())
+}
+
+#[test]
+fn a_template_instantiation_the_build_made_runs_under_its_own_name() {
+    on_both(29, |backend, gpu| {
+        let one_block = geometry((1, 1, 1), (32, 1, 1));
+        let x = gpu.upload(&[1.5f32, -2.0]).unwrap();
+        let mut y = gpu.zeros::<f32>(2).unwrap();
+        launch_on(gpu, &SCALE_F32, one_block, &mut [(&x).into(), (&mut y).into(), 2u32.into()])
+            .unwrap_or_else(|error| panic!("{backend}: {error}"));
+        assert_eq!(gpu.download::<f32>(&y).unwrap(), [4.5, -6.0], "{backend}");
+        let x = gpu.upload(&[0.25f64]).unwrap();
+        let mut y = gpu.zeros::<f64>(1).unwrap();
+        launch_on(gpu, &SCALE_F64, one_block, &mut [(&x).into(), (&mut y).into(), 1u32.into()])
+            .unwrap_or_else(|error| panic!("{backend}: {error}"));
+        assert_eq!(gpu.download::<f64>(&y).unwrap(), [0.75], "{backend}");
+        // An instantiation the manifest does not list was not built.
+        let absent = scale_entry("scale<float, 4>", SCALE_F32.signature.unwrap());
+        assert!(gpu.lookup(&absent).is_err(), "{backend}");
+    });
 }
 
 #[test]

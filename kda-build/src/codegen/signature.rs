@@ -67,11 +67,11 @@ fn param(param: &Param) -> TokenStream {
 /// signature the derive refuses (it reports why) is embedded without one, so no checked lookup of
 /// it resolves.
 #[cfg(feature = "cuda")]
-pub(crate) fn built_entries<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> TokenStream {
-    let rows = entries.into_iter().map(|entry| {
+pub(crate) fn built_entries<'a>(entries: impl IntoIterator<Item = (&'a Entry, &'a str)>) -> TokenStream {
+    let rows = entries.into_iter().map(|(entry, symbol)| {
         let name = &entry.entry;
         let signature = tokens(entry).unwrap_or_else(|_| quote!(::core::option::Option::None));
-        quote!(::kda_runtime::BuiltEntry { entry: #name, signature: #signature })
+        quote!(::kda_runtime::BuiltEntry { entry: #name, symbol: #symbol, signature: #signature })
     });
     let prelude = prelude();
     let rows = bracketed(comma_separated(rows));

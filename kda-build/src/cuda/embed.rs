@@ -8,7 +8,9 @@
 use std::fmt::Write;
 
 use super::emulation::EmulatedLibrary;
+use super::symbols::exported_symbol;
 use super::{Arch, BuiltImage};
+use crate::manifest::Entry;
 use crate::manifest::namespace::namespace_expr;
 use crate::{Define, Manifest};
 
@@ -62,7 +64,7 @@ impl Generated<'_> {
                 image.module,
                 image.fatbin.display().to_string(),
                 self.coverage(image),
-                self.built_entries(&image.module)
+                self.built_entries(&image.module, Some(&image.exports))
             );
         }
         out.push_str("    ],\n");
@@ -111,7 +113,7 @@ impl Generated<'_> {
                     library.path.display().to_string()
                 );
             }
-            let _ = writeln!(out, "        ], entries: {} }},", self.built_entries(module));
+            let _ = writeln!(out, "        ], entries: {} }},", self.built_entries(module, None));
         }
         let driver = match driver {
             Some(path) => format!("::core::option::Option::Some({:?})", path.display().to_string()),
@@ -121,11 +123,13 @@ impl Generated<'_> {
     }
 
     /// The entries of `module` with their signatures, as `&[BuiltEntry]` tokens: what lookups in
-    /// the module are checked against (none where the manifest did not parse).
-    fn built_entries(&self, module: &str) -> String {
+    /// the module are checked against (none where the manifest did not parse). Each is exported
+    /// under its name among `exports` (an image's kernels), else under its own (the emulator
+    /// registers it so).
+    fn built_entries(&self, module: &str, exports: Option<&[String]>) -> String {
         let entries = self.manifest.into_iter().flat_map(|manifest| &manifest.tables);
         let entries = entries.flat_map(|table| &table.entries).filter(|entry| entry.module == module);
-        crate::codegen::built_entries(entries).to_string()
+        crate::codegen::built_entries(entries.map(|entry| (entry, symbol(entry, exports)))).to_string()
     }
 
     /// The `resources` module: its type, then one row per kernel and target.
@@ -217,6 +221,13 @@ pub mod resources {
     pub static ENTRIES: &[EntryResources] = &[
 "#;
 
+/// The name `entry` is exported under among `exports`, else its own.
+fn symbol<'a>(entry: &'a Entry, exports: Option<&'a [String]>) -> &'a str {
+    exports
+        .and_then(|exports| exported_symbol(&entry.entry, exports))
+        .map_or(entry.entry.as_str(), String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -246,6 +257,7 @@ mod tests {
                     ..Default::default()
                 },
             }],
+            exports: vec!["dense_gemm_bf16".to_owned()],
         }];
         let problems = ["kernels.toml:3:1: `gemm::gone` is not in kernels/gemm.cu".to_owned()];
         let manifest = crate::Manifest::parse(

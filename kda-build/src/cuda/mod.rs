@@ -110,6 +110,9 @@ pub struct BuiltImage {
     /// Every kernel's resources on every SASS target, as ptxas reported them (per target, in the
     /// order ptxas compiled the kernels): the listed entries, and any other kernel the module has.
     pub resources: Vec<EntryResources>,
+    /// The kernels the module exports, by the names a lookup finds them under (a template
+    /// instantiation's mangled name).
+    pub exports: Vec<String>,
 }
 
 /// What a build produced.
@@ -418,6 +421,7 @@ impl KernelBuild {
                         ptx: widest,
                         cubins,
                         resources,
+                        exports: ptx_entries(&ptx),
                     });
                     ptx_by_module.push((module.clone(), ptx));
                 }

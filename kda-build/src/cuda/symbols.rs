@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
-use crate::manifest::UnlistedKernels;
+use crate::manifest::{TemplateArg, TemplateId, UnlistedKernels};
 
 /// A manifest entry the compiled kernels do not export under its exact name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +62,69 @@ pub(crate) fn ptx_entries(ptx: &str) -> Vec<String> {
         .collect()
 }
 
+/// The name `entry` is exported under among a module's entry points `names`: the entry itself
+/// for an `extern "C"` kernel; for a template instantiation (`scale<float, 128>`), the one name
+/// that mangles it under the Itanium C++ ABI nvcc and the host compilers share:
+/// `_Z<length><name>I<arguments>E` then the return type `v` and the parameters.
+pub(crate) fn exported_symbol<'n>(entry: &str, names: &'n [String]) -> Option<&'n String> {
+    match TemplateId::parse(entry) {
+        None => names.iter().find(|name| *name == entry),
+        Some(Ok(template)) => {
+            let mut found = names.iter().filter(|name| mangles(&template, name));
+            let first = found.next()?;
+            // Overloads of one template with these arguments: no name is the entry's.
+            found.next().is_none().then_some(first)
+        }
+        Some(Err(_)) => None,
+    }
+}
+
+/// Whether `symbol` is the mangled name of an instantiation of `template` returning `void`.
+fn mangles(template: &TemplateId<'_>, symbol: &str) -> bool {
+    let head = format!("_Z{}{}I", template.name.len(), template.name);
+    let Some(mut rest) = symbol.strip_prefix(&head) else { return false };
+    for arg in &template.args {
+        let after = match arg {
+            TemplateArg::Type(c_type) => rest.strip_prefix(&type_code(c_type)),
+            // `L<type><value>E`, the value's type being the template parameter's, which the
+            // entry does not name: any builtin type's one letter.
+            TemplateArg::Int(value) => {
+                let digits =
+                    if *value < 0 { format!("n{}", value.unsigned_abs()) } else { value.to_string() };
+                rest.strip_prefix('L')
+                    .and_then(|rest| rest.strip_prefix(|c: char| c.is_ascii_lowercase()))
+                    .and_then(|rest| rest.strip_prefix(digits.as_str()))
+                    .and_then(|rest| rest.strip_prefix('E'))
+            }
+        };
+        let Some(after) = after else { return false };
+        rest = after;
+    }
+    rest.starts_with("Ev")
+}
+
+/// The Itanium ABI's code for a C type of kda's table: a builtin's letter, or a class's name
+/// with its length (`6__half`).
+fn type_code(c_type: &str) -> String {
+    let builtin = match c_type {
+        "float" => "f",
+        "double" => "d",
+        "bool" => "b",
+        "signed char" => "a",
+        "unsigned char" => "h",
+        "short" => "s",
+        "unsigned short" => "t",
+        "int" => "i",
+        "unsigned int" => "j",
+        "long" => "l",
+        "unsigned long" => "m",
+        "long long" => "x",
+        "unsigned long long" => "y",
+        class => return format!("{}{class}", class.len()),
+    };
+    builtin.to_owned()
+}
+
 /// The PTX ISA version a PTX file declares (`.version 9.0`): what a driver must know to compile it.
 pub(crate) fn ptx_isa(ptx: &str) -> Option<(u32, u32)> {
     let version = ptx.lines().find_map(|line| line.trim().strip_prefix(".version "))?;
@@ -86,7 +149,7 @@ pub(crate) fn check_entries(
             let Some((_, names)) = exported.iter().find(|(module, _)| *module == entry.module) else {
                 continue;
             };
-            if names.contains(&entry.entry) {
+            if exported_symbol(&entry.entry, names).is_some() {
                 continue;
             }
             // A C++ name mangles as `_Z<length><name>` followed by its parameter types.
@@ -109,7 +172,11 @@ pub(crate) fn check_entries(
     }
     for (module, names) in exported {
         let listed = |name: &&String| {
-            manifest.tables.iter().flat_map(|t| &t.entries).any(|e| e.module == *module && e.entry == **name)
+            manifest
+                .tables
+                .iter()
+                .flat_map(|t| &t.entries)
+                .any(|e| e.module == *module && exported_symbol(&e.entry, names) == Some(*name))
         };
         let unlisted: Vec<&String> = names.iter().filter(|name| !listed(name)).collect();
         if unlisted.is_empty() {
@@ -169,6 +236,32 @@ mod tests {
     fn the_isa_version_is_read_from_the_version_directive() {
         assert_eq!(ptx_isa(PTX), Some((9, 0)));
         assert_eq!(ptx_isa(".target sm_90\n"), None);
+    }
+
+    #[test]
+    fn a_template_instantiation_is_found_under_the_name_nvcc_mangles_it_to() {
+        // nvcc 13.0.88's entries for these instantiations (two overloads of `scale`).
+        let names: Vec<String> = [
+            "_Z5scaleIfLi128EEvPKT_PS0_jf",
+            "_Z5scaleI6__halfLin4EEvPKT_PS1_jf",
+            "_Z5scaleIdEvPKT_PS0_j",
+            "_Z4fillI13__nv_bfloat16Lm7EEvPT_",
+            "_Z5scaleIxLi1EEvPKT_PS0_jf",
+            "plain",
+        ]
+        .map(str::to_owned)
+        .into();
+        let found = |entry: &str| exported_symbol(entry, &names).map(String::as_str);
+        assert_eq!(found("scale<float, 128>"), Some("_Z5scaleIfLi128EEvPKT_PS0_jf"));
+        assert_eq!(found("scale<__half, -4>"), Some("_Z5scaleI6__halfLin4EEvPKT_PS1_jf"));
+        assert_eq!(found("scale<double>"), Some("_Z5scaleIdEvPKT_PS0_j"));
+        assert_eq!(found("fill<__nv_bfloat16,7>"), Some("_Z4fillI13__nv_bfloat16Lm7EEvPT_"));
+        assert_eq!(found("scale<long long, 1>"), Some("_Z5scaleIxLi1EEvPKT_PS0_jf"));
+        assert_eq!(found("plain"), Some("plain"));
+        // Other arguments, another template, a prefix of a name: not exported.
+        for absent in ["scale<float, 64>", "scale<float>", "scal<float, 128>", "fill<float, 7>", "pla"] {
+            assert_eq!(found(absent), None, "{absent}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod ident;
 pub(crate) mod namespace;
 mod params;
 mod parse;
+mod template;
 mod validate;
 mod variants;
 
@@ -34,6 +35,7 @@ pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, Manif
 pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};
 use ident::is_rust_keyword;
 pub use ident::{is_c_identifier, is_rust_field_name};
+pub use template::{TemplateArg, TemplateId};
 pub use variants::{AxisValue, Variant};
 
 /// The reserved table of named integer constants shared by the kernels and Rust.

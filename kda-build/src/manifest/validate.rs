@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawManifest, RawTable};
+use super::template::TemplateId;
 use super::{Diagnostic, LineIndex};
 
 /// Checks every table and define, adding each problem to `diagnostics`.
@@ -38,7 +39,16 @@ fn validate_table(source: &LineIndex<'_>, table: &RawTable, diagnostics: &mut Ve
         if let Some(message) = field_name_problem(field.get_ref()) {
             diagnostics.push(Diagnostic::new(source, field.span(), message));
         }
-        for (what, name) in [("module", &entry.module), ("entry point", &entry.entry)] {
+        if let Some(Err(message)) = TemplateId::parse(entry.entry.get_ref()) {
+            let message =
+                format!("entry point {:?} of `{}`: {message}", entry.entry.get_ref(), field.get_ref());
+            diagnostics.push(Diagnostic::new(source, entry.entry.span(), message));
+        }
+        let template = TemplateId::parse(entry.entry.get_ref()).is_some();
+        let names = [("module", &entry.module)]
+            .into_iter()
+            .chain((!template).then_some(("entry point", &entry.entry)));
+        for (what, name) in names {
             if !is_c_identifier(name.get_ref()) {
                 diagnostics.push(Diagnostic::new(
                     source,

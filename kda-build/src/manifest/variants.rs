@@ -1,8 +1,10 @@
 //! One entry for a kernel's instantiations: `variants = { T = ["f32", "bf16"] }` on an entry
-//! whose `entry` names each instantiation (`affine_{T}`) expands, as it is read, into one entry
-//! per combination of the axes' values, field `affine_f32`, `affine_bf16`, each with its own
-//! handle, lookup and launcher. In the entry's `params` and `requires`, a type axis stands for
-//! its type and an integer axis for its value.
+//! whose `entry` names each instantiation expands, as it is read, into one entry per combination
+//! of the axes' values, field `affine_f32`, `affine_bf16`, each with its own handle, lookup and
+//! launcher. The entry point names them as a library's macros do (`affine_{T}`: `affine_f32`) or
+//! as a C++ template's arguments (`affine<T>`: `affine<float>`, which the build instantiates). In
+//! the entry's `params` and `requires`, a type axis stands for its type and an integer axis for
+//! its value.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -106,14 +108,16 @@ pub(super) fn expand(
             );
             continue;
         }
-        if !raw.entry.get_ref().contains(&format!("{{{axis}}}")) {
-            problem(
-                raw.entry.span(),
-                format!(
-                    "`entry` must name each variant: write `{{{axis}}}` where its value goes, as in `{}_{{{axis}}}`",
-                    raw.entry.get_ref()
-                ),
-            );
+        let missing = match template_args(raw.entry.get_ref()) {
+            Some((template, args)) => (!args.contains(&axis.as_str())).then(|| {
+                format!("write `{axis}` among the template's arguments, as in `{template}<{axis}>`")
+            }),
+            None => (!raw.entry.get_ref().contains(&format!("{{{axis}}}"))).then(|| {
+                format!("write `{{{axis}}}` where its value goes, as in `{}_{{{axis}}}`", raw.entry.get_ref())
+            }),
+        };
+        if let Some(how) = missing {
+            problem(raw.entry.span(), format!("`entry` must name each variant: {how}"));
         }
         if values.get_ref().is_empty() {
             problem(values.span(), format!("variant axis `{axis}` lists no value"));
@@ -179,6 +183,17 @@ pub(super) fn expand(
                 name = format!("{name}_{value}");
                 entry = entry.replace(&format!("{{{axis}}}"), &value.to_string());
             }
+            if let Some((template, args)) = template_args(&entry) {
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|arg| match combination.iter().find(|(axis, _)| axis == arg) {
+                        Some((_, AxisValue::Type(dtype))) => dtype.c_type().to_owned(),
+                        Some((_, AxisValue::Int(value))) => value.to_string(),
+                        None => (*arg).to_owned(),
+                    })
+                    .collect();
+                entry = format!("{template}<{}>", args.join(", "));
+            }
             let variant = Variant { group: field.get_ref().clone(), index, axes: combination };
             let raw = RawEntry {
                 entry: Spanned::new(raw.entry.span(), entry),
@@ -188,6 +203,14 @@ pub(super) fn expand(
             (Spanned::new(field.span(), name), raw)
         })
         .collect()
+}
+
+/// A template instantiation's name and its arguments as written, trimmed (`softmax<T, 256>`);
+/// `None` for an entry point without `<`.
+fn template_args(entry: &str) -> Option<(&str, Vec<&str>)> {
+    let (name, rest) = entry.split_once('<')?;
+    let inside = rest.trim_end().strip_suffix('>').unwrap_or(rest);
+    Some((name.trim(), inside.split(',').map(str::trim).collect()))
 }
 
 /// The `{NAME}`s of an entry point.

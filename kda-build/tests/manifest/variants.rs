@@ -75,3 +75,29 @@ e = { module = "m", entry = "e_{T}", variants = { T = [] } }
         ]
     );
 }
+
+#[test]
+fn a_template_entry_names_its_instantiation_with_c_types_and_a_bad_one_is_located() {
+    let text = r#"[t]
+scale = { module = "m", entry = "scale<T, D>", variants = { T = ["f16", "u64"], D = [64] } }
+fill  = { module = "m", entry = "fill<__nv_bfloat16, -3>" }
+"#;
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    let entries: Vec<&str> = manifest.tables[0].entries.iter().map(|e| e.entry.as_str()).collect();
+    assert_eq!(entries, ["scale<__half, 64>", "scale<unsigned long long, 64>", "fill<__nv_bfloat16, -3>"]);
+    let text = r#"[t]
+a = { module = "m", entry = "scale<float" }
+b = { module = "m", entry = "1scale<float>" }
+c = { module = "m", entry = "scale<float, wat>" }
+d = { module = "m", entry = "scale<U>", variants = { T = ["f32"] } }
+"#;
+    assert_eq!(
+        errors(text),
+        [
+            "k.toml:2:29: entry point \"scale<float\" of `a`: a template instantiation ends with `>`, as in `softmax<float>`",
+            "k.toml:3:29: entry point \"1scale<float>\" of `b`: the template's name `1scale` is not a C identifier",
+            "k.toml:4:29: entry point \"scale<float, wat>\" of `c`: template argument `wat` is neither an integer nor a C type of an element type (`float`, `__half`, `__nv_bfloat16`, `unsigned int`, ...)",
+            "k.toml:5:29: entry `d`: `entry` must name each variant: write `T` among the template's arguments, as in `scale<T>`",
+        ]
+    );
+}

@@ -47,16 +47,17 @@ impl ModuleLoader for CudaLoader {
         &self,
         module: &Arc<CudaModule>,
         kernel: &KernelEntry,
+        symbol: &str,
     ) -> Result<Arc<LoadedFunction>, LookupError> {
         let (name, entry, device) = (kernel.module, kernel.entry, &self.description);
         let failed = |operation: String, message: String| {
             LookupError::failed(kernel, BackendError::Driver { operation, source: message.into() })
         };
         // cudarc turns the name into a C string and panics on an interior NUL; no kernel has one.
-        if entry.contains('\0') {
+        if symbol.contains('\0') {
             return Err(LookupError::entry_not_in_module(kernel));
         }
-        let function = match module.load_function(entry) {
+        let function = match module.load_function(symbol) {
             Ok(function) => function,
             Err(error) if error.0 == cudaError_enum::CUDA_ERROR_NOT_FOUND => {
                 return Err(LookupError::entry_not_in_module(kernel));

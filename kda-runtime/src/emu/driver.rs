@@ -94,6 +94,7 @@ impl ModuleLoader for Driver {
         &self,
         module: &&'static EmulatedModule,
         entry: &KernelEntry,
+        _: &str,
     ) -> Result<&'static str, LookupError> {
         module
             .libraries

@@ -71,7 +71,7 @@ impl ModuleLoader for InProcess {
         Ok(EmuModule { libraries })
     }
 
-    fn function(&self, module: &EmuModule, entry: &KernelEntry) -> Result<EmuFunction, LookupError> {
+    fn function(&self, module: &EmuModule, entry: &KernelEntry, _: &str) -> Result<EmuFunction, LookupError> {
         let Some((_, library)) = module.libraries.iter().find(|(name, _)| *name == entry.entry) else {
             return Err(LookupError::entry_not_in_module(entry));
         };

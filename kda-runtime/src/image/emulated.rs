@@ -71,7 +71,12 @@ impl EmulatedSet {
                     .filter(|entry| entry.module == module)
                     .filter_map(|entry| {
                         let library = libraries.iter().find(|library| library.entry == entry.entry)?;
-                        Some(BuiltEntry { entry: library.entry, signature: entry.signature })
+                        // The emulator registers a kernel under its entry's own name.
+                        Some(BuiltEntry {
+                            entry: library.entry,
+                            symbol: library.entry,
+                            signature: entry.signature,
+                        })
                     })
                     .collect();
                 EmulatedModule {

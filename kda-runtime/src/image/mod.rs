@@ -84,10 +84,20 @@ pub struct KernelImage {
 /// checked launch trusts no signature but the build's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuiltEntry {
-    /// The kernel's exported name.
+    /// The entry point as the manifest names it (`scale_f32`, or a template instantiation
+    /// `scale<float, 128>`).
     pub entry: &'static str,
+    /// The name the module exports it under: the entry itself for an `extern "C"` kernel, the
+    /// mangled name the build found for a template instantiation.
+    pub symbol: &'static str,
     /// The signature it was proved to take.
     pub signature: Option<&'static Signature>,
+}
+
+/// The name the module exports `entry` under, as the build found it (the entry's own name where
+/// the build did not list it).
+pub(crate) fn exported_symbol(built: &[BuiltEntry], entry: &crate::KernelEntry) -> &'static str {
+    built.iter().find(|built| built.entry == entry.entry).map_or(entry.entry, |built| built.symbol)
 }
 
 /// The signature the build proved for `entry` among a module's `built` entries: `Ok(None)` for an

@@ -27,7 +27,7 @@
 //!         Ok(image.module)
 //!     }
 //!
-//!     fn function(&self, _: &&'static str, entry: &KernelEntry) -> Result<&'static str, LookupError> {
+//!     fn function(&self, _: &&'static str, entry: &KernelEntry, _: &str) -> Result<&'static str, LookupError> {
 //!         Ok(entry.entry)
 //!     }
 //! }
@@ -56,7 +56,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::{OnceLock, PoisonError, RwLock};
 
-use crate::image::proved_signature;
+use crate::image::{exported_symbol, proved_signature};
 use crate::{
     BackendError, BackendId, BuiltEntry, EmulatedModule, EmulatedSet, ImageSet, Incompatibility, KernelEntry,
     KernelHandle, KernelImage, LookupError, Signature,
@@ -172,11 +172,17 @@ pub trait ModuleLoader: Send + Sync {
     /// The cache calls it at most once per image and keeps the outcome, failures included.
     fn load(&self, image: &'static Image<Self>) -> Result<Self::Module, LoadError>;
 
-    /// The function of `entry` in `module`, checked against the entry's signature where the
+    /// The function of `entry` in `module`, exported under `symbol` (the build's name for it:
+    /// a template instantiation's mangled name), checked against the entry's signature where the
     /// module can tell its parameters: [`LookupError::EntryNotInModule`] where the module has no
     /// such entry point, [`LookupError::SignatureMismatch`] where its parameters differ,
     /// [`LookupError::Failed`] where finding it failed.
-    fn function(&self, module: &Self::Module, entry: &KernelEntry) -> Result<Self::Function, LookupError>;
+    fn function(
+        &self,
+        module: &Self::Module,
+        entry: &KernelEntry,
+        symbol: &str,
+    ) -> Result<Self::Function, LookupError>;
 }
 
 /// Why a module did not load. Kept by the cache, so every later lookup in the module answers
@@ -309,7 +315,8 @@ impl<L: ModuleLoader> ModuleCache<L> {
             .ok_or_else(|| LookupError::module_not_carried(entry))?;
         let loaded = slot.loaded.get_or_init(|| self.loader.load(slot.image));
         let module = loaded.as_ref().map_err(|error| self.load_failure(entry, error))?;
-        let function = self.loader.function(module, entry)?;
+        let symbol = exported_symbol(L::Set::entries(slot.image), entry);
+        let function = self.loader.function(module, entry, symbol)?;
         // The launches of the handle are checked against the build's signature, never the
         // caller's: a kernel the module has, asked for under a signature the build did not prove
         // for it, does not resolve.

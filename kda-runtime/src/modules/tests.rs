@@ -10,11 +10,12 @@ use crate::{CudaArch, ImageCoverage};
 const NO_CODE: ImageCoverage = ImageCoverage { sass: &[], ptx: None };
 
 /// What the build proved of every module: `a` under two signatures (two tables list it), `b`
-/// without one.
+/// without one, and a template instantiation exported under its mangled name.
 const PROVED: &[BuiltEntry] = &[
-    BuiltEntry { entry: "a", signature: Some(&AXPY_SIGNATURE) },
-    BuiltEntry { entry: "a", signature: Some(&EMPTY) },
-    BuiltEntry { entry: "b", signature: None },
+    BuiltEntry { entry: "a", symbol: "a", signature: Some(&AXPY_SIGNATURE) },
+    BuiltEntry { entry: "a", symbol: "a", signature: Some(&EMPTY) },
+    BuiltEntry { entry: "b", symbol: "b", signature: None },
+    BuiltEntry { entry: "c<float>", symbol: "_Z1cIfEvv", signature: None },
 ];
 
 const fn image(module: &'static str) -> KernelImage {
@@ -63,7 +64,8 @@ impl Recording {
 impl ModuleLoader for Recording {
     type Set = ImageSet;
     type Module = &'static str;
-    type Function = (&'static str, &'static str);
+    /// The module and the symbol the function was found under.
+    type Function = (&'static str, String);
 
     fn device(&self) -> &str {
         "CUDA device 0 (NVIDIA H200, sm_90)"
@@ -82,10 +84,15 @@ impl ModuleLoader for Recording {
         }
     }
 
-    fn function(&self, module: &&'static str, entry: &KernelEntry) -> Result<Self::Function, LookupError> {
+    fn function(
+        &self,
+        module: &&'static str,
+        entry: &KernelEntry,
+        symbol: &str,
+    ) -> Result<Self::Function, LookupError> {
         self.functions.fetch_add(1, Ordering::Relaxed);
-        match entry.entry {
-            "a" | "b" => Ok((module, entry.entry)),
+        match symbol {
+            "a" | "b" | "_Z1cIfEvv" => Ok((module, symbol.to_owned())),
             _ => Err(LookupError::entry_not_in_module(entry)),
         }
     }
@@ -141,7 +148,7 @@ fn threads_released_together_load_each_module_once_and_share_handle_indices() {
     for (entry, index) in entries.iter().zip(&indices[0]) {
         let resolved = cache.function(*index).unwrap();
         assert_eq!(resolved.entry, *entry);
-        assert_eq!(resolved.function, (entry.module, entry.entry));
+        assert_eq!(resolved.function, (entry.module, entry.entry.to_owned()));
     }
 }
 
@@ -205,6 +212,13 @@ fn two_sets_modules_of_one_name_are_told_apart_by_namespace() {
     let absent = cache.lookup(&entry(&THEIRS, "gemm", "c")).unwrap_err();
     assert_eq!(absent.to_string(), "module `gemm` of `theirs@2.0.0:kernels.toml` has no entry point `c`");
     assert!(absent.is_not_found());
+}
+
+#[test]
+fn a_template_instantiation_is_loaded_under_the_symbol_the_build_found() {
+    let cache = cache();
+    let index = cache.lookup(&entry(&OURS, "gemm", "c<float>")).unwrap();
+    assert_eq!(cache.function(index).unwrap().function, ("gemm", "_Z1cIfEvv".to_owned()));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! nvcc's errors from the checks of `unit`, mapped back to the manifest.
 
+use super::unit::checked_entries;
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
@@ -35,13 +36,8 @@ fn problem(line: &str, manifest: &Manifest, manifest_name: &str, module: &str) -
         (None, Some(args)) => (true, args),
         _ => return None,
     };
-    let entry_line: u32 = args.first()?.parse().ok()?;
-    let entry = manifest
-        .tables
-        .iter()
-        .flat_map(|table| &table.entries)
-        .find(|entry| entry.module == module && entry.location.line == entry_line)?;
-    let params = entry.params.as_ref()?;
+    let ordinal: usize = args.first()?.parse().ok()?;
+    let (entry, params) = *checked_entries(manifest, module).get(ordinal)?;
     let mismatch = match (is_count, args.as_slice()) {
         (true, [_, declared, found]) => {
             SignatureMismatch::Count { declared: declared.parse().ok()?, found: found.parse().ok()? }

@@ -4,7 +4,7 @@
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
-use crate::cuda::symbols::ptx_entries;
+use crate::cuda::symbols::{exported_symbol, ptx_entries};
 
 /// One kernel parameter as the PTX lays it out in the parameter buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,15 +107,14 @@ pub(in crate::cuda) fn check_ptx_params(
         let Some((_, ptx)) = ptx_by_module.iter().find(|(module, _)| *module == entry.module) else {
             continue;
         };
-        if !ptx_entries(ptx).contains(&entry.entry) {
-            continue;
-        }
+        let entries = ptx_entries(ptx);
+        let Some(symbol) = exported_symbol(&entry.entry, &entries) else { continue };
         let problem = |mismatch| SignatureProblem {
             listed_at: listed_at(manifest_name, entry),
             symbol: format!("{}::{}", entry.module, entry.entry),
             mismatch,
         };
-        let Some(found) = ptx_params(ptx, &entry.entry) else {
+        let Some(found) = ptx_params(ptx, symbol) else {
             problems.push(problem(SignatureMismatch::UnreadablePtx));
             continue;
         };

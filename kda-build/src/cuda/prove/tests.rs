@@ -141,11 +141,11 @@ fn the_unit_includes_the_module_and_checks_each_parameter_in_c() {
     assert!(unit.contains("#include \"/k/my \\\"gemm\\\".cu\"\n"), "{unit}");
     assert!(unit.contains("kda_check::kda_absent dense_gemm_bf16(kda_check::kda_absent);"), "{unit}");
     assert!(unit.contains("// kernels.toml:2: gemm::dense_gemm_bf16\n"), "{unit}");
-    assert!(unit.contains("using kda_line_2 = decltype(kda_type_of(&dense_gemm_bf16, 0));"), "{unit}");
-    assert!(unit.contains("static_assert(kda_count_check<2, 6, kda_line_2>::ok"), "{unit}");
-    assert!(unit.contains("kda_param_check<2, 0, const __nv_bfloat16*, kda_line_2>::ok"), "{unit}");
-    assert!(unit.contains("kda_param_check<2, 2, __nv_bfloat16*, kda_line_2>::ok"), "{unit}");
-    assert!(unit.contains("kda_param_check<2, 5, unsigned int, kda_line_2>::ok"), "{unit}");
+    assert!(unit.contains("using kda_entry_0 = decltype(kda_type_of(&dense_gemm_bf16, 0));"), "{unit}");
+    assert!(unit.contains("static_assert(kda_count_check<0, 6, kda_entry_0>::ok"), "{unit}");
+    assert!(unit.contains("kda_param_check<0, 0, const __nv_bfloat16*, kda_entry_0>::ok"), "{unit}");
+    assert!(unit.contains("kda_param_check<0, 2, __nv_bfloat16*, kda_entry_0>::ok"), "{unit}");
+    assert!(unit.contains("kda_param_check<0, 5, unsigned int, kda_entry_0>::ok"), "{unit}");
     assert!(!unit.contains("missing"), "an entry without params is not checked: {unit}");
 }
 
@@ -160,20 +160,20 @@ fn a_module_without_params_is_compiled_as_it_is() {
 
 /// nvcc 13.0.88's output on the unit of `manifest()` for a GEMM that takes 7 parameters, among
 /// them `float* b`, `const bf16* c` and `unsigned long long m`.
-const STDERR: &str = r#"gemm.kda.cu(41): error: incomplete type "kda_check::kda_count_mismatch<2, 6, 7>" is not allowed
-  static_assert(kda_count_check<2, 6, kda_line_2>::ok, "gemm::dense_gemm_bf16: parameter count");
+const STDERR: &str = r#"gemm.kda.cu(41): error: incomplete type "kda_check::kda_count_mismatch<0, 6, 7>" is not allowed
+  static_assert(kda_count_check<0, 6, kda_entry_0>::ok, "gemm::dense_gemm_bf16: parameter count");
                 ^
 
-gemm.kda.cu(43): error: incomplete type "kda_check::kda_param_mismatch<2, 1, kda_check::kda_spell<const __nv_bfloat16 *>::type, kda_check::kda_spell<kda_check::kda_param_at<0, kda_check::kda_params<float *, const bf16 *, unsigned long long, u32, u32, u32>>::type>::type>" (aka "kda_check::kda_param_mismatch<2, 1, const kda_manifest::t_bf16 *, kda_manifest::t_f32 *>") is not allowed
-  static_assert(kda_param_check<2, 1, const __nv_bfloat16*, kda_line_2>::ok, "gemm::dense_gemm_bf16 parameter 1 b");
+gemm.kda.cu(43): error: incomplete type "kda_check::kda_param_mismatch<0, 1, kda_check::kda_spell<const __nv_bfloat16 *>::type, kda_check::kda_spell<kda_check::kda_param_at<0, kda_check::kda_params<float *, const bf16 *, unsigned long long, u32, u32, u32>>::type>::type>" (aka "kda_check::kda_param_mismatch<0, 1, const kda_manifest::t_bf16 *, kda_manifest::t_f32 *>") is not allowed
+  static_assert(kda_param_check<0, 1, const __nv_bfloat16*, kda_entry_0>::ok, "gemm::dense_gemm_bf16 parameter 1 b");
                 ^
 
-gemm.kda.cu(44): error: incomplete type "kda_check::kda_param_mismatch<2, 2, kda_check::kda_spell<__nv_bfloat16 *>::type, kda_check::kda_spell<const __nv_bfloat16 *>::type>" (aka "kda_check::kda_param_mismatch<2, 2, kda_manifest::t_bf16 *, const kda_manifest::t_bf16 *>") is not allowed
-  static_assert(kda_param_check<2, 2, __nv_bfloat16*, kda_line_2>::ok, "gemm::dense_gemm_bf16 parameter 2 c");
+gemm.kda.cu(44): error: incomplete type "kda_check::kda_param_mismatch<0, 2, kda_check::kda_spell<__nv_bfloat16 *>::type, kda_check::kda_spell<const __nv_bfloat16 *>::type>" (aka "kda_check::kda_param_mismatch<0, 2, kda_manifest::t_bf16 *, const kda_manifest::t_bf16 *>") is not allowed
+  static_assert(kda_param_check<0, 2, __nv_bfloat16*, kda_entry_0>::ok, "gemm::dense_gemm_bf16 parameter 2 c");
                 ^
 
-gemm.kda.cu(45): error: incomplete type "kda_check::kda_param_mismatch<2, 3, kda_check::kda_spell<unsigned int>::type, kda_check::kda_spell<unsigned long long>::type>" (aka "kda_check::kda_param_mismatch<2, 3, kda_manifest::t_u32, kda_manifest::t_u64>") is not allowed
-  static_assert(kda_param_check<2, 3, unsigned int, kda_line_2>::ok, "gemm::dense_gemm_bf16 parameter 3 m");
+gemm.kda.cu(45): error: incomplete type "kda_check::kda_param_mismatch<0, 3, kda_check::kda_spell<unsigned int>::type, kda_check::kda_spell<unsigned long long>::type>" (aka "kda_check::kda_param_mismatch<0, 3, kda_manifest::t_u32, kda_manifest::t_u64>") is not allowed
+  static_assert(kda_param_check<0, 3, unsigned int, kda_entry_0>::ok, "gemm::dense_gemm_bf16 parameter 3 m");
                 ^
 
 4 errors detected in the compilation of "gemm.kda.cu".
@@ -205,8 +205,8 @@ fn nvcc_output_with_any_other_error_is_not_a_signature_report() {
         problems_from_nvcc("nvcc fatal   : Unknown option '-x'", &manifest(), "kernels.toml", "gemm"),
         None
     );
-    // A check of a line no entry of this module is on: not ours to explain.
-    let elsewhere = STDERR.replace("<2, ", "<9, ");
+    // A check of an entry this module does not have: not ours to explain.
+    let elsewhere = STDERR.replace("<0, ", "<9, ");
     assert_eq!(problems_from_nvcc(&elsewhere, &manifest(), "kernels.toml", "gemm"), None);
 }
 

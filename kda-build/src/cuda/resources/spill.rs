@@ -7,6 +7,7 @@ use std::fmt;
 use super::ResourceUsage;
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
+use crate::cuda::symbols::exported_symbol;
 use crate::cuda::{Arch, BuiltImage};
 
 /// A manifest entry whose kernel ptxas compiled with spilled registers, on one target.
@@ -45,7 +46,9 @@ pub(in crate::cuda) fn check_spills(
     let mut problems = Vec::new();
     for entry in manifest.tables.iter().flat_map(|table| &table.entries) {
         let Some(image) = images.iter().find(|image| image.module == entry.module) else { continue };
-        for resources in image.resources.iter().filter(|resources| resources.entry == entry.entry) {
+        let symbol =
+            exported_symbol(&entry.entry, &image.exports).map_or(entry.entry.as_str(), String::as_str);
+        for resources in image.resources.iter().filter(|resources| resources.entry == symbol) {
             if resources.usage.spills() {
                 problems.push(SpillProblem {
                     listed_at: listed_at(manifest_name, entry),
@@ -101,6 +104,7 @@ mod tests {
                 // Listed by no table: the build warns about it as unlisted, not as spilling.
                 resources("helper", SM_90, 16),
             ],
+            exports: ["hot", "free", "helper"].map(str::to_owned).into(),
         };
         let messages: Vec<String> =
             check_spills(&manifest, "kernels.toml", &[image]).iter().map(ToString::to_string).collect();
