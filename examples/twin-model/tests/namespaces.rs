@@ -70,7 +70,12 @@ impl ModuleLoader for Recording {
         Ok(image)
     }
 
-    fn function(&self, module: &Self::Module, entry: &KernelEntry) -> Result<Self::Function, LookupError> {
+    fn function(
+        &self,
+        module: &Self::Module,
+        entry: &KernelEntry,
+        _: &str,
+    ) -> Result<Self::Function, LookupError> {
         Ok((*module, entry.entry))
     }
 }
@@ -84,7 +89,11 @@ fn carried(set: &'static ImageSet, entry: &KernelEntry) -> &'static ImageSet {
         return set;
     }
     let coverage = ImageCoverage { sass: &[], ptx: None };
-    let entries = Box::leak(Box::new([BuiltEntry { entry: entry.entry, signature: entry.signature }]));
+    let entries = Box::leak(Box::new([BuiltEntry {
+        entry: entry.entry,
+        symbol: entry.entry,
+        signature: entry.signature,
+    }]));
     let fatbin = set.namespace().as_bytes();
     let images = Box::leak(Box::new([KernelImage { module: "scale", fatbin, coverage, entries }]));
     // SAFETY: `Recording` loads and launches nothing: it hands the image back.

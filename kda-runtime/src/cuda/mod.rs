@@ -98,6 +98,20 @@ impl Drop for CudaStorage {
     }
 }
 
+/// Whether the CUDA driver library can be used: where kda-runtime has cudarc load it at run time
+/// (its default `cuda-dynamic-loading`), whether it opens; where an engine's cudarc choice links
+/// it, it is there, or the binary would not have started.
+fn driver_library_present() -> Result<(), BackendError> {
+    #[cfg(feature = "cuda-dynamic-loading")]
+    // SAFETY: only tries to open the driver library; no driver function is called.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(unavailable(
+            "the CUDA driver library (libcuda.so) is not installed on this machine".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 impl CudaBackend {
     /// Device `ordinal`, carrying the modules of `sets`, each crate's in its namespace (a module
     /// without an image is "not built for this target"). An `Err`, never a panic, where there is
@@ -107,12 +121,7 @@ impl CudaBackend {
     pub fn new(ordinal: usize, sets: &[&'static ImageSet]) -> Result<Self, BackendError> {
         // First: a duplicate is the caller's mistake on any machine, GPU or not.
         crate::modules::check_sets(sets)?;
-        // SAFETY: only tries to open the driver library; no driver function is called.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(unavailable(
-                "the CUDA driver library (libcuda.so) is not installed on this machine".to_owned(),
-            ));
-        }
+        driver_library_present()?;
         // A broken driver library (a stub without some symbol) makes cudarc panic: keep that an Err.
         let loader = std::panic::catch_unwind(|| open_device(ordinal)).map_err(|_| {
             unavailable("the CUDA driver library is incomplete (a symbol is missing)".to_owned())
@@ -132,12 +141,7 @@ impl CudaBackend {
 
     /// The number of CUDA devices, or why there are none.
     pub fn device_count() -> Result<usize, BackendError> {
-        // SAFETY: as in `new`.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(unavailable(
-                "the CUDA driver library (libcuda.so) is not installed on this machine".to_owned(),
-            ));
-        }
+        driver_library_present()?;
         std::panic::catch_unwind(CudaContext::device_count)
             .map_err(|_| {
                 unavailable("the CUDA driver library is incomplete (a symbol is missing)".to_owned())
