@@ -157,31 +157,25 @@ fn division_min_max_and_a_conditional_evaluate_like_integers_do() {
     assert_eq!(literals(7, 2, Op::Div), Ok(3));
     assert_eq!(literals(7, 0, Op::Div), Err(EvalError::DivisionByZero));
     assert_eq!((literals(7, 2, Op::Min), literals(7, 2, Op::Max)), (Ok(2), Ok(7)));
+    // `n == c ? 0 : 12 / n`, over a condition on `c`.
+    let select_unless = |c| {
+        [
+            Op::Scalar(0),
+            Op::Literal(c),
+            Op::Eq,
+            Op::Literal(0),
+            Op::Literal(12),
+            Op::Scalar(0),
+            Op::Div,
+            Op::Select,
+        ]
+    };
     // `n == 0 ? 0 : 12 / n`: the branch not taken cannot fail the program.
-    let guarded = [
-        Op::Scalar(0),
-        Op::Literal(0),
-        Op::Eq,
-        Op::Literal(0),
-        Op::Literal(12),
-        Op::Scalar(0),
-        Op::Div,
-        Op::Select,
-    ];
+    let guarded = select_unless(0);
     assert_eq!(eval(&guarded, &[0]), Ok(0));
     assert_eq!(eval(&guarded, &[5]), Ok(2));
     // The branch taken can, and so can the condition.
-    let unguarded = [
-        Op::Scalar(0),
-        Op::Literal(1),
-        Op::Eq,
-        Op::Literal(0),
-        Op::Literal(12),
-        Op::Scalar(0),
-        Op::Div,
-        Op::Select,
-    ];
-    assert_eq!(eval(&unguarded, &[0]), Err(EvalError::DivisionByZero));
+    assert_eq!(eval(&select_unless(1), &[0]), Err(EvalError::DivisionByZero));
     let failing_condition =
         [Op::Literal(1), Op::Literal(0), Op::Rem, Op::Literal(1), Op::Literal(2), Op::Select];
     assert_eq!(eval(&failing_condition, &[]), Err(EvalError::DivisionByZero));
