@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use kda_emu::wire::{self, ArgKind, Request};
 
-use super::{Executor, c_type_of, fault_reason, scalar_bits, windows};
+use super::{Executor, c_type, c_type_of, fault_reason, scalar_bits, windows};
 use crate::host::{HostMemory, HostStorage};
 use crate::modules::{LoadError, ModuleLoader, Resolved};
 use crate::{
@@ -123,11 +123,16 @@ impl Driver {
         args: &[KernelArg<'_>],
         windows: &[Option<Range<usize>>],
     ) -> Result<Vec<u8>, BackendError> {
+        // The driver compares these with the library's own; the signature the lookup proved
+        // against it gives each parameter's.
         let params = kernel.entry.signature.map(|signature| signature.params);
         let types: Vec<String> = args
             .iter()
             .enumerate()
-            .map(|(index, arg)| c_type_of(arg, params.and_then(|params| params.get(index))))
+            .map(|(index, arg)| {
+                let param = params.and_then(|params| params.get(index)).map(|param| c_type(&param.kind));
+                c_type_of(arg, param.as_deref().unwrap_or_default())
+            })
             .collect();
         let LaunchGeometry { grid, block, shared_mem_bytes } = geometry;
         let mut request = Request::new(&wire::Launch {

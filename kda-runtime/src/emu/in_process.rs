@@ -140,10 +140,8 @@ impl Executor for InProcess {
         // a scalar, widened to 64 bits (little-endian, so the value's own bytes come first).
         let mut values = Vec::with_capacity(args.len());
         for (index, (arg, param)) in args.iter_mut().zip(params.iter()).enumerate() {
-            let (given, value) = bind(memory, arg)?;
-            // A null pointer fills any pointer parameter.
-            let null_pointer = matches!(arg, KernelArg::Null) && param.ends_with('*');
-            if given != *param && !null_pointer {
+            let (given, value) = bind(memory, arg, param)?;
+            if given != *param {
                 return Err(failed(format!(
                     "argument {index} is `{given}` where the kernel takes `{param}`"
                 )));
@@ -206,8 +204,8 @@ impl Executor for InProcess {
 
 /// One argument as the kernel receives it: its C type and its value's bits (a view's element
 /// pointer, or the scalar).
-fn bind(memory: &HostMemory, arg: &mut KernelArg<'_>) -> Result<(String, u64), BackendError> {
-    let given = c_type_of(arg, None);
+fn bind(memory: &HostMemory, arg: &mut KernelArg<'_>, param: &str) -> Result<(String, u64), BackendError> {
+    let given = c_type_of(arg, param);
     let bits = match arg {
         KernelArg::Read(view) => {
             let range = view.checked_range()?;

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::host::HostMemory;
 use crate::modules::{ModuleCache, ModuleLoader, Resolved};
-use crate::signature::{Access, KernelParam, ParamKind};
+use crate::signature::{Access, ParamKind};
 use crate::{
     BackendError, BackendId, DType, DeviceBuffer, EmulatedSet, GpuBackend, KernelArg, KernelEntry,
     KernelHandle, LaunchGeometry, LookupError, signature,
@@ -279,13 +279,22 @@ fn fault_reason(fault: &kda_emu::Fault, entry: &KernelEntry) -> String {
     }
 }
 
-/// The C type an argument fills, as the emulator's runtime spells parameter types; a null
-/// pointer fills what `param` (the signature's parameter, where there is one) declares.
-fn c_type_of(arg: &KernelArg<'_>, param: Option<&KernelParam>) -> String {
+/// The C type an argument fills, as the emulator's runtime spells parameter types, where the
+/// kernel's parameter is `param` (its C type as the runtime reports it): a null pointer fills any
+/// pointer, and a view of any element type a `void` pointer its access allows (a mutable view a
+/// `const void*` too, as C converts `T*` to `const void*`).
+fn c_type_of(arg: &KernelArg<'_>, param: &str) -> String {
+    let fills_void = match arg {
+        KernelArg::Read(_) => param == "const void*",
+        KernelArg::Write(_) => param == "void*" || param == "const void*",
+        KernelArg::Null => param.ends_with('*'),
+        KernelArg::Scalar(_) => false,
+    };
     match arg {
+        _ if fills_void => param.to_owned(),
         KernelArg::Read(view) => format!("const {}*", view.dtype()),
         KernelArg::Write(view) => format!("{}*", view.dtype()),
-        KernelArg::Null => param.map_or_else(|| "a null pointer".to_owned(), |param| c_type(&param.kind)),
+        KernelArg::Null => "a null pointer".to_owned(),
         scalar => scalar.scalar_kind().map_or("?", |kind| kind.name()).to_owned(),
     }
 }
