@@ -81,8 +81,15 @@ fn a_bad_target_list_is_an_error_of_the_build_itself() {
 
 #[test]
 fn without_nvcc_the_build_warns_and_embeds_nothing_unless_nvcc_is_required() {
-    let error = build("good.toml", "required").without_nvcc().require_nvcc(true).run().unwrap_err();
-    assert!(matches!(error, BuildError::NvccRequired(_)), "{error}");
+    // Required: one compiler error, located at the manifest, and the build script succeeds.
+    let required = build("good.toml", "required").without_nvcc().require_nvcc(true).run().unwrap();
+    assert_eq!(
+        problems(&required),
+        [
+            "good.toml: nvcc is required (KDA_REQUIRE_NVCC=1) but was not found: this build was told to use no nvcc"
+        ]
+    );
+    assert!(required.warnings.is_empty(), "{:?}", required.warnings);
 
     let output = build("good.toml", "optional").without_nvcc().run().unwrap();
     assert!(output.images.is_empty());
@@ -382,8 +389,23 @@ fn a_librarys_c_types_are_its_manifest_types_under_the_one_integer_rule() {
           the kernel declares `const char*`"
         ]
     );
-    assert_eq!(output.emulated.len(), 3, "{:?}", output.emulated);
+    // The emulated build proves the same types, reported once: `lib_text` is not built for it.
+    let emulated: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+    assert_eq!(emulated, ["lib_every", "lib_dequantize"]);
 }
+
+/// What the build reports for `all_mismatches.toml`, with nvcc, the emulated build or both.
+const ALL_MISMATCHES: [&str; 5] = [
+    "all_mismatches.toml:4:1: signature::sig_fill parameter 1 `n`: the manifest declares `u32`, \
+     the kernel declares `u64`",
+    "all_mismatches.toml:5:1: signature::sig_scale: the manifest declares 3 parameters, the kernel takes 2",
+    "all_mismatches.toml:6:1: fixture::fixture_add parameter 2 `n`: the manifest declares `i32`, \
+     the kernel declares `u32`",
+    "all_mismatches.toml:7:1: signature::sig_widen parameter 1 `dst`: the manifest declares `bf16*`, \
+     the kernel declares `f32*`",
+    "all_mismatches.toml:8:1: signature::sig_copy parameter 0 `src`: the manifest declares `const bf16*`, \
+     the kernel declares `bf16*`",
+];
 
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
@@ -421,19 +443,71 @@ fn template_instantiations_are_made_found_under_their_mangled_names_and_proved()
 fn every_mismatch_of_every_module_is_reported_at_once_in_manifest_order() {
     let output = build("all_mismatches.toml", "all-mismatches").nvcc(nvcc()).run().unwrap();
     assert!(output.problems.iter().all(|problem| matches!(problem, Problem::Signature(_))));
+    assert_eq!(problems(&output), ALL_MISMATCHES);
+    // With the emulated build too, which finds the same: each mistake once.
+    use kda_build::cuda::emulation::Emulation;
+    let both = build("all_mismatches.toml", "all-mismatches-both")
+        .nvcc(nvcc())
+        .emulation(Emulation::default())
+        .run()
+        .unwrap();
+    assert_eq!(problems(&both), ALL_MISMATCHES);
+}
+
+#[test]
+fn without_nvcc_the_emulated_build_proves_the_same_c_types_with_the_same_messages() {
+    use kda_build::cuda::emulation::Emulation;
+    let output = build("all_mismatches.toml", "emulated-mismatches")
+        .without_nvcc()
+        .emulation(Emulation::default())
+        .run()
+        .unwrap();
+    assert!(output.problems.iter().all(|problem| matches!(problem, Problem::Signature(_))));
+    assert_eq!(problems(&output), ALL_MISMATCHES);
+    // The kernels whose every listing holds still build.
+    let built: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+    assert_eq!(built, [] as [&str; 0], "every entry of the manifest has a mismatch");
+}
+
+#[test]
+fn without_nvcc_an_entry_the_module_lacks_is_the_located_entry_problem_nvcc_gives() {
+    use kda_build::cuda::emulation::Emulation;
+    let output =
+        build("broken.toml", "emulated-broken").without_nvcc().emulation(Emulation::default()).run().unwrap();
+    let file = fixtures().join("kernels/fixture.cu").display().to_string();
     assert_eq!(
         problems(&output),
-        [
-            "all_mismatches.toml:4:1: signature::sig_fill parameter 1 `n`: the manifest declares `u32`, \
-             the kernel declares `u64`",
-            "all_mismatches.toml:5:1: signature::sig_scale: the manifest declares 3 parameters, the kernel takes 2",
-            "all_mismatches.toml:6:1: fixture::fixture_add parameter 2 `n`: the manifest declares `i32`, \
-             the kernel declares `u32`",
-            "all_mismatches.toml:7:1: signature::sig_widen parameter 1 `dst`: the manifest declares `bf16*`, \
-             the kernel declares `f32*`",
-            "all_mismatches.toml:8:1: signature::sig_copy parameter 0 `src`: the manifest declares `const bf16*`, \
-             the kernel declares `bf16*`",
-        ]
+        [format!(
+            "broken.toml:5:1: `fixture::fixture_gone` is not in {file}, which exports `fixture_add`, `fixture_unlisted`"
+        )]
+    );
+}
+
+#[test]
+fn a_c_plus_plus_error_is_its_first_located_error_and_the_rest_is_there_on_request() {
+    use kda_build::cuda::emulation::Emulation;
+    let kernels = copy_of_kernels("emulated-rejection");
+    // An undeclared name, then an error it leads to.
+    let broken = "extern \"C\" __global__ void sig_widen(const bf16* src, float* dst, u32 n) {\n\
+                  undeclared_name(dst);\n  dst[0] = src;\n}\n";
+    let source = std::fs::read_to_string(kernels.join("signature.cu")).unwrap();
+    let (head, _) = source.split_once("extern \"C\"").unwrap();
+    std::fs::write(kernels.join("signature.cu"), format!("{head}{broken}")).unwrap();
+    let build = build_in("two_modules.toml", &kernels, "emulated-rejection").without_nvcc();
+    let output = build.clone().emulation(Emulation::default()).run().unwrap();
+    let [message] = problems(&output).try_into().expect("one problem");
+    let lines: Vec<&str> = message.lines().collect();
+    assert!(lines[0].starts_with("two_modules.toml:5:1: the emulated build (C++) failed on "), "{message}");
+    assert!(lines[1].contains("signature.cu:") && lines[1].contains("undeclared_name"), "{message}");
+    assert_eq!(message.matches("error").count(), 1, "one error: {message}");
+    assert!(message.ends_with("KDA_FULL_DIAGNOSTICS=1 shows them all)"), "{message}");
+    // Asked for, the whole output follows the message.
+    let full = build.full_diagnostics(true).emulation(Emulation::default()).run().unwrap();
+    let generated = std::fs::read_to_string(&full.generated).unwrap();
+    let whole = full.problems[0].diagnostics().expect("a compiler's rejection");
+    assert!(whole.matches("error").count() > 1, "{whole}");
+    assert!(
+        generated.contains(&format!("{:?}", format!("{message}\nThe compiler's whole output:\n{whole}")))
     );
 }
 

@@ -11,9 +11,14 @@ use std::process::Command;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/front_end");
 
+/// An nvcc that is not there, for the builds without one.
+const NO_NVCC: &str = "/nonexistent/kda-front-end/nvcc";
+
 /// Writes the test crate for `case` with `manifest` as its `kernels.toml`, builds it, and
 /// returns whether the build succeeded and cargo's stderr. Cases named `nvcc-*` check what only
-/// compiled kernels show: their build requires nvcc, so a missing one fails loudly.
+/// compiled kernels show: their build requires nvcc, so a missing one fails loudly. Cases named
+/// `emu-*` build with the crate's feature `emulation` and no nvcc; `absent-*` require nvcc and
+/// have none.
 fn build_crate(case: &str, manifest: &str) -> (bool, String) {
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("front-end");
     let root = scratch.join(case);
@@ -30,7 +35,7 @@ fn build_crate(case: &str, manifest: &str) -> (bool, String) {
         root.join("Cargo.toml"),
         format!(
             "[package]\nname = \"front-end-{case}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
-             [dependencies]\nkda-runtime = {{ path = {:?} }}\n\n\
+             [features]\nemulation = [\"kda-runtime/emulation\"]\n\n[dependencies]\nkda-runtime = {{ path = {:?} }}\n\n\
              [build-dependencies]\nkda-build = {{ path = {:?} }}\n\n[workspace]\n",
             path("kda-runtime"),
             path("kda-build"),
@@ -40,7 +45,13 @@ fn build_crate(case: &str, manifest: &str) -> (bool, String) {
     let mut cargo = Command::new(env!("CARGO"));
     cargo.args(["build", "--offline", "--color=never", "--manifest-path"]).arg(root.join("Cargo.toml"));
     cargo.env("CARGO_TARGET_DIR", scratch.join("target"));
-    if case.starts_with("nvcc-") {
+    if case.starts_with("emu-") {
+        cargo.arg("--features=emulation");
+    }
+    if case.starts_with("emu-") || case.starts_with("absent-") {
+        cargo.env("NVCC", NO_NVCC);
+    }
+    if case.starts_with("nvcc-") || case.starts_with("absent-") {
         cargo.env("KDA_REQUIRE_NVCC", "1");
     }
     let output = cargo.output().unwrap();
@@ -93,26 +104,49 @@ fn a_good_crate_builds() {
     assert!(success, "{stderr}");
 }
 
+/// A manifest listing an entry `kernels/frontend.cu` lacks, and the error it gives.
+const MISSING_ENTRY: (&str, &str) = (
+    "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\" }\n\
+     gone = { module = \"frontend\", entry = \"frontend_gone\" }\n",
+    "kernels.toml:3:1: `frontend::frontend_gone` is not in ",
+);
+
+/// A manifest whose params the kernel contradicts, and the error it gives.
+const WRONG_PARAMS: (&str, &str) = (
+    "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\", \
+     params = \"f32 x[n], f32 factor, i32 n\" }\n",
+    "kernels.toml:2:1: frontend::frontend_scale parameter 2 `n`: the manifest declares `i32`, the kernel declares `u32`",
+);
+
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
 fn an_entry_the_kernels_lack_is_one_located_compiler_error() {
-    assert_located_errors(
-        "nvcc-missing-entry",
-        "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\" }\n\
-         gone = { module = \"frontend\", entry = \"frontend_gone\" }\n",
-        &["kernels.toml:3:1: `frontend::frontend_gone` is not in "],
-    );
+    assert_located_errors("nvcc-missing-entry", MISSING_ENTRY.0, &[MISSING_ENTRY.1]);
 }
 
 #[test]
 #[ignore = "needs nvcc: .ci/run installs it and runs this with --ignored"]
 fn params_the_kernel_contradicts_are_one_located_compiler_error() {
+    assert_located_errors("nvcc-wrong-params", WRONG_PARAMS.0, &[WRONG_PARAMS.1]);
+}
+
+#[test]
+fn without_nvcc_the_emulated_build_reports_a_missing_entry_as_the_same_one_error() {
+    assert_located_errors("emu-missing-entry", MISSING_ENTRY.0, &[MISSING_ENTRY.1]);
+}
+
+#[test]
+fn without_nvcc_the_emulated_build_reports_contradicted_params_as_the_same_one_error() {
+    assert_located_errors("emu-wrong-params", WRONG_PARAMS.0, &[WRONG_PARAMS.1]);
+}
+
+#[test]
+fn nvcc_required_and_absent_is_one_located_compiler_error() {
     assert_located_errors(
-        "nvcc-wrong-params",
-        "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\", \
-         params = \"f32 x[n], f32 factor, i32 n\" }\n",
-        &[
-            "kernels.toml:2:1: frontend::frontend_scale parameter 2 `n`: the manifest declares `i32`, the kernel declares `u32`",
-        ],
+        "absent-nvcc",
+        "[front_end]\nscale = { module = \"frontend\", entry = \"frontend_scale\" }\n",
+        &[&format!(
+            "kernels.toml: nvcc is required (KDA_REQUIRE_NVCC=1) but was not found: cannot run {NO_NVCC}"
+        )],
     );
 }

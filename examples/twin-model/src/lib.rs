@@ -14,6 +14,9 @@ mod compiled {
     kda_runtime::include_kernels!();
 }
 
+/// The same kernel built for the emulator (feature `emulation`).
+#[cfg(feature = "emulation")]
+pub use compiled::EMULATED_KERNELS;
 /// The CUDA images of this crate's kernels (none when nvcc was absent at build time).
 pub use compiled::KERNEL_IMAGES;
 /// The manifest's `[defines]`.

@@ -32,6 +32,26 @@ fn one_cpu_backend_runs_each_crates_own_scale() -> Result<(), BackendError> {
     Ok(())
 }
 
+/// Both crates' kernels themselves, each `scale_f32` of its own `kernels/scale.cu`, on one
+/// emulated backend: the same launches as on the CPU, the same results.
+#[cfg(feature = "emulation")]
+#[test]
+fn one_emulated_backend_runs_each_crates_own_cuda_scale() -> Result<(), BackendError> {
+    let gpu = kda_runtime::emu::EmuBackend::new(&[
+        &kda_example::EMULATED_KERNELS,
+        &kda_example_twin::EMULATED_KERNELS,
+    ])?;
+    let ours = ScaleModelKernels::resolve(&gpu).expect("kda-example's table resolves");
+    let theirs = TwinModelKernels::resolve(&gpu).expect("the twin's table resolves");
+    let geometry = LaunchGeometry::linear(3, 256);
+    let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
+    ours.launch_scale(&gpu, geometry, scale_model::scale { x: x.view_mut(), n: 3, factor: 2.0 })?;
+    assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
+    theirs.launch_triple(&gpu, geometry, twin_model::triple { x: x.view_mut(), n: 3 })?;
+    assert_eq!(gpu.download::<f32>(&x)?, [6.0, 12.0, 18.0]);
+    Ok(())
+}
+
 #[test]
 fn entries_are_in_the_namespace_of_their_package_and_manifest() {
     // Both packages take the workspace's version.

@@ -12,13 +12,17 @@
 //! }
 //! ```
 //!
-//! One front end for mistakes: `run` fails only when the build itself cannot proceed (a file it
-//! cannot write, nvcc required and absent). What is wrong with the *kernels* (a module without a
-//! source, nvcc's errors, an entry the module does not export, params the kernel contradicts, a
-//! kernel that spills registers)
-//! becomes a `compile_error!` in the generated file, located at `kernels.toml:LINE:COL`, and a
-//! manifest that does not parse is left to the derive, which reports it located too: either way
-//! the user reads one compiler error, not a build-script dump.
+//! One front end for mistakes: `run` fails only when the build itself cannot proceed (a manifest
+//! it cannot read, a file it cannot write). What is wrong with the *kernels* (a module without a
+//! source, a compiler's errors, an entry the module does not export, params the kernel
+//! contradicts, a kernel that spills registers, nvcc required and absent) becomes a
+//! `compile_error!` in the generated file, located at `kernels.toml:LINE:COL`, and a manifest
+//! that does not parse is left to the derive, which reports it located too: either way the user
+//! reads compiler errors, not a build-script dump. The entry and parameter checks are made by
+//! whichever compiler the build has, nvcc or the emulated build's C++ compiler, with the same
+//! messages; with both, nvcc's come first and the emulated build adds only what nvcc did not
+//! report. A compiler's rejection of a module shows its first located error;
+//! `KDA_FULL_DIAGNOSTICS=1` (or [`KernelBuild::full_diagnostics`]) shows its whole output.
 //!
 //! Each module is compiled once per distinct input and cached in `OUT_DIR` (see `cache`), at
 //! most `NUM_JOBS` at a time. Without nvcc the build warns and embeds no image (the CUDA backend
@@ -26,7 +30,9 @@
 //!
 //! The environment [`KernelBuild::from_env`] reads: `CARGO_MANIFEST_DIR`, `OUT_DIR` and
 //! `NUM_JOBS` (set by cargo), `CUDA_COMPUTE_CAP` (the [`target`] list, default `90`),
-//! `KDA_REQUIRE_NVCC`, and `NVCC`, `CUDA_HOME`, `CUDA_PATH` to find nvcc ([`Nvcc::find`]).
+//! `KDA_REQUIRE_NVCC`, `KDA_FULL_DIAGNOSTICS`, `CARGO_FEATURE_EMULATION` (the crate's feature
+//! `emulation`), and `NVCC`, `CUDA_HOME`, `CUDA_PATH`, `KDA_CUDA_PREFIX` to find nvcc
+//! ([`Nvcc::find`]).
 
 mod cache;
 mod embed;
@@ -80,9 +86,6 @@ pub enum BuildError {
         "CUDA_COMPUTE_CAP={0:?}: expected targets such as `90`, `80,90`, `90a` or `compute_90` (PTX only)"
     )]
     Targets(String),
-    /// nvcc is required (`KDA_REQUIRE_NVCC=1`) but was not found.
-    #[error("nvcc is required (KDA_REQUIRE_NVCC=1) but was not found: {0}")]
-    NvccRequired(String),
 }
 
 /// As its message: a build script returning `Result<(), BuildError>` shows cargo the sentence,
@@ -156,6 +159,7 @@ pub struct KernelBuild {
     nvcc_candidates: Vec<PathBuf>,
     jobs: usize,
     emulation: Option<emulation::Emulation>,
+    full_diagnostics: bool,
     cargo_directives: bool,
 }
 
@@ -171,8 +175,15 @@ enum NvccSource {
 }
 
 /// The environment that changes what a build makes, beyond the files it reads.
-const ENV_VARS: [&str; 6] =
-    ["NVCC", "CUDA_HOME", "CUDA_PATH", "KDA_CUDA_PREFIX", "CUDA_COMPUTE_CAP", "KDA_REQUIRE_NVCC"];
+const ENV_VARS: [&str; 7] = [
+    "NVCC",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "KDA_CUDA_PREFIX",
+    "CUDA_COMPUTE_CAP",
+    "KDA_REQUIRE_NVCC",
+    "KDA_FULL_DIAGNOSTICS",
+];
 
 /// The flags every module is compiled with, before the include directories and the user's.
 const BASE_FLAGS: [&str; 2] = ["-O3", "-std=c++17"];
@@ -200,13 +211,14 @@ impl KernelBuild {
             nvcc_candidates: Vec::new(),
             jobs: std::thread::available_parallelism().map_or(1, usize::from),
             emulation: None,
+            full_diagnostics: false,
             cargo_directives: false,
         }
     }
 
     /// The build a build script runs: `kernels.toml` and `kernels/` at the crate root
     /// (`CARGO_MANIFEST_DIR`), `OUT_DIR`, `NUM_JOBS`, the targets of `CUDA_COMPUTE_CAP`,
-    /// `KDA_REQUIRE_NVCC=1`. [`run`](Self::run) prints the cargo directives that rerun it when
+    /// `KDA_REQUIRE_NVCC=1`, `KDA_FULL_DIAGNOSTICS=1`. [`run`](Self::run) prints the cargo directives that rerun it when
     /// those inputs change, and its warnings.
     ///
     /// A crate with a feature named `emulation` (cargo tells the build script with
@@ -223,7 +235,9 @@ impl KernelBuild {
         if let Some(jobs) = std::env::var("NUM_JOBS").ok().and_then(|jobs| jobs.parse().ok()) {
             build.jobs = jobs;
         }
-        build.require_nvcc = std::env::var("KDA_REQUIRE_NVCC").is_ok_and(|value| value == "1");
+        let set = |name| std::env::var(name).is_ok_and(|value| value == "1");
+        build.require_nvcc = set("KDA_REQUIRE_NVCC");
+        build.full_diagnostics = set("KDA_FULL_DIAGNOSTICS");
         if std::env::var_os("CARGO_FEATURE_EMULATION").is_some() {
             build.emulation = Some(emulation::Emulation::default());
         }
@@ -263,9 +277,16 @@ impl KernelBuild {
         self
     }
 
-    /// Fail instead of warning when nvcc is absent.
+    /// Report a missing nvcc as a located compiler error instead of a warning.
     pub fn require_nvcc(mut self, require: bool) -> Self {
         self.require_nvcc = require;
+        self
+    }
+
+    /// Show the compiler's whole output where a compiler rejects a module, not its first error
+    /// (`KDA_FULL_DIAGNOSTICS=1` in a build script).
+    pub fn full_diagnostics(mut self, full: bool) -> Self {
+        self.full_diagnostics = full;
         self
     }
 
@@ -353,9 +374,10 @@ impl KernelBuild {
         };
         // Checked with or without nvcc: a module with no source is never built anywhere.
         let modules = self.modules(&manifest, &name, &mut output.problems);
-        if let Some(emulation) = &self.emulation {
-            self.emulate(emulation, &manifest, &name, &modules, &mut output)?;
-        }
+        let emulated = match &self.emulation {
+            Some(emulation) => self.emulate(emulation, &manifest, &name, &modules, &mut output)?,
+            None => Vec::new(),
+        };
         let found = match &self.nvcc {
             NvccSource::Search => Nvcc::find(&self.nvcc_candidates),
             NvccSource::Given(nvcc) => Ok(nvcc.clone()),
@@ -366,7 +388,10 @@ impl KernelBuild {
                 self.compile_all(nvcc, &manifest, &name, &modules, &mut output)?;
                 (None, nvcc.version())
             }
-            Err(why) if self.require_nvcc => return Err(BuildError::NvccRequired(why.clone())),
+            Err(why) if self.require_nvcc => {
+                output.problems.push(Problem::NvccRequired { manifest: name.clone(), why: why.clone() });
+                (Some("nvcc was not found when this crate was built"), (0, 0))
+            }
             Err(why) => {
                 output.warnings.push(format!(
                     "no CUDA kernel images are built: {why}; set KDA_REQUIRE_NVCC=1 to make this an error"
@@ -374,6 +399,7 @@ impl KernelBuild {
                 (Some("nvcc was not found when this crate was built"), (0, 0))
             }
         };
+        merge_emulated(&mut output.problems, emulated);
         self.write_generated(&name, Some(&manifest), &manifest.defines, &output, missing, toolkit)?;
         if self.cargo_directives {
             for warning in &output.warnings {
@@ -448,7 +474,8 @@ impl KernelBuild {
         Ok(())
     }
 
-    /// Builds the emulated library of every entry whose module has a source.
+    /// Builds the emulated library of every entry whose module has a source; the problems it
+    /// found, for [`merge_emulated`].
     fn emulate(
         &self,
         emulation: &emulation::Emulation,
@@ -456,7 +483,7 @@ impl KernelBuild {
         name: &str,
         modules: &[(String, PathBuf)],
         output: &mut BuildOutput,
-    ) -> Result<(), BuildError> {
+    ) -> Result<Vec<Problem>, BuildError> {
         let dir = match emulation.sanitizer {
             None => "emu".to_owned(),
             Some(sanitizer) => format!("emu-{}", sanitizer.name()),
@@ -466,6 +493,7 @@ impl KernelBuild {
             manifest_name: name,
             out_dir: self.out_dir.join(dir),
             include_dirs: std::iter::once(&self.kernels_dir).chain(&self.include_dirs).cloned().collect(),
+            kernels_dir: &self.kernels_dir,
             emulation,
             jobs: self.jobs,
         };
@@ -473,8 +501,7 @@ impl KernelBuild {
         output.emulated = emulated.libraries;
         output.emulation_driver = emulated.driver;
         output.emulated_recompiled = emulated.recompiled;
-        output.problems.extend(emulated.problems);
-        Ok(())
+        Ok(emulated.problems)
     }
 
     /// nvcc's flags for every module: the defaults, the include directories, the user's flags,
@@ -528,7 +555,16 @@ impl KernelBuild {
         missing: Option<&str>,
         toolkit: (u32, u32),
     ) -> Result<(), BuildError> {
-        let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
+        let problems: Vec<String> = output
+            .problems
+            .iter()
+            .map(|problem| match problem.diagnostics() {
+                Some(all) if self.full_diagnostics => {
+                    format!("{problem}\nThe compiler's whole output:\n{all}")
+                }
+                _ => problem.to_string(),
+            })
+            .collect();
         let generated = embed::Generated {
             manifest_key: name,
             manifest,
@@ -583,6 +619,47 @@ impl KernelBuild {
     }
 }
 
+/// Adds the emulated build's `emulated` problems to `problems` (nvcc's, and the sources'), except
+/// those about an entry a problem already names or a module nvcc rejected: both builds check the
+/// same entries, and the user reads each mistake once, nvcc's report first.
+fn merge_emulated(problems: &mut Vec<Problem>, emulated: Vec<Problem>) {
+    let rejected: Vec<&str> = problems
+        .iter()
+        .filter(|problem| matches!(problem, Problem::Compile { .. }))
+        .filter_map(module_of)
+        .collect();
+    let named: Vec<&str> = problems.iter().filter_map(entry_listed_at).collect();
+    let kept: Vec<Problem> = emulated
+        .into_iter()
+        .filter(|problem| {
+            !module_of(problem).is_some_and(|module| rejected.contains(&module))
+                && !entry_listed_at(problem).is_some_and(|at| named.contains(&at))
+        })
+        .collect();
+    problems.extend(kept);
+}
+
+/// Where the manifest lists the entry `problem` is about, when it is about one entry.
+fn entry_listed_at(problem: &Problem) -> Option<&str> {
+    match problem {
+        Problem::Entry(problem) => Some(&problem.listed_at),
+        Problem::Signature(problem) => Some(&problem.listed_at),
+        Problem::Emulation { listed_at, .. } => Some(listed_at),
+        _ => None,
+    }
+}
+
+/// The module `problem` is about, when it is about a compiled module or one of its entries.
+fn module_of(problem: &Problem) -> Option<&str> {
+    match problem {
+        Problem::Compile { path, .. } | Problem::Emulation { path, .. } => path.file_stem()?.to_str(),
+        Problem::Entry(EntryProblem { symbol, .. }) | Problem::Signature(SignatureProblem { symbol, .. }) => {
+            symbol.split("::").next()
+        }
+        _ => None,
+    }
+}
+
 /// `error` as cargo directives: one `cargo::error=` line per line of its message.
 fn cargo_errors(error: &BuildError) -> Vec<String> {
     error.to_string().lines().map(|line| format!("cargo::error={line}")).collect()
@@ -610,12 +687,9 @@ mod tests {
 
     #[test]
     fn a_build_error_reaches_cargo_as_an_error_directive_per_line_of_its_message() {
-        let required = BuildError::NvccRequired("NVCC=/opt/none/nvcc: cannot run it".to_owned());
         assert_eq!(
-            cargo_errors(&required),
-            [
-                "cargo::error=nvcc is required (KDA_REQUIRE_NVCC=1) but was not found: NVCC=/opt/none/nvcc: cannot run it"
-            ]
+            cargo_errors(&BuildError::MissingEnv("OUT_DIR")),
+            ["cargo::error=environment variable OUT_DIR is not set (is this running from build.rs?)"]
         );
         let io = BuildError::Io {
             path: PathBuf::from("out/a.rs"),

@@ -7,6 +7,11 @@
 //! build from the manifest, runs at most `jobs` compiles at a time, caches each like nvcc's
 //! modules (the command and the contents of every file the compiler read), and locates each
 //! failure in the manifest.
+//!
+//! Each entry's unit also carries the build's checks of that entry (those nvcc's unit carries):
+//! an entry the module does not declare and `params` the kernel's C types contradict are
+//! reported as nvcc's build reports them (`` `m::e` is not in kernels/m.cu, which exports ...``,
+//! ``m::e parameter 1 `n`: the manifest declares ...``), not as the compiler's errors.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,7 +22,8 @@ use kda_emu::{DeviceLimits, Toolchain, shim};
 
 use super::cache::{Fingerprint, Record, parse_dependencies};
 use super::problem::{Problem, listed_at};
-use super::{BuildError, jobs, write};
+use super::scan::{Linkage, scan_file};
+use super::{BuildError, EntryProblem, ProblemKind, jobs, prove, write};
 use crate::Manifest;
 
 /// What an emulated build makes and how.
@@ -61,13 +67,17 @@ pub(super) struct EmulatedCompiler<'a> {
     pub out_dir: PathBuf,
     /// The kernels directory and the include directories.
     pub include_dirs: Vec<PathBuf>,
+    /// The kernels directory as the build was given it, which messages name modules' files by.
+    pub kernels_dir: &'a Path,
     pub emulation: &'a Emulation,
     pub jobs: usize,
 }
 
-/// One entry to compile: where the manifest lists it, its module's source and its name.
+/// One entry to compile: where the manifest first lists it, every listing of it (whose checks
+/// its unit carries), and its module's source.
 struct Unit<'m> {
     entry: &'m crate::Entry,
+    listings: Vec<&'m crate::Entry>,
     source: PathBuf,
 }
 
@@ -133,14 +143,52 @@ impl EmulatedCompiler<'_> {
                         path,
                     });
                 }
-                Err(diagnostics) => emulated.problems.push(Problem::Emulation {
-                    listed_at: listed_at(self.manifest_name, unit.entry),
-                    path: unit.source.clone(),
-                    diagnostics,
-                }),
+                Err(diagnostics) => emulated.problems.extend(self.unit_problems(unit, diagnostics)),
             }
         }
         Ok(emulated)
+    }
+
+    /// What the compiler's `diagnostics` for `unit` say is wrong: the failed checks of its entry,
+    /// as nvcc's build words them, else the compiler's own errors.
+    fn unit_problems(&self, unit: &Unit<'_>, diagnostics: String) -> Vec<Problem> {
+        let checks = prove::entry_check_failures(&diagnostics, self.manifest_name, &unit.listings);
+        if checks.undeclared
+            && let Some(missing) = self.missing_entry(unit)
+        {
+            return vec![Problem::Entry(missing)];
+        }
+        if !checks.signature.is_empty() {
+            return checks.signature.into_iter().map(Problem::Signature).collect();
+        }
+        vec![Problem::Emulation {
+            listed_at: listed_at(self.manifest_name, unit.entry),
+            path: unit.source.clone(),
+            diagnostics,
+        }]
+    }
+
+    /// `unit`'s entry as missing from its module, naming the kernels the module exports, unless
+    /// a scan of the source finds a kernel of that name: then the compiler's errors say why it
+    /// did not see it (a syntax error in its declaration, say).
+    fn missing_entry(&self, unit: &Unit<'_>) -> Option<EntryProblem> {
+        let scan = scan_file(&unit.source).ok()?;
+        let entry = unit.entry;
+        if scan.kernels.iter().any(|kernel| kernel.name == entry.entry) {
+            return None;
+        }
+        let exported = scan
+            .kernels
+            .iter()
+            .filter(|kernel| kernel.linkage == Linkage::C && kernel.template.is_none())
+            .map(|kernel| kernel.name.clone())
+            .collect();
+        Some(EntryProblem {
+            listed_at: listed_at(self.manifest_name, entry),
+            file: self.kernels_dir.join(format!("{}.cu", entry.module)).display().to_string(),
+            symbol: format!("{}::{}", entry.module, entry.entry),
+            kind: ProblemKind::Missing(exported),
+        })
     }
 
     /// The emulator's toolchain with this build's sanitizer, its include directories (the
@@ -172,21 +220,25 @@ impl EmulatedCompiler<'_> {
         Ok(run(toolchain.link_driver(&object, &driver), &driver)?.map(|()| driver))
     }
 
-    /// Every `(module, entry)` of the manifest once, in manifest order, with its module's source.
+    /// Every `(module, entry)` of the manifest once, in manifest order, with its listings and its
+    /// module's source.
     fn units<'m>(&'m self, modules: &[(String, PathBuf)]) -> Vec<Unit<'m>> {
-        let mut seen = std::collections::HashSet::new();
         let sources: std::collections::HashMap<&str, &PathBuf> =
             modules.iter().map(|(module, source)| (module.as_str(), source)).collect();
-        self.manifest
-            .tables
-            .iter()
-            .flat_map(|table| &table.entries)
-            .filter(|entry| seen.insert((entry.module.as_str(), entry.entry.as_str())))
-            .filter_map(|entry| {
-                let source = sources.get(entry.module.as_str())?;
-                Some(Unit { entry, source: (*source).clone() })
-            })
-            .collect()
+        let mut units: Vec<Unit<'m>> = Vec::new();
+        // Its index in `units`, by `(module, entry)`: a manifest may list 100,000 entries.
+        let mut index: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+        for entry in self.manifest.tables.iter().flat_map(|table| &table.entries) {
+            let Some(source) = sources.get(entry.module.as_str()) else { continue };
+            match index.entry((entry.module.as_str(), entry.entry.as_str())) {
+                std::collections::hash_map::Entry::Occupied(at) => units[*at.get()].listings.push(entry),
+                std::collections::hash_map::Entry::Vacant(at) => {
+                    at.insert(units.len());
+                    units.push(Unit { entry, listings: vec![entry], source: (*source).clone() });
+                }
+            }
+        }
+        units
     }
 
     /// Compiles and links one entry's library unless its record is current; its path and
@@ -202,7 +254,8 @@ impl EmulatedCompiler<'_> {
         let files = EntryFiles::new(&self.out_dir, module, entry);
         // Unreadable, the module is included as it is, and its compile says why it cannot be read.
         let source_text = std::fs::read_to_string(&unit.source).ok();
-        let text = unit_source(module, entry, &unit.source, source_text.as_deref(), &files.unit);
+        let mut text = unit_source(module, entry, &unit.source, source_text.as_deref(), &files.unit);
+        text.push_str(&prove::entry_checks(self.manifest_name, &unit.listings));
         write(&files.unit, &text)?;
         let record_path = self.out_dir.join(format!("{module}.{entry}.kda-cache"));
         let mut command = toolchain.describe();

@@ -1,12 +1,14 @@
-//! nvcc's errors from the checks of `unit`, mapped back to the manifest.
+//! The compiler's errors from the checks of `unit`, mapped back to the manifest: nvcc's for a
+//! module, the emulator's C++ compiler's for one entry.
 
 use super::unit::checked_entries;
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
-use crate::Manifest;
-use crate::cuda::problem::listed_at;
+use crate::cuda::problem::{is_error, listed_at};
+use crate::{Entry, Manifest};
 
 const PARAM_CHECK: &str = "kda_param_mismatch<";
 const COUNT_CHECK: &str = "kda_count_mismatch<";
+const PRESENCE_CHECK: &str = "kda_entry_missing<";
 
 /// The problems of `module`'s entries that nvcc's `stderr` reports, one per failed check; `None`
 /// when some error in it is not one of the checks (a real compile error, which the caller shows
@@ -24,42 +26,96 @@ pub(in crate::cuda) fn problems_from_nvcc(
     (!problems.is_empty()).then_some(problems)
 }
 
-/// An error line of nvcc or of a tool it runs (`file(12): error: ...`, `fatal error: ...`).
-fn is_error(line: &str) -> bool {
-    line.contains(" error:") || line.starts_with("error")
+/// What the checks of an entry's emulated unit ([`entry_checks`](super::unit::entry_checks))
+/// found in the C++ compiler's output.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(in crate::cuda) struct EntryChecks {
+    /// The unit declares no function of the entry's name.
+    pub undeclared: bool,
+    /// The entry's parameters the kernel contradicts.
+    pub signature: Vec<SignatureProblem>,
+}
+
+/// The failed checks in the compiler's `stderr` for an emulated unit, which checks `listings`:
+/// every listing of its entry in the manifest. Its other errors are left out: a kernel the unit
+/// lacks also fails the emulator's registration of it.
+pub(in crate::cuda) fn entry_check_failures(
+    stderr: &str,
+    manifest_name: &str,
+    listings: &[&Entry],
+) -> EntryChecks {
+    let mut checks = EntryChecks::default();
+    // Checks are numbered by the listing's position (variants share a manifest line).
+    let listed_on = |args: &[String]| {
+        let ordinal: usize = args.first()?.parse().ok()?;
+        listings.get(ordinal).copied()
+    };
+    for line in stderr.lines().filter(|line| is_error(line)) {
+        if template_args(line, PRESENCE_CHECK).is_some_and(|args| listed_on(&args).is_some()) {
+            checks.undeclared = true;
+        } else if let Some((args, check)) = check_args(line)
+            && let Some(entry) = listed_on(&args)
+            && let Some(mismatch) = mismatch_of(check, &args, entry)
+        {
+            checks.signature.push(SignatureProblem {
+                listed_at: listed_at(manifest_name, entry),
+                symbol: format!("{}::{}", entry.module, entry.entry),
+                mismatch,
+            });
+        }
+    }
+    checks.signature.dedup();
+    checks
+}
+
+/// Which check failed on an error line: a parameter's type or the count.
+#[derive(Clone, Copy)]
+enum Check {
+    Param,
+    Count,
+}
+
+/// The failed check of an error line and its template arguments, the entry's position first.
+fn check_args(line: &str) -> Option<(Vec<String>, Check)> {
+    match (template_args(line, PARAM_CHECK), template_args(line, COUNT_CHECK)) {
+        (Some(args), None) => Some((args, Check::Param)),
+        (None, Some(args)) => Some((args, Check::Count)),
+        _ => None,
+    }
 }
 
 /// The problem one error line of a check reports.
 fn problem(line: &str, manifest: &Manifest, manifest_name: &str, module: &str) -> Option<SignatureProblem> {
-    let (is_count, args) = match (template_args(line, PARAM_CHECK), template_args(line, COUNT_CHECK)) {
-        (Some(args), None) => (false, args),
-        (None, Some(args)) => (true, args),
-        _ => return None,
-    };
+    let (args, check) = check_args(line)?;
     let ordinal: usize = args.first()?.parse().ok()?;
-    let (entry, params) = *checked_entries(manifest, module).get(ordinal)?;
-    let mismatch = match (is_count, args.as_slice()) {
-        (true, [_, declared, found]) => {
-            SignatureMismatch::Count { declared: declared.parse().ok()?, found: found.parse().ok()? }
-        }
-        (false, [_, index, _, found]) => {
-            let index: usize = index.parse().ok()?;
-            let param = params.get(index)?;
-            SignatureMismatch::Type {
-                index,
-                name: param.name.clone(),
-                // From the manifest rather than nvcc's text: the message uses one spelling.
-                declared: manifest_spelling(&param.ty),
-                found: spelling(found),
-            }
-        }
-        _ => return None,
-    };
+    let entry = *checked_entries(manifest, module).get(ordinal)?;
     Some(SignatureProblem {
         listed_at: listed_at(manifest_name, entry),
         symbol: format!("{}::{}", entry.module, entry.entry),
-        mismatch,
+        mismatch: mismatch_of(check, &args, entry)?,
     })
+}
+
+/// What a failed `check` of `entry` with template arguments `args` says, in manifest terms.
+fn mismatch_of(check: Check, args: &[String], entry: &Entry) -> Option<SignatureMismatch> {
+    let params = entry.params.as_ref()?;
+    match (check, args) {
+        (Check::Count, [_, declared, found]) => {
+            Some(SignatureMismatch::Count { declared: declared.parse().ok()?, found: found.parse().ok()? })
+        }
+        (Check::Param, [_, index, _, found]) => {
+            let index: usize = index.parse().ok()?;
+            let param = params.get(index)?;
+            Some(SignatureMismatch::Type {
+                index,
+                name: param.name.clone(),
+                // From the manifest rather than the compiler's text: the message uses one spelling.
+                declared: manifest_spelling(&param.ty),
+                found: spelling(found),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The arguments of the last `template<...>` in `line`: the `aka` form, where nvcc prints one,

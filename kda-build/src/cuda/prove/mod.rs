@@ -8,7 +8,8 @@
 //!   parameter in the kernel's parameter buffer, which is what a launch actually fills.
 //!
 //! The C check is the stronger one; the PTX check is what the runtime's layout rests on, so it is
-//! kept as a check of its own.
+//! kept as a check of its own. Without nvcc, the emulated build runs the C check with its C++
+//! compiler, entry by entry, and also checks that each entry is declared.
 
 mod diagnostics;
 mod ptx;
@@ -16,10 +17,10 @@ mod unit;
 
 use std::fmt;
 
-pub(super) use diagnostics::problems_from_nvcc;
+pub(super) use diagnostics::{entry_check_failures, problems_from_nvcc};
 pub(super) use ptx::check_ptx_params;
 pub use ptx::{PtxParam, ptx_params};
-pub(super) use unit::translation_unit;
+pub(super) use unit::{entry_checks, translation_unit};
 
 use crate::cuda::problem::listed_line;
 use crate::manifest::ParamType;

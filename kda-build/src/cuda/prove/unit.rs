@@ -3,9 +3,9 @@
 //! module that has `params`, and the instantiation of every template entry.
 //!
 //! A failed check is an instantiation of an incomplete template whose arguments carry the
-//! entry's position among the module's checked entries ([`checked_entries`]), the parameter's
-//! position and both types, so nvcc's error text is enough to rebuild the message
-//! (`diagnostics`):
+//! entry's position among the checked entries ([`checked_entries`] of a module, the listings of
+//! an emulated unit), the parameter's position and both types, so nvcc's error text is enough to
+//! rebuild the message (`diagnostics`):
 //!
 //! ```text
 //! incomplete type "kda_check::kda_param_mismatch<12, 0, ...>"
@@ -14,6 +14,11 @@
 //!
 //! The checks compare the function type, so top-level qualifiers (`__restrict__`, `const` on the
 //! pointer itself) do not count, while `const` on the element does.
+//!
+//! The emulated build appends the same checks of one entry to that entry's C++ unit
+//! ([`entry_checks`]), with one more: that the unit declares the entry at all
+//! (`kda_entry_missing<LINE, ...>`), which nvcc's build reads from the PTX instead. So a kernel's
+//! C types are proved by whichever compiler the build has, with the same messages.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -21,8 +26,8 @@ use std::path::Path;
 use kda_types::DType;
 
 use super::c_spelling;
-use crate::Manifest;
-use crate::manifest::{Entry, Param, TemplateId};
+use crate::manifest::TemplateId;
+use crate::{Entry, Manifest};
 
 /// The checks' machinery, the same in every unit.
 ///
@@ -58,6 +63,8 @@ kda_absent kda_type_of(kda_absent (*)(kda_absent), long);
 template <int Entry, int Index, class Declared, class Found> struct kda_param_mismatch;
 template <int Entry, int Index, class T> struct kda_param_mismatch<Entry, Index, T, T> { static constexpr bool ok = true; };
 template <int Entry, int Index, class T> struct kda_param_mismatch<Entry, Index, T, kda_absent> { static constexpr bool ok = true; };
+template <int Entry, class P> struct kda_entry_missing { static constexpr bool ok = true; };
+template <int Entry> struct kda_entry_missing<Entry, kda_absent>;
 template <int Entry, int Declared, int Found> struct kda_count_mismatch;
 template <int Entry, int N> struct kda_count_mismatch<Entry, N, N> { static constexpr bool ok = true; };
 template <int Entry, int N> struct kda_count_mismatch<Entry, N, -1> { static constexpr bool ok = true; };
@@ -114,18 +121,41 @@ pub(in crate::cuda) fn translation_unit(
         let addresses: Vec<String> = instances.iter().map(|entry| format!("(void*)&{entry}")).collect();
         let _ = writeln!(out, "[[maybe_unused]] void* const kda_instances[] = {{{}}};", addresses.join(", "));
     }
-    let entries = checked_entries(manifest, module);
+    out.push_str(&checks(manifest_name, &checked_entries(manifest, module), false));
+    out
+}
+
+/// The entries of `module` with `params`, in the order a module's checks number them.
+pub(super) fn checked_entries<'m>(manifest: &'m Manifest, module: &str) -> Vec<&'m Entry> {
+    manifest
+        .tables
+        .iter()
+        .flat_map(|table| &table.entries)
+        .filter(|entry| entry.module == module && entry.params.is_some())
+        .collect()
+}
+
+/// The checks the emulated build appends to an entry's unit (after the module and the
+/// emulator's registration of the kernel), for each of `listings`, the manifest's entries of that
+/// kernel: that the unit declares it, and its `params`.
+pub(in crate::cuda) fn entry_checks(manifest_name: &str, listings: &[&Entry]) -> String {
+    checks(manifest_name, listings, true)
+}
+
+/// The machinery and the checks of `entries`: their parameter counts and types where they have
+/// `params`, and with `presence`, that each is declared.
+fn checks(manifest_name: &str, entries: &[&Entry], presence: bool) -> String {
     if entries.is_empty() {
-        return out;
+        return String::new();
     }
     let (tags, spellings) = spellings();
-    out.push_str(&PRELUDE.replace("@TAGS@", &tags).replace("@SPELLINGS@", &spellings));
+    let mut out = PRELUDE.replace("@TAGS@", &tags).replace("@SPELLINGS@", &spellings);
     out.push_str("namespace kda_fallback {\n");
     // A name the module lacks resolves to the fallback, so the checks report it as absent
     // instead of failing to compile; a template's instantiation has none.
     let mut names: Vec<&str> = entries
         .iter()
-        .map(|(entry, _)| entry.entry.as_str())
+        .map(|entry| entry.entry.as_str())
         .filter(|entry| TemplateId::parse(entry).is_none())
         .collect();
     names.sort_unstable();
@@ -134,12 +164,22 @@ pub(in crate::cuda) fn translation_unit(
         let _ = writeln!(out, "kda_check::kda_absent {name}(kda_check::kda_absent);");
     }
     out.push_str("}\nnamespace kda_check {\nusing namespace kda_fallback;\n");
-    // Checks are keyed by the entry's position in `checked_entries`: variants share a line.
-    for (ordinal, (entry, params)) in entries.into_iter().enumerate() {
+    // Checks are numbered by the entry's position in `entries`: variants share a line.
+    for (ordinal, entry) in entries.iter().enumerate() {
         let line = entry.location.line;
         let symbol = format!("{}::{}", entry.module, entry.entry);
         let _ = writeln!(out, "// {manifest_name}:{line}: {symbol}");
         let _ = writeln!(out, "using kda_entry_{ordinal} = decltype(kda_type_of(&{}, 0));", entry.entry);
+        // A template's instantiation has no fallback: one the module lacks does not compile.
+        if presence && TemplateId::parse(&entry.entry).is_none() {
+            let _ = writeln!(
+                out,
+                "static_assert(kda_entry_missing<{ordinal}, kda_entry_{ordinal}>::ok, \"{symbol}: declared\");"
+            );
+        }
+        let Some(params) = &entry.params else { continue };
+        // The message is never printed (the incomplete type fails first), but nvcc echoes the
+        // source line, so a reader of raw nvcc output sees which entry and parameter it is.
         let _ = writeln!(
             out,
             "static_assert(kda_count_check<{ordinal}, {}, kda_entry_{ordinal}>::ok, \"{symbol}: parameter count\");",
@@ -159,17 +199,7 @@ pub(in crate::cuda) fn translation_unit(
     out
 }
 
-/// The entries of `module` with `params`, in the order the checks number them.
-pub(super) fn checked_entries<'m>(manifest: &'m Manifest, module: &str) -> Vec<(&'m Entry, &'m Vec<Param>)> {
-    manifest
-        .tables
-        .iter()
-        .flat_map(|table| &table.entries)
-        .filter(|entry| entry.module == module)
-        .filter_map(|entry| Some((entry, entry.params.as_ref()?)))
-        .collect()
-}
-
+/// `text` inside a C string literal.
 fn c_string(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
 }
