@@ -328,6 +328,13 @@ T __ldg(const T* p) {
 #include "kda_emu_math.h"
 #include "kda_emu_atomic.h"
 
+// ---- Inline PTX: a located error, not an assembler's. ----
+// A kernel's `asm("...")` or `asm volatile("...")` holds PTX, which no host assembler takes: left
+// to the C++ compiler it fails in the assembler, with no line of the kernel. As this expansion
+// (after every header of the shim, whose system headers write `__asm__`) it is an undeclared name
+// at the statement's own line, the first error of the module's build.
+#define asm kda_emu_inline_ptx_is_not_emulated_guard_it_with_if_not_defined_KDA_EMULATION,
+
 // ---- Entries: how the runtime finds a kernel by its extern "C" name and calls it. ----
 namespace kda_emu {
 using Invoker = void (*)(void* const* args);

@@ -82,7 +82,13 @@ impl Toolchain {
             .collect();
         // Clang's `bounds` adds a check that traps with no handler; `array-bounds` is GCC's `bounds`.
         let bounds = if compiler.is_like_clang() { "-fsanitize=array-bounds" } else { "-fsanitize=bounds" };
-        let entry_flags = if sanitizer.is_none() { vec![bounds.to_owned()] } else { Vec::new() };
+        let mut entry_flags = if sanitizer.is_none() { vec![bounds.to_owned()] } else { Vec::new() };
+        // GCC reports an error inside a macro's expansion at the macro's definition, the kernel's
+        // line only in a note after it; at the expansion instead, a kernel's `asm` (which the
+        // shim defines as an undeclared name) is an error at the kernel's own line.
+        if compiler.is_like_gnu() {
+            entry_flags.push("-ftrack-macro-expansion=0".to_owned());
+        }
         Ok(Self { compiler, flags, entry_flags, sanitizer })
     }
 

@@ -1060,6 +1060,27 @@ fn an_entry_the_fixture_set_does_not_have_is_not_found() {
 // ---- The build. ----
 
 #[test]
+fn active_inline_ptx_is_one_error_for_its_module_at_its_own_line() {
+    let output = build(&fixture_dir("fixtures/inline_ptx"), "emulator-inline-ptx");
+    match output.problems.as_slice() {
+        [problem @ Problem::Emulation { path, .. }] => {
+            assert!(path.ends_with("ptx.cu"), "{}", path.display());
+            let message = problem.to_string();
+            // Listed at the module's first entry; the error is the statement's, named for what it is.
+            assert!(
+                message.starts_with("kernels.toml:5:1: the emulated build (C++) failed on "),
+                "{message}"
+            );
+            assert!(message.contains("ptx.cu:4:"), "{message}");
+            assert!(message.contains("kda_emu_inline_ptx_is_not_emulated"), "{message}");
+            assert!(!message.contains("Error: no such instruction"), "no assembler output: {message}");
+        }
+        problems => panic!("not one emulation problem: {problems:#?}"),
+    }
+    assert!(output.emulated.is_empty(), "{:?}", output.emulated);
+}
+
+#[test]
 fn a_fixture_that_does_not_compile_is_a_problem_located_in_its_manifest() {
     let dir = fixture_dir("fixtures/broken");
     let output = build(&dir, "emulator-broken");

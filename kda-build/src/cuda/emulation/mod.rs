@@ -21,7 +21,7 @@ use kda_emu::toolchain::{EntryFiles, LINKER_SCRIPT, unit_source};
 use kda_emu::{DeviceLimits, Toolchain, shim};
 
 use super::cache::{Fingerprint, Record, parse_dependencies};
-use super::problem::{Problem, listed_at};
+use super::problem::{Problem, is_error, listed_at};
 use super::scan::{Linkage, scan_file};
 use super::{BuildError, EntryProblem, ProblemKind, jobs, prove, write};
 use crate::Manifest;
@@ -130,6 +130,9 @@ impl EmulatedCompiler<'_> {
         let units = self.units(modules);
         let results =
             jobs::run_bounded(self.jobs, &units, |unit| self.build_unit(&toolchain, &script, &runtime, unit));
+        // A module that does not compile fails each of its entries' units with the same first
+        // error, in its own source: reported once, at its first entry.
+        let mut module_errors: Vec<(PathBuf, String)> = Vec::new();
         for (unit, result) in units.iter().zip(results) {
             let (entry, module) = (&unit.entry.entry, &unit.entry.module);
             match result? {
@@ -143,7 +146,19 @@ impl EmulatedCompiler<'_> {
                         path,
                     });
                 }
-                Err(diagnostics) => emulated.problems.extend(self.unit_problems(unit, diagnostics)),
+                Err(diagnostics) => {
+                    for problem in self.unit_problems(unit, diagnostics) {
+                        if let Problem::Emulation { path, diagnostics, .. } = &problem {
+                            let first = diagnostics.lines().find(|line| is_error(line)).unwrap_or_default();
+                            let key = (path.clone(), first.to_owned());
+                            if module_errors.contains(&key) {
+                                continue;
+                            }
+                            module_errors.push(key);
+                        }
+                        emulated.problems.push(problem);
+                    }
+                }
             }
         }
         Ok(emulated)
