@@ -134,6 +134,14 @@ fn field_names_must_be_rust_identifiers_and_not_keywords() {
 }
 
 #[test]
+fn field_names_may_not_take_the_prefix_of_generated_code() {
+    assert_eq!(
+        errors("[t]\n__kda_args = { module = \"m\", entry = \"a\" }\n"),
+        ["k.toml:2:1: field name `__kda_args` starts with `__kda_`, which kda reserves for generated code"]
+    );
+}
+
+#[test]
 fn modules_and_entries_must_be_c_identifiers() {
     assert_eq!(
         errors("[t]\ngemm = { module = \"dense-gemm\", entry = \"9e\" }\n"),

@@ -3,6 +3,8 @@
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::{BackendError, KernelEntry};
+
 /// Identifies one backend instance, so a handle or buffer is only ever used where it was issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BackendId(NonZeroU64);
@@ -67,6 +69,29 @@ impl KernelHandle {
 impl std::fmt::Display for KernelHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "kernel handle {} of {}", self.index, self.backend)
+    }
+}
+
+/// What a generated launcher reads from its entry's field of the handles struct: a handle, or,
+/// for an optional entry, a handle the target may lack. One spelling of the launcher serves both,
+/// so the derive writes it once per table, not once per entry.
+#[doc(hidden)]
+pub trait FieldHandle: Copy {
+    /// The handle to launch, or [`BackendError::Absent`] naming `entry()` where there is none.
+    fn launch_handle(self, entry: impl FnOnce() -> KernelEntry) -> Result<KernelHandle, BackendError>;
+}
+
+impl FieldHandle for KernelHandle {
+    #[inline]
+    fn launch_handle(self, _: impl FnOnce() -> KernelEntry) -> Result<KernelHandle, BackendError> {
+        Ok(self)
+    }
+}
+
+impl FieldHandle for Option<KernelHandle> {
+    #[inline]
+    fn launch_handle(self, entry: impl FnOnce() -> KernelEntry) -> Result<KernelHandle, BackendError> {
+        self.ok_or_else(|| BackendError::Absent { entry: Box::new(entry()) })
     }
 }
 

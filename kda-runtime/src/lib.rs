@@ -12,18 +12,46 @@
 //!
 //! # Getting started
 //!
-//! 1. **The manifest**, `kernels.toml` at the crate root: one entry per kernel of
-//!    `kernels/<module>.cu`, with its parameters and what a launch must satisfy.
+//! A model crate of your own, in six files; the README's quick start is the same crate, and CI
+//! builds it from the README's text and runs its test (`tests/quick_start.rs` of the repository).
+//!
+//! 1. **`Cargo.toml`**: this crate, and kda-build for the build script. Until kda is published,
+//!    by `path` (or `git`). The feature `emulation` builds the kernels as C++ for the emulator
+//!    too (a C++ compiler, no GPU); `cuda` adds the CUDA backend ([`cuda::CudaBackend`]).
 //!
 //!    ```toml
-//!    [my_model]
+//!    [dependencies]
+//!    kda-runtime = { path = "../kda/kda-runtime" }   # features = ["cuda"]: launch on a GPU too
+//!    [build-dependencies]
+//!    kda-build = { path = "../kda/kda-build" }
+//!    [features]
+//!    default = ["emulation"]
+//!    emulation = ["kda-runtime/emulation"]
+//!    ```
+//!
+//! 2. **The manifest**, `kernels.toml` at the crate root: one entry per kernel of
+//!    `kernels/<module>.cu`, with its exact `extern "C"` name, its parameters (each manifest type
+//!    is one C type: `f32` is `float`, `u32` `unsigned int`, `bf16` `__nv_bfloat16`, ... — the
+//!    table is [`DType`]'s) and what a launch must satisfy (`requires`).
+//!
+//!    ```toml
+//!    [scaling]
 //!    scale = { module = "scale", entry = "scale_f32", params = "f32 x[n], u32 n, f32 factor" }
 //!    ```
 //!
-//! 2. **The build**, `build.rs` (kda-build, feature `cuda`): compiles the modules with nvcc, proves
-//!    every entry's C parameter types, and writes the embedding code. A feature of the crate
-//!    named `emulation` (`emulation = ["kda-runtime/emulation"]`) builds the same sources for the
-//!    emulator too: `from_env` sees it, and `EmuBackend::new(&[&EMULATED_KERNELS])` runs them.
+//!    ```text
+//!    // kernels/scale.cu
+//!    extern "C" __global__ void scale_f32(float* x, unsigned n, float factor) {
+//!        if (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n) x[i] *= factor;
+//!    }
+//!    ```
+//!
+//! 3. **The build**, `build.rs`: compiles the modules with nvcc where there is one (`NVCC`,
+//!    `CUDA_HOME`, `PATH`, or the per-user install of the repository's `scripts/install-cuda.sh`)
+//!    and, with the feature `emulation`, as C++; proves every entry's name and C parameter types
+//!    with whichever compiler it has; and writes the embedding code. A mistake is one compiler
+//!    error located at `kernels.toml:LINE:COL` (`KDA_FULL_DIAGNOSTICS=1` shows a compiler's
+//!    whole output).
 //!
 //!    ```text
 //!    fn main() -> Result<(), kda_build::cuda::BuildError> {
@@ -31,31 +59,32 @@
 //!    }
 //!    ```
 //!
-//! 3. **The derive and the images**, in the crate:
+//! 4. **The derive and the images**, in `src/lib.rs` ([`KernelTable`](macro@KernelTable)):
 //!
 //!    ```text
 //!    #[derive(kda_runtime::KernelTable)]
-//!    pub struct MyModel; // the table `[my_model]`; handles `MyModelKernels`, arguments `my_model::*`
-//!    mod compiled { kda_runtime::include_kernels!(); } // KERNEL_IMAGES (and EMULATED_KERNELS)
-//!    pub use compiled::{defines, KERNEL_IMAGES};
+//!    pub struct Scaling; // the table [scaling]: handles ScalingKernels, arguments scaling::*
+//!    kda_runtime::include_kernels!(); // KERNEL_IMAGES, defines, EMULATED_KERNELS (emulation)
 //!    ```
 //!
-//! 4. **Resolve and launch**, on any backend: the launch is checked against the build's signature
-//!    before anything reaches the device.
+//! 5. **Resolve and launch**, on any backend: the launch is checked against the build's signature
+//!    before anything reaches the device. **Tested on the emulator**, in `tests/emulated.rs`:
 //!
 //!    ```text
-//!    let gpu = kda_runtime::cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?;
-//!    let kernels = MyModelKernels::resolve(&gpu)?;
+//!    use kda_runtime::{GpuBackendExt, LaunchGeometry, emu::EmuBackend};
+//!    let gpu = EmuBackend::new(&[&EMULATED_KERNELS])?; // or cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?
+//!    let kernels = ScalingKernels::resolve(&gpu)?;
 //!    let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
-//!    let args = my_model::scale { x: x.view_mut(), n: 3, factor: 2.0 };
-//!    kernels.launch_scale(&gpu, kda_runtime::LaunchGeometry::linear(3, 256), args)?;
+//!    let args = scaling::scale { x: x.view_mut(), n: 3, factor: 2.0 };
+//!    kernels.launch_scale(&gpu, LaunchGeometry::linear(3, 256), args)?;
+//!    assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
 //!    ```
 //!
-//! 5. **Test without a GPU**: [`cpu::CpuBackend`] runs Rust reference kernels registered against
-//!    the table's entries; [`emu::EmuBackend`]`::new(&[&EMULATED_KERNELS])` runs the same `.cu`
-//!    on host threads, and [`emu::DriverBackend`] under AddressSanitizer or ThreadSanitizer.
-//!
-//! The repository's `examples/scale-model` is a complete crate built this way.
+//! Beyond that: [`cpu::CpuBackend`] runs Rust reference kernels registered against the table's
+//! entries; [`emu::DriverBackend`] runs each launch of the same `.cu` in a driver process under
+//! AddressSanitizer + UBSan or ThreadSanitizer, and `kda emulate` (kda-cli) launches every entry
+//! of a crate there at the edges its `requires` allow. The repository's `examples/scale-model` is
+//! a larger crate built this way.
 //!
 //! # Soundness
 //!
@@ -124,6 +153,11 @@
 //! assert_eq!(try_kernel(&gpu, &KernelEntry::named("gemm", "dense_gemm_f32")).unwrap(), None);
 //! ```
 
+// These docs link the backends behind the features `cuda` and `emulation`: documented with both
+// (docs.rs, CI's `--all-features`), every link is checked; without them, those links have nothing
+// to resolve to.
+#![cfg_attr(not(all(feature = "cuda", feature = "emulation")), allow(rustdoc::broken_intra_doc_links))]
+
 mod backend;
 mod buffer;
 pub mod cpu;
@@ -159,6 +193,9 @@ pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};
 pub use handle::{BackendId, KernelHandle};
+// For the launchers `#[derive(KernelTable)]` generates.
+#[doc(hidden)]
+pub use handle::FieldHandle;
 pub use image::{
     BuiltEntry, CudaArch, EmulatedLibrary, EmulatedModule, EmulatedSet, ImageCoverage, ImageSet,
     Incompatibility, KernelImage, PtxImage,

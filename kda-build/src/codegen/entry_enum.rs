@@ -13,39 +13,33 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::tokens::{braced, comma_separated, concat};
+use super::tokens::{Code, braced};
 use crate::manifest::Table;
 
-/// The enum `name` over `fields` (in manifest order) with its methods, and the handles struct's
-/// `handle` method (to splice into its `impl`).
+/// The enum `name` over the entries of `table` (in manifest order) with its methods.
 pub(super) fn entry_enum(
     vis: &syn::Visibility,
     name: &Ident,
     kernels: &Ident,
     table: &Table,
-    fields: &[Ident],
     manifest: &str,
-) -> (TokenStream, TokenStream) {
-    let count = fields.len();
-    let variants = braced(concat(table.entries.iter().zip(fields).map(|(entry, field)| {
-        let doc = format!(" `{}::{}`, {manifest}:{}.", entry.module, entry.entry, entry.location.line);
-        quote! { #[doc = #doc] #field, }
-    })));
-    let all = comma_separated(fields.iter().map(|field| quote!(Self::#field)));
-    let handles = concat(table.entries.iter().zip(fields).map(|(entry, field)| {
-        let handle = if entry.optional {
-            quote!(self.#field)
-        } else {
-            quote!(::core::option::Option::Some(self.#field))
-        };
-        quote! { #name::#field => #handle, }
-    }));
+) -> Result<TokenStream, String> {
+    let count = table.entries.len();
+    let mut variants = Code::default();
+    let mut all = Code::default();
+    for entry in &table.entries {
+        variants.doc([format!(" `{}::{}`, {manifest}:{}.", entry.module, entry.entry, entry.location.line)]);
+        writeln!(variants, " {},", entry.field);
+        write!(all, "Self::{},", entry.field);
+    }
+    let variants = braced(variants.parse("the entry enum's variants")?);
+    let all = all.parse("the entry enum's `ALL`")?;
     let enum_doc = format!(
         " The entries of the table `[{}]` in `{manifest}`, one variant per entry named as its field, \
          in manifest order: what per-kernel code matches on, exhaustively.",
         table.name
     );
-    let enum_tokens = quote! {
+    Ok(quote! {
         #[doc = #enum_doc]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[allow(non_camel_case_types)]
@@ -78,12 +72,29 @@ pub(super) fn entry_enum(
                 Self::ALL.into_iter().find(|entry| entry.field() == field)
             }
         }
-    };
-    let handle_method = quote! {
+    })
+}
+
+/// The handles struct's `handle` method, for the enum `name` (into the struct's `impl`).
+pub(super) fn write_handle_method(code: &mut Code, name: &str, table: &Table) {
+    code.push(
+        "
         /// The handle of `entry`: `None` only for an optional entry the target lacks.
-        pub fn handle(&self, entry: #name) -> ::core::option::Option<::kda_runtime::KernelHandle> {
-            match entry { #handles }
+        pub fn handle(&self, entry: ",
+    );
+    write!(
+        code,
+        "{name}) -> ::core::option::Option<::kda_runtime::KernelHandle> {{
+            use ::core::option::Option::Some;
+            match entry {{"
+    );
+    for entry in &table.entries {
+        let field = &entry.field;
+        if entry.optional {
+            write!(code, "\n{name}::{field} => self.{field},");
+        } else {
+            write!(code, "\n{name}::{field} => Some(self.{field}),");
         }
-    };
-    (enum_tokens, handle_method)
+    }
+    code.push("\n}\n}");
 }

@@ -12,54 +12,105 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::tokens::{braced, concat};
+use super::tokens::{Code, LOCAL_PREFIX, Str};
 use super::variants;
 
 use crate::manifest::{Entry, Param, ParamType, ScalarKind, Table};
 
-/// The argument structs of `table`'s entries with params, in a module `module`, and the
-/// launcher methods for the handles struct (to splice into its `impl`).
-pub(super) fn launchers(
-    vis: &syn::Visibility,
-    module: &Ident,
-    kernels: &Ident,
-    table: &Table,
-    manifest: &str,
-) -> (TokenStream, TokenStream) {
-    let with_params = table
-        .entries
-        .iter()
-        .enumerate()
-        .filter_map(|(index, entry)| entry.params.as_ref().map(|params| (index, entry, params)));
-    let (structs, methods): (Vec<_>, Vec<_>) = with_params
-        .map(|(index, entry, params)| {
-            let site = Site { table: &table.name, manifest, kernels, index };
-            (args_struct(&site, entry, params), method(module, index, entry, params))
-        })
-        .unzip();
-    let module_doc = format!(
+/// The doc of the arguments module of `table`.
+pub(super) fn module_doc(table: &Table, manifest: &str) -> String {
+    format!(
         " The arguments of the kernels of `[{}]` in `{manifest}`, one struct per entry with `params`, \
          named after its field. The handles struct launches each with `launch_<field>`, which checks \
          every view's element type and extent and the entry's requirements before anything reaches \
          the device: an `Err` names the parameter and nothing runs, as it does for an optional entry \
          the target lacks.",
         table.name
+    )
+}
+
+/// The macros the entries' argument structs and launchers are written with, for the table's
+/// arguments module `module` and handles struct `kernels`: defined once, before both, so each
+/// entry's code is its data. Launchers with `safety` conditions and variant groups' generic ones
+/// are written out (see [`write_launcher`]).
+pub(super) fn macros(module: &Ident, kernels: &Ident) -> TokenStream {
+    let (args_macro, launch_macro) =
+        (format_ident!("{LOCAL_PREFIX}args"), format_ident!("{LOCAL_PREFIX}launch"));
+    // Tokens, not text: the launcher's parameters and locals are mixed-site, so no constant of the
+    // deriving module (`const geometry`) is read as their pattern, and the docs show their names.
+    let (gpu, geometry, args, handle) = (
+        Ident::new("gpu", Span::mixed_site()),
+        Ident::new("geometry", Span::mixed_site()),
+        Ident::new("args", Span::mixed_site()),
+        Ident::new("handle", Span::mixed_site()),
     );
-    let (generic_items, generic_methods) = variants::generic_launchers(module, kernels, table);
-    let body = braced(concat(structs.into_iter().chain([generic_items])));
-    let module_tokens = quote! {
-        #[doc = #module_doc]
-        #vis mod #module #body
-    };
-    (module_tokens, concat(methods.into_iter().chain([generic_methods])))
+    // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`.
+    quote! {
+        #[allow(unused_macros)]
+        macro_rules! #args_macro {
+            ($doc:literal $name:ident [$($lifetime:lifetime)?] $index:literal
+             $($field_doc:literal $field:ident: $ty:ty,)*) => {
+                // A table's API: a crate uses what its model launches (the lint would otherwise
+                // reach into the derive's output, which `macro_rules!` items are part of).
+                #[doc = $doc]
+                #[derive(Debug)]
+                #[allow(dead_code)]
+                pub struct $name<$($lifetime)?> { $(#[doc = $field_doc] pub $field: $ty,)* }
+
+                #[allow(dead_code)]
+                impl<$($lifetime)?> $name<$($lifetime)?> {
+                    /// The entry these arguments launch, with its signature.
+                    pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[$index];
+                }
+            };
+        }
+        #[allow(unused_macros)]
+        macro_rules! #launch_macro {
+            ($doc:literal $name:ident $field:ident [$($lifetime:lifetime)?] $index:literal
+             $($param:ident $local:ident)*) => {
+                #[doc = $doc]
+                #[allow(non_snake_case, dead_code)]
+                pub fn $name(
+                    &self,
+                    #gpu: &dyn ::kda_runtime::GpuBackend,
+                    #geometry: ::kda_runtime::LaunchGeometry,
+                    #args: #module::$field<$($lifetime)?>,
+                ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {
+                    let #module::$field { $($param: $local),* } = #args;
+                    let #handle = ::kda_runtime::FieldHandle::launch_handle(self.$field, || Self::ENTRIES[$index])?;
+                    #gpu.launch(#handle, #geometry, &mut [$($local.into()),*])
+                }
+            };
+        }
+    }
+}
+
+/// The items of the arguments module `module` (the argument structs of `table`'s entries with
+/// params, and the variant groups' items); their launcher methods go to `methods`, the handles
+/// struct `kernels`'s `impl`.
+pub(super) fn write_launchers(
+    methods: &mut Code,
+    module: &str,
+    kernels: &str,
+    table: &Table,
+    manifest: &str,
+) -> Code {
+    let mut items = Code::default();
+    for (index, entry) in table.entries.iter().enumerate() {
+        let Some(params) = &entry.params else { continue };
+        let site = Site { table: &table.name, manifest, index };
+        write_args_struct(&mut items, &site, entry, params);
+        write_method(methods, module, index, entry, params);
+    }
+    variants::write_generic_launchers(&mut items, methods, module, kernels, table);
+    items
 }
 
 /// The Rust type of a scalar parameter: the primitive of its name, or the `half` type kda-runtime
 /// re-exports (`f16` is no stable primitive).
-pub(super) fn scalar_type(kind: ScalarKind) -> TokenStream {
-    let name = Ident::new(kind.name(), Span::call_site());
+pub(super) fn scalar_type(kind: ScalarKind) -> String {
     match kind {
-        ScalarKind::F16 | ScalarKind::Bf16 => quote!(::kda_runtime::#name),
+        ScalarKind::F16 | ScalarKind::Bf16 => format!("::kda_runtime::{}", kind.name()),
         ScalarKind::U32
         | ScalarKind::I32
         | ScalarKind::U64
@@ -70,21 +121,21 @@ pub(super) fn scalar_type(kind: ScalarKind) -> TokenStream {
         | ScalarKind::I16
         | ScalarKind::U16
         | ScalarKind::I64
-        | ScalarKind::Bool => quote!(#name),
+        | ScalarKind::Bool => kind.name().to_owned(),
     }
 }
 
 /// The Rust type of an argument struct's field for `param`.
-pub(super) fn field_type(param: &Param) -> TokenStream {
+pub(super) fn field_type(param: &Param) -> String {
     match &param.ty {
-        ParamType::Buffer { writable: false, nullable: false, .. } => quote!(::kda_runtime::View<'a>),
-        ParamType::Buffer { writable: true, nullable: false, .. } => quote!(::kda_runtime::ViewMut<'a>),
+        ParamType::Buffer { writable: false, nullable: false, .. } => "::kda_runtime::View<'a>".to_owned(),
+        ParamType::Buffer { writable: true, nullable: false, .. } => "::kda_runtime::ViewMut<'a>".to_owned(),
         // `None` is the null pointer.
         ParamType::Buffer { writable: false, nullable: true, .. } => {
-            quote!(::core::option::Option<::kda_runtime::View<'a>>)
+            "::core::option::Option<::kda_runtime::View<'a>>".to_owned()
         }
         ParamType::Buffer { writable: true, nullable: true, .. } => {
-            quote!(::core::option::Option<::kda_runtime::ViewMut<'a>>)
+            "::core::option::Option<::kda_runtime::ViewMut<'a>>".to_owned()
         }
         ParamType::Scalar(scalar) => scalar_type(*scalar),
     }
@@ -95,87 +146,83 @@ pub(super) fn field_doc(param: &Param) -> String {
     format!(" `{} {}`", param.ty, param.name)
 }
 
+/// An argument struct's field for `param`, of type `ty`, with its doc.
+pub(super) fn write_field(code: &mut Code, param: &Param, ty: &str) {
+    code.doc([field_doc(param)]);
+    writeln!(code, " pub {}: {ty},", param.name);
+}
+
 /// Whether the entry takes a buffer, so its argument struct borrows.
 pub(super) fn borrows(params: &[Param]) -> bool {
     params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
 }
 
-/// Where an argument struct's entry is: its table, manifest, handles struct and index.
+/// Where an argument struct's entry is: its table, manifest and index.
 struct Site<'a> {
     table: &'a str,
     manifest: &'a str,
-    kernels: &'a Ident,
     index: usize,
 }
 
-fn args_struct(site: &Site<'_>, entry: &Entry, params: &[Param]) -> TokenStream {
-    let Site { table, manifest, kernels, index } = *site;
-    let name = Ident::new(&entry.field, Span::call_site());
-    let lifetime = borrows(params).then(|| quote!(<'a>));
-    let fields = braced(concat(params.iter().map(|param| {
-        let field = Ident::new(&param.name, Span::call_site());
-        let doc = field_doc(param);
-        let ty = field_type(param);
-        quote! { #[doc = #doc] pub #field: #ty, }
-    })));
+fn write_args_struct(code: &mut Code, site: &Site<'_>, entry: &Entry, params: &[Param]) {
+    let Site { table, manifest, index } = *site;
     let doc = format!(
         " The arguments of `{table}.{}` (`{}::{}`, {manifest}:{}), in the kernel's order.",
         entry.field, entry.module, entry.entry, entry.location.line
     );
     let requires = entry.requires.iter().map(|requirement| format!(" - `{}`", requirement.text));
-    let requires_doc = (!entry.requires.is_empty()).then(|| {
-        quote! {
-            #[doc = ""]
-            #[doc = " A launch must also satisfy:"]
-            #( #[doc = #requires] )*
-        }
-    });
-    let index = proc_macro2::Literal::usize_unsuffixed(index);
-    let impl_lifetime = lifetime.as_ref().map(|_| quote!(<'_>));
-    quote! {
-        #[doc = #doc]
-        #requires_doc
-        #[allow(non_camel_case_types)]
-        #[derive(Debug)]
-        pub struct #name #lifetime #fields
-
-        #[automatically_derived]
-        impl #name #impl_lifetime {
-            /// The entry these arguments launch, with its signature.
-            pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[#index];
-        }
+    let requires_doc = (!entry.requires.is_empty())
+        .then(|| [String::new(), " A launch must also satisfy:".to_owned()].into_iter().chain(requires));
+    let lifetime = if borrows(params) { "'a" } else { "" };
+    write!(code, "{LOCAL_PREFIX}args! {{ ");
+    code.doc_literal(std::iter::once(doc).chain(requires_doc.into_iter().flatten()));
+    writeln!(code, " {} [{lifetime}] {index}", entry.field);
+    for param in params {
+        writeln!(code, "{} {}: {},", Str(&field_doc(param)), param.name, field_type(param));
     }
+    code.push("}\n");
 }
 
-fn method(module: &Ident, index: usize, entry: &Entry, params: &[Param]) -> TokenStream {
-    let field = Ident::new(&entry.field, Span::call_site());
-    let lifetime = borrows(params).then(|| quote!(<'_>));
-    let index = proc_macro2::Literal::usize_unsuffixed(index);
-    let handle = if entry.optional {
-        quote! {
-            match self.#field {
-                ::core::option::Option::Some(handle) => handle,
-                ::core::option::Option::None => {
-                    return ::core::result::Result::Err(::kda_runtime::BackendError::Absent {
-                        entry: ::std::boxed::Box::new(Self::ENTRIES[#index]),
-                    });
-                }
-            }
+fn write_method(code: &mut Code, module: &str, index: usize, entry: &Entry, params: &[Param]) {
+    let (field, p) = (&entry.field, LOCAL_PREFIX);
+    // The checks a launch runs are documented once, on the module; this names the entry.
+    let doc = format!(" Launches `{field}` with [`{module}::{field}`], checked.");
+    let lifetime = if borrows(params) { "'_" } else { "" };
+    if params.iter().all(|param| param.safety.is_none()) {
+        write!(code, "{p}launch! {{ {} launch_{field} {field} [{lifetime}] {index}", Str(&doc));
+        for (local, param) in params.iter().enumerate() {
+            write!(code, " {} {p}{local}", param.name);
         }
+        code.push(" }\n");
+        return;
+    }
+    let handle = if entry.optional {
+        format!(
+            "match self.{field} {{
+                ::core::option::Option::Some({p}handle) => {p}handle,
+                ::core::option::Option::None => {{
+                    return ::core::result::Result::Err(::kda_runtime::BackendError::Absent {{
+                        entry: ::std::boxed::Box::new(Self::ENTRIES[{index}]),
+                    }});
+                }}
+            }}"
+        )
     } else {
-        quote!(self.#field)
+        format!("self.{field}")
     };
-    launcher(Launcher {
-        // The checks a launch runs are documented once, on the module; this names the entry.
-        doc: format!(" Launches `{}` with [`{module}::{}`], checked.", entry.field, entry.field),
-        name: format_ident!("launch_{}", entry.field),
-        generics: TokenStream::new(),
-        args: quote!(#module::#field #lifetime),
-        pattern: quote!(#module::#field),
-        params,
-        handle,
-        entry: quote!(&Self::ENTRIES[#index]),
-    })
+    write_launcher(
+        code,
+        Launcher {
+            doc,
+            name: format!("launch_{field}"),
+            generics: String::new(),
+            args: format!("{module}::{field}<{lifetime}>"),
+            pattern: format!("{module}::{field}"),
+            params,
+            handle,
+            entry: format!("&Self::ENTRIES[{index}]"),
+        },
+    );
 }
 
 /// A launcher method of the handles struct: what varies between an entry's own and a variant
@@ -184,79 +231,82 @@ pub(super) struct Launcher<'a> {
     /// Its doc comment's first line.
     pub doc: String,
     /// `launch_<field>`.
-    pub name: Ident,
+    pub name: String,
     /// Its generic parameters, with their angle brackets (or nothing).
-    pub generics: TokenStream,
+    pub generics: String,
     /// The type of its argument struct.
-    pub args: TokenStream,
+    pub args: String,
     /// The path its argument struct is destructured by.
-    pub pattern: TokenStream,
+    pub pattern: String,
     /// The entry's parameters (a variant group's: any variant's).
     pub params: &'a [Param],
     /// An expression for the handle to launch (it may `return` an `Err`).
-    pub handle: TokenStream,
+    pub handle: String,
     /// An expression for the `&'static KernelEntry` launched.
-    pub entry: TokenStream,
+    pub entry: String,
 }
 
 /// The method: safe over `GpuBackend::launch`, or, where a parameter has `safety` conditions, an
 /// `unsafe fn` over `launch_trusting` whose `# Safety` lists them.
-pub(super) fn launcher(launcher: Launcher<'_>) -> TokenStream {
-    let Launcher { doc, name, generics, args: args_type, pattern, params, handle, entry } = launcher;
-    // Mixed-site names: no parameter or field name of the manifest can capture them.
-    let locals: Vec<Ident> =
-        (0..params.len()).map(|i| Ident::new(&format!("arg{i}"), Span::mixed_site())).collect();
-    let (gpu, geometry, args) = (
-        Ident::new("gpu", Span::mixed_site()),
-        Ident::new("geometry", Span::mixed_site()),
-        Ident::new("args", Span::mixed_site()),
-    );
-    let names = params.iter().map(|param| Ident::new(&param.name, Span::call_site()));
-    let signature = quote! {
-        #name #generics(
-            &self,
-            #gpu: &dyn ::kda_runtime::GpuBackend,
-            #geometry: ::kda_runtime::LaunchGeometry,
-            #args: #args_type,
-        ) -> ::core::result::Result<(), ::kda_runtime::BackendError>
-    };
-    let unpack = quote! {
-        let #pattern { #(#names: #locals),* } = #args;
-        let handle = #handle;
-    };
+pub(super) fn write_launcher(code: &mut Code, launcher: Launcher<'_>) {
+    let Launcher { doc, name, generics, args, pattern, params, handle, entry } = launcher;
     let trusted: Vec<String> = params
         .iter()
         .filter_map(|param| {
             param.safety.as_ref().map(|condition| format!(" - `{}`: {condition}", param.name))
         })
         .collect();
-    if trusted.is_empty() {
-        return quote! {
-            #[doc = #doc]
-            // `launch_` and a field the manifest may spell in any case.
-            #[allow(non_snake_case)]
-            pub fn #signature {
-                #unpack
-                #gpu.launch(handle, #geometry, &mut [#(#locals.into()),*])
-            }
-        };
-    }
-    quote! {
-        #[doc = #doc]
-        #[doc = ""]
-        #[doc = " # Safety"]
-        #[doc = ""]
-        #[doc = " What the kernel touches through these buffers depends on data kda cannot check before \
-                  the launch; the caller guarantees, for these arguments and this geometry:"]
-        #( #[doc = #trusted] )*
+    let unsafety = if trusted.is_empty() {
+        code.doc([doc]);
+        ""
+    } else {
+        let safety = [
+            String::new(),
+            " # Safety".to_owned(),
+            String::new(),
+            " What the kernel touches through these buffers depends on data kda cannot check before \
+             the launch; the caller guarantees, for these arguments and this geometry:"
+                .to_owned(),
+        ];
+        code.doc([doc].into_iter().chain(safety).chain(trusted));
+        "unsafe "
+    };
+    // The parameters are named as `resolve`'s `gpu` is, for the docs; the locals have the
+    // reserved prefix, so no manifest name (a field of the pattern) can capture them.
+    let p = LOCAL_PREFIX;
+    // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`.
+    write!(
+        code,
+        "
         #[allow(non_snake_case)]
-        pub unsafe fn #signature {
-            #unpack
-            // SAFETY: the caller guarantees the entry's conditions; `launch_trusting` refuses a
+        pub {unsafety}fn {name}{generics}(
+            &self,
+            gpu: &dyn ::kda_runtime::GpuBackend,
+            geometry: ::kda_runtime::LaunchGeometry,
+            args: {args},
+        ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {{
+            let {pattern} {{"
+    );
+    for (index, param) in params.iter().enumerate() {
+        write!(code, " {}: {p}{index},", param.name);
+    }
+    write!(code, " }} = args;\nlet {p}handle = {handle};\n");
+    let mut arguments = String::from("&mut [");
+    for index in 0..params.len() {
+        arguments.push_str(&format!("{p}{index}.into(),"));
+    }
+    arguments.push(']');
+    if unsafety.is_empty() {
+        write!(code, "gpu.launch({p}handle, geometry, {arguments})\n}}\n");
+    } else {
+        write!(
+            code,
+            "// SAFETY: the caller guarantees the entry's conditions; `launch_trusting` refuses a
             // handle that is not the backend's for this entry.
-            unsafe {
-                ::kda_runtime::launch_trusting(#gpu, #entry, handle, #geometry, &mut [#(#locals.into()),*])
-            }
-        }
+            unsafe {{
+                ::kda_runtime::launch_trusting(gpu, {entry}, {p}handle, geometry, {arguments})
+            }}
+            }}\n"
+        );
     }
 }

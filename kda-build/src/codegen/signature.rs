@@ -1,33 +1,27 @@
 //! The launch contract of an entry as runtime data: its `params` and `requires` become a
 //! `::kda_runtime::Signature` whose extents and requirements are postfix programs.
 //!
-//! The tokens name the runtime's items by the short names [`prelude`] imports into the block that
+//! The code names the runtime's items by the short names [`PRELUDE`] imports into the block that
 //! holds the entries: a large table's signatures are most of its expansion, and every token costs
 //! expansion time.
 
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::quote;
-
-use super::tokens::{bracketed, comma_separated};
+use super::tokens::{Code, Str};
 
 use crate::manifest::{Entry, Op, Param, ParamType, Requirement};
 
-/// The imports the signature tokens rely on, for the block expression around the entries (no
+/// The imports the signature code relies on, for the block expression around the entries (no
 /// token of the manifest's own reaches that block but string literals).
-pub(super) fn prelude() -> TokenStream {
-    quote! {
-        use ::kda_runtime::signature::{
-            Access::{Read, Write}, KernelParam as P, LaunchDim::*, Op::*, Requirement as R, ScalarKind as S,
-        };
-        use ::kda_runtime::DType as D;
-    }
-}
+pub(super) const PRELUDE: &str = "use ::kda_runtime::signature::{\
+    Access::{Read, Write}, KernelParam as P, LaunchDim::*, Op::*, Requirement as R, ScalarKind as S, \
+    }; use ::kda_runtime::DType as D; use ::kda_runtime::Signature as G; \
+    use ::core::option::Option::{None, Some};";
 
-/// `Some(&Signature { .. })` for an entry with `params`, else `None`. An error where a parameter
-/// index does not fit the runtime's `u16` scalar references.
-pub(super) fn tokens(entry: &Entry) -> Result<TokenStream, String> {
+/// Writes `Some(&Signature { .. })` for an entry with `params`, else `None`. An error where a
+/// parameter index does not fit the runtime's `u16` scalar references.
+pub(super) fn write(code: &mut Code, entry: &Entry) -> Result<(), String> {
     let Some(params) = &entry.params else {
-        return Ok(quote!(::core::option::Option::None));
+        code.push("None");
+        return Ok(());
     };
     if params.len() > usize::from(u16::MAX) {
         return Err(format!(
@@ -36,73 +30,78 @@ pub(super) fn tokens(entry: &Entry) -> Result<TokenStream, String> {
             params.len()
         ));
     }
-    let params = bracketed(comma_separated(params.iter().map(param)));
-    let requires = bracketed(comma_separated(entry.requires.iter().map(requirement)));
-    Ok(
-        quote!(::core::option::Option::Some(&::kda_runtime::Signature { params: &#params, requires: &#requires })),
-    )
+    code.push("Some(&G { params: &[");
+    for param in params {
+        write_param(code, param);
+        code.push(",");
+    }
+    code.push("], requires: &[");
+    for requirement in &entry.requires {
+        write_requirement(code, requirement);
+        code.push(",");
+    }
+    code.push("] })");
+    Ok(())
 }
 
-fn param(param: &Param) -> TokenStream {
-    let name = &param.name;
+fn write_param(code: &mut Code, param: &Param) {
+    let name = Str(&param.name);
     match &param.ty {
         ParamType::Buffer { element, writable, extent, extent_text, nullable } => {
-            let dtype = variant(element);
-            let access = if *writable { quote!(Write) } else { quote!(Read) };
-            let program = program(&extent.program());
-            let trusting = param.safety.as_ref().map(|condition| quote!(.trusting(#condition)));
-            let nullable = nullable.then(|| quote!(.nullable()));
-            quote!(P::buffer(#name, D::#dtype, #access, #extent_text, &#program) #trusting #nullable)
+            let access = if *writable { "Write" } else { "Read" };
+            write!(code, "P::buffer({name}, D::{element:?}, {access}, {}, &", Str(extent_text));
+            write_program(code, &extent.program());
+            code.push(")");
+            if let Some(condition) = &param.safety {
+                write!(code, ".trusting({})", Str(condition));
+            }
+            if *nullable {
+                code.push(".nullable()");
+            }
         }
-        ParamType::Scalar(scalar) => {
-            let kind = variant(scalar);
-            quote!(P::scalar(#name, S::#kind))
-        }
+        ParamType::Scalar(scalar) => write!(code, "P::scalar({name}, S::{scalar:?})"),
     }
 }
 
-/// The `&[::kda_runtime::BuiltEntry]` of one module's manifest `entries`, as the build step embeds
-/// it beside the module's image: each entry's name and the signature the derive gives its table,
-/// spelled by the same tokens, so a table's signatures equal the build's exactly. An entry whose
+/// The `&[::kda_runtime::BuiltEntry]` of one module's manifest `entries`, each with the symbol the
+/// module exports it under, as the build step embeds it beside the module's image: each entry's
+/// name and the signature the derive gives its table,
+/// spelled by the same code, so a table's signatures equal the build's exactly. An entry whose
 /// signature the derive refuses (it reports why) is embedded without one, so no checked lookup of
 /// it resolves.
 #[cfg(feature = "cuda")]
-pub(crate) fn built_entries<'a>(entries: impl IntoIterator<Item = (&'a Entry, &'a str)>) -> TokenStream {
-    let rows = entries.into_iter().map(|(entry, symbol)| {
-        let name = &entry.entry;
-        let signature = tokens(entry).unwrap_or_else(|_| quote!(::core::option::Option::None));
-        quote!(::kda_runtime::BuiltEntry { entry: #name, symbol: #symbol, signature: #signature })
-    });
-    let prelude = prelude();
-    let rows = bracketed(comma_separated(rows));
-    quote!({ #prelude &#rows })
-}
-
-/// The variant of a kda-types enum (`DType`, `ScalarKind`, `LaunchDim`) as a token: the runtime
-/// re-exports those very enums, so the manifest's value and the runtime's are spelled alike.
-fn variant(value: &impl std::fmt::Debug) -> Ident {
-    Ident::new(&format!("{value:?}"), Span::call_site())
-}
-
-fn requirement(requirement: &Requirement) -> TokenStream {
-    let text = &requirement.text;
-    let program = program(&requirement.program());
-    quote!(R::new(#text, &#program))
-}
-
-/// A program as an array of `Op`s, each by its short name (see [`prelude`]).
-fn program(program: &[Op]) -> proc_macro2::Group {
-    bracketed(comma_separated(program.iter().map(|op| match op {
-        Op::Literal(value) => quote!(Literal(#value)),
-        Op::Scalar(index) => quote!(Scalar(#index)),
-        Op::Strided(index) => quote!(Strided(#index)),
-        Op::Launch(dim) => {
-            let dim = variant(dim);
-            quote!(Launch(#dim))
+pub(crate) fn built_entries<'a>(entries: impl IntoIterator<Item = (&'a Entry, &'a str)>) -> String {
+    let mut code = Code::default();
+    write!(code, "{{ {PRELUDE} &[");
+    for (entry, symbol) in entries {
+        write!(
+            code,
+            "::kda_runtime::BuiltEntry {{ entry: {}, symbol: {}, signature: ",
+            Str(&entry.entry),
+            Str(symbol)
+        );
+        // `write` refuses before writing anything.
+        if write(&mut code, entry).is_err() {
+            code.push("None");
         }
-        op => {
-            let op = variant(op);
-            quote!(#op)
-        }
-    })))
+        code.push(" },");
+    }
+    code.push("] }");
+    code.into_string()
+}
+
+fn write_requirement(code: &mut Code, requirement: &Requirement) {
+    write!(code, "R::new({}, &", Str(&requirement.text));
+    write_program(code, &requirement.program());
+    code.push(")");
+}
+
+/// A program as an array of `Op`s, each by its short name (see [`PRELUDE`]): the `Debug` of an
+/// `Op` (`Scalar(2)`, `Launch(BlockX)`, `Mul`) is its spelling under those imports.
+fn write_program(code: &mut Code, program: &[Op]) {
+    code.push("[");
+    for op in program {
+        write!(code, "{op:?},");
+    }
+    code.push("]");
 }

@@ -4,11 +4,8 @@
 //! sealed trait `affine_type` is implemented for the declared types only, so `launch_affine::<i8>`
 //! does not compile where i8 is not declared. Each variant keeps its own handle and launcher.
 
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote};
-
-use super::launcher::{Launcher, borrows, field_doc, field_type, launcher};
-use super::tokens::{braced, concat};
+use super::launcher::{Launcher, borrows, field_type, write_field, write_launcher};
+use super::tokens::Code;
 use crate::manifest::{AxisValue, DType, Entry, Param, ParamType, Table};
 
 /// One group: its key, its type axis, and each variant's entry index, entry and type.
@@ -19,29 +16,32 @@ struct Group<'a> {
     params: &'a [Param],
 }
 
-/// The items of every eligible group (traits, impls and argument structs, for the arguments
-/// module `module`) and their launcher methods (for the handles struct `kernels`).
-pub(super) fn generic_launchers(
-    module: &Ident,
-    kernels: &Ident,
+/// Writes the items of every eligible group (traits, impls and argument structs) to `items`, the
+/// arguments module `module`, and their launcher methods to `methods`, the handles struct
+/// `kernels`'s `impl`.
+pub(super) fn write_generic_launchers(
+    items: &mut Code,
+    methods: &mut Code,
+    module: &str,
+    kernels: &str,
     table: &Table,
-) -> (TokenStream, TokenStream) {
+) {
     let groups = groups(table);
     if groups.is_empty() {
-        return (TokenStream::new(), TokenStream::new());
+        return;
     }
-    let seals = groups.iter().map(|group| {
-        let seal = Ident::new(group.name, Span::call_site());
-        quote!(pub trait #seal {})
-    });
-    let sealed = quote! {
-        /// What seals each variant group's element-type trait: only the declared types have it.
-        #[allow(non_camel_case_types)]
-        mod sealed { #(#seals)* }
-    };
-    let (items, methods): (Vec<_>, Vec<_>) =
-        groups.iter().map(|group| (items(group, kernels, &table.name), method(group, module))).unzip();
-    (concat(std::iter::once(sealed).chain(items)), concat(methods))
+    items.push(
+        "/// What seals each variant group's element-type trait: only the declared types have it.
+        mod sealed {",
+    );
+    for group in &groups {
+        write!(items, " pub trait {} {{}}", group.name);
+    }
+    items.push(" }\n");
+    for group in &groups {
+        write_items(items, group, kernels, &table.name);
+        write_method(methods, group, module);
+    }
 }
 
 /// The groups with one type axis whose variants all have `params`, in the order of their first
@@ -72,13 +72,12 @@ fn groups(table: &Table) -> Vec<Group<'_>> {
 }
 
 /// The Rust type a launcher takes for an element type: what kda-runtime names it.
-fn rust_type(dtype: DType) -> TokenStream {
-    let name = Ident::new(dtype.name(), Span::call_site());
+fn rust_type(dtype: DType) -> String {
     match dtype {
-        DType::Bf16 | DType::F16 => quote!(::kda_runtime::#name),
-        DType::Fp8E4M3 => quote!(::kda_runtime::Fp8E4M3),
-        DType::Fp8E5M2 => quote!(::kda_runtime::Fp8E5M2),
-        _ => quote!(#name),
+        DType::Bf16 | DType::F16 => format!("::kda_runtime::{}", dtype.name()),
+        DType::Fp8E4M3 => "::kda_runtime::Fp8E4M3".to_owned(),
+        DType::Fp8E5M2 => "::kda_runtime::Fp8E5M2".to_owned(),
+        _ => dtype.name().to_owned(),
     }
 }
 
@@ -87,112 +86,90 @@ fn generic_scalar(param: &Param, axis: &str) -> bool {
     matches!(param.ty, ParamType::Scalar(_)) && param.type_axis.as_deref() == Some(axis)
 }
 
-fn items(group: &Group<'_>, kernels: &Ident, table: &str) -> TokenStream {
-    let name = Ident::new(group.name, Span::call_site());
-    let trait_name = format_ident!("{}_type", group.name);
+fn write_items(code: &mut Code, group: &Group<'_>, kernels: &str, table: &str) {
+    let name = group.name;
     let types: Vec<&str> = group.variants.iter().map(|(_, _, dtype)| dtype.name()).collect();
     let takes_scalar = group.params.iter().any(|param| generic_scalar(param, group.axis));
     // A scalar of type `T` is passed by value: `T` must be a scalar kind.
-    let scalar_bound = takes_scalar.then(|| quote!(+ ::kda_runtime::ScalarValue));
-    let trait_doc = format!(
-        " The element types `[{table}].{}` is instantiated for ({}): `launch_{}::<T>` takes any of them, \
-         and no other.",
-        group.name,
+    let scalar_bound = if takes_scalar { " + ::kda_runtime::ScalarValue" } else { "" };
+    code.doc([format!(
+        " The element types `[{table}].{name}` is instantiated for ({}): `launch_{name}::<T>` takes any of \
+         them, and no other.",
         types.join(", "),
-        group.name
-    );
-    let impls = group.variants.iter().map(|(index, entry, dtype)| {
-        let ty = rust_type(*dtype);
-        let field = Ident::new(&entry.field, Span::call_site());
-        let index = proc_macro2::Literal::usize_unsuffixed(*index);
-        let handle = if entry.optional {
-            quote! {
-                kernels.#field.ok_or_else(|| ::kda_runtime::BackendError::Absent {
-                    entry: ::std::boxed::Box::new(super::#kernels::ENTRIES[#index]),
-                })
-            }
-        } else {
-            quote!(::core::result::Result::Ok(kernels.#field))
-        };
-        quote! {
-            impl sealed::#name for #ty {}
-            impl #trait_name for #ty {
-                const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[#index];
-                fn handle(
-                    kernels: &super::#kernels,
-                ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError> {
-                    #handle
-                }
-            }
-        }
-    });
-    let fields = braced(concat(group.params.iter().map(|param| {
-        let field = Ident::new(&param.name, Span::call_site());
-        let doc = field_doc(param);
-        let ty = if generic_scalar(param, group.axis) { quote!(T) } else { field_type(param) };
-        quote! { #[doc = #doc] pub #field: #ty, }
-    })));
-    let generics = struct_generics(group);
-    let struct_doc = format!(
-        " The arguments of any variant of `[{table}].{}`, in the kernel's order, for `launch_{}`.",
-        group.name, group.name
-    );
-    quote! {
-        #[doc = #trait_doc]
-        #[allow(non_camel_case_types)]
-        pub trait #trait_name: sealed::#name #scalar_bound {
+    )]);
+    write!(
+        code,
+        "
+        pub trait {name}_type: sealed::{name}{scalar_bound} {{
             /// The entry of this type's variant.
             const ENTRY: &'static ::kda_runtime::KernelEntry;
             /// This type's variant in a resolved table; an `Err` where the target lacks it.
             fn handle(
-                kernels: &super::#kernels,
+                kernels: &super::{kernels},
             ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError>;
-        }
-        #(#impls)*
-        #[doc = #struct_doc]
-        #[allow(non_camel_case_types)]
-        #[derive(Debug)]
-        pub struct #name #generics #fields
+        }}\n"
+    );
+    for (index, entry, dtype) in &group.variants {
+        let (ty, field) = (rust_type(*dtype), &entry.field);
+        let handle = if entry.optional {
+            format!(
+                "kernels.{field}.ok_or_else(|| ::kda_runtime::BackendError::Absent {{
+                    entry: ::std::boxed::Box::new(super::{kernels}::ENTRIES[{index}]),
+                }})"
+            )
+        } else {
+            format!("::core::result::Result::Ok(kernels.{field})")
+        };
+        write!(
+            code,
+            "impl sealed::{name} for {ty} {{}}
+            impl {name}_type for {ty} {{
+                const ENTRY: &'static ::kda_runtime::KernelEntry = &super::{kernels}::ENTRIES[{index}];
+                fn handle(
+                    kernels: &super::{kernels},
+                ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError> {{
+                    {handle}
+                }}
+            }}\n"
+        );
     }
+    code.doc([format!(
+        " The arguments of any variant of `[{table}].{name}`, in the kernel's order, for `launch_{name}`."
+    )]);
+    write!(code, "\n#[derive(Debug)]\npub struct {name}{} {{\n", struct_generics(group, "'a"));
+    for param in group.params {
+        let ty = if generic_scalar(param, group.axis) { "T".to_owned() } else { field_type(param) };
+        write_field(code, param, &ty);
+    }
+    code.push("}\n");
 }
 
-/// The argument struct's generics: `'a` where it borrows, `T` where a scalar is of type `T`.
-fn struct_generics(group: &Group<'_>) -> TokenStream {
-    let lifetime = borrows(group.params).then(|| quote!('a));
-    let ty = group.params.iter().any(|param| generic_scalar(param, group.axis)).then(|| quote!(T));
-    match (lifetime, ty) {
-        (None, None) => TokenStream::new(),
-        (lifetime, ty) => {
-            let parts = lifetime.into_iter().chain(ty);
-            quote!(<#(#parts),*>)
-        }
-    }
+/// The argument struct's generics, its lifetime spelled `lifetime`: the lifetime where it borrows,
+/// `T` where a scalar is of type `T`.
+fn struct_generics(group: &Group<'_>, lifetime: &str) -> String {
+    let lifetime = borrows(group.params).then_some(lifetime);
+    let ty = group.params.iter().any(|param| generic_scalar(param, group.axis)).then_some("T");
+    let parts: Vec<&str> = lifetime.into_iter().chain(ty).collect();
+    if parts.is_empty() { String::new() } else { format!("<{}>", parts.join(", ")) }
 }
 
-fn method(group: &Group<'_>, module: &Ident) -> TokenStream {
-    let name = Ident::new(group.name, Span::call_site());
-    let trait_name = format_ident!("{}_type", group.name);
-    let lifetime = borrows(group.params).then(|| quote!('_));
-    let ty = group.params.iter().any(|param| generic_scalar(param, group.axis)).then(|| quote!(T));
-    let args = match (lifetime, ty) {
-        (None, None) => quote!(#module::#name),
-        (lifetime, ty) => {
-            let parts = lifetime.into_iter().chain(ty);
-            quote!(#module::#name<#(#parts),*>)
-        }
-    };
-    launcher(Launcher {
-        doc: format!(
-            " Launches the variant of `{}` for the element type `T` ([`{module}::{trait_name}`]) with \
-             [`{module}::{}`], checked.",
-            group.name, group.name
-        ),
-        name: format_ident!("launch_{}", group.name),
-        generics: quote!(<T: #module::#trait_name>),
-        args,
-        pattern: quote!(#module::#name),
-        params: group.params,
-        handle: quote!(<T as #module::#trait_name>::handle(self)?),
-        entry: quote!(<T as #module::#trait_name>::ENTRY),
-    })
+fn write_method(code: &mut Code, group: &Group<'_>, module: &str) {
+    let name = group.name;
+    let trait_name = format!("{module}::{name}_type");
+    write_launcher(
+        code,
+        Launcher {
+            doc: format!(
+                " Launches the variant of `{name}` for the element type `T` ([`{trait_name}`]) with \
+                 [`{module}::{name}`], checked."
+            ),
+            name: format!("launch_{name}"),
+            generics: format!("<T: {trait_name}>"),
+            args: format!("{module}::{name}{}", struct_generics(group, "'_")),
+            pattern: format!("{module}::{name}"),
+            params: group.params,
+            handle: format!("<T as {trait_name}>::handle(self)?"),
+            entry: format!("<T as {trait_name}>::ENTRY"),
+        },
+    );
 }

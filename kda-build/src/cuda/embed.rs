@@ -129,7 +129,7 @@ impl Generated<'_> {
     fn built_entries(&self, module: &str, exports: Option<&[String]>) -> String {
         let entries = self.manifest.into_iter().flat_map(|manifest| &manifest.tables);
         let entries = entries.flat_map(|table| &table.entries).filter(|entry| entry.module == module);
-        crate::codegen::built_entries(entries.map(|entry| (entry, symbol(entry, exports)))).to_string()
+        crate::codegen::built_entries(entries.map(|entry| (entry, symbol(entry, exports))))
     }
 
     /// The `resources` module: its type, then one row per kernel and target.
@@ -298,8 +298,8 @@ mod tests {
         // The module's entries, each with the signature the derive gives it; another module's not.
         let entries = &source[source.find("entries: ").expect(&source)..];
         let entries = &entries[..entries.find('\n').expect(&source)];
-        assert!(entries.contains("BuiltEntry { entry : \"dense_gemm_bf16\""), "{entries}");
-        assert!(entries.contains("P :: buffer (\"c\" , D :: F32 , Write , \"n\""), "{entries}");
+        assert!(entries.contains("BuiltEntry { entry: \"dense_gemm_bf16\""), "{entries}");
+        assert!(entries.contains("P::buffer(\"c\", D::F32, Write, \"n\""), "{entries}");
         assert!(!entries.contains("\"rms\""), "{entries}");
         assert!(
             source.contains(

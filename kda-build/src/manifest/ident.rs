@@ -9,6 +9,15 @@ const RUST_KEYWORDS: &[&str] = &[
     "where", "while", "yield",
 ];
 
+/// The prefix of the names the generated code gives its own locals and helpers: no field or
+/// parameter of a manifest may start with it, so none can capture or shadow them.
+pub(crate) const RESERVED_PREFIX: &str = "__kda_";
+
+/// Whether `name` starts with [`RESERVED_PREFIX`].
+pub(crate) fn is_reserved(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
+}
+
 /// Whether `name` is a Rust keyword (so it cannot name a field without `r#`).
 pub(crate) fn is_rust_keyword(name: &str) -> bool {
     RUST_KEYWORDS.contains(&name)

@@ -22,7 +22,7 @@ use toml::Spanned;
 
 use self::expr::{Cursor, Kind, Names, Node, Place, Problem, compare_op, parse_expr, parse_value, resolve};
 use self::lex::{Tok, Token, shorten, tokenize};
-use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
+use super::ident::{RESERVED_PREFIX, is_c_identifier, is_reserved, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawEntry, RawManifest};
 use super::variants::Variant;
 use super::{CompareOp, Comparison, DType, Diagnostic, LineIndex, Param, ParamType, Requirement, ScalarKind};
@@ -490,6 +490,10 @@ fn name_problem(name: &str, defines: &HashMap<&str, u32>) -> Option<String> {
         Some(format!("parameter name `{shown}` is a Rust keyword; choose another name"))
     } else if !is_rust_field_name(name) {
         Some(format!("parameter name `{shown}` cannot name a Rust field; choose another name"))
+    } else if is_reserved(name) {
+        Some(format!(
+            "parameter name `{shown}` starts with `{RESERVED_PREFIX}`, which kda reserves for generated code"
+        ))
     } else if defines.contains_key(name) {
         Some(format!(
             "parameter name `{shown}` is also a [defines] constant, which nvcc would substitute into the \

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::ident::{is_c_identifier, is_rust_field_name, is_rust_keyword};
+use super::ident::{RESERVED_PREFIX, is_c_identifier, is_reserved, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawManifest, RawTable};
 use super::template::TemplateId;
 use super::{Diagnostic, LineIndex};
@@ -86,6 +86,10 @@ fn field_name_problem(field: &str) -> Option<String> {
         Some(format!("field name `{field}` is a Rust keyword; choose another name"))
     } else if !is_rust_field_name(field) {
         Some(format!("field name {field:?} is not a Rust identifier"))
+    } else if is_reserved(field) {
+        Some(format!(
+            "field name `{field}` starts with `{RESERVED_PREFIX}`, which kda reserves for generated code"
+        ))
     } else {
         None
     }

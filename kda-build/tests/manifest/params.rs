@@ -253,6 +253,16 @@ fn parameter_names_are_c_identifiers_not_keywords_nor_defines() {
 }
 
 #[test]
+fn parameter_names_may_not_take_the_prefix_of_generated_locals() {
+    assert_eq!(
+        errors(&with_params("u32 __kda_0, u32 __kda")),
+        [
+            "k.toml:2:48: entry `g`: parameter name `__kda_0` starts with `__kda_`, which kda reserves for generated code"
+        ]
+    );
+}
+
+#[test]
 fn literals_are_decimal_u64() {
     assert_eq!(
         errors(&with_params("bf16 a[18446744073709551616], bf16 b[0x10]")),
