@@ -33,6 +33,7 @@ pub use contract::{
 };
 pub use diagnostic::{Diagnostic, LineIndex, Location, MAX_REPORTED_ERRORS, ManifestError};
 pub use file::{MAX_MANIFEST_BYTES, ReadError, read_manifest};
+#[cfg(feature = "codegen")]
 pub(crate) use ident::RESERVED_PREFIX;
 use ident::is_rust_keyword;
 pub use ident::{is_c_identifier, is_rust_field_name};
