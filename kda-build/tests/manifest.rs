@@ -108,7 +108,9 @@ fn missing_module_or_entry_is_reported_at_the_entry() {
 fn wrong_value_types_are_reported_at_the_value() {
     assert_eq!(
         errors("[t]\ngemm = { module = \"gemm\", entry = \"e\", optional = \"yes\" }\n"),
-        ["k.toml:2:51: entry `gemm`: invalid type: string \"yes\", expected a boolean"]
+        [
+            "k.toml:2:51: entry `gemm`: invalid type: string \"yes\", expected a boolean, or the optional variants by axis as in `{ T = [\"bf16\"] }`"
+        ]
     );
     assert_eq!(
         errors("[t]\ngemm = { module = 3, entry = \"e\" }\n"),

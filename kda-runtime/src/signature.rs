@@ -215,7 +215,7 @@ pub enum EvalError {
     Malformed,
     /// A layout it reads is a buffer whose contents the host does not know.
     NotHostKnown,
-    /// A layout holds fewer than 2 × rank values.
+    /// A layout holds fewer than (1 + part) × rank values.
     ShortLayout,
     /// A layout holds a negative dim or stride.
     NegativeLayout,
@@ -234,7 +234,9 @@ impl fmt::Display for EvalError {
             EvalError::NotHostKnown => {
                 "it reads a layout the host does not know: pass a view of a `ConstBuffer` (`upload_const`)"
             }
-            EvalError::ShortLayout => "a layout holds fewer than its rank's dims and strides",
+            EvalError::ShortLayout => {
+                "a layout holds fewer values than its dims and the strides it is read for"
+            }
             EvalError::NegativeLayout => "a layout holds a negative dim or stride",
         })
     }
@@ -262,7 +264,7 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
                 _ => return Err(EvalError::Malformed),
             },
             Op::Launch(dim) => Ok(u64::from(dimension(dim, geometry))),
-            Op::Strided(index) => {
+            Op::Strided(index, part) => {
                 if depth < 1 {
                     return Err(EvalError::Malformed);
                 }
@@ -276,7 +278,7 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
                 };
                 stack[depth].and_then(|rank| {
                     let (dtype, bytes) = layout.ok_or(EvalError::NotHostKnown)?;
-                    strided_reach(dtype, bytes, rank)
+                    strided_reach(dtype, bytes, rank, part)
                 })
             }
             Op::Select => {
@@ -305,15 +307,20 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
     if depth == 1 { stack[0] } else { Err(EvalError::Malformed) }
 }
 
-/// The reach of a strided layout of `rank` dims then `rank` strides, held as `dtype` integers in
-/// `bytes`: one past the largest offset it addresses, 0 when it addresses nothing.
-fn strided_reach(dtype: DType, bytes: &[u8], rank: u64) -> Result<u64, EvalError> {
+/// The reach of a strided layout of `rank` dims then runs of `rank` strides (the run `part`, from
+/// one, taken), held as `dtype` integers in `bytes`: one past the largest offset it addresses, 0
+/// when it addresses nothing.
+fn strided_reach(dtype: DType, bytes: &[u8], rank: u64, part: u16) -> Result<u64, EvalError> {
+    if part == 0 {
+        return Err(EvalError::Malformed);
+    }
     let size = dtype.size();
-    let count =
-        usize::try_from(rank).ok().and_then(|rank| rank.checked_mul(2)).ok_or(EvalError::ShortLayout)?;
+    let rank = usize::try_from(rank).map_err(|_| EvalError::ShortLayout)?;
+    let count = rank.checked_mul(usize::from(part) + 1).ok_or(EvalError::ShortLayout)?;
     if bytes.len() / size < count {
         return Err(EvalError::ShortLayout);
     }
+    let strides = rank * usize::from(part);
     // The host's own integers (the buffer's contents were cast from them); a signed one below
     // zero addresses nothing a kernel may reach.
     let value = |i: usize| -> Result<u64, EvalError> {
@@ -329,10 +336,9 @@ fn strided_reach(dtype: DType, bytes: &[u8], rank: u64) -> Result<u64, EvalError
             if dtype.is_signed() && signed >> (bits - 1) == 1 { signed - (1 << bits) } else { signed };
         u64::try_from(signed).map_err(|_| EvalError::NegativeLayout)
     };
-    let rank = count / 2;
     let mut reach = 1u64;
     for axis in 0..rank {
-        let (dim, stride) = (value(axis)?, value(rank + axis)?);
+        let (dim, stride) = (value(axis)?, value(strides + axis)?);
         if dim == 0 {
             return Ok(0);
         }
@@ -366,7 +372,7 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
         Op::Gt => truth(a > b),
         Op::Ge => truth(a >= b),
         Op::Or => truth(a != 0 || b != 0),
-        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) | Op::Strided(_) | Op::Select => {
+        Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) | Op::Strided(..) | Op::Select => {
             Err(EvalError::Malformed)
         }
     }

@@ -14,10 +14,11 @@ pub enum Op {
     Scalar(u16),
     /// Pushes a dimension of the launch geometry.
     Launch(LaunchDim),
-    /// Pops a rank `r` and pushes the reach of the strided layout the buffer argument at this
-    /// parameter position holds (its dims, then its strides, `r` of each): 1 + Σ (dim − 1) ×
-    /// stride, or 0 where a dim is 0. The buffer's contents must be known on the host.
-    Strided(u16),
+    /// Pops a rank `r` and pushes the reach of the strided layout the buffer argument at the
+    /// first position holds: its `r` dims, then runs of `r` strides, of which the second number
+    /// picks one (1 for the run right after the dims). The reach is 1 + Σ (dim − 1) × stride, or 0
+    /// where a dim is 0. The buffer's contents must be known on the host.
+    Strided(u16, u16),
     /// `a + b`.
     Add,
     /// `a - b`; below zero is an error.

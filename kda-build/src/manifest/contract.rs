@@ -93,14 +93,17 @@ pub enum Expr {
         /// The right operand.
         rhs: Box<Expr>,
     },
-    /// `strided(layout, rank)`: the reach of the strided layout a `const` integer buffer holds.
+    /// `strided(layout, rank, part)`: the reach of the strided layout a `const` integer buffer
+    /// holds, its `rank` dims first, then runs of `rank` strides.
     Strided {
         /// The layout buffer's name.
         layout: String,
         /// Its position in the entry's parameters.
         index: usize,
-        /// How many dims (and as many strides) it holds.
+        /// How many dims (and as many strides in each part) it holds.
         rank: Box<Expr>,
+        /// Which run of strides this reach is of, from 1 (the run after the dims).
+        part: u16,
     },
     /// `condition ? taken : other`: only the side chosen is evaluated for its errors.
     Select {
@@ -207,9 +210,9 @@ impl Expr {
                 rhs.push_postfix(program);
                 program.push(op.op());
             }
-            Expr::Strided { index, rank, .. } => {
+            Expr::Strided { index, rank, part, .. } => {
                 rank.push_postfix(program);
-                program.push(Op::Strided(u16::try_from(*index).unwrap_or(u16::MAX)));
+                program.push(Op::Strided(u16::try_from(*index).unwrap_or(u16::MAX), *part));
             }
             Expr::Select { condition, taken, other } => {
                 condition.push_postfix(program);

@@ -7,7 +7,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::params::Contract;
-use super::variants::{self, RawVariants, Variant};
+use super::variants::{self, RawOptional, RawVariants, Variant};
 use super::{BUILD_TABLE, BuildSettings, DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
@@ -20,8 +20,9 @@ const ENTRY_KEYS: [&str; 8] =
 pub(super) struct RawEntry {
     pub module: Spanned<String>,
     pub entry: Spanned<String>,
+    /// `true`, or for a variant group the variants a target may lack.
     #[serde(default)]
-    pub optional: bool,
+    pub optional: RawOptional,
     #[serde(default)]
     pub doc: Option<String>,
     #[serde(default)]
@@ -243,7 +244,7 @@ impl RawTable {
                     field: field.into_inner(),
                     module: raw.module.into_inner(),
                     entry: raw.entry.into_inner(),
-                    optional: raw.optional,
+                    optional: raw.optional.covers(raw.variant.as_ref()),
                     doc: raw.doc,
                     params: contract.params,
                     requires: contract.requires,

@@ -4,7 +4,8 @@
 //! launcher. The entry point names them as a library's macros do (`affine_{T}`: `affine_f32`) or
 //! as a C++ template's arguments (`affine<T>`: `affine<float>`, which the build instantiates). In
 //! the entry's `params` and `requires`, a type axis stands for its type and an integer axis for
-//! its value.
+//! its value. `optional = { T = ["bf16"] }` makes the variants with those values optional, for
+//! targets that lack them; the others stay required.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -32,6 +33,56 @@ pub(super) enum RawAxisValue {
 
 /// The axes as written: name to values, in the axes' alphabetical order.
 pub(super) type RawVariants = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<RawAxisValue>>>>;
+
+/// `optional` as written: every variant (`true`), none (`false`, the default), or the variants
+/// with one of the listed values of an axis (`{ T = ["bf16"] }`: a target may lack the bf16 one).
+#[derive(Clone, Debug)]
+pub(super) enum RawOptional {
+    All(bool),
+    Variants(RawVariants),
+}
+
+impl Default for RawOptional {
+    fn default() -> Self {
+        RawOptional::All(false)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawOptional {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawOptional;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a boolean, or the optional variants by axis as in `{ T = [\"bf16\"] }`")
+            }
+            fn visit_bool<E: serde::de::Error>(self, all: bool) -> Result<RawOptional, E> {
+                Ok(RawOptional::All(all))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawOptional, A::Error> {
+                let deserializer = serde::de::value::MapAccessDeserializer::new(map);
+                RawVariants::deserialize(deserializer).map(RawOptional::Variants)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl RawOptional {
+    /// Whether the entry, or its instantiation `variant`, is optional.
+    pub fn covers(&self, variant: Option<&Variant>) -> bool {
+        match (self, variant) {
+            (RawOptional::All(all), _) => *all,
+            (RawOptional::Variants(_), None) => false,
+            (RawOptional::Variants(axes), Some(variant)) => axes.iter().any(|(axis, values)| {
+                variant.axes.iter().any(|(name, value)| {
+                    name == axis.get_ref()
+                        && values.get_ref().iter().any(|listed| read_value(listed.get_ref()) == Some(*value))
+                })
+            }),
+        }
+    }
+}
 
 /// A value of a variant axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,11 +140,19 @@ pub(super) fn expand(
     raw: RawEntry,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<(Spanned<String>, RawEntry)> {
-    let Some(variants) = raw.variants.clone() else { return vec![(field, raw)] };
     let before = diagnostics.len();
     let mut problem = |span: std::ops::Range<usize>, message: String| {
         let message = format!("entry `{}`: {message}", field.get_ref());
         diagnostics.push(Diagnostic::new(source, span, message));
+    };
+    let Some(variants) = raw.variants.clone() else {
+        if let RawOptional::Variants(optional) = &raw.optional
+            && let Some((axis, _)) = optional.iter().next()
+        {
+            problem(axis.span(), "`optional` lists variants, but the entry has no `variants`".to_owned());
+            return Vec::new();
+        }
+        return vec![(field, raw)];
     };
     let mut axes: Vec<(String, Vec<AxisValue>)> = Vec::new();
     for (name, values) in variants.get_ref() {
@@ -125,21 +184,18 @@ pub(super) fn expand(
         let read: Vec<Option<AxisValue>> = values
             .get_ref()
             .iter()
-            .map(|value| match value.get_ref() {
-                RawAxisValue::Int(int) => Some(AxisValue::Int(*int)),
-                RawAxisValue::Type(name) => match DType::from_name(name) {
-                    Some(DType::Void) | None => {
-                        let all: Vec<&str> =
-                            DType::ALL.iter().filter(|d| **d != DType::Void).map(|d| d.name()).collect();
-                        let message = format!(
-                            "variant `{name}` of axis `{axis}` is no element type: expected {} or an integer",
-                            all.join(", ")
-                        );
-                        problem(value.span(), message);
-                        None
-                    }
-                    Some(dtype) => Some(AxisValue::Type(dtype)),
-                },
+            .map(|value| {
+                let read = read_value(value.get_ref());
+                if let (None, RawAxisValue::Type(name)) = (read, value.get_ref()) {
+                    let all: Vec<&str> =
+                        DType::ALL.iter().filter(|d| **d != DType::Void).map(|d| d.name()).collect();
+                    let message = format!(
+                        "variant `{name}` of axis `{axis}` is no element type: expected {} or an integer",
+                        all.join(", ")
+                    );
+                    problem(value.span(), message);
+                }
+                read
             })
             .collect();
         let read: Vec<AxisValue> = read.into_iter().flatten().collect();
@@ -165,6 +221,31 @@ pub(super) fn expand(
                 raw.entry.span(),
                 format!("`{{{placeholder}}}` in `entry` is not a variant axis of this entry"),
             );
+        }
+    }
+    if let RawOptional::Variants(optional) = &raw.optional {
+        for (axis, values) in optional {
+            let Some((_, declared)) = axes.iter().find(|(name, _)| name == axis.get_ref()) else {
+                let message = format!(
+                    "`optional` names `{}`, which is not a variant axis of this entry",
+                    axis.get_ref()
+                );
+                problem(axis.span(), message);
+                continue;
+            };
+            for value in values.get_ref() {
+                if !read_value(value.get_ref()).is_some_and(|read| declared.contains(&read)) {
+                    let listed = match value.get_ref() {
+                        RawAxisValue::Type(name) => name.clone(),
+                        RawAxisValue::Int(int) => int.to_string(),
+                    };
+                    let message = format!(
+                        "`optional` lists `{listed}`, which is not a variant of axis `{}`",
+                        axis.get_ref()
+                    );
+                    problem(value.span(), message);
+                }
+            }
         }
     }
     let count = axes.iter().try_fold(1usize, |count, (_, values)| count.checked_mul(values.len()));
@@ -203,6 +284,17 @@ pub(super) fn expand(
             (Spanned::new(field.span(), name), raw)
         })
         .collect()
+}
+
+/// The value an axis's `value` stands for; `None` for a name that is no element type a buffer can
+/// hold.
+fn read_value(value: &RawAxisValue) -> Option<AxisValue> {
+    match value {
+        RawAxisValue::Int(int) => Some(AxisValue::Int(*int)),
+        RawAxisValue::Type(name) => {
+            DType::from_name(name).filter(|dtype| *dtype != DType::Void).map(AxisValue::Type)
+        }
+    }
 }
 
 /// A template instantiation's name and its arguments as written, trimmed (`softmax<T, 256>`);

@@ -524,7 +524,10 @@ fn strided_reads_a_const_integer_layout_buffer_of_the_entry() {
     ));
     let ParamType::Buffer { extent, extent_text, .. } = &params[3].ty else { panic!("inp is a buffer") };
     assert_eq!(extent_text, "strided(info, num_dims)");
-    assert_eq!(*extent, Expr::Strided { layout: "info".to_owned(), index: 2, rank: scalar("num_dims", 1) });
+    assert_eq!(
+        *extent,
+        Expr::Strided { layout: "info".to_owned(), index: 2, rank: scalar("num_dims", 1), part: 1 }
+    );
     assert_eq!(
         errors(&with_params(
             "f32 w[n], const f32 l[n], const u32 a[strided(w, 1)], const u32 b[strided(l, 1)], const u32 c[strided(n, 1)], const u32 d[strided(1, 1)], u32 n"
@@ -534,6 +537,33 @@ fn strided_reads_a_const_integer_layout_buffer_of_the_entry() {
             "k.toml:2:118: entry `g`: the layout `l` of `strided` holds f32: a layout holds integers (dims, then strides)",
             "k.toml:2:146: entry `g`: `strided` reads a layout buffer of this entry; `n` is not one",
             "k.toml:2:174: entry `g`: expected the name of a layout buffer, as in `strided(info, rank)`, found `1`",
+        ]
+    );
+}
+
+#[test]
+fn strided_reads_a_later_run_of_strides_where_a_layout_holds_several() {
+    // A binary op's layout: the dims, then the left input's strides, then the right's.
+    let params = params_of(&with_params(
+        "u64 rank, const u64 layout[3 * rank], const f32 lhs[strided(layout, rank)], const f32 rhs[strided(layout, rank, 2)]",
+    ));
+    let extents: Vec<&Expr> = params[2..]
+        .iter()
+        .map(|p| match &p.ty {
+            ParamType::Buffer { extent, .. } => extent,
+            ParamType::Scalar(_) => panic!("a buffer"),
+        })
+        .collect();
+    let strided =
+        |part| Expr::Strided { layout: "layout".to_owned(), index: 1, rank: scalar("rank", 0), part };
+    assert_eq!(extents, [&strided(1), &strided(2)]);
+    assert_eq!(
+        errors(&with_params(
+            "u64 r, const u64 l[3 * r], const f32 a[strided(l, r, 0)], const f32 b[strided(l, r, r)]"
+        )),
+        [
+            "k.toml:2:97: entry `g`: expected the strides' part of the layout, an integer from 1 (the strides after the dims), as in `strided(info, rank, 2)`, found `0`",
+            "k.toml:2:128: entry `g`: expected the strides' part of the layout, an integer from 1 (the strides after the dims), as in `strided(info, rank, 2)`, found `r`",
         ]
     );
 }

@@ -101,3 +101,39 @@ d = { module = "m", entry = "scale<U>", variants = { T = ["f32"] } }
         ]
     );
 }
+
+#[test]
+fn optional_can_name_the_variants_a_target_may_lack() {
+    let text = r#"[lib]
+affine = { module = "affine", entry = "affine_{T}", variants = { T = ["f32", "f16", "bf16"] },
+           optional = { T = ["bf16"] } }
+attn = { module = "attn", entry = "attn_{T}_d{D}", variants = { T = ["f16", "bf16"], D = [64, 128] },
+         optional = { D = [128] } }
+all = { module = "m", entry = "all_{T}", variants = { T = ["f32", "f16"] }, optional = true }
+"#;
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    let optional: Vec<&str> =
+        manifest.tables[0].entries.iter().filter(|e| e.optional).map(|e| e.field.as_str()).collect();
+    assert_eq!(optional, ["affine_bf16", "attn_128_f16", "attn_128_bf16", "all_f32", "all_f16"]);
+    assert_eq!(manifest.tables[0].optional_count(), 5);
+}
+
+#[test]
+fn an_optional_variant_that_is_not_declared_is_located() {
+    let text = r#"[t]
+a = { module = "m", entry = "a_{T}", variants = { T = ["f32"] }, optional = { T = ["f64", 3] } }
+b = { module = "m", entry = "b_{T}", variants = { T = ["f32"] }, optional = { U = ["f32"] } }
+c = { module = "m", entry = "c", optional = { T = ["f32"] } }
+d = { module = "m", entry = "d", optional = "yes" }
+"#;
+    assert_eq!(
+        errors(text),
+        [
+            "k.toml:2:84: entry `a`: `optional` lists `f64`, which is not a variant of axis `T`",
+            "k.toml:2:91: entry `a`: `optional` lists `3`, which is not a variant of axis `T`",
+            "k.toml:3:79: entry `b`: `optional` names `U`, which is not a variant axis of this entry",
+            "k.toml:4:47: entry `c`: `optional` lists variants, but the entry has no `variants`",
+            "k.toml:5:45: entry `d`: invalid type: string \"yes\", expected a boolean, or the optional variants by axis as in `{ T = [\"bf16\"] }`",
+        ]
+    );
+}

@@ -8,8 +8,8 @@
 //!   before a `const` integer layout, its first buffer, and `const` inputs after it (`size_t
 //!   numel, size_t num_dims, const size_t* info, const T* inp, T* out`): the layout holds the
 //!   dims, then each input's strides (`info[2 * num_dims]`), the first input reaches
-//!   `strided(info, num_dims)`, every other input is `?` with a `safety` condition (its strides
-//!   are not the ones after the dims), and what the kernel writes is `numel`;
+//!   `strided(info, num_dims)`, the second `strided(info, num_dims, 2)` (its strides the second
+//!   run after the dims), and so on, and what the kernel writes is `numel`;
 //! - else every buffer is the kernel's one element count (an integer scalar named `n`, `numel`,
 //!   `size`, ..., or its only integer scalar);
 //! - else, and for the bytes of a `void` buffer, `?` with a `safety` condition that says TODO: the
@@ -170,15 +170,12 @@ impl Param {
         matches!(self.stated, Stated::Buffer { element: DType::Void, .. })
     }
 
-    /// The extent `?`, with a condition the caller must state.
-    fn unbounded(&mut self, condition: String) {
-        self.extent = "?".to_owned();
-        self.safety = Some(condition);
-    }
-
+    /// The extent `?`, with a `safety` condition that asks for the extent or the caller's
+    /// guarantee.
     fn todo(&mut self) {
         let what = if self.is_void() { "bytes" } else { "elements" };
-        self.unbounded(format!(
+        self.extent = "?".to_owned();
+        self.safety = Some(format!(
             "TODO (kda census): state the extent of `{}`, the {what} the kernel may touch, or what the caller \
              guarantees",
             self.name
@@ -265,12 +262,8 @@ fn strided(params: &mut [Param], layout: usize, inputs: &[usize], rank: &str, co
     let layout_name = params[layout].name.clone();
     params[layout].extent = format!("{} * {rank}", inputs.len() + 1);
     params[inputs[0]].extent = format!("strided({layout_name}, {rank})");
-    for &at in &inputs[1..] {
-        let name = params[at].name.clone();
-        params[at].unbounded(format!(
-            "`{name}` holds every element that the dims in `{layout_name}` reach with `{name}`'s strides, \
-             stored there after the first input's"
-        ));
+    for (part, &at) in inputs.iter().enumerate().skip(1) {
+        params[at].extent = format!("strided({layout_name}, {rank}, {})", part + 1);
     }
     for param in params.iter_mut().filter(|param| param.is_buffer() && !param.is_input()) {
         if param.is_void() {

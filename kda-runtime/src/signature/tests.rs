@@ -534,7 +534,7 @@ fn strided_reads_a_host_known_layout_of_dims_then_strides() {
     use crate::GpuBackendExt;
     let gpu = crate::cpu::CpuBackend::new();
     // The layout at position 0, its rank at 1.
-    let program = [Op::Scalar(1), Op::Strided(0)];
+    let program = [Op::Scalar(1), Op::Strided(0, 1)];
     let reach = |layout: crate::View<'_>, rank: u32| {
         evaluate(&program, &[KernelArg::Read(layout), KernelArg::from(rank)], &GEOMETRY)
     };
@@ -560,6 +560,17 @@ fn strided_reads_a_host_known_layout_of_dims_then_strides() {
     assert_eq!(reach(layout(&[u64::MAX, 3]).view(), 1), Err(EvalError::Overflow));
     let plain = gpu.upload(&[2u64, 3, 3, 1]).unwrap();
     assert_eq!(reach(plain.view(), 2), Err(EvalError::NotHostKnown));
+    // The second run of strides after the dims (a binary op's right input): 2 × 3 at strides
+    // (0, 1), a broadcast row of 3; one run short of it is a short layout.
+    let second = |values: &[u64]| {
+        evaluate(
+            &[Op::Scalar(1), Op::Strided(0, 2)],
+            &[KernelArg::Read(layout(values).view()), KernelArg::from(2u32)],
+            &GEOMETRY,
+        )
+    };
+    assert_eq!(second(&[2, 3, 3, 1, 0, 1]), Ok(3));
+    assert_eq!(second(&[2, 3, 3, 1]), Err(EvalError::ShortLayout));
     // A float buffer is no layout.
     let floats = gpu.upload_const(&[2.0f32, 1.0]).unwrap();
     assert_eq!(reach(floats.view(), 1), Err(EvalError::Malformed));
@@ -572,7 +583,7 @@ fn a_view_shorter_than_its_layouts_reach_is_refused_by_the_launch_check() {
         params: &[
             KernelParam::scalar("rank", ScalarKind::U32),
             read("info", DType::U64, "2*rank", &[Op::Literal(2), Op::Scalar(0), Op::Mul]),
-            read("x", DType::F32, "strided(info, rank)", &[Op::Scalar(0), Op::Strided(1)]),
+            read("x", DType::F32, "strided(info, rank)", &[Op::Scalar(0), Op::Strided(1, 1)]),
         ],
         requires: &[],
     };

@@ -102,11 +102,12 @@ pub(super) enum NodeKind<'s> {
         lhs: Box<Node<'s>>,
         rhs: Box<Node<'s>>,
     },
-    /// `strided(layout, rank)`.
+    /// `strided(layout, rank)` or `strided(layout, rank, part)`.
     Strided {
         layout: &'s str,
         layout_span: Range<usize>,
         rank: Box<Node<'s>>,
+        part: u16,
     },
     /// `lhs CMP rhs ? taken : other`.
     Select {
@@ -285,10 +286,15 @@ fn parse_atom<'s>(
                 Problem::expected("`,` between the layout and the rank of `strided`", cursor.peek())
             })?;
             let rank = parse_value(cursor, depth + 1, problems)?;
+            let part = match cursor.eat(",") {
+                Some(_) => strides_part(cursor)?,
+                None => 1,
+            };
             let close =
                 cursor.eat(")").ok_or_else(|| Problem::expected("`)` to close `strided(`", cursor.peek()))?;
             let height = rank.height + 1;
-            let kind = NodeKind::Strided { layout, layout_span: layout_token.span(), rank: Box::new(rank) };
+            let kind =
+                NodeKind::Strided { layout, layout_span: layout_token.span(), rank: Box::new(rank), part };
             Ok(Node { kind, start: token.start, end: close.end, height })
         }
         Tok::Ident(name) if cursor.peek_second().is(".") => {
@@ -449,7 +455,7 @@ impl Resolver<'_, '_> {
                 });
                 (expr, fold)
             }
-            NodeKind::Strided { layout, layout_span, rank } => {
+            NodeKind::Strided { layout, layout_span, rank, part } => {
                 let (rank, rank_fold) = self.node(rank);
                 let layout = self.layout(layout, layout_span.clone());
                 let failed = layout.is_none() || matches!(rank_fold, Fold::Failed);
@@ -457,6 +463,7 @@ impl Resolver<'_, '_> {
                     layout,
                     index,
                     rank: Box::new(rank),
+                    part: *part,
                 });
                 (expr, if failed { Fold::Failed } else { Fold::Unknown })
             }
@@ -603,4 +610,22 @@ impl Resolver<'_, '_> {
 
 fn strip(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// The third argument of `strided`: which run of `rank` strides follows the dims, 1 for the first
+/// (a binary op's layout holds the dims, then the left input's strides, then the right's: 2).
+fn strides_part(cursor: &mut Cursor<'_, '_>) -> Result<u16, Problem> {
+    let token = cursor.peek();
+    let part = match token.tok {
+        Tok::Number(text) => text.parse::<u16>().ok().filter(|part| *part >= 1),
+        _ => None,
+    };
+    let part = part.ok_or_else(|| {
+        Problem::expected(
+            "the strides' part of the layout, an integer from 1 (the strides after the dims), as in `strided(info, rank, 2)`",
+            token,
+        )
+    })?;
+    cursor.bump();
+    Ok(part)
 }
