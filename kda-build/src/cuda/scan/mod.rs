@@ -1,0 +1,134 @@
+//! A scanner of CUDA sources for the kernels they declare: each `__global__` function, its
+//! linkage, whether it is a template, its name and its parameters as C tokens, with the
+//! typedefs, structs and classes the sources declare. `kda census` reads a kernel library with it
+//! and drafts the manifest entries of the kernels kda can state.
+//!
+//! It is no compiler, and it never fails: any bytes scan to some list, maybe empty.
+//!
+//! - **Lexing.** Comments, string, raw-string and character literals, `\` line continuations
+//!   (inside tokens too) and pp-numbers (`1'000`, `0x1p-3f`) are read as C does, so a
+//!   `__global__` in a comment or a string is no kernel.
+//! - **Macros.** `#define` and `#undef` of object-like and function-like macros (variadic ones
+//!   too) are tracked in file order, with the definitions of the headers a source includes with
+//!   `#include "..."` beside it; every macro is expanded wherever it is used, with `#`
+//!   (stringizing) and `##` (token pasting), arguments expanded before substitution and the
+//!   result rescanned, a macro never re-expanded inside its own expansion. So the kernels a
+//!   library writes once in a macro and instantiates per element type
+//!   (`UNARY_OP(float, uneg_f32, -x)`) are found, each at the line of its invocation. The
+//!   declaration keywords the scanner reads (`__global__`, `extern`, `template`, ...) are never
+//!   taken as macros: a shim for a host compiler that defines `__global__` away would hide every
+//!   kernel. Expansion stops at [`MAX_MACRO_DEPTH`] nested macros and [`MAX_EXPANDED_TOKENS`]
+//!   tokens, so a definition that grows without bound costs bounded time.
+//! - **Conditionals.** `#if 0` and `#if 1` (and their `#elif` / `#else`) are evaluated; every
+//!   other condition (`#if __CUDA_ARCH__ >= 800`, `#ifdef X`) is unknown without the compiler's
+//!   flags, so *all* its branches are read: a census lists what some build of the library
+//!   exports. A macro defined differently in two branches keeps the later definition, and a
+//!   kernel declared in two branches is listed once, as first found.
+//! - **Headers.** A quoted `#include` is read from the including file's folder (once per scan,
+//!   at most [`MAX_INCLUDE_DEPTH`] deep, [`MAX_SOURCE_BYTES`] each) for its macros and types; the
+//!   kernels a header declares are its own scan's, not its includer's. `<...>` includes are the
+//!   toolkit's, whose typedefs the caller knows.
+
+mod declarations;
+mod lex;
+mod preprocess;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use self::lex::lex;
+use self::preprocess::Preprocessor;
+
+/// The most bytes read of one source or header: past it the rest is not scanned.
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+/// The most tokens macro expansion may produce in one scan; past it macros stay unexpanded.
+pub const MAX_EXPANDED_TOKENS: usize = 1 << 20;
+/// The most macro expansions nested in one another (an argument's included).
+pub const MAX_MACRO_DEPTH: usize = 64;
+/// The most headers included inside one another.
+pub const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// What the scan of one source found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceScan {
+    /// Each `__global__` function, once per name, in source order.
+    pub kernels: Vec<Kernel>,
+    /// The types the source and the headers it includes declare, by name: what a parameter's
+    /// type may name besides the C and CUDA types.
+    pub types: BTreeMap<String, TypeDecl>,
+}
+
+/// A type a source declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypeDecl {
+    /// `typedef T name;` or `using name = T;`: the tokens of `T`.
+    Alias(Vec<String>),
+    /// A `struct`, `class`, `union` or `enum` (the keyword), which no manifest type is.
+    Record(String),
+}
+
+/// A `__global__` function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    /// Its name: the symbol, where its linkage is C.
+    pub name: String,
+    /// Under which name the module exports it.
+    pub linkage: Linkage,
+    /// A template's parameter list as written (`typename T, int N`); empty for an explicit
+    /// instantiation (`template __global__ void k<float>(float*);`).
+    pub template: Option<String>,
+    /// Its parameters, in order.
+    pub params: Vec<KernelParam>,
+    /// The line of its `__global__`, or of the macro invocation that declared it (1-based).
+    pub line: u32,
+    /// The macro whose invocation in the source declared it.
+    pub macro_name: Option<String>,
+}
+
+/// The linkage of a kernel, which decides the symbol a module exports it under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Linkage {
+    /// `extern "C"`, on the declaration or around it: exported under its own name.
+    C,
+    /// C++: exported under a mangled name.
+    Cxx,
+    /// `static`: not exported.
+    Internal,
+}
+
+/// One parameter of a kernel, as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelParam {
+    /// The tokens of its type, qualifiers included (`const`, `size_t`, `*`, `__restrict__`); an
+    /// array parameter `T x[N]` is the pointer it decays to (`T`, `*`), and a declarator the
+    /// scanner does not split (a function pointer) is all its tokens.
+    pub type_tokens: Vec<String>,
+    /// Its name, where it has one.
+    pub name: Option<String>,
+}
+
+/// Scans the source at `path`, reading the headers it includes with `#include "..."` from its
+/// folder. Only reading `path` itself can fail.
+pub fn scan_file(path: &Path) -> std::io::Result<SourceScan> {
+    let bytes = read_capped(path)?;
+    let mut preprocessor = Preprocessor::default();
+    preprocessor.included.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()));
+    let tokens = preprocessor.run(lex(&bytes), path.parent(), 0);
+    Ok(preprocessor.finish(&tokens))
+}
+
+/// Scans `source`, which includes no header.
+pub fn scan_source(source: &[u8]) -> SourceScan {
+    let mut preprocessor = Preprocessor::default();
+    let tokens = preprocessor.run(lex(source), None, 0);
+    preprocessor.finish(&tokens)
+}
+
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(MAX_SOURCE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}

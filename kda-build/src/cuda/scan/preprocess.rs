@@ -1,0 +1,436 @@
+//! The preprocessor the scan runs: `#define` and `#undef` tracked in file order, macros
+//! expanded with `#` and `##`, trivial `#if`s evaluated and every other branch read, quoted
+//! headers read for their macros and types.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use super::declarations::{declared_types, kernels};
+use super::lex::{Kind, Token, lex};
+use super::{MAX_EXPANDED_TOKENS, MAX_INCLUDE_DEPTH, MAX_MACRO_DEPTH, SourceScan, read_capped};
+
+/// The words a scan reads as declarations, which a `#define` does not change.
+const DECLARATION_KEYWORDS: &[&str] = &[
+    "__global__",
+    "__device__",
+    "__host__",
+    "extern",
+    "static",
+    "template",
+    "typedef",
+    "using",
+    "struct",
+    "class",
+    "union",
+    "enum",
+    "void",
+    "const",
+];
+
+/// A `#define`.
+#[derive(Debug)]
+struct Macro {
+    /// The parameters of a function-like macro (`__VA_ARGS__` or the named one last when
+    /// variadic); `None` for an object-like one.
+    params: Option<Vec<Rc<str>>>,
+    variadic: bool,
+    body: Vec<Token>,
+}
+
+/// One `#if` ... `#endif` being read.
+struct Conditional {
+    /// Whether the branch being read is read.
+    live: bool,
+    /// Whether a branch known to be true was read, so that the rest are not.
+    taken: bool,
+}
+
+impl Conditional {
+    /// A branch whose condition is `value` where the scan can tell, `None` where it cannot.
+    fn branch(&mut self, value: Option<bool>) {
+        self.live = !self.taken && value != Some(false);
+        self.taken |= value == Some(true);
+    }
+}
+
+/// The directives and macros of one scan: the source's and its headers'.
+#[derive(Default)]
+pub(super) struct Preprocessor {
+    macros: HashMap<Rc<str>, Rc<Macro>>,
+    /// The tokens expansion has produced.
+    expanded: usize,
+    /// How many expansions are nested where the expansion is.
+    nesting: usize,
+    /// The files read, so that each is read once.
+    pub(super) included: HashSet<PathBuf>,
+    /// The expanded tokens of every included header: read for their types, not their kernels.
+    headers: Vec<Token>,
+}
+
+impl Preprocessor {
+    /// The tokens of a file after its directives, with its macros expanded; `dir` is where its
+    /// quoted includes are, if anywhere, and `includes` how many includes deep the file is.
+    pub(super) fn run(&mut self, tokens: Vec<Token>, dir: Option<&Path>, includes: usize) -> Vec<Token> {
+        let mut out = Vec::new();
+        let mut pending = Vec::new();
+        let mut conditionals: Vec<Conditional> = Vec::new();
+        let mut tokens = tokens.into_iter().peekable();
+        while let Some(token) = tokens.next() {
+            if !(token.line_start && token.is("#")) {
+                if conditionals.iter().all(|conditional| conditional.live) {
+                    pending.push(token);
+                }
+                continue;
+            }
+            let mut directive = Vec::new();
+            while let Some(token) = tokens.next_if(|token| !token.line_start) {
+                directive.push(token);
+            }
+            self.expand(&std::mem::take(&mut pending), &mut Vec::new(), &mut out);
+            self.directive(&directive, &mut conditionals, dir, includes);
+        }
+        self.expand(&pending, &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// Carries out one directive (its tokens after the `#`) of a file `includes` includes deep.
+    fn directive(
+        &mut self,
+        directive: &[Token],
+        conditionals: &mut Vec<Conditional>,
+        dir: Option<&Path>,
+        includes: usize,
+    ) {
+        let Some((name, rest)) = directive.split_first() else { return };
+        let live = conditionals.iter().all(|conditional| conditional.live);
+        match &*name.text {
+            "if" | "ifdef" | "ifndef" => {
+                let mut conditional = Conditional { live: true, taken: false };
+                conditional.branch(if name.is("if") { trivial_condition(rest) } else { None });
+                conditionals.push(conditional);
+            }
+            "elif" | "elifdef" | "elifndef" => {
+                if let Some(conditional) = conditionals.last_mut() {
+                    conditional.branch(if name.is("elif") { trivial_condition(rest) } else { None });
+                }
+            }
+            "else" => {
+                if let Some(conditional) = conditionals.last_mut() {
+                    conditional.branch(None);
+                }
+            }
+            "endif" => drop(conditionals.pop()),
+            _ if !live => {}
+            "define" => self.define(rest),
+            "undef" => {
+                if let Some(name) = rest.first() {
+                    self.macros.remove(&name.text);
+                }
+            }
+            "include" => {
+                if let (Some(dir), Some(header)) = (dir, rest.first()) {
+                    let quoted = header.text.strip_prefix('"').and_then(|text| text.strip_suffix('"'));
+                    if let Some(file) =
+                        quoted.filter(|_| header.kind == Kind::Literal && includes < MAX_INCLUDE_DEPTH)
+                    {
+                        self.include(&dir.join(file), includes + 1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads the header at `path` for its macros and types, unless it was read; one that cannot
+    /// be read is left out, as the compiler's own headers are.
+    fn include(&mut self, path: &Path, includes: usize) {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        if !self.included.insert(canonical) {
+            return;
+        }
+        if let Ok(bytes) = read_capped(path) {
+            let tokens = self.run(lex(&bytes), path.parent(), includes);
+            self.headers.extend(tokens);
+        }
+    }
+
+    /// Records `#define` (its tokens after `define`), unless it defines a declaration keyword.
+    fn define(&mut self, tokens: &[Token]) {
+        let Some((name, rest)) = tokens.split_first() else { return };
+        if name.kind != Kind::Ident || DECLARATION_KEYWORDS.contains(&&*name.text) {
+            return;
+        }
+        let function_like = rest.first().is_some_and(|open| open.is("(") && !open.space_before);
+        let (params, variadic, body) = if function_like {
+            let Some(close) = rest.iter().position(|token| token.is(")")) else { return };
+            let Some((params, variadic)) = macro_params(&rest[1..close]) else { return };
+            (Some(params), variadic, &rest[close + 1..])
+        } else {
+            (None, false, rest)
+        };
+        let body =
+            body.iter().map(|token| Token { line_start: false, paste: token.is("##"), ..token.clone() });
+        self.macros.insert(name.text.clone(), Rc::new(Macro { params, variadic, body: body.collect() }));
+    }
+
+    /// Appends `tokens` to `out` with every macro expanded; `active` are the macros whose
+    /// expansion is being read, which are not expanded again.
+    fn expand(&mut self, tokens: &[Token], active: &mut Vec<Rc<str>>, out: &mut Vec<Token>) {
+        self.nesting += 1;
+        let mut at = 0;
+        while let Some(token) = tokens.get(at) {
+            at += 1;
+            let Some(definition) = self.definition(token, active) else {
+                out.push(token.clone());
+                continue;
+            };
+            let body = match &definition.params {
+                None => Some(definition.body.clone()),
+                Some(params) => macro_args(tokens, at).and_then(|(args, next)| {
+                    let args = group_args(args, params.len(), definition.variadic);
+                    let body = self.substitute(&definition.body, params, &args, active)?;
+                    at = next;
+                    Some(body)
+                }),
+            };
+            // A function-like macro's name without arguments is a plain word; an expansion past
+            // the budget is left unexpanded.
+            let Some(body) = body else {
+                out.push(token.clone());
+                continue;
+            };
+            // Each token of an expansion is on the invocation's line, from the macro the source invoked.
+            let origin = token.origin.clone().unwrap_or_else(|| token.text.clone());
+            let mut replacement: Vec<Token> = paste(body)
+                .into_iter()
+                .map(|expanded| Token { line: token.line, origin: Some(origin.clone()), ..expanded })
+                .collect();
+            // An expansion that ends in a function-like macro's name takes its arguments from
+            // what follows (`#define OP BINARY_OP` then `OP(float, add_f32)`).
+            let calls_on = replacement.last().and_then(|last| self.definition(last, active));
+            if let Some((_, next)) =
+                calls_on.filter(|called| called.params.is_some()).and_then(|_| macro_args(tokens, at))
+            {
+                replacement.extend(tokens[at..next].iter().cloned());
+                at = next;
+            }
+            self.expanded = self.expanded.saturating_add(replacement.len());
+            active.push(token.text.clone());
+            self.expand(&replacement, active, out);
+            active.pop();
+        }
+        self.nesting -= 1;
+    }
+
+    /// The macro `token` invokes, where it is one to expand here.
+    fn definition(&self, token: &Token, active: &[Rc<str>]) -> Option<Rc<Macro>> {
+        let name = token.ident()?;
+        let within = self.nesting <= MAX_MACRO_DEPTH && self.expanded < MAX_EXPANDED_TOKENS;
+        let recursive = active.iter().any(|active| &**active == name);
+        self.macros.get(name).filter(|_| within && !recursive).cloned()
+    }
+
+    /// A function-like macro's `body` with its `params` replaced by `args`; `None` past the
+    /// expansion budget.
+    fn substitute(
+        &mut self,
+        body: &[Token],
+        params: &[Rc<str>],
+        args: &[Vec<Token>],
+        active: &mut Vec<Rc<str>>,
+    ) -> Option<Vec<Token>> {
+        let param =
+            |token: &Token| token.ident().and_then(|name| params.iter().position(|param| &**param == name));
+        let arg = |index: usize| args.get(index).map(Vec::as_slice).unwrap_or_default();
+        let mut expanded_args: Vec<Option<Vec<Token>>> = vec![None; args.len()];
+        let mut out: Vec<Token> = Vec::new();
+        let mut at = 0;
+        while let Some(token) = body.get(at) {
+            at += 1;
+            if out.len() > MAX_EXPANDED_TOKENS.saturating_sub(self.expanded) {
+                return None;
+            }
+            let stringized = body.get(at).and_then(param).filter(|_| token.is("#"));
+            if let Some(index) = stringized {
+                at += 1;
+                out.push(stringize(arg(index), token));
+                continue;
+            }
+            let Some(index) = param(token) else {
+                out.push(token.clone());
+                continue;
+            };
+            // An operand of `##` is the argument as written, any other use the argument expanded.
+            if out.last().is_some_and(|last| last.paste) || body.get(at).is_some_and(|next| next.paste) {
+                out.extend_from_slice(arg(index));
+                if arg(index).is_empty() {
+                    out.push(Token {
+                        kind: Kind::Placemarker,
+                        text: "".into(),
+                        paste: false,
+                        ..token.clone()
+                    });
+                }
+            } else if let Some(slot) = expanded_args.get_mut(index) {
+                let expanded = match slot {
+                    Some(expanded) => expanded,
+                    None => {
+                        let mut expanded = Vec::new();
+                        self.expand(arg(index), active, &mut expanded);
+                        slot.insert(expanded)
+                    }
+                };
+                out.extend_from_slice(expanded);
+            }
+        }
+        Some(out)
+    }
+
+    /// What the scan found, once the source's tokens are read.
+    pub(super) fn finish(self, tokens: &[Token]) -> SourceScan {
+        let mut types = declared_types(&self.headers);
+        types.extend(declared_types(tokens));
+        SourceScan { kernels: kernels(tokens), types }
+    }
+}
+
+/// `0` or `1` (any integer literal), which a scan can evaluate without the compiler's flags.
+fn trivial_condition(tokens: &[Token]) -> Option<bool> {
+    let [number] = tokens else { return None };
+    let digits = number.text.trim_end_matches(['u', 'U', 'l', 'L']);
+    let value = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => digits.parse::<u64>().ok(),
+    };
+    value.filter(|_| number.kind == Kind::Number).map(|value| value != 0)
+}
+
+/// The parameters of `#define F(a, b, ...)` between the parentheses, and whether it is variadic.
+fn macro_params(tokens: &[Token]) -> Option<(Vec<Rc<str>>, bool)> {
+    let mut params = Vec::new();
+    let mut variadic = false;
+    let mut expects_name = true;
+    let mut tokens = tokens.iter().peekable();
+    while let Some(token) = tokens.next() {
+        if variadic {
+            // Nothing follows the variadic parameter.
+            return None;
+        }
+        if !expects_name && token.is(",") {
+            expects_name = true;
+            continue;
+        }
+        if !expects_name {
+            return None;
+        }
+        if token.is("...") {
+            params.push("__VA_ARGS__".into());
+            variadic = true;
+        } else {
+            params.push(token.ident()?.into());
+            variadic = tokens.next_if(|next| next.is("...")).is_some();
+        }
+        expects_name = false;
+    }
+    (!expects_name || params.is_empty()).then_some((params, variadic))
+}
+
+/// The arguments of a function-like macro whose name is before `tokens[at]`, and where the
+/// tokens after its `)` start; `None` where no `(` follows or it is not closed.
+fn macro_args(tokens: &[Token], at: usize) -> Option<(Vec<Vec<Token>>, usize)> {
+    if !tokens.get(at)?.is("(") {
+        return None;
+    }
+    let mut args = vec![Vec::new()];
+    let mut depth = 0usize;
+    for (offset, token) in tokens.get(at + 1..)?.iter().enumerate() {
+        if token.kind == Kind::Punct {
+            match (&*token.text, depth) {
+                (")", 0) => return Some((args, at + offset + 2)),
+                (",", 0) => {
+                    args.push(Vec::new());
+                    continue;
+                }
+                ("(", _) => depth += 1,
+                (")", _) => depth -= 1,
+                _ => {}
+            }
+        }
+        args.last_mut()?.push(token.clone());
+    }
+    None
+}
+
+/// `args` as `params` parameters take them: `F()` has no argument, and the arguments from the
+/// variadic parameter on are one, with their commas.
+fn group_args(mut args: Vec<Vec<Token>>, params: usize, variadic: bool) -> Vec<Vec<Token>> {
+    if params == 0 && args.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    if variadic && params > 0 && args.len() > params {
+        let rest = args.split_off(params - 1);
+        let mut joined: Vec<Token> = Vec::new();
+        for arg in rest {
+            if let Some(last) = joined.last() {
+                joined.push(Token {
+                    kind: Kind::Punct,
+                    text: ",".into(),
+                    space_before: false,
+                    ..last.clone()
+                });
+            }
+            joined.extend(arg);
+        }
+        args.push(joined);
+    }
+    args
+}
+
+/// `#arg`: the argument's spelling as a string literal.
+fn stringize(arg: &[Token], hash: &Token) -> Token {
+    let mut text = String::from("\"");
+    for (index, token) in arg.iter().enumerate() {
+        if index > 0 && token.space_before {
+            text.push(' ');
+        }
+        for ch in token.text.chars() {
+            if token.kind == Kind::Literal && matches!(ch, '"' | '\\') {
+                text.push('\\');
+            }
+            text.push(ch);
+        }
+    }
+    text.push('"');
+    Token { kind: Kind::Literal, text: text.into(), paste: false, ..hash.clone() }
+}
+
+/// `tokens` with each `##` of the body replaced by the token its two sides spell together.
+fn paste(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut tokens = tokens.into_iter();
+    while let Some(token) = tokens.next() {
+        if !token.paste {
+            out.push(token);
+            continue;
+        }
+        let (Some(left), Some(right)) = (out.pop(), tokens.next()) else { continue };
+        let joined = match (left.kind, right.kind) {
+            (Kind::Placemarker, _) => right,
+            (_, Kind::Placemarker) => left,
+            _ => {
+                let text = format!("{}{}", left.text, right.text);
+                let relexed = lex(text.as_bytes());
+                let kind = match relexed.as_slice() {
+                    [one] => one.kind,
+                    // Not one token (`+` and `-` pasted): kept together, as a compiler would refuse it.
+                    _ => Kind::Punct,
+                };
+                Token { kind, text: text.into(), paste: false, ..left }
+            }
+        };
+        out.push(joined);
+    }
+    out.retain(|token| token.kind != Kind::Placemarker);
+    out
+}
