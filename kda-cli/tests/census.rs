@@ -1,7 +1,7 @@
 //! `kda census` on a kernel library written as public ones are (`tests/census/library/`):
 //! per-dtype kernels instantiated by macros over strided layouts, a reduce, casts with fp8 and
-//! `__half`, quantized blocks behind `const void*`, and the kernels no entry can state (a struct
-//! parameter, a template, plain `char`, a pointer to pointers, C++ linkage, a kernel in a header,
+//! `__half`, quantized blocks behind `const void*`, a template's explicit instantiation, and the
+//! kernels no entry can state (a struct parameter, a template's definition, plain `char`, a pointer to pointers, C++ linkage, a kernel in a header,
 //! an fp8 value). The census is asserted whole, and its drafted entries are built: for the
 //! emulator here, and with the real nvcc, whose type check proves every drafted type, where it is
 //! installed (`-- --ignored`).
@@ -60,7 +60,8 @@ quantized.cu
 reduce.cu
   sum_f32 (line 5): stated
   scale_f32 (line 14): stated
-  max_each (line 21): not stated: template: instantiate it as `extern \"C\"` or wait for variants
+  max_each (line 21): not stated: template: an entry names an instantiation (`entry = \"name<float>\"`, which the build makes); explicit ones are listed
+  max_each<float> (line 26): stated
 
 text.cu
   count_newlines (line 4): not stated: parameter 0 `text`: plain `char`, neither i8 nor u8 (its signedness is the platform's): declare it `signed char`, `unsigned char`, `int8_t` or `uint8_t`
@@ -75,14 +76,14 @@ unary.cu
 utils.cuh
   zero_f32 (line 27): not stated: declared in a header: a module is a `.cu` file
 
-15 of 22 stated
+16 of 23 stated
      1  C++ linkage: declare it `extern \"C\"`
      1  `__nv_fp8_e4m3` by value: fp8e4m3 is a buffer element type only
      1  a pointer to pointer: the launch check bounds one buffer, not the ones it points to
      1  a struct parameter
      1  declared in a header: a module is a `.cu` file
      1  plain `char`, neither i8 nor u8 (its signedness is the platform's): declare it `signed char`, `unsigned char`, `int8_t` or `uint8_t`
-     1  template: instantiate it as `extern \"C\"` or wait for variants
+     1  template: an entry names an instantiation (`entry = \"name<float>\"`, which the build makes); explicit ones are listed
 ";
 
 #[test]
@@ -90,7 +91,7 @@ fn the_census_states_each_kernel_it_can_and_says_why_not_the_others() {
     let folder = library();
     let (stdout, stderr, code) = kda_census(&[folder.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
-    let first_line = format!("{}: 7 files, 22 kernels\n\n", folder.display());
+    let first_line = format!("{}: 7 files, 23 kernels\n\n", folder.display());
     let report = stdout.strip_prefix(&first_line).expect(&stdout);
     let (report, draft) = report.split_once("\ndrafted entries:\n\n").expect(report);
     assert_eq!(report, LIBRARY_REPORT);
@@ -135,7 +136,10 @@ fn the_drafted_entries_state_types_as_the_kernels_declare_them_and_extents_that_
         "{unbounded:?}"
     );
     let fields: Vec<&str> = table.entries.iter().map(|entry| entry.field.as_str()).collect();
-    assert_eq!(fields.len(), 15);
+    assert_eq!(fields.len(), 16);
+    // An explicit instantiation: its template's parameters, with its argument for `T`.
+    assert_eq!(params("max_each_float"), "const f32 inp[numel], f32 out[numel], u64 numel");
+    assert_eq!(entry("max_each_float").entry, "max_each<float>");
 }
 
 #[test]
@@ -228,7 +232,7 @@ fn build_draft(test: &str, nvcc: Option<Nvcc>) -> BuildOutput {
     assert!(output.manifest_error.is_none(), "{:?}", output.manifest_error);
     let problems: Vec<String> = output.problems.iter().map(ToString::to_string).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    assert_eq!(output.emulated.len(), 15, "{:?}", output.emulated);
+    assert_eq!(output.emulated.len(), 16, "{:?}", output.emulated);
     output
 }
 

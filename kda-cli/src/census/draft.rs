@@ -51,8 +51,9 @@ pub fn manifest(census: &Census) -> Option<String> {
     for (file, kernel) in census.kernels() {
         let Ok(stated) = &kernel.outcome else { continue };
         let kernel = &kernel.kernel;
-        let field =
-            unique(&mut fields, &field_name(&kernel.name), &format!("{}_{}", file.module, kernel.name));
+        let entry = kernel.entry();
+        let spelled = entry_field(&entry);
+        let field = unique(&mut fields, &field_name(&spelled), &format!("{}_{spelled}", file.module));
         let mut params = Vec::new();
         let mut names = HashSet::new();
         for (index, (param, stated)) in kernel.params.iter().zip(stated).enumerate() {
@@ -70,7 +71,7 @@ pub fn manifest(census: &Census) -> Option<String> {
             entries,
             "{field} = {{ module = {}, entry = {},\n    params = {}",
             quote(&file.module),
-            quote(&kernel.name),
+            quote(&entry),
             quote(&params.iter().map(Param::declaration).collect::<Vec<_>>().join(", "))
         );
         let conditions: Vec<String> = params
@@ -119,6 +120,16 @@ fn field_name(name: &str) -> String {
         .into_iter()
         .find(|candidate| is_c_identifier(candidate) && is_rust_field_name(candidate))
         .unwrap_or_default()
+}
+
+/// An entry as a field's name: a template instantiation's arguments joined to its name by `_`
+/// (`max_each<float>`: `max_each_float`).
+fn entry_field(entry: &str) -> String {
+    let words: Vec<&str> = entry
+        .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+        .filter(|word| !word.is_empty())
+        .collect();
+    words.join("_")
 }
 
 /// `wanted`, or where it is empty or taken `fallback`, or `fallback_2`, `fallback_3`, ...; marked

@@ -3,9 +3,11 @@
 //!
 //! Each `.cu` and `.cuh` file under the folder is read with kda-build's scanner
 //! ([`kda_build::cuda::scan`]), which finds every `__global__` function, those a macro declares
-//! included. A kernel is stated when it is `extern "C"`, not a template, in a `.cu` file of the
+//! included. A kernel is stated when it is `extern "C"` or an explicit instantiation of a template
+//! (stated with its template's parameters, `entry = "max_each<float>"`), in a `.cu` file of the
 //! folder itself (a module), and every parameter is a pointer to or a value of a manifest type
-//! ([`ctype`]); the first problem otherwise is its [`Reason`]. The drafted entries ([`draft`])
+//! ([`ctype`]); the first problem otherwise is its [`Reason`]. A template's definition is listed
+//! and not stated: an entry names an instantiation. The drafted entries ([`draft`])
 //! form one table named after the folder, each field named after its entry.
 
 pub mod ctype;
@@ -15,7 +17,7 @@ mod reason;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use kda_build::cuda::scan::{self, Kernel, Linkage, SourceScan};
+use kda_build::cuda::scan::{self, Kernel, KernelParam, Linkage, SourceScan};
 use kda_build::manifest::is_c_identifier;
 
 use self::ctype::Stated;
@@ -105,7 +107,7 @@ impl Census {
             }
             for census in &file.kernels {
                 let kernel = &census.kernel;
-                let _ = write!(out, "  {} (line {}", kernel.name, kernel.line);
+                let _ = write!(out, "  {} (line {}", kernel.entry(), kernel.line);
                 if let Some(name) = &kernel.macro_name {
                     let _ = write!(out, ", {name}");
                 }
@@ -151,9 +153,17 @@ impl FileCensus {
 impl KernelCensus {
     /// Whether a manifest entry can state `kernel`, in a file whose `place` may be a module.
     fn of(kernel: &Kernel, place: &Result<(), Reason>, scan: &SourceScan) -> KernelCensus {
-        let outcome = if kernel.template.is_some() {
+        // An explicit instantiation states the parameters of its template's definition, where the
+        // module has it, with the arguments in place of the template's parameters (and their names).
+        let instance = kernel.template_args.as_deref().and_then(|args| {
+            let definition =
+                scan.kernels.iter().find(|found| found.name == kernel.name && found.is_template())?;
+            instantiate(definition, args)
+        });
+        let params = instance.as_ref().unwrap_or(&kernel.params);
+        let outcome = if kernel.is_template() {
             Err(Reason::Template)
-        } else if kernel.linkage == Linkage::Cxx {
+        } else if kernel.linkage == Linkage::Cxx && kernel.template_args.is_none() {
             Err(Reason::CxxLinkage)
         } else if kernel.linkage == Linkage::Internal {
             Err(Reason::Static)
@@ -162,8 +172,7 @@ impl KernelCensus {
         } else if !is_c_identifier(&kernel.name) {
             Err(Reason::EntryName)
         } else {
-            kernel
-                .params
+            params
                 .iter()
                 .enumerate()
                 .map(|(index, param)| {
@@ -175,8 +184,59 @@ impl KernelCensus {
                 })
                 .collect()
         };
-        KernelCensus { kernel: kernel.clone(), outcome }
+        KernelCensus { kernel: Kernel { params: params.clone(), ..kernel.clone() }, outcome }
     }
+}
+
+/// The parameters of the template `definition` instantiated with `args` (`float, 2`): each
+/// template parameter's name replaced by its argument's tokens. `None` where the counts differ.
+fn instantiate(definition: &Kernel, args: &str) -> Option<Vec<KernelParam>> {
+    let names: Vec<&str> = split_top_level(definition.template.as_deref()?)
+        .into_iter()
+        .map(|param| {
+            let declared = param.split('=').next().unwrap_or(param);
+            declared.split_whitespace().last().unwrap_or_default()
+        })
+        .collect();
+    let args = split_top_level(args);
+    if names.len() != args.len() {
+        return None;
+    }
+    let substitute = |token: &String| -> Vec<String> {
+        match names.iter().position(|name| name == token) {
+            Some(at) => args[at].split_whitespace().map(str::to_owned).collect(),
+            None => vec![token.clone()],
+        }
+    };
+    let params = definition
+        .params
+        .iter()
+        .map(|param| KernelParam {
+            type_tokens: param.type_tokens.iter().flat_map(substitute).collect(),
+            name: param.name.clone(),
+        })
+        .collect();
+    Some(params)
+}
+
+/// The comma-separated parts of a template's parameter or argument list, trimmed, outside any
+/// nested `<...>` or `(...)`.
+fn split_top_level(list: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (at, ch) in list.char_indices() {
+        match ch {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(list[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(list[start..].trim());
+    parts.retain(|part| !part.is_empty());
+    parts
 }
 
 /// Appends the `.cu` and `.cuh` files under `folder` to `found`; folders that are links are not

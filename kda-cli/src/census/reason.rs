@@ -7,7 +7,7 @@ use super::ctype::Unstatable;
 /// Why a kernel has no manifest entry, the first of its problems.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reason {
-    /// A template: an entry names one symbol of C linkage.
+    /// A template's definition: an entry names one of its instantiations.
     Template,
     /// C++ linkage: exported under a mangled name.
     CxxLinkage,
@@ -46,9 +46,9 @@ impl Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::Template => {
-                f.write_str("template: instantiate it as `extern \"C\"` or wait for variants")
-            }
+            Reason::Template => f.write_str(
+                "template: an entry names an instantiation (`entry = \"name<float>\"`, which the build makes); explicit ones are listed",
+            ),
             Reason::CxxLinkage => f.write_str("C++ linkage: declare it `extern \"C\"`"),
             Reason::Static => f.write_str("static: its module does not export it"),
             Reason::InHeader => f.write_str("declared in a header: a module is a `.cu` file"),

@@ -35,7 +35,8 @@ const TYPE_WORDS: &[&str] = &[
     "__grid_constant__",
 ];
 
-/// The `__global__` functions of a preprocessed source, once per name.
+/// The `__global__` functions of a preprocessed source, once per name (and per template
+/// arguments: each explicit instantiation of a template is one).
 pub(super) fn kernels(tokens: &[Token]) -> Vec<Kernel> {
     let mut found: Vec<Kernel> = Vec::new();
     let mut names = HashSet::new();
@@ -61,7 +62,7 @@ pub(super) fn kernels(tokens: &[Token]) -> Vec<Kernel> {
         } else if token.is("__global__") {
             let in_c_block = braces.iter().any(|&c_block| c_block);
             if let Some((kernel, next)) = kernel_at(tokens, start, at, in_c_block) {
-                if names.insert(kernel.name.clone()) {
+                if names.insert((kernel.name.clone(), kernel.template_args.clone())) {
                     found.push(kernel);
                 }
                 (at, start) = (next, next);
@@ -98,7 +99,7 @@ fn kernel_at(tokens: &[Token], start: usize, global: usize, in_c_block: bool) ->
     // The name: the first word followed by its parameter list (or its template arguments),
     // past the return type and any `__launch_bounds__(...)`.
     let mut at = global + 1;
-    let (name, open) = loop {
+    let (name, template_args, open) = loop {
         let token = tokens.get(at)?;
         let next = tokens.get(at + 1);
         if at > global + 64 || [";", "{", "}"].iter().any(|end| token.is(end)) {
@@ -109,11 +110,11 @@ fn kernel_at(tokens: &[Token], start: usize, global: usize, in_c_block: bool) ->
             continue;
         }
         match (token.ident(), next) {
-            (Some(name), Some(next)) if next.is("(") => break (name, at + 1),
+            (Some(name), Some(next)) if next.is("(") => break (name, None, at + 1),
             (Some(name), Some(next)) if next.is("<") => {
                 let close = matching(tokens, at + 1, "<", ">")?;
                 if tokens.get(close + 1).is_some_and(|open| open.is("(")) {
-                    break (name, close + 1);
+                    break (name, Some(spell(&tokens[at + 2..close])), close + 1);
                 }
             }
             _ => {}
@@ -125,6 +126,7 @@ fn kernel_at(tokens: &[Token], start: usize, global: usize, in_c_block: bool) ->
         name: name.to_owned(),
         linkage,
         template,
+        template_args,
         params: params(&tokens[open + 1..close]),
         line: tokens[global].line,
         macro_name: tokens[global].origin.as_deref().map(str::to_owned),

@@ -80,12 +80,32 @@ pub struct Kernel {
     /// A template's parameter list as written (`typename T, int N`); empty for an explicit
     /// instantiation (`template __global__ void k<float>(float*);`).
     pub template: Option<String>,
+    /// The template arguments written after its name (`float, 2` of `k<float, 2>(...)`): an
+    /// explicit instantiation's, or a specialization's.
+    pub template_args: Option<String>,
     /// Its parameters, in order.
     pub params: Vec<KernelParam>,
     /// The line of its `__global__`, or of the macro invocation that declared it (1-based).
     pub line: u32,
     /// The macro whose invocation in the source declared it.
     pub macro_name: Option<String>,
+}
+
+impl Kernel {
+    /// The name a manifest's `entry` gives it: its name, and its template arguments where it is
+    /// an instantiation (`max_each<float>`).
+    pub fn entry(&self) -> String {
+        match &self.template_args {
+            Some(args) => format!("{}<{args}>", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Whether it is a template's definition, which no entry names: its instantiations are the
+    /// kernels.
+    pub fn is_template(&self) -> bool {
+        self.template.as_deref().is_some_and(|params| !params.is_empty())
+    }
 }
 
 /// The linkage of a kernel, which decides the symbol a module exports it under.

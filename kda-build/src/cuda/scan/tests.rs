@@ -48,17 +48,21 @@ fn linkage_comes_from_the_declaration_or_an_extern_c_block() {
     let found: Vec<_> = scan
         .kernels
         .iter()
-        .map(|kernel| (kernel.name.as_str(), kernel.linkage, kernel.template.as_deref(), kernel.params.len()))
+        .map(|kernel| (kernel.entry(), kernel.linkage, kernel.template.as_deref(), kernel.params.len()))
         .collect();
+    let cxx = |entry: &str, template| (entry.to_owned(), Linkage::Cxx, template, 1);
     assert_eq!(
         found,
         [
-            ("in_block", Linkage::C, None, 1),
-            ("mangled", Linkage::Cxx, None, 1),
-            ("hidden", Linkage::Internal, None, 0),
-            ("templated", Linkage::Cxx, Some("typename T, int N"), 1),
+            ("in_block".to_owned(), Linkage::C, None, 1),
+            cxx("mangled", None),
+            ("hidden".to_owned(), Linkage::Internal, None, 0),
+            // The template's definition, then its explicit instantiation, a kernel of its own.
+            cxx("templated", Some("typename T, int N")),
+            cxx("templated<float, 2>", Some("")),
         ]
     );
+    assert!(scan.kernels[3].is_template() && !scan.kernels[4].is_template());
     assert_eq!(signature(&kernel(source, "mangled")), [("int".to_owned(), None)]);
 }
 
