@@ -45,7 +45,18 @@ dim3 gridDim;
 extern "C" {
 extern char __start_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
+// The registration of the library's one entry: the build links each entry's library with that
+// entry's KDA_EMU_ENTRY_AS function under this name (kda-emu/src/toolchain.rs), which is what
+// keeps that kernel, and only it, in the library. Weak: a library linked without one has no entry.
+void kda_emu_entry_registration(void) __attribute__((weak, visibility("hidden")));
 }
+
+namespace {
+// Registers the library's entry when it is loaded.
+__attribute__((constructor)) void register_the_libraries_entry() {
+    if (kda_emu_entry_registration) kda_emu_entry_registration();
+}
+}  // namespace
 
 #if defined(__SANITIZE_THREAD__)
 #define KDA_EMU_TSAN 1
@@ -160,7 +171,8 @@ struct RegisteredEntry {
     std::vector<ParamLayout> layouts;
 };
 
-// Function-local statics: registrars run at load time, in any order across translation units.
+// A function-local static: the entry's registration runs at load time, in any order with this
+// unit's other initialisers.
 std::vector<RegisteredEntry>& registry() {
     static std::vector<RegisteredEntry> entries;
     return entries;
@@ -1141,8 +1153,8 @@ Failure access_failure(const AccessFault& fault) {
 
 }  // namespace
 
-Registrar::Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
-                     const ParamLayout* layouts) {
+void register_entry(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
+                    const ParamLayout* layouts) {
     std::string params;
     for (unsigned i = 0; i < arity; ++i) params += (i ? "," : "") + std::string(param_types[i]);
     if (registry().size() < kMaxEntries)
