@@ -568,6 +568,24 @@ fill_16 = { module = "pair", entry = "pair_fill<16>", params = "f32 out[16]" }
 fill_48 = { module = "pair", entry = "pair_fill<48>", params = "f32 out[48]" }
 "#;
 
+/// Writes the module `pair.cu` holding `source` and the manifest `pair.toml` holding `manifest`
+/// into a fresh folder for `test`: the build of them for the emulator alone, the kernels' folder
+/// and the output folder.
+fn pair_build(test: &str, source: &str, manifest: &str) -> (KernelBuild, PathBuf, PathBuf) {
+    use kda_build::cuda::emulation::Emulation;
+    let dir = out_dir(test);
+    let kernels = dir.join("kernels");
+    std::fs::create_dir_all(&kernels).unwrap();
+    std::fs::write(kernels.join("pair.cu"), source).unwrap();
+    std::fs::write(dir.join("pair.toml"), manifest).unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let build = KernelBuild::new(dir.join("pair.toml"), &kernels, &out)
+        .without_nvcc()
+        .emulation(Emulation::default());
+    (build, kernels, out)
+}
+
 /// The symbols `library` defines, by name, with their addresses, as binutils' `nm` (beside the
 /// linker the emulated build uses) lists them.
 fn defined_symbols(library: &Path) -> Vec<(String, u64)> {
@@ -589,17 +607,7 @@ fn defined_symbols(library: &Path) -> Vec<(String, u64)> {
 
 #[test]
 fn the_emulated_build_compiles_a_module_once_and_links_each_entry_with_only_its_kernel() {
-    use kda_build::cuda::emulation::Emulation;
-    let dir = out_dir("emulated-once");
-    let kernels = dir.join("kernels");
-    std::fs::create_dir_all(&kernels).unwrap();
-    std::fs::write(kernels.join("pair.cu"), PAIR_MODULE).unwrap();
-    std::fs::write(dir.join("pair.toml"), PAIR_MANIFEST).unwrap();
-    let out = dir.join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let build = KernelBuild::new(dir.join("pair.toml"), &kernels, &out)
-        .without_nvcc()
-        .emulation(Emulation::default());
+    let (build, kernels, out) = pair_build("emulated-once", PAIR_MODULE, PAIR_MANIFEST);
     let output = build.run().unwrap();
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let entries: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
@@ -671,4 +679,26 @@ fn an_emulator_only_include_directory_reaches_the_emulated_build_alone() {
         missing.iter().any(|problem| problem.contains("signature") && problem.contains("emu_stand_in.h")),
         "{missing:?}"
     );
+}
+
+#[test]
+fn an_instantiation_that_does_not_compile_is_one_problem_at_its_entry_and_the_others_still_build() {
+    // fp8 has no arithmetic: `pair_double<__nv_fp8_e4m3>` fails in the template's body, past
+    // every check of its parameter types.
+    let source = format!(
+        "{PAIR_MODULE}template <typename T>\n__global__ void pair_double(T* out) {{ out[0] = out[0] * out[0]; }}\n"
+    );
+    let manifest = format!(
+        "{PAIR_MANIFEST}double = {{ module = \"pair\", entry = \"pair_double<__nv_fp8_e4m3>\", params = \"fp8e4m3 out[1]\" }}\n"
+    );
+    let (build, _, _) = pair_build("emulated-instantiation", &source, &manifest);
+    let output = build.run().unwrap();
+    let [problem @ Problem::Emulation { listed_at, diagnostics, .. }] = output.problems.as_slice() else {
+        panic!("not one emulation problem: {:#?}", output.problems)
+    };
+    assert_eq!(listed_at, "pair.toml:6:1", "{problem}");
+    assert!(diagnostics.contains("pair_double"), "{diagnostics}");
+    let entries: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+    assert_eq!(entries, ["pair_first", "pair_second", "pair_fill<16>", "pair_fill<48>"]);
+    assert_eq!(output.emulated_recompiled, ["pair"]);
 }

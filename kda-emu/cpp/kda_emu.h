@@ -37,8 +37,9 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 // Static storage of the one block that runs at a time. The build collects every static of the
-// entry's unit (compiled with -fdata-sections) into the section `kda_emu_shared`, which the
-// runtime fills with NaN bytes before each block and measures against the device's limit.
+// module's unit (compiled with -fdata-sections) that an entry's library keeps, its kernel's, into
+// the section `kda_emu_shared`, which the runtime fills with NaN bytes before each block and
+// measures against the device's limit.
 // `used`: the runtime writes it behind the compiler's back, so an array no thread writes must not
 // be folded to its zero initializer (or dropped), which would hide the NaN of an unwritten read.
 // `extern __shared__ T name[];`, which this cannot spell, the build rewrites in the module's

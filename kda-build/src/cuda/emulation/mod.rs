@@ -15,7 +15,7 @@
 //! parameter 1 `n`: the manifest declares ...``), not as the compiler's errors. The module is then
 //! compiled once more without those entries, so the others still get their libraries.
 
-use std::collections::{HashMap, hash_map};
+use std::collections::{HashMap, HashSet, hash_map};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,7 +25,7 @@ use kda_emu::{DeviceLimits, Toolchain, shim};
 
 use super::cache::{Fingerprint, Record, parse_dependencies};
 use super::problem::{Problem, is_error, listed_at};
-use super::scan::{Linkage, scan_file};
+use super::scan::{Linkage, SourceScan, scan_file};
 use super::{BuildError, EntryProblem, ProblemKind, jobs, prove, write};
 use crate::Manifest;
 
@@ -188,8 +188,8 @@ impl EmulatedCompiler<'_> {
                     built.compiled |= compiled;
                     break;
                 }
-                Err(diagnostics) => {
-                    let (failed, problems) = self.module_problems(module, &kept, &diagnostics);
+                Err(rejected) => {
+                    let (failed, problems) = self.module_problems(module, &kept, &rejected);
                     built.compiled = true;
                     for (position, problem) in problems {
                         if let Problem::Emulation { diagnostics, .. } = &problem {
@@ -235,44 +235,51 @@ impl EmulatedCompiler<'_> {
         Ok(built)
     }
 
-    /// What the compiler's `diagnostics` for the unit of `module` registering `kept` say is
-    /// wrong: the positions of the entries whose checks failed, and the problems, each at its
-    /// entry's position: the failed checks, as nvcc's build words them, and the compiler's own
-    /// errors where no check explains them.
+    /// What the compiler's rejection of the unit of `module` registering `kept` says is wrong:
+    /// the positions of the entries to build without, and the problems, each at its entry's
+    /// position: the failed checks, as nvcc's build words them, else the compiler's own errors,
+    /// at the entry whose instantiation the first is about (which is left out) or at the
+    /// module's first entry.
     fn module_problems(
         &self,
         module: &Module<'_>,
         kept: &[&Listed<'_>],
-        diagnostics: &str,
-    ) -> (Vec<usize>, Vec<(usize, Problem)>) {
+        rejected: &Rejected,
+    ) -> (HashSet<usize>, Vec<(usize, Problem)>) {
+        let diagnostics = &rejected.diagnostics;
         // Each listing checked, with the entry it lists, in the order the unit numbers them.
         let owners: Vec<&Listed<'_>> =
             kept.iter().flat_map(|listed| listed.listings.iter().map(move |_| *listed)).collect();
         let listings: Vec<&crate::Entry> =
             kept.iter().flat_map(|listed| listed.listings.iter().copied()).collect();
         let checks = prove::entry_check_failures(diagnostics, self.manifest_name, &listings);
-        let (mut failed, mut problems) = (Vec::new(), Vec::new());
+        let (mut failed, mut problems) = (HashSet::new(), Vec::new());
         let mut unexplained = None;
+        // Read once for all the entries the unit lacks; unreadable, the compiler's errors say why.
+        let scan = if checks.undeclared.is_empty() { None } else { scan_file(&module.source).ok() };
         for listing in checks.undeclared {
-            let listed = owners[listing];
-            if failed.contains(&listed.position) {
+            let Some(&listed) = owners.get(listing) else { continue };
+            if !failed.insert(listed.position) {
                 continue;
             }
-            failed.push(listed.position);
-            match self.missing_entry(module, listed.entry) {
+            match scan.as_ref().and_then(|scan| self.missing_entry(scan, listed.entry)) {
                 Some(missing) => problems.push((listed.position, Problem::Entry(missing))),
                 None => unexplained = unexplained.or(Some(listed)),
             }
         }
         for (listing, problem) in checks.signature {
-            let listed = owners[listing];
-            if !failed.contains(&listed.position) {
-                failed.push(listed.position);
-            }
+            let Some(&listed) = owners.get(listing) else { continue };
+            failed.insert(listed.position);
             problems.push((listed.position, Problem::Signature(problem)));
         }
-        if failed.is_empty() || unexplained.is_some() {
-            let listed = unexplained.or(kept.first().copied());
+        if failed.is_empty()
+            && let Some(named) = rejected.first_named
+        {
+            failed.insert(named);
+        }
+        if problems.is_empty() || unexplained.is_some() {
+            let at = |position| kept.iter().copied().find(|listed| listed.position == position);
+            let listed = unexplained.or(rejected.first_named.and_then(at)).or(kept.first().copied());
             if let Some(listed) = listed {
                 problems.push((
                     listed.position,
@@ -287,11 +294,10 @@ impl EmulatedCompiler<'_> {
         (failed, problems)
     }
 
-    /// `entry` as missing from `module`, naming the kernels the module exports, unless a scan of
-    /// the source finds a kernel of that name: then the compiler's errors say why it did not see
-    /// it (a syntax error in its declaration, say).
-    fn missing_entry(&self, module: &Module<'_>, entry: &crate::Entry) -> Option<EntryProblem> {
-        let scan = scan_file(&module.source).ok()?;
+    /// `entry` as missing from its module, naming the kernels the module exports, unless `scan`,
+    /// the module's, finds a kernel of that name: then the compiler's errors say why it did not
+    /// see it (a syntax error in its declaration, say).
+    fn missing_entry(&self, scan: &SourceScan, entry: &crate::Entry) -> Option<EntryProblem> {
         if scan.kernels.iter().any(|kernel| kernel.name == entry.entry) {
             return None;
         }
@@ -378,13 +384,13 @@ impl EmulatedCompiler<'_> {
         toolchain: &Toolchain,
         module: &Module<'_>,
         kept: &[&Listed<'_>],
-    ) -> Result<Result<bool, String>, BuildError> {
+    ) -> Result<Result<bool, Rejected>, BuildError> {
         let files = ModuleFiles::new(&self.out_dir, module.name);
         // Unreadable, the module is included as it is, and its compile says why it cannot be read.
         let source_text = std::fs::read_to_string(&module.source).ok();
         let entries: Vec<&str> = kept.iter().map(|listed| listed.entry.entry.as_str()).collect();
-        let mut text =
-            unit_source(module.name, &entries, &module.source, source_text.as_deref(), &files.unit);
+        let unit = unit_source(module.name, &entries, &module.source, source_text.as_deref(), &files.unit);
+        let mut text = unit.text;
         let listings: Vec<&crate::Entry> =
             kept.iter().flat_map(|listed| listed.listings.iter().copied()).collect();
         text.push_str(&prove::entry_checks(self.manifest_name, &listings));
@@ -392,7 +398,17 @@ impl EmulatedCompiler<'_> {
         let module_dir = module.source.parent().unwrap_or(Path::new("."));
         let compile =
             toolchain.compile_module(module_dir, &files.unit, &files.object, Some(&files.dependencies));
-        self.compile_cached(compile, &files.object, &files.dependencies, Some(&text), &files.unit)
+        let compiled =
+            self.compile_cached(compile, &files.object, &files.dependencies, Some(&text), &files.unit)?;
+        Ok(compiled.map_err(|diagnostics| {
+            let registrations = unit.registration_line..unit.registration_line + kept.len();
+            let first_named = lines_named(&diagnostics, &files.unit)
+                .into_iter()
+                .filter(|line| registrations.contains(line))
+                .find_map(|line| kept.get(line - unit.registration_line))
+                .map(|listed| listed.position);
+            Rejected { diagnostics, first_named }
+        }))
     }
 
     /// Runs `compile`, which writes `object` and the make rule of what it read to `dependencies`,
@@ -436,7 +452,11 @@ impl EmulatedCompiler<'_> {
         library: &Path,
         inputs: &[PathBuf],
     ) -> Result<Result<(), String>, BuildError> {
-        let record_path = library.with_extension("kda-cache");
+        // Beside the library, named after all of it: `lib<module>.<entry>` may be another
+        // module's name.
+        let mut record_path = library.as_os_str().to_owned();
+        record_path.push(".kda-cache");
+        let record_path = PathBuf::from(record_path);
         let words = command_words(&link);
         let command = Fingerprint::of_command(&words.iter().map(String::as_str).collect::<Vec<_>>());
         if library.is_file() && Record::read(&record_path).is_some_and(|record| record.is_current(command)) {
@@ -453,6 +473,29 @@ impl EmulatedCompiler<'_> {
         }
         Ok(Ok(()))
     }
+}
+
+/// A module's unit the compiler rejected.
+struct Rejected {
+    diagnostics: String,
+    /// The position of the entry whose registration is the first the messages name: the first
+    /// error is then that entry's, an instantiation it names that does not compile (GCC's
+    /// "required from here" comes before the error, Clang's "requested here" after it, before
+    /// the next).
+    first_named: Option<usize>,
+}
+
+/// The lines of `unit` that the compiler's `diagnostics` name (`<unit>:<line>:`), in order.
+fn lines_named(diagnostics: &str, unit: &Path) -> Vec<usize> {
+    let prefix = format!("{}:", unit.display());
+    diagnostics
+        .match_indices(&prefix)
+        .filter_map(|(at, _)| {
+            let rest = &diagnostics[at + prefix.len()..];
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            rest[..digits].parse().ok()
+        })
+        .collect()
 }
 
 /// What every entry's link takes besides its module's object.
