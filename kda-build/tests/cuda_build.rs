@@ -512,7 +512,7 @@ fn a_c_plus_plus_error_is_its_first_located_error_and_the_rest_is_there_on_reque
 }
 
 #[test]
-fn the_emulated_build_recompiles_only_the_entries_whose_inputs_changed() {
+fn the_emulated_build_recompiles_only_the_modules_whose_inputs_changed() {
     use kda_build::cuda::emulation::Emulation;
     let kernels = copy_of_kernels("emulated-cache");
     let build = build_in("two_modules.toml", &kernels, "emulated-cache")
@@ -527,18 +527,129 @@ fn the_emulated_build_recompiles_only_the_entries_whose_inputs_changed() {
         assert!(output.emulation_driver.as_ref().is_some_and(|driver| driver.is_file()));
         output.emulated_recompiled
     };
-    assert_eq!(
-        recompiled(),
-        ["fixture::fixture_add", "signature::sig_widen"],
-        "a fresh build compiles everything"
-    );
+    assert_eq!(recompiled(), ["fixture", "signature"], "a fresh build compiles everything");
     assert!(recompiled().is_empty(), "nothing changed");
     let source = std::fs::read_to_string(kernels.join("signature.cu")).unwrap();
     std::fs::write(kernels.join("signature.cu"), format!("{source}\n// edited\n")).unwrap();
-    assert_eq!(recompiled(), ["signature::sig_widen"]);
+    assert_eq!(recompiled(), ["signature"]);
     let header = std::fs::read_to_string(kernels.join("fixture_index.cuh")).unwrap();
     std::fs::write(kernels.join("fixture_index.cuh"), format!("{header}// edited\n")).unwrap();
-    assert_eq!(recompiled(), ["fixture::fixture_add"]);
+    assert_eq!(recompiled(), ["fixture"]);
+}
+
+/// A module of two `extern "C"` kernels and a template, each with a `__shared__` array of its own
+/// name and size, listed as four entries.
+const PAIR_MODULE: &str = r#"
+extern "C" __global__ void pair_first(float* out) {
+    __shared__ float first_tile[32];
+    first_tile[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = first_tile[31 - threadIdx.x];
+}
+extern "C" __global__ void pair_second(float* out) {
+    __shared__ float second_tile[64];
+    second_tile[threadIdx.x] = 2.0f;
+    __syncthreads();
+    out[threadIdx.x] = second_tile[63 - threadIdx.x];
+}
+template <int N>
+__global__ void pair_fill(float* out) {
+    __shared__ float fill_tile[N];
+    fill_tile[threadIdx.x] = 3.0f;
+    __syncthreads();
+    out[threadIdx.x] = fill_tile[N - 1 - threadIdx.x];
+}
+"#;
+
+const PAIR_MANIFEST: &str = r#"[pair]
+first = { module = "pair", entry = "pair_first", params = "f32 out[32]" }
+second = { module = "pair", entry = "pair_second", params = "f32 out[64]" }
+fill_16 = { module = "pair", entry = "pair_fill<16>", params = "f32 out[16]" }
+fill_48 = { module = "pair", entry = "pair_fill<48>", params = "f32 out[48]" }
+"#;
+
+/// Writes the module `pair.cu` holding `source` and the manifest `pair.toml` holding `manifest`
+/// into a fresh folder for `test`: the build of them for the emulator alone, the kernels' folder
+/// and the output folder.
+fn pair_build(test: &str, source: &str, manifest: &str) -> (KernelBuild, PathBuf, PathBuf) {
+    use kda_build::cuda::emulation::Emulation;
+    let dir = out_dir(test);
+    let kernels = dir.join("kernels");
+    std::fs::create_dir_all(&kernels).unwrap();
+    std::fs::write(kernels.join("pair.cu"), source).unwrap();
+    std::fs::write(dir.join("pair.toml"), manifest).unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let build = KernelBuild::new(dir.join("pair.toml"), &kernels, &out)
+        .without_nvcc()
+        .emulation(Emulation::default());
+    (build, kernels, out)
+}
+
+/// The symbols `library` defines, by name, with their addresses, as binutils' `nm` (beside the
+/// linker the emulated build uses) lists them.
+fn defined_symbols(library: &Path) -> Vec<(String, u64)> {
+    let output = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(library)
+        .output()
+        .unwrap_or_else(|error| panic!("nm (binutils, with the linker) cannot run: {error}"));
+    assert!(output.status.success(), "nm {}: {}", library.display(), String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let [address, _, name] = line.split_whitespace().collect::<Vec<_>>()[..] else { return None };
+            Some((name.to_owned(), u64::from_str_radix(address, 16).ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_emulated_build_compiles_a_module_once_and_links_each_entry_with_only_its_kernel() {
+    let (build, kernels, out) = pair_build("emulated-once", PAIR_MODULE, PAIR_MANIFEST);
+    let output = build.run().unwrap();
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let entries: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+    assert_eq!(entries, ["pair_first", "pair_second", "pair_fill<16>", "pair_fill<48>"]);
+    // One compile of the module for its four entries: one object, reported once.
+    assert_eq!(output.emulated_recompiled, ["pair"]);
+    let mut objects: Vec<String> = std::fs::read_dir(out.join("emu"))
+        .unwrap()
+        .map(|file| file.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".o") && !name.starts_with("kda_emu_"))
+        .collect();
+    objects.sort();
+    assert_eq!(objects, ["pair.module.o"]);
+
+    // Each library keeps its own kernel (its code, which may be inlined into the invoker whose
+    // mangled name carries the kernel's, and its array) and exactly its `__shared__` array: no
+    // other kernel of the module, no other kernel's array. The names as the compiler mangles them.
+    let kernels_and_arrays = [
+        ("10pair_first", "_ZZ10pair_firstE10first_tile", 32 * 4),
+        ("11pair_second", "_ZZ11pair_secondE11second_tile", 64 * 4),
+        ("9pair_fillILi16E", "_ZZ9pair_fillILi16EEvPfE9fill_tile", 16 * 4),
+        ("9pair_fillILi48E", "_ZZ9pair_fillILi48EEvPfE9fill_tile", 48 * 4),
+    ];
+    for (library, (kernel, _, bytes)) in output.emulated.iter().zip(kernels_and_arrays) {
+        let symbols = defined_symbols(&library.path);
+        let address = |name: &str| symbols.iter().find(|(symbol, _)| symbol == name).map(|(_, at)| *at);
+        for (other_kernel, other_array, _) in kernels_and_arrays {
+            let own = other_kernel == kernel;
+            let mentioned = symbols.iter().any(|(symbol, _)| symbol.contains(other_kernel));
+            assert_eq!(mentioned, own, "{other_kernel} in {}: {symbols:?}", library.entry);
+            assert_eq!(address(other_array).is_some(), own, "{other_array} in {}", library.entry);
+        }
+        let shared = address("__stop_kda_emu_shared").unwrap() - address("__start_kda_emu_shared").unwrap();
+        assert_eq!(shared, bytes, "{}'s static shared memory", library.entry);
+    }
+
+    // Nothing changed: nothing compiled; an edit of the module: one compile again.
+    assert!(build.run().unwrap().emulated_recompiled.is_empty());
+    std::fs::write(kernels.join("pair.cu"), format!("{PAIR_MODULE}// edited\n")).unwrap();
+    let edited = build.run().unwrap();
+    assert_eq!(edited.emulated_recompiled, ["pair"]);
+    assert_eq!(edited.emulated.len(), 4);
 }
 
 #[test]
@@ -568,4 +679,26 @@ fn an_emulator_only_include_directory_reaches_the_emulated_build_alone() {
         missing.iter().any(|problem| problem.contains("signature") && problem.contains("emu_stand_in.h")),
         "{missing:?}"
     );
+}
+
+#[test]
+fn an_instantiation_that_does_not_compile_is_one_problem_at_its_entry_and_the_others_still_build() {
+    // fp8 has no arithmetic: `pair_double<__nv_fp8_e4m3>` fails in the template's body, past
+    // every check of its parameter types.
+    let source = format!(
+        "{PAIR_MODULE}template <typename T>\n__global__ void pair_double(T* out) {{ out[0] = out[0] * out[0]; }}\n"
+    );
+    let manifest = format!(
+        "{PAIR_MANIFEST}double = {{ module = \"pair\", entry = \"pair_double<__nv_fp8_e4m3>\", params = \"fp8e4m3 out[1]\" }}\n"
+    );
+    let (build, _, _) = pair_build("emulated-instantiation", &source, &manifest);
+    let output = build.run().unwrap();
+    let [problem @ Problem::Emulation { listed_at, diagnostics, .. }] = output.problems.as_slice() else {
+        panic!("not one emulation problem: {:#?}", output.problems)
+    };
+    assert_eq!(listed_at, "pair.toml:6:1", "{problem}");
+    assert!(diagnostics.contains("pair_double"), "{diagnostics}");
+    let entries: Vec<&str> = output.emulated.iter().map(|library| library.entry.as_str()).collect();
+    assert_eq!(entries, ["pair_first", "pair_second", "pair_fill<16>", "pair_fill<48>"]);
+    assert_eq!(output.emulated_recompiled, ["pair"]);
 }

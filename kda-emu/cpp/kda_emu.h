@@ -37,8 +37,9 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 // Static storage of the one block that runs at a time. The build collects every static of the
-// entry's unit (compiled with -fdata-sections) into the section `kda_emu_shared`, which the
-// runtime fills with NaN bytes before each block and measures against the device's limit.
+// module's unit (compiled with -fdata-sections) that an entry's library keeps, its kernel's, into
+// the section `kda_emu_shared`, which the runtime fills with NaN bytes before each block and
+// measures against the device's limit.
 // `used`: the runtime writes it behind the compiler's back, so an array no thread writes must not
 // be folded to its zero initializer (or dropped), which would hide the NaN of an unwritten read.
 // `extern __shared__ T name[];`, which this cannot spell, the build rewrites in the module's
@@ -409,25 +410,22 @@ struct Entry<void (*)(P...)> {
     }
 };
 
-// Adds an entry to this module's registry (kda_emu_runtime.cpp), at load time.
-struct Registrar {
-    Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
-              const ParamLayout* layouts);
-};
+// Adds an entry to this library's registry (kda_emu_runtime.cpp).
+void register_entry(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
+                    const ParamLayout* layouts);
 }  // namespace kda_emu
 
-// Registers the kernel `...` (its extern "C" name, or a template instantiation such as
-// `scale<float, 128>`, which this instantiates) under the name `label` in the unit the build
-// generates for it. The registrar lives in an anonymous namespace: its storage is not mistaken
-// for __shared__ storage.
-#define KDA_EMU_ENTRY_AS(label, ...)                                                                    \
-    namespace {                                                                                         \
-    const ::kda_emu::Registrar KDA_EMU_CONCAT(kda_emu_registrar_, __COUNTER__)(                         \
-        label, &::kda_emu::Entry<decltype(&__VA_ARGS__)>::template invoke<&__VA_ARGS__>,                 \
-        ::kda_emu::Entry<decltype(&__VA_ARGS__)>::arity, ::kda_emu::Entry<decltype(&__VA_ARGS__)>::param_types(), \
-        ::kda_emu::Entry<decltype(&__VA_ARGS__)>::param_layouts());                                      \
+// Defines `registration`, the function that registers the kernel `...` (its extern "C" name, or a
+// template instantiation such as `scale<float, 128>`, which this instantiates) under the name
+// `label`. The unit the build generates for a module defines one per entry, each hidden and in a
+// section of its own. An entry's library is linked with its registration alone as the runtime's
+// `kda_emu_entry_registration`, which the runtime calls at load time: nothing else of the module
+// is reached, so the linker drops every other kernel and its __shared__ storage
+// (kda-emu/src/toolchain.rs).
+#define KDA_EMU_ENTRY_AS(registration, label, ...)                                                      \
+    extern "C" __attribute__((visibility("hidden"))) void registration() {                              \
+        ::kda_emu::register_entry(                                                                      \
+            label, &::kda_emu::Entry<decltype(&__VA_ARGS__)>::template invoke<&__VA_ARGS__>,           \
+            ::kda_emu::Entry<decltype(&__VA_ARGS__)>::arity, ::kda_emu::Entry<decltype(&__VA_ARGS__)>::param_types(), \
+            ::kda_emu::Entry<decltype(&__VA_ARGS__)>::param_layouts());                                  \
     }
-#define KDA_EMU_CONCAT(a, b) KDA_EMU_CONCAT_(a, b)
-#define KDA_EMU_CONCAT_(a, b) a##b
-// Registers the extern "C" kernel `name` under its own name.
-#define KDA_EMU_ENTRY(name) KDA_EMU_ENTRY_AS(#name, name)

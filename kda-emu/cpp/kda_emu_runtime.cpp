@@ -40,12 +40,23 @@ thread_local uint3 blockIdx;
 dim3 blockDim;
 dim3 gridDim;
 
-// The module's __shared__ variables, between the linker's bounds of their section (weak: a module
-// without shared memory has no section).
+// The library's kernel's __shared__ variables, between the linker's bounds of their section (weak: a
+// kernel without shared memory has no section).
 extern "C" {
 extern char __start_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
+// The registration of the library's one entry: the build links each entry's library with that
+// entry's KDA_EMU_ENTRY_AS function under this name (kda-emu/src/toolchain.rs), which is what
+// keeps that kernel, and only it, in the library. Weak: a library linked without one has no entry.
+void kda_emu_entry_registration(void) __attribute__((weak, visibility("hidden")));
 }
+
+namespace {
+// Registers the library's entry when it is loaded.
+__attribute__((constructor)) void register_the_libraries_entry() {
+    if (kda_emu_entry_registration) kda_emu_entry_registration();
+}
+}  // namespace
 
 #if defined(__SANITIZE_THREAD__)
 #define KDA_EMU_TSAN 1
@@ -69,7 +80,7 @@ extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 
 // Without a sanitizer the runtime checks a kernel's accesses itself: every view of a launch and
 // its dynamic shared memory end at a guard page (LaunchMemory), whose fault the SIGSEGV handler
-// turns into the launch's failure, and the entry's unit is compiled with UBSan's array bounds
+// turns into the launch's failure, and the module's unit is compiled with UBSan's array bounds
 // check, whose handler is defined here. Under a sanitizer its runtime checks them (byte for byte
 // under AddressSanitizer), so the runtime stays out of its way.
 #if !defined(KDA_EMU_ASAN) && !defined(KDA_EMU_TSAN)
@@ -160,7 +171,8 @@ struct RegisteredEntry {
     std::vector<ParamLayout> layouts;
 };
 
-// Function-local statics: registrars run at load time, in any order across translation units.
+// A function-local static: the entry's registration runs at load time, in any order with this
+// unit's other initialisers.
 std::vector<RegisteredEntry>& registry() {
     static std::vector<RegisteredEntry> entries;
     return entries;
@@ -1062,7 +1074,7 @@ long long index_value(const TypeDescriptor& type, uintptr_t handle) {
 }
 
 // An index out of an array's bounds in the kernel: the thread leaves the kernel as it does from a
-// guard page. Only the entry's unit is instrumented, so this runs in a kernel, armed.
+// guard page. Only the module's unit is instrumented, so this runs in a kernel, armed.
 void bounds_fault(const void* data, const void* index) {
     if (self == nullptr || !self->armed) return;
     const auto* bounds = static_cast<const OutOfBoundsData*>(data);
@@ -1141,8 +1153,8 @@ Failure access_failure(const AccessFault& fault) {
 
 }  // namespace
 
-Registrar::Registrar(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
-                     const ParamLayout* layouts) {
+void register_entry(const char* name, Invoker invoke, unsigned arity, const char* const* param_types,
+                    const ParamLayout* layouts) {
     std::string params;
     for (unsigned i = 0; i < arity; ++i) params += (i ? "," : "") + std::string(param_types[i]);
     if (registry().size() < kMaxEntries)
@@ -1367,7 +1379,7 @@ KDA_EMU_API int kda_emu_launch(int entry, void* const* args, const unsigned long
 }
 
 #ifdef KDA_EMU_CHECKED
-// UBSan's handlers of -fsanitize=bounds, with which the toolchain compiles an entry's unit where no
+// UBSan's handlers of -fsanitize=bounds, with which the toolchain compiles a module's unit where no
 // sanitizer is: defined here, so no UBSan runtime is needed (under AddressSanitizer + UBSan the
 // sanitizer's runtime defines them, and this build has none). Hidden, as everything of the
 // runtime but its ABI: each library's own.

@@ -10,8 +10,9 @@
 //! - the constants both sides share, defined here once and written into the generated
 //!   `kda_emu_config.h`: the ABI ([`abi`]), the driver's wire format ([`wire`]) and the device's
 //!   limits ([`DeviceLimits`]);
-//! - the **toolchain** that compiles an entry's unit and links its library ([`toolchain`]), which
-//!   kda-build's emulated build drives (caching, problems located in the manifest);
+//! - the **toolchain** that compiles a module's unit once and links each entry's library from it
+//!   ([`toolchain`]), which kda-build's emulated build drives (caching, problems located in the
+//!   manifest);
 //! - the **raw** layer that opens a library and calls its ABI ([`library`], feature `load`), and
 //!   what a failed launch reports through it and through the driver ([`Fault`]).
 //!

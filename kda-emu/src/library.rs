@@ -33,8 +33,8 @@ impl Library {
     /// initialisers, and any other library's may do anything.
     pub unsafe fn open(path: &str) -> Result<Self, String> {
         // SAFETY: the caller guarantees an emulated library, whose initialisers are the
-        // emulator's runtime and the registrars of its one entry (kda_emu_runtime.cpp, the
-        // generated unit), which only fill the library's own registry.
+        // emulator's runtime's, which call the registration of its one entry (kda_emu_runtime.cpp,
+        // the generated unit): they only fill the library's own registry.
         let library = unsafe { libloading::Library::new(path) }.map_err(|error| error.to_string())?;
         // SAFETY: each symbol is looked up with the type `kda_abi.h` declares for it, and the
         // pointers are used only while `library` (moved into the result) stays open.

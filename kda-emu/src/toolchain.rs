@@ -1,19 +1,25 @@
 //! How kernels are compiled and linked for the emulator: the C++ compiler `cc` finds, the
-//! emulator's flags, the generated unit of one entry, and the linker script that gathers its
-//! `__shared__` storage. The caller (kda-build's emulated build) decides what to compile, caches
-//! it and reports problems; this module owns what the commands are.
+//! emulator's flags, the generated unit of one module, and the links of its entries' libraries
+//! with the linker script that gathers an entry's `__shared__` storage. The caller (kda-build's
+//! emulated build) decides what to compile, caches it and reports problems; this module owns what
+//! the commands are.
 //!
-//! One library per entry, not per module: the unit of an entry includes its module and registers
-//! that one kernel, and the link drops every other kernel (`--gc-sections`). What is left of the
-//! module's static storage is exactly that kernel's `__shared__` memory, which [`LINKER_SCRIPT`]
-//! gathers into the section `kda_emu_shared`: the runtime fills it with NaN bytes before each
-//! block and measures it against the device's limit. Under AddressSanitizer the sanitizer's table
-//! of globals keeps every kernel's variables of the module, each followed by a redzone; the
-//! runtime then fills the variables only and leaves the limit to the other builds.
+//! A module is compiled once, into one object; each entry gets a library of its own, linked from
+//! that object. The module's unit ([`unit_source`]) defines one registration function per entry
+//! (hidden, `extern "C"`, each in its own section, like every function and variable of the unit),
+//! and registers none at load time: an entry's link ([`Toolchain::link_library`]) roots that
+//! entry's registration alone (`-u`) and names it the runtime's `kda_emu_entry_registration`,
+//! which the runtime calls when the library is loaded. `--gc-sections` then drops every other
+//! kernel of the module, its registration and its statics. What is left of the module's static
+//! storage is exactly that kernel's `__shared__` memory, which [`LINKER_SCRIPT`] gathers into the
+//! section `kda_emu_shared`: the runtime fills it with NaN bytes before each block and measures it
+//! against the device's limit. Under AddressSanitizer the sanitizer's table of globals keeps every
+//! kernel's variables of the module, each followed by a redzone; the runtime then fills the
+//! variables only and leaves the limit to the other builds.
 //!
 //! The flags after `cc`'s: `-ffp-contract=off`, so that each `a * b + c` rounds twice as on the
-//! GPU with `--fmad=false`, and one optimisation level for every profile. Without a sanitizer an
-//! entry's unit is also compiled with UBSan's array bounds check (an index past a `__shared__`
+//! GPU with `--fmad=false`, and one optimisation level for every profile. Without a sanitizer a
+//! module's unit is also compiled with UBSan's array bounds check (an index past a `__shared__`
 //! array), whose handler is the runtime's, and libraries are linked `-z nodelete`: the runtime
 //! installs a SIGSEGV handler for its guard pages, which must stay mapped. ELF platforms only (the
 //! linker script and `dlopen`).
@@ -40,19 +46,20 @@ const BASE_FLAGS: [&str; 9] = [
     "-pthread",
 ];
 
-/// Where the static storage of an entry's unit goes: its `__shared__` variables, function-local
-/// (`_ZZ`) and namespace-scope (`_ZL`) statics. The runtime's own statics are in another object.
-/// The bounds are defined here: ld provides `__start_`/`__stop_` symbols only for input sections
-/// named as C identifiers, which `.bss._ZZ…` are not. Entry objects must be named `*.entry.o`.
-pub const LINKER_SCRIPT: &str = "SECTIONS\n{\n  kda_emu_shared : {\n    HIDDEN(__start_kda_emu_shared = .);\n    *.entry.o(.bss._ZZ* .data._ZZ* .bss._ZL* .data._ZL*)\n    HIDDEN(__stop_kda_emu_shared = .);\n  }\n}\nINSERT AFTER .bss;\n";
+/// Where the static storage of a module's unit that an entry's library keeps goes: its
+/// `__shared__` variables, function-local (`_ZZ`) and namespace-scope (`_ZL`) statics. The
+/// runtime's own statics are in another object. The bounds are defined here: ld provides
+/// `__start_`/`__stop_` symbols only for input sections named as C identifiers, which `.bss._ZZ…`
+/// are not. Module objects must be named `*.module.o` ([`ModuleFiles`]).
+pub const LINKER_SCRIPT: &str = "SECTIONS\n{\n  kda_emu_shared : {\n    HIDDEN(__start_kda_emu_shared = .);\n    *.module.o(.bss._ZZ* .data._ZZ* .bss._ZL* .data._ZL*)\n    HIDDEN(__stop_kda_emu_shared = .);\n  }\n}\nINSERT AFTER .bss;\n";
 
 /// The compiler and flags of one emulated build.
 #[derive(Clone, Debug)]
 pub struct Toolchain {
     compiler: cc::Tool,
     flags: Vec<String>,
-    /// The flags an entry's unit takes beyond `flags`.
-    entry_flags: Vec<String>,
+    /// The flags a module's unit takes beyond `flags`.
+    module_flags: Vec<String>,
     sanitizer: Option<Sanitizer>,
 }
 
@@ -82,23 +89,14 @@ impl Toolchain {
             .collect();
         // Clang's `bounds` adds a check that traps with no handler; `array-bounds` is GCC's `bounds`.
         let bounds = if compiler.is_like_clang() { "-fsanitize=array-bounds" } else { "-fsanitize=bounds" };
-        let mut entry_flags = if sanitizer.is_none() { vec![bounds.to_owned()] } else { Vec::new() };
+        let mut module_flags = if sanitizer.is_none() { vec![bounds.to_owned()] } else { Vec::new() };
         // GCC reports an error inside a macro's expansion at the macro's definition, the kernel's
         // line only in a note after it; at the expansion instead, a kernel's `asm` (which the
         // shim defines as an undeclared name) is an error at the kernel's own line.
         if compiler.is_like_gnu() {
-            entry_flags.push("-ftrack-macro-expansion=0".to_owned());
+            module_flags.push("-ftrack-macro-expansion=0".to_owned());
         }
-        Ok(Self { compiler, flags, entry_flags, sanitizer })
-    }
-
-    /// The compiler's path and every flag, as words for a cache's fingerprint of a compile.
-    pub fn describe(&self) -> Vec<String> {
-        std::iter::once(self.compiler.path().display().to_string())
-            .chain(self.compiler.args().iter().map(|arg| arg.to_string_lossy().into_owned()))
-            .chain(self.flags.iter().cloned())
-            .chain(self.entry_flags.iter().cloned())
-            .collect()
+        Ok(Self { compiler, flags, module_flags, sanitizer })
     }
 
     /// Compiles `source` into `object`, writing the headers it read as a make rule to
@@ -113,10 +111,10 @@ impl Toolchain {
         command
     }
 
-    /// Compiles an entry's generated unit ([`unit_source`]) as [`Toolchain::compile`] does, with
-    /// the flags of an entry and `module_dir`, the module's directory, searched for its quoted
+    /// Compiles a module's generated unit ([`unit_source`]) as [`Toolchain::compile`] does, with
+    /// the flags of a module and `module_dir`, the module's directory, searched for its quoted
     /// includes first, as it is when the unit includes the module rather than carrying it.
-    pub fn compile_entry(
+    pub fn compile_module(
         &self,
         module_dir: &Path,
         unit: &Path,
@@ -124,21 +122,33 @@ impl Toolchain {
         dependencies: Option<&Path>,
     ) -> Command {
         let mut command = self.compile(unit, object, dependencies);
-        command.args(&self.entry_flags).arg("-iquote").arg(module_dir);
+        command.args(&self.module_flags).arg("-iquote").arg(module_dir);
         command
     }
 
-    /// Links one entry's object (named `*.entry.o`) and the runtime's into a shared library,
-    /// `script` holding [`LINKER_SCRIPT`].
-    pub fn link_library(&self, entry: &Path, runtime: &Path, script: &Path, library: &Path) -> Command {
+    /// Links the library of `entry` (as the manifest names it) from its module's object (named
+    /// `*.module.o`, compiled from a unit that registers it) and the runtime's, `script` holding
+    /// [`LINKER_SCRIPT`]: the entry's registration is the one root the module's object gives the
+    /// link, and the runtime calls it at load time.
+    pub fn link_library(
+        &self,
+        module: &Path,
+        entry: &str,
+        runtime: &Path,
+        script: &Path,
+        library: &Path,
+    ) -> Command {
+        let registration = registration_symbol(entry);
         let mut command = Command::new(self.compiler.path());
         command
             .args(["-shared", "-pthread", "-Wl,--gc-sections", "-Wl,-z,nodelete"])
+            .arg(format!("-Wl,-u,{registration}"))
+            .arg(format!("-Wl,--defsym={ENTRY_REGISTRATION}={registration}"))
             .arg(format!("-Wl,-T,{}", script.display()))
             .args(Sanitizer::compile_flags(self.sanitizer))
             .arg("-o")
             .arg(library)
-            .arg(entry)
+            .arg(module)
             .arg(runtime);
         command
     }
@@ -157,30 +167,59 @@ impl Toolchain {
     }
 }
 
-/// The generated unit of one entry, written to `unit`: the shim, the module's source, the entry's
-/// registration. `text` is the module's source where it could be read: if it declares
-/// `extern __shared__` arrays, the unit carries it with each such declaration rewritten
-/// ([`rewrite_extern_shared`]) under `#line` directives that keep every line's file and number, so
-/// a compiler's message points into the module as it does where the unit includes it.
-pub fn unit_source(module: &str, entry: &str, source: &Path, text: Option<&str>, unit: &Path) -> String {
-    let head = format!(
-        "// Generated by kda-emu: the emulated kernel `{module}::{entry}`.\n#include \"kda_emu.h\"\n"
-    );
-    match text.and_then(rewrite_extern_shared) {
+/// The generated unit of one module, written to `unit`: the shim, the module's source, the
+/// registration of each of `entries` (an `extern "C"` name, or a template instantiation such as
+/// `scale<float, 128>`, each under its own name). `text` is the module's source where it could be
+/// read: if it declares `extern __shared__` arrays, the unit carries it with each such declaration
+/// rewritten ([`rewrite_extern_shared`]) under `#line` directives that keep every line's file and
+/// number, so a compiler's message points into the module as it does where the unit includes it.
+pub fn unit_source(
+    module: &str,
+    entries: &[&str],
+    source: &Path,
+    text: Option<&str>,
+    unit: &Path,
+) -> ModuleUnit {
+    let head =
+        format!("// Generated by kda-emu: the emulated kernels of `{module}`.\n#include \"kda_emu.h\"\n");
+    let registrations: String = entries.iter().map(|entry| registration(entry) + "\n").collect();
+    let (text, registration_line) = match text.and_then(rewrite_extern_shared) {
         Some(rewritten) => {
             let body = format!("{head}#line 1 \"{}\"\n{rewritten}\n", line_file(source));
-            // The registration's own line in `unit`, after the directive that names it.
+            // The registrations' own lines in `unit`, after the directive that names them.
             let line = body.lines().count() + 2;
-            format!("{body}#line {line} \"{}\"\n{}\n", line_file(unit), registration(entry))
+            (format!("{body}#line {line} \"{}\"\n{registrations}", line_file(unit)), line)
         }
-        None => format!("{head}#include \"{}\"\n{}\n", source.display(), registration(entry)),
-    }
+        // After the head's two lines and the include.
+        None => (format!("{head}#include \"{}\"\n{registrations}", source.display()), 4),
+    };
+    ModuleUnit { text, registration_line }
 }
 
-/// The line that registers `entry` (an `extern "C"` name, or a template instantiation such as
-/// `scale<float, 128>`) under its own name.
+/// A module's generated unit ([`unit_source`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleUnit {
+    /// Its text.
+    pub text: String,
+    /// The line of the unit, as a compiler's messages number it, that registers the first entry;
+    /// the others follow, one a line, in order: a message naming the line of an entry's
+    /// registration is about that entry (an instantiation of a template that does not compile).
+    pub registration_line: usize,
+}
+
+/// The name the runtime calls the registration of the library's one entry by, which an entry's
+/// link defines as that entry's [`registration_symbol`] (`kda_emu_runtime.cpp`).
+const ENTRY_REGISTRATION: &str = "kda_emu_entry_registration";
+
+/// The function of a module's unit that registers `entry`: `kda_emu_register_` and the entry's
+/// [`file_stem`], a C identifier.
+pub fn registration_symbol(entry: &str) -> String {
+    format!("kda_emu_register_{}", file_stem(entry))
+}
+
+/// The line that defines the registration of `entry` under its own name.
 fn registration(entry: &str) -> String {
-    format!("KDA_EMU_ENTRY_AS(\"{entry}\", {entry})")
+    format!("KDA_EMU_ENTRY_AS({}, \"{entry}\", {entry})", registration_symbol(entry))
 }
 
 /// A path as a `#line` directive's string literal spells it.
@@ -317,9 +356,10 @@ fn without_alignment(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// `entry` as part of a file name: itself for an `extern "C"` name; a template instantiation's
-/// `<`, `>`, `,` and spaces each become `_` and its code in hex, so that no two instantiations
-/// share a stem and no file name has a character a shell or linker script would read.
+/// `entry` as part of a file name or a C identifier: itself for an `extern "C"` name; a template
+/// instantiation's `<`, `>`, `,` and spaces each become `_` and its code in hex, so that no two
+/// instantiations share a stem and no name has a character a shell, a linker script or a C
+/// compiler would read.
 fn file_stem(entry: &str) -> String {
     entry
         .chars()
@@ -333,30 +373,31 @@ fn file_stem(entry: &str) -> String {
         .collect()
 }
 
-/// The files one entry's build makes in `dir`: its unit, object, dependency rule and library.
+/// The files one module's compile makes in `dir`: its unit, object and dependency rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EntryFiles {
+pub struct ModuleFiles {
     /// The generated unit ([`unit_source`]).
     pub unit: PathBuf,
     /// The unit's object, named as [`LINKER_SCRIPT`] expects.
     pub object: PathBuf,
     /// The headers the unit read, as a make rule.
     pub dependencies: PathBuf,
-    /// The shared library.
-    pub library: PathBuf,
 }
 
-impl EntryFiles {
-    /// The files of `module::entry` in `dir`.
-    pub fn new(dir: &Path, module: &str, entry: &str) -> Self {
-        let stem = format!("{module}.{}", file_stem(entry));
+impl ModuleFiles {
+    /// The files of `module` in `dir`.
+    pub fn new(dir: &Path, module: &str) -> Self {
         Self {
-            unit: dir.join(format!("{stem}.entry.cpp")),
-            object: dir.join(format!("{stem}.entry.o")),
-            dependencies: dir.join(format!("{stem}.d")),
-            library: dir.join(format!("lib{stem}.so")),
+            unit: dir.join(format!("{module}.module.cpp")),
+            object: dir.join(format!("{module}.module.o")),
+            dependencies: dir.join(format!("{module}.module.d")),
         }
     }
+}
+
+/// The shared library of `module::entry` in `dir`.
+pub fn entry_library(dir: &Path, module: &str, entry: &str) -> PathBuf {
+    dir.join(format!("lib{module}.{}.so", file_stem(entry)))
 }
 
 #[cfg(test)]
@@ -401,30 +442,44 @@ mod tests {
     }
 
     #[test]
-    fn an_instantiations_files_are_named_without_the_characters_of_its_arguments() {
-        let files = EntryFiles::new(Path::new("/out"), "m", "scale<float, 128>");
-        assert_eq!(files.library, Path::new("/out/libm.scale_3cfloat_2c_20128_3e.so"));
-        assert_eq!(EntryFiles::new(Path::new("/out"), "m", "e").library, Path::new("/out/libm.e.so"));
+    fn an_instantiations_library_and_registration_are_named_without_the_characters_of_its_arguments() {
+        let library = entry_library(Path::new("/out"), "m", "scale<float, 128>");
+        assert_eq!(library, Path::new("/out/libm.scale_3cfloat_2c_20128_3e.so"));
+        assert_eq!(entry_library(Path::new("/out"), "m", "e"), Path::new("/out/libm.e.so"));
+        assert_eq!(registration_symbol("scale<float, 128>"), "kda_emu_register_scale_3cfloat_2c_20128_3e");
+        assert_eq!(registration_symbol("e"), "kda_emu_register_e");
     }
 
     #[test]
     fn a_unit_carries_a_rewritten_module_under_line_directives_and_includes_any_other() {
-        let (source, unit) = (Path::new("/k/m.cu"), Path::new("/out/m.e.entry.cpp"));
-        let plain = unit_source("m", "e", source, Some("__global__ void e() {}\n"), unit);
-        assert!(plain.ends_with("#include \"/k/m.cu\"\nKDA_EMU_ENTRY_AS(\"e\", e)\n"), "{plain}");
-        // A template instantiation registers under its own spelling.
-        let template = unit_source("m", "scale<float, 128>", source, None, unit);
+        let (source, unit) = (Path::new("/k/m.cu"), Path::new("/out/m.module.cpp"));
+        let plain = unit_source("m", &["e"], source, Some("__global__ void e() {}\n"), unit);
+        let registered = plain.text.lines().position(|line| line.starts_with("KDA_EMU_ENTRY_AS"));
+        assert_eq!(registered, Some(plain.registration_line - 1));
+        let plain = plain.text;
         assert!(
-            template.ends_with("KDA_EMU_ENTRY_AS(\"scale<float, 128>\", scale<float, 128>)\n"),
-            "{template}"
+            plain.ends_with("#include \"/k/m.cu\"\nKDA_EMU_ENTRY_AS(kda_emu_register_e, \"e\", e)\n"),
+            "{plain}"
         );
-        let unit_text =
-            unit_source("m", "e", source, Some("extern __shared__ float s[];\nvoid e() {}"), unit);
+        // Every entry of the module, a template instantiation under its own spelling.
+        let both = unit_source("m", &["e", "scale<float, 128>"], source, None, unit).text;
+        assert!(
+            both.ends_with(
+                "KDA_EMU_ENTRY_AS(kda_emu_register_e, \"e\", e)\nKDA_EMU_ENTRY_AS(\
+                 kda_emu_register_scale_3cfloat_2c_20128_3e, \"scale<float, 128>\", scale<float, 128>)\n"
+            ),
+            "{both}"
+        );
+        let rewritten =
+            unit_source("m", &["e", "f"], source, Some("extern __shared__ float s[];\nvoid e() {}"), unit);
+        let unit_text = rewritten.text;
         let lines: Vec<&str> = unit_text.lines().collect();
         assert_eq!(lines[2], "#line 1 \"/k/m.cu\"");
         assert_eq!(lines[3], reference("float", "s"));
-        // The directive names the registration's own line of the unit.
+        // The directive names the registrations' own lines of the unit.
         let line = lines.iter().position(|line| line.starts_with("KDA_EMU_ENTRY")).unwrap() + 1;
-        assert_eq!(lines[line - 2], format!("#line {line} \"/out/m.e.entry.cpp\""));
+        assert_eq!(line, rewritten.registration_line);
+        assert_eq!(lines[line - 2], format!("#line {line} \"/out/m.module.cpp\""));
+        assert!(lines[line].starts_with("KDA_EMU_ENTRY_AS(kda_emu_register_f,"), "{unit_text}");
     }
 }

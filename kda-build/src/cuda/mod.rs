@@ -134,7 +134,7 @@ pub struct BuildOutput {
     pub emulated: Vec<emulation::EmulatedLibrary>,
     /// The emulator's driver executable, built with the libraries' flags.
     pub emulation_driver: Option<PathBuf>,
-    /// The `module::entry` libraries compiled again in this run.
+    /// The modules the emulated build compiled again in this run (each once, for all its entries).
     pub emulated_recompiled: Vec<String>,
     /// Things worth a `cargo:warning`.
     pub warnings: Vec<String>,

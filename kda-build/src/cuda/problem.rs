@@ -44,7 +44,8 @@ pub enum Problem {
         /// nvcc's messages, all of them (the message shows the first error).
         diagnostics: String,
     },
-    /// The emulator's C++ compiler rejected an entry's unit (or the shim itself).
+    /// The emulator's C++ compiler rejected a module's unit (or the shim itself), or the linker an
+    /// entry's library.
     #[error(
         "{listed_at}: the emulated build (C++) failed on {}:\n{}",
         path.display(),

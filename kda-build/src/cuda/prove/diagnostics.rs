@@ -1,5 +1,5 @@
 //! The compiler's errors from the checks of `unit`, mapped back to the manifest: nvcc's for a
-//! module, the emulator's C++ compiler's for one entry.
+//! module, the emulator's C++ compiler's for the entries its unit of a module registers.
 
 use super::unit::checked_entries;
 use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
@@ -26,19 +26,20 @@ pub(in crate::cuda) fn problems_from_nvcc(
     (!problems.is_empty()).then_some(problems)
 }
 
-/// What the checks of an entry's emulated unit ([`entry_checks`](super::unit::entry_checks))
-/// found in the C++ compiler's output.
+/// What the checks of a module's emulated unit ([`entry_checks`](super::unit::entry_checks))
+/// found in the C++ compiler's output, each failure with the position of its listing among the
+/// checked ones.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(in crate::cuda) struct EntryChecks {
-    /// The unit declares no function of the entry's name.
-    pub undeclared: bool,
-    /// The entry's parameters the kernel contradicts.
-    pub signature: Vec<SignatureProblem>,
+    /// The listings of entries the unit declares no function of.
+    pub undeclared: Vec<usize>,
+    /// The listings' parameters the kernels contradict.
+    pub signature: Vec<(usize, SignatureProblem)>,
 }
 
 /// The failed checks in the compiler's `stderr` for an emulated unit, which checks `listings`:
-/// every listing of its entry in the manifest. Its other errors are left out: a kernel the unit
-/// lacks also fails the emulator's registration of it.
+/// every listing in the manifest of each entry it registers. Its other errors are left out: a
+/// kernel the unit lacks also fails the emulator's registration of it.
 pub(in crate::cuda) fn entry_check_failures(
     stderr: &str,
     manifest_name: &str,
@@ -48,22 +49,24 @@ pub(in crate::cuda) fn entry_check_failures(
     // Checks are numbered by the listing's position (variants share a manifest line).
     let listed_on = |args: &[String]| {
         let ordinal: usize = args.first()?.parse().ok()?;
-        listings.get(ordinal).copied()
+        Some((ordinal, *listings.get(ordinal)?))
     };
     for line in stderr.lines().filter(|line| is_error(line)) {
-        if template_args(line, PRESENCE_CHECK).is_some_and(|args| listed_on(&args).is_some()) {
-            checks.undeclared = true;
+        if let Some((ordinal, _)) = template_args(line, PRESENCE_CHECK).and_then(|args| listed_on(&args)) {
+            checks.undeclared.push(ordinal);
         } else if let Some((args, check)) = check_args(line)
-            && let Some(entry) = listed_on(&args)
+            && let Some((ordinal, entry)) = listed_on(&args)
             && let Some(mismatch) = mismatch_of(check, &args, entry)
         {
-            checks.signature.push(SignatureProblem {
+            let problem = SignatureProblem {
                 listed_at: listed_at(manifest_name, entry),
                 symbol: format!("{}::{}", entry.module, entry.entry),
                 mismatch,
-            });
+            };
+            checks.signature.push((ordinal, problem));
         }
     }
+    checks.undeclared.dedup();
     checks.signature.dedup();
     checks
 }

@@ -161,33 +161,42 @@ fn an_emulated_unit_checks_every_listing_of_its_entry_and_that_it_is_declared() 
     assert!(!checks.contains("kda_count_check<1,"), "no params, no parameter checks: {checks}");
 }
 
-/// g++ 13's errors for the emulated unit of `dense_gemm_bf16` (listed first), with an `f32*`
-/// for `b`, and a check of a listing no unit has.
+/// g++ 13's errors for the emulated unit of a module registering `dense_gemm_bf16` (listed
+/// first), with an `f32*` for `b`, and a check of a listing no unit has.
 const GXX_GEMM: &str = "\
 /out/emu/u.cpp:60:55: error: incomplete type 'kda_check::kda_param_check<0, 1, const __nv_bfloat16*, kda_check::kda_params<float*, float*> >' {aka 'kda_check::kda_param_mismatch<0, 1, const kda_manifest::t_bf16*, kda_manifest::t_f32*>'} used in nested name specifier
    60 | static_assert(kda_param_check<0, 1, const __nv_bfloat16*, kda_entry_0>::ok, \"x\");
 /out/emu/u.cpp:80:9: error: incomplete type 'kda_check::kda_entry_missing<9, kda_check::kda_absent>' used in nested name specifier";
 
-/// g++ 13's errors for the emulated unit of `missing`, which the module does not declare (the
-/// registration fails with it).
+/// g++ 13's errors for the emulated unit of a module registering `missing` second, which the
+/// module does not declare (the registration fails with it).
 const GXX_MISSING: &str = "\
 /out/emu/u.cpp:3:15: error: 'missing' was not declared in this scope
-/out/emu/u.cpp:70:9: error: incomplete type 'kda_check::kda_entry_missing<0, kda_check::kda_absent>' used in nested name specifier";
+/out/emu/u.cpp:70:9: error: incomplete type 'kda_check::kda_entry_missing<1, kda_check::kda_absent>' used in nested name specifier";
 
 #[test]
 fn the_c_plus_plus_compilers_failed_checks_are_read_for_the_listed_entries_only() {
     let manifest = manifest();
     let [gemm, missing] = [&manifest.tables[0].entries[0], &manifest.tables[0].entries[1]];
     let checks = entry_check_failures(GXX_GEMM, "kernels.toml", &[gemm]);
-    assert!(!checks.undeclared, "the presence check of listing 9 is not this unit's");
-    let messages: Vec<String> = checks.signature.iter().map(ToString::to_string).collect();
+    assert!(checks.undeclared.is_empty(), "the presence check of listing 9 is not this unit's");
+    let messages: Vec<(usize, String)> =
+        checks.signature.iter().map(|(listing, problem)| (*listing, problem.to_string())).collect();
     assert_eq!(
         messages,
-        ["kernels.toml:2:1: gemm::dense_gemm_bf16 parameter 1 `b`: the manifest declares `const bf16*`, \
-          the kernel declares `f32*`"]
+        [(
+            0,
+            "kernels.toml:2:1: gemm::dense_gemm_bf16 parameter 1 `b`: the manifest declares `const bf16*`, \
+              the kernel declares `f32*`"
+                .to_owned()
+        )]
     );
-    let checks = entry_check_failures(GXX_MISSING, "kernels.toml", &[missing]);
-    assert!(checks.undeclared && checks.signature.is_empty(), "{checks:?}");
+    // Both in one unit: each failure is its own listing's.
+    let both = entry_check_failures(&format!("{GXX_GEMM}\n{GXX_MISSING}"), "kernels.toml", &[gemm, missing]);
+    assert_eq!(both.undeclared, [1], "{both:?}");
+    assert_eq!(both.signature.iter().map(|(listing, _)| *listing).collect::<Vec<_>>(), [0]);
+    let checks = entry_check_failures(GXX_MISSING, "kernels.toml", &[gemm]);
+    assert!(checks.undeclared.is_empty() && checks.signature.is_empty(), "listing 1 is not this unit's");
     assert_eq!(entry_check_failures("", "kernels.toml", &[gemm]), Default::default());
 }
 

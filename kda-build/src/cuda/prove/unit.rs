@@ -15,8 +15,8 @@
 //! The checks compare the function type, so top-level qualifiers (`__restrict__`, `const` on the
 //! pointer itself) do not count, while `const` on the element does.
 //!
-//! The emulated build appends the same checks of one entry to that entry's C++ unit
-//! ([`entry_checks`]), with one more: that the unit declares the entry at all
+//! The emulated build appends the same checks of the entries a module's C++ unit registers to
+//! that unit ([`entry_checks`]), with one more: that the unit declares each entry at all
 //! (`kda_entry_missing<LINE, ...>`), which nvcc's build reads from the PTX instead. So a kernel's
 //! C types are proved by whichever compiler the build has, with the same messages.
 
@@ -135,9 +135,9 @@ pub(super) fn checked_entries<'m>(manifest: &'m Manifest, module: &str) -> Vec<&
         .collect()
 }
 
-/// The checks the emulated build appends to an entry's unit (after the module and the
-/// emulator's registration of the kernel), for each of `listings`, the manifest's entries of that
-/// kernel: that the unit declares it, and its `params`.
+/// The checks the emulated build appends to a module's unit (after the module and the
+/// emulator's registrations of its kernels), for each of `listings`, the manifest's listings of
+/// the entries it registers: that the unit declares the entry, and its `params`.
 pub(in crate::cuda) fn entry_checks(manifest_name: &str, listings: &[&Entry]) -> String {
     checks(manifest_name, listings, true)
 }
