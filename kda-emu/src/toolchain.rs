@@ -40,6 +40,16 @@ const BASE_FLAGS: [&str; 9] = [
     "-pthread",
 ];
 
+/// Without a sanitizer, every load and store of an entry's unit calls the runtime's check first
+/// (KASAN's ABI, which needs no sanitizer runtime: `__asan_load4_noabort(address)` and the like),
+/// so that an access outside a view or the dynamic shared memory is caught on either side, at any
+/// distance within the launch's mapping: the guard pages alone miss a read before a view.
+const ACCESS_CHECKS: [&str; 1] = ["-fsanitize=kernel-address"];
+/// The instrumentation's parameters (`--param` to GCC, `-mllvm -` to Clang): every check a call,
+/// and no redzones on the stack or around globals, which would need the sanitizer's shadow memory.
+const ACCESS_CHECK_PARAMETERS: [&str; 3] =
+    ["asan-instrumentation-with-call-threshold=0", "asan-stack=0", "asan-globals=0"];
+
 /// Where the static storage of an entry's unit goes: its `__shared__` variables, function-local
 /// (`_ZZ`) and namespace-scope (`_ZL`) statics. The runtime's own statics are in another object.
 /// The bounds are defined here: ld provides `__start_`/`__stop_` symbols only for input sections
@@ -82,7 +92,18 @@ impl Toolchain {
             .collect();
         // Clang's `bounds` adds a check that traps with no handler; `array-bounds` is GCC's `bounds`.
         let bounds = if compiler.is_like_clang() { "-fsanitize=array-bounds" } else { "-fsanitize=bounds" };
-        let mut entry_flags = if sanitizer.is_none() { vec![bounds.to_owned()] } else { Vec::new() };
+        let mut entry_flags = Vec::new();
+        if sanitizer.is_none() {
+            entry_flags.push(bounds.to_owned());
+            entry_flags.extend(ACCESS_CHECKS.map(str::to_owned));
+            for parameter in ACCESS_CHECK_PARAMETERS {
+                if compiler.is_like_clang() {
+                    entry_flags.extend(["-mllvm".to_owned(), format!("-{parameter}")]);
+                } else {
+                    entry_flags.extend(["--param".to_owned(), parameter.to_owned()]);
+                }
+            }
+        }
         // GCC reports an error inside a macro's expansion at the macro's definition, the kernel's
         // line only in a note after it; at the expansion instead, a kernel's `asm` (which the
         // shim defines as an undeclared name) is an error at the kernel's own line.
