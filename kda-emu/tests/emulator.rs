@@ -1362,7 +1362,16 @@ const SCALE_F64: KernelEntry = scale_entry(
 );
 
 const BOUNDS: [KernelEntry; 11] = [
-    PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, ATOMIC_SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS, ADD_BIAS, SCALE_F32,
+    PAIR_SUM,
+    PAIR_SPLIT,
+    SHIFT_BACK,
+    ATOMIC_SHIFT_BACK,
+    BLOCK_SUM,
+    DYN_FLOATS,
+    DYN_PAIRS,
+    DYN_ALIAS,
+    ADD_BIAS,
+    SCALE_F32,
     SCALE_F64,
 ];
 
@@ -1529,7 +1538,8 @@ fn a_write_before_an_output_view_is_an_err_naming_the_thread_or_found_after_its_
             let x = gpu.upload(&(0..100).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
             let mut y = gpu.zeros::<f32>(100).unwrap();
             let args = &mut [(&x).into(), (&mut y).into(), 100u32.into(), back.into()];
-            launch_on(gpu, entry, geometry((4, 1, 1), (32, 1, 1)), args).map(|()| gpu.download::<f32>(&y).unwrap())
+            launch_on(gpu, entry, geometry((4, 1, 1), (32, 1, 1)), args)
+                .map(|()| gpu.download::<f32>(&y).unwrap())
         };
         for entry in [&SHIFT_BACK, &ATOMIC_SHIFT_BACK] {
             let what = format!("{backend}, {}", entry.entry);
@@ -1550,8 +1560,7 @@ fn a_write_before_an_output_view_is_an_err_naming_the_thread_or_found_after_its_
         let message = run(&ATOMIC_SHIFT_BACK, 1).expect_err(backend);
         let at_the_access = "block (0, 0, 0), thread (0, 0, 0): a read of element -1 of parameter 1 `y`, outside its \
                              100 elements";
-        let after_the_block =
-            "block (0, 0, 0): element -1 of parameter 1 `y`, outside its 100 elements, was written (found after the \
+        let after_the_block = "block (0, 0, 0): element -1 of parameter 1 `y`, outside its 100 elements, was written (found after the \
              block";
         assert!(message.contains(at_the_access) || message.contains(after_the_block), "{backend}: {message}");
     });
@@ -1629,8 +1638,10 @@ fn an_access_past_the_dynamic_shared_memory_is_an_err() {
         let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 100, &[0]).expect_err(backend);
         let [thread, ..] = thread_named(&message);
         assert!(thread >= 25, "{backend}: {message}");
-        let expected =
-            format!("a write of byte {} of the launch's dynamic shared memory, outside its 100 bytes", 4 * thread);
+        let expected = format!(
+            "a write of byte {} of the launch's dynamic shared memory, outside its 100 bytes",
+            4 * thread
+        );
         assert!(message.contains(&expected), "{backend}: {message}");
         // None at all: every element is past it.
         let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 0, &[0]).expect_err(backend);

@@ -52,7 +52,8 @@ fn fixtures() -> &'static EmulatedSet {
     static SET: OnceLock<&'static EmulatedSet> = OnceLock::new();
     SET.get_or_init(|| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/planted");
-        let output = build(&dir, &Path::new(env!("CARGO_TARGET_TMPDIR")).join("planted"), Emulation::default());
+        let output =
+            build(&dir, &Path::new(env!("CARGO_TARGET_TMPDIR")).join("planted"), Emulation::default());
         assert_built(&output, "the planted fixtures");
         emulated_set(NAMESPACE, &output.emulated, &[GLOBAL, STATIC, DYNAMIC], None)
     })
@@ -225,5 +226,10 @@ fn every_planted_access_outside_its_memory_is_an_err_naming_the_kernel_the_memor
             }
         }
     }
-    assert!(missed.is_empty(), "{} cells of 144 not reported as `{{kernel}}: block, thread: access`:\n{}", missed.len(), missed.join("\n"));
+    assert!(
+        missed.is_empty(),
+        "{} cells of 144 not reported as `{{kernel}}: block, thread: access`:\n{}",
+        missed.len(),
+        missed.join("\n")
+    );
 }
