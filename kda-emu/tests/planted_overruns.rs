@@ -154,7 +154,7 @@ fn launch(gpu: &EmuBackend, memory: Memory, shape: Shape, at: i32, write: bool) 
         padded.extend(inputs());
         padded.extend(vec![-1.0f32; MARGIN]);
         let mut buffer = gpu.upload(&padded).unwrap();
-        gpu.launch(
+        let launched = gpu.launch(
             kernel,
             geometry,
             &mut [
@@ -164,8 +164,12 @@ fn launch(gpu: &EmuBackend, memory: Memory, shape: Shape, at: i32, write: bool) 
                 scalars.2.into(),
                 scalars.3.into(),
             ],
-        )
-        .map(|()| gpu.download::<f32>(&buffer).unwrap()[MARGIN..MARGIN + N].to_vec())
+        );
+        // Launched or not, nothing reached the buffer's elements around the view.
+        let after = gpu.download::<f32>(&buffer).unwrap();
+        let mut around = after[..MARGIN].iter().chain(&after[MARGIN + N..]);
+        assert!(around.all(|&x| x == -1.0), "element {at} written around the view");
+        launched.map(|()| after[MARGIN..MARGIN + N].to_vec())
     } else {
         let mut x = gpu.upload(&inputs()).unwrap();
         gpu.launch(
@@ -203,12 +207,13 @@ fn the_planted_kernels_with_the_access_in_bounds_give_their_answer() {
 fn every_planted_access_outside_its_memory_is_an_err_naming_the_kernel_the_memory_the_thread_and_the_element()
 {
     let gpu = backend();
-    let mut missed = Vec::new();
+    let (mut cells, mut missed) = (0, Vec::new());
     for memory in MEMORIES {
         for shape in SHAPES {
             for distance in [1i64, 2, 4096] {
                 for index in [-distance, memory.len() as i64 - 1 + distance] {
                     for write in [false, true] {
+                        cells += 1;
                         let cell = format!("{memory:?}, {shape:?}, element {index}, write {write}");
                         let at = i32::try_from(index).expect("an i32 index");
                         let want = format!(
@@ -226,9 +231,10 @@ fn every_planted_access_outside_its_memory_is_an_err_naming_the_kernel_the_memor
             }
         }
     }
+    assert_eq!(cells, 144, "3 distances, 2 sides, read and write, 4 memories, 3 shapes");
     assert!(
         missed.is_empty(),
-        "{} cells of 144 not reported as `{{kernel}}: block, thread: access`:\n{}",
+        "{} cells of {cells} not reported as `{{kernel}}: block, thread: access`:\n{}",
         missed.len(),
         missed.join("\n")
     );
