@@ -68,9 +68,10 @@ extern char __stop_kda_emu_shared[] __attribute__((weak, visibility("hidden")));
 #endif
 
 // Without a sanitizer the runtime checks a kernel's accesses itself: every view of a launch and
-// its dynamic shared memory end at a guard page (LaunchMemory), whose fault the SIGSEGV handler
-// turns into the launch's failure, and the entry's unit is compiled with UBSan's array bounds
-// check, whose handler is defined here. Under a sanitizer its runtime checks them (byte for byte
+// its dynamic shared memory are staged between guards (LaunchMemory); the entry's unit is compiled
+// with a call before each load and store (check_access) and with UBSan's array bounds check, whose
+// handlers are defined here; and what escapes the calls faults in a guard, which the SIGSEGV
+// handler turns into the launch's failure. Under a sanitizer its runtime checks them (byte for byte
 // under AddressSanitizer), so the runtime stays out of its way.
 #if !defined(KDA_EMU_ASAN) && !defined(KDA_EMU_TSAN)
 #define KDA_EMU_CHECKED 1
@@ -534,10 +535,12 @@ struct DynamicShared {
 // The memory one launch's kernel reaches: its arguments as it receives them, and the dynamic
 // shared memory (`dynamic`, while the launch runs).
 //
-// Without a sanitizer each view is staged: copied for the launch into pages of its own that end at
-// a guard page (PROT_NONE), so a read or write past its extent faults there and the SIGSEGV
-// handler below makes the fault the launch's failure, naming the thread, the parameter and the
-// element. A view ends exactly at its guard, so its address modulo 16 is fixed by its end, except
+// Without a sanitizer each view is staged: copied for the launch into pages of its own between
+// guards (kGuardBytes of PROT_NONE), and the kernel's loads and stores are checked against the
+// regions' bytes before they happen (check_access), so a read or write outside its extent, on
+// either side, is the launch's failure naming the thread, the parameter and the element. An access
+// the instrumentation does not see faults in the guard past the region, and the SIGSEGV handler
+// below makes that fault the failure. A view ends exactly at its guard, so its address modulo 16 is fixed by its end, except
 // a view off 16-byte alignment that would land on it: it keeps its offset modulo 16 (the kernel's
 // unaligned path stays the one taken, as the emulated suite's views at offset 1 need) and ends
 // 16 - offset bytes before its guard. The dynamic shared memory keeps its 128-byte alignment and
@@ -550,7 +553,7 @@ struct DynamicShared {
 // checks every access.
 #ifdef KDA_EMU_CHECKED
 // One staged region: a view (of parameter `parameter`) or the dynamic shared memory (-1). Its
-// pages run from `first` to `guard`, the PROT_NONE page after it; the kernel's bytes are
+// pages run from `first` to `guard`, the PROT_NONE guard after it; the kernel's bytes are
 // [begin, begin + bytes), canaries the rest.
 struct Region {
     int parameter;

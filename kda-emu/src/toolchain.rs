@@ -14,9 +14,10 @@
 //! The flags after `cc`'s: `-ffp-contract=off`, so that each `a * b + c` rounds twice as on the
 //! GPU with `--fmad=false`, and one optimisation level for every profile. Without a sanitizer an
 //! entry's unit is also compiled with UBSan's array bounds check (an index past a `__shared__`
-//! array), whose handler is the runtime's, and libraries are linked `-z nodelete`: the runtime
-//! installs a SIGSEGV handler for its guard pages, which must stay mapped. ELF platforms only (the
-//! linker script and `dlopen`).
+//! array) and with a call of the runtime's before each load and store (`ACCESS_CHECKS`: an access
+//! outside a launch's views), whose handlers are the runtime's, and libraries are linked `-z
+//! nodelete`: the runtime installs a SIGSEGV handler for its guard pages, which must stay mapped.
+//! ELF platforms only (the linker script and `dlopen`).
 //!
 //! `extern __shared__ T name[];`, CUDA's dynamic shared memory, which the shim's `__shared__` (a
 //! static) cannot spell, [`unit_source`] rewrites into a reference to the launch's dynamic shared
