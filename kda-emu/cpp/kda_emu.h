@@ -91,9 +91,10 @@ void cp_async_commit();
 void cp_async_wait(int newest_pending);
 // The launch's dynamic shared memory (`extern __shared__` on the device: the build turns each
 // such declaration into a reference to it, and kda_common.cuh's dynamic_shared reaches it): its
-// bytes, 128-byte aligned, NaN bytes before every block. Past its last byte (within 127 bytes where
-// the size is not a multiple of 128) is a guard page: an access there is an out-of-bounds fault.
-// When the launch asked for none: the guard page itself, or null under a sanitizer.
+// bytes, 128-byte aligned, NaN bytes before every block. An access outside them, either side, is
+// an out-of-bounds fault (past its last byte, within 127 bytes where the size is not a multiple of
+// 128, is a guard). When the launch asked for none: zero bytes before the guard, or null under a
+// sanitizer.
 void* dynamic_shared();
 unsigned dynamic_shared_bytes();
 // Warp gather: every lane of the full warp deposits `bytes` (1 to 32) from `record`; after one

@@ -79,9 +79,10 @@ __attribute__((constructor)) void register_the_libraries_entry() {
 #endif
 
 // Without a sanitizer the runtime checks a kernel's accesses itself: every view of a launch and
-// its dynamic shared memory end at a guard page (LaunchMemory), whose fault the SIGSEGV handler
-// turns into the launch's failure, and the module's unit is compiled with UBSan's array bounds
-// check, whose handler is defined here. Under a sanitizer its runtime checks them (byte for byte
+// its dynamic shared memory are staged between guards (LaunchMemory); the module's unit is compiled
+// with a call before each load and store (check_access) and with UBSan's array bounds check, whose
+// handlers are defined here; and what escapes the calls faults in a guard, which the SIGSEGV
+// handler turns into the launch's failure. Under a sanitizer its runtime checks them (byte for byte
 // under AddressSanitizer), so the runtime stays out of its way.
 #if !defined(KDA_EMU_ASAN) && !defined(KDA_EMU_TSAN)
 #define KDA_EMU_CHECKED 1
@@ -546,10 +547,12 @@ struct DynamicShared {
 // The memory one launch's kernel reaches: its arguments as it receives them, and the dynamic
 // shared memory (`dynamic`, while the launch runs).
 //
-// Without a sanitizer each view is staged: copied for the launch into pages of its own that end at
-// a guard page (PROT_NONE), so a read or write past its extent faults there and the SIGSEGV
-// handler below makes the fault the launch's failure, naming the thread, the parameter and the
-// element. A view ends exactly at its guard, so its address modulo 16 is fixed by its end, except
+// Without a sanitizer each view is staged: copied for the launch into pages of its own between
+// guards (kGuardBytes of PROT_NONE), and the kernel's loads and stores are checked against the
+// regions' bytes before they happen (check_access), so a read or write outside its extent, on
+// either side, is the launch's failure naming the thread, the parameter and the element. An access
+// the instrumentation does not see faults in the guard past the region, and the SIGSEGV handler
+// below makes that fault the failure. A view ends exactly at its guard, so its address modulo 16 is fixed by its end, except
 // a view off 16-byte alignment that would land on it: it keeps its offset modulo 16 (the kernel's
 // unaligned path stays the one taken, as the emulated suite's views at offset 1 need) and ends
 // 16 - offset bytes before its guard. The dynamic shared memory keeps its 128-byte alignment and
@@ -562,7 +565,7 @@ struct DynamicShared {
 // checks every access.
 #ifdef KDA_EMU_CHECKED
 // One staged region: a view (of parameter `parameter`) or the dynamic shared memory (-1). Its
-// pages run from `first` to `guard`, the PROT_NONE page after it; the kernel's bytes are
+// pages run from `first` to `guard`, the PROT_NONE guard after it; the kernel's bytes are
 // [begin, begin + bytes), canaries the rest.
 struct Region {
     int parameter;
@@ -582,6 +585,12 @@ struct Region {
 std::atomic<uintptr_t> guarded_begin{0}, guarded_end{0};
 const std::vector<Region>* live_regions = nullptr;
 size_t page_size = 0;
+
+// The PROT_NONE bytes before the first region and after each: an access that far outside its
+// memory is still in the launch's mapping, where the runtime attributes it to the nearest region,
+// instead of in whatever memory lies beyond (4,096 elements of 16 bytes, 16 times over). A
+// multiple of any page size; address space only.
+constexpr size_t kGuardBytes = size_t{1} << 20;
 
 // What the bytes around a region's own hold, so that a write there shows.
 constexpr unsigned char kCanary = 0xa5;
@@ -613,20 +622,20 @@ constexpr unsigned long long kMaxStagedBytes = 1ull << 46;
 // not this library's.
 struct sigaction previous_segv;
 
-// The region a guard page's `address` belongs to: the one whose bytes it lies closer to (the
-// guard between two regions lies past the first and before the second).
-const Region* region_guarded_by(uintptr_t address) {
-    const std::vector<Region>& regions = *live_regions;
-    for (size_t r = 0; r < regions.size(); ++r) {
-        const uintptr_t guard = reinterpret_cast<uintptr_t>(regions[r].guard);
-        if (address < guard) return &regions[r];  // the guard before this region's pages
-        if (address >= guard + page_size) continue;
-        if (r + 1 == regions.size()) return &regions[r];
-        const uintptr_t past = address - (reinterpret_cast<uintptr_t>(regions[r].begin) + regions[r].bytes);
-        const uintptr_t before = reinterpret_cast<uintptr_t>(regions[r + 1].begin) - address;
-        return before < past ? &regions[r + 1] : &regions[r];
+// The region an `address` outside every region's bytes belongs to: the one whose bytes it lies
+// closest to (a guard between two regions lies past the first and before the second).
+const Region* region_nearest(uintptr_t address) {
+    const Region* nearest = nullptr;
+    uintptr_t nearest_distance = UINTPTR_MAX;
+    for (const Region& region : *live_regions) {
+        const uintptr_t begin = reinterpret_cast<uintptr_t>(region.begin), end = begin + region.bytes;
+        const uintptr_t distance = address < begin ? begin - address : address >= end ? address - end + 1 : 0;
+        if (distance < nearest_distance) {
+            nearest = &region;
+            nearest_distance = distance;
+        }
     }
-    return &regions.back();
+    return nearest;
 }
 
 // Whether the faulting access wrote: 1, 0, or -1 where the fault does not tell.
@@ -650,7 +659,7 @@ void on_segv(int number, siginfo_t* info, void* context) {
     if (address >= guarded_begin.load(std::memory_order_acquire) &&
         address < guarded_end.load(std::memory_order_acquire) && self != nullptr && self->armed) {
         self->fault = AccessFault{};
-        self->fault.region = region_guarded_by(address);
+        self->fault.region = region_nearest(address);
         self->fault.address = address;
         self->fault.write = fault_was_write(context);
         siglongjmp(self->jump, 1);
@@ -704,11 +713,11 @@ class LaunchMemory {
         // Each region's data pages and the bytes between its own and its guard; one mapping for
         // all, a guard before the first region and one after each.
         std::vector<std::pair<size_t, size_t>> plans;  // (pages, tail)
-        size_t total = page_size;
+        size_t total = kGuardBytes;
         const auto plan = [&](size_t bytes, size_t tail) {
             const size_t pages = (bytes + tail + page_size - 1) / page_size;
             plans.emplace_back(pages, tail);
-            total += (pages + 1) * page_size;
+            total += pages * page_size + kGuardBytes;
         };
         for (size_t i = 0; i < layouts.size(); ++i) {
             if (layouts[i].element_size == 0) continue;
@@ -728,7 +737,7 @@ class LaunchMemory {
         if (mapping == MAP_FAILED) return format("map %zu bytes for the launch's memory: %s", total, strerror(errno));
         mapping_ = static_cast<unsigned char*>(mapping);
         length_ = total;
-        unsigned char* at = mapping_ + page_size;
+        unsigned char* at = mapping_ + kGuardBytes;
         for (size_t r = 0; r < regions_.size(); ++r) {
             Region& region = regions_[r];
             const size_t data = plans[r].first * page_size;
@@ -743,7 +752,7 @@ class LaunchMemory {
                 values_[static_cast<size_t>(region.parameter)] = region.begin;
                 pointers_[static_cast<size_t>(region.parameter)] = &values_[static_cast<size_t>(region.parameter)];
             }
-            at = region.guard + page_size;
+            at = region.guard + kGuardBytes;
         }
         dynamic = DynamicShared{regions_.back().begin, dynamic_bytes};
         live_regions = &regions_;
@@ -1087,6 +1096,30 @@ void bounds_fault(const void* data, const void* index) {
     siglongjmp(self->jump, 1);
 }
 
+// An access of the kernel, as its unit's instrumentation reports it before it happens (compiled
+// with -fsanitize=kernel-address, every check a call, whose handlers are below): one in the
+// launch's mapping but outside every region's bytes leaves the kernel as a guard page's fault
+// does, but for any distance within the mapping, either side, and telling a read from a write.
+// An access outside the mapping (the thread's stack, static shared memory, the runtime's own
+// memory) is not to the launch's views or dynamic shared memory.
+void check_access(uintptr_t address, size_t size, bool write) {
+    if (address + size <= guarded_begin.load(std::memory_order_relaxed) ||
+        address >= guarded_end.load(std::memory_order_relaxed) || self == nullptr || !self->armed)
+        return;
+    for (const Region& region : *live_regions) {
+        const uintptr_t begin = reinterpret_cast<uintptr_t>(region.begin);
+        if (address >= begin && address + size <= begin + region.bytes) return;
+    }
+    // The first byte outside: the access's own, or the region's end that it straddles.
+    const Region* region = region_nearest(address);
+    const uintptr_t end = reinterpret_cast<uintptr_t>(region->begin) + region->bytes;
+    self->fault = AccessFault{};
+    self->fault.region = region;
+    self->fault.address = address < end && address + size > end ? end : address;
+    self->fault.write = write ? 1 : 0;
+    siglongjmp(self->jump, 1);
+}
+
 // The array an index expression ending at `column` (its closing bracket) of `line` of `file`
 // indexes: the name before its subscripts (`tile` of `tile[r][c]`), or "" where the source cannot
 // be read or the expression is not a name and subscripts.
@@ -1388,6 +1421,26 @@ void __ubsan_handle_out_of_bounds_abort(void* data, void* index) {
     kda_emu::bounds_fault(data, index);
     abort();
 }
+
+// The access checks of -fsanitize=kernel-address (KASAN's ABI, which needs no sanitizer runtime),
+// with which the toolchain compiles a module's unit where no sanitizer is; hidden, as the bounds
+// handlers. The instrumentation also marks each call that does not return (a throw), for a
+// runtime that tracks stacks, and brackets the unit's dynamic initializers, for one that checks
+// their order: nothing to do here.
+#define KDA_EMU_ACCESS_CHECKS(size)                                                                      \
+    void __asan_load##size##_noabort(uintptr_t address) { kda_emu::check_access(address, size, false); } \
+    void __asan_store##size##_noabort(uintptr_t address) { kda_emu::check_access(address, size, true); }
+KDA_EMU_ACCESS_CHECKS(1)
+KDA_EMU_ACCESS_CHECKS(2)
+KDA_EMU_ACCESS_CHECKS(4)
+KDA_EMU_ACCESS_CHECKS(8)
+KDA_EMU_ACCESS_CHECKS(16)
+#undef KDA_EMU_ACCESS_CHECKS
+void __asan_loadN_noabort(uintptr_t address, size_t size) { kda_emu::check_access(address, size, false); }
+void __asan_storeN_noabort(uintptr_t address, size_t size) { kda_emu::check_access(address, size, true); }
+void __asan_handle_no_return(void) {}
+void __asan_before_dynamic_init(const char*) {}
+void __asan_after_dynamic_init(void) {}
 #endif
 
 }  // extern "C"

@@ -91,9 +91,9 @@ impl Library {
 
     /// Runs every block of a launch; the runtime's fault when it fails. Each argument is a pointer
     /// to its value and, for a buffer, the bytes of its view the kernel may reach (0 for a
-    /// scalar): without a sanitizer the runtime stages each view at that size with a guard page
-    /// after it, so an access past it is the launch's
-    /// [`FaultKind::OutOfBounds`](crate::FaultKind::OutOfBounds) fault.
+    /// scalar): without a sanitizer the runtime stages each view at that size between guards and
+    /// checks the kernel's loads and stores against it, so an access outside it, either side, is
+    /// the launch's [`FaultKind::OutOfBounds`](crate::FaultKind::OutOfBounds) fault.
     ///
     /// # Safety
     ///

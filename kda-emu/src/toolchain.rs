@@ -20,9 +20,10 @@
 //! The flags after `cc`'s: `-ffp-contract=off`, so that each `a * b + c` rounds twice as on the
 //! GPU with `--fmad=false`, and one optimisation level for every profile. Without a sanitizer a
 //! module's unit is also compiled with UBSan's array bounds check (an index past a `__shared__`
-//! array), whose handler is the runtime's, and libraries are linked `-z nodelete`: the runtime
-//! installs a SIGSEGV handler for its guard pages, which must stay mapped. ELF platforms only (the
-//! linker script and `dlopen`).
+//! array) and with a call of the runtime's before each load and store (`ACCESS_CHECKS`: an access
+//! outside a launch's views), whose handlers are the runtime's, and libraries are linked `-z
+//! nodelete`: the runtime installs a SIGSEGV handler for its guard pages, which must stay mapped.
+//! ELF platforms only (the linker script and `dlopen`).
 //!
 //! `extern __shared__ T name[];`, CUDA's dynamic shared memory, which the shim's `__shared__` (a
 //! static) cannot spell, [`unit_source`] rewrites into a reference to the launch's dynamic shared
@@ -45,6 +46,16 @@ const BASE_FLAGS: [&str; 9] = [
     "-Wno-unknown-pragmas",
     "-pthread",
 ];
+
+/// Without a sanitizer, every load and store of a module's unit calls the runtime's check first
+/// (KASAN's ABI, which needs no sanitizer runtime: `__asan_load4_noabort(address)` and the like),
+/// so that an access outside a view or the dynamic shared memory is caught on either side, at any
+/// distance within the launch's mapping: the guard pages alone miss a read before a view.
+const ACCESS_CHECKS: [&str; 1] = ["-fsanitize=kernel-address"];
+/// The instrumentation's parameters (`--param` to GCC, `-mllvm -` to Clang): every check a call,
+/// and no redzones on the stack or around globals, which would need the sanitizer's shadow memory.
+const ACCESS_CHECK_PARAMETERS: [&str; 3] =
+    ["asan-instrumentation-with-call-threshold=0", "asan-stack=0", "asan-globals=0"];
 
 /// Where the static storage of a module's unit that an entry's library keeps goes: its
 /// `__shared__` variables, function-local (`_ZZ`) and namespace-scope (`_ZL`) statics. The
@@ -89,7 +100,18 @@ impl Toolchain {
             .collect();
         // Clang's `bounds` adds a check that traps with no handler; `array-bounds` is GCC's `bounds`.
         let bounds = if compiler.is_like_clang() { "-fsanitize=array-bounds" } else { "-fsanitize=bounds" };
-        let mut module_flags = if sanitizer.is_none() { vec![bounds.to_owned()] } else { Vec::new() };
+        let mut module_flags = Vec::new();
+        if sanitizer.is_none() {
+            module_flags.push(bounds.to_owned());
+            module_flags.extend(ACCESS_CHECKS.map(str::to_owned));
+            for parameter in ACCESS_CHECK_PARAMETERS {
+                if compiler.is_like_clang() {
+                    module_flags.extend(["-mllvm".to_owned(), format!("-{parameter}")]);
+                } else {
+                    module_flags.extend(["--param".to_owned(), parameter.to_owned()]);
+                }
+            }
+        }
         // GCC reports an error inside a macro's expansion at the macro's definition, the kernel's
         // line only in a note after it; at the expansion instead, a kernel's `asm` (which the
         // shim defines as an undeclared name) is an error at the kernel's own line.

@@ -1288,6 +1288,10 @@ const SHIFT_BACK: KernelEntry = bounds_entry(
     },
 );
 
+/// `const f32 x[n], f32 y[n], u32 n, u32 back`, adding atomically.
+const ATOMIC_SHIFT_BACK: KernelEntry =
+    bounds_entry("pairs", "atomic_shift_back", SHIFT_BACK.signature.expect("a signature"));
+
 /// `const f32 x[n], f32 out[blocks], u32 n, u32 blocks`.
 const BLOCK_SUM: KernelEntry = bounds_entry(
     "reduce",
@@ -1357,8 +1361,17 @@ const SCALE_F64: KernelEntry = scale_entry(
     },
 );
 
-const BOUNDS: [KernelEntry; 10] = [
-    PAIR_SUM, PAIR_SPLIT, SHIFT_BACK, BLOCK_SUM, DYN_FLOATS, DYN_PAIRS, DYN_ALIAS, ADD_BIAS, SCALE_F32,
+const BOUNDS: [KernelEntry; 11] = [
+    PAIR_SUM,
+    PAIR_SPLIT,
+    SHIFT_BACK,
+    ATOMIC_SHIFT_BACK,
+    BLOCK_SUM,
+    DYN_FLOATS,
+    DYN_PAIRS,
+    DYN_ALIAS,
+    ADD_BIAS,
+    SCALE_F32,
     SCALE_F64,
 ];
 
@@ -1519,26 +1532,37 @@ fn a_write_one_past_an_output_view_is_an_err_naming_the_parameter_the_thread_and
 }
 
 #[test]
-fn a_write_before_an_output_view_is_an_err_found_after_its_block() {
+fn a_write_before_an_output_view_is_an_err_naming_the_thread_or_found_after_its_block() {
     on_both(34, |backend, gpu| {
-        let run = |back: u32| {
+        let run = |entry: &KernelEntry, back: u32| {
             let x = gpu.upload(&(0..100).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
             let mut y = gpu.zeros::<f32>(100).unwrap();
             let args = &mut [(&x).into(), (&mut y).into(), 100u32.into(), back.into()];
-            launch_on(gpu, &SHIFT_BACK, geometry((4, 1, 1), (32, 1, 1)), args)
+            launch_on(gpu, entry, geometry((4, 1, 1), (32, 1, 1)), args)
                 .map(|()| gpu.download::<f32>(&y).unwrap())
         };
-        assert_eq!(run(0), Ok((0..100).map(|i| i as f32).collect::<Vec<_>>()), "{backend}");
-        // Thread 0 of block 0 writes y[-1]: into the bytes before the view, which the block's
-        // check finds written.
-        let message = run(1).expect_err(backend);
+        for entry in [&SHIFT_BACK, &ATOMIC_SHIFT_BACK] {
+            let what = format!("{backend}, {}", entry.entry);
+            assert_eq!(run(entry, 0), Ok((0..100).map(|i| i as f32).collect::<Vec<_>>()), "{what}");
+        }
+        // Thread 0 of block 0 writes y[-1]: the access check stops it there.
+        let message = run(&SHIFT_BACK, 1).expect_err(backend);
         assert!(
             message.contains(
-                "block (0, 0, 0): element -1 of parameter 1 `y`, outside its 100 elements, was written (found after \
-                 the block"
+                "block (0, 0, 0), thread (0, 0, 0): a write of element -1 of parameter 1 `y`, outside its 100 elements"
             ),
             "{backend}: {message}"
         );
+        // The same through an atomic add: its first load is checked where the compiler
+        // instruments the builtin (GCC's compare-exchange loop of a float add); a write the
+        // instrumentation does not see lands in the bytes before the view, which the block's
+        // check finds written.
+        let message = run(&ATOMIC_SHIFT_BACK, 1).expect_err(backend);
+        let at_the_access = "block (0, 0, 0), thread (0, 0, 0): a read of element -1 of parameter 1 `y`, outside its \
+                             100 elements";
+        let after_the_block = "block (0, 0, 0): element -1 of parameter 1 `y`, outside its 100 elements, was written (found after the \
+             block";
+        assert!(message.contains(at_the_access) || message.contains(after_the_block), "{backend}: {message}");
     });
 }
 
@@ -1610,14 +1634,15 @@ fn an_access_past_the_dynamic_shared_memory_is_an_err() {
             "{backend}: {message}"
         );
         // 100 bytes: threads 25.. write past them, into the bytes the 128-byte alignment leaves
-        // before the guard, which the block's check finds written.
+        // before the guard, which the access check catches in whichever thread gets there first.
         let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 100, &[0]).expect_err(backend);
-        assert!(
-            message.contains(
-                "block (0, 0, 0): byte 100 of the launch's dynamic shared memory, outside its 100 bytes, was written"
-            ),
-            "{backend}: {message}"
+        let [thread, ..] = thread_named(&message);
+        assert!(thread >= 25, "{backend}: {message}");
+        let expected = format!(
+            "a write of byte {} of the launch's dynamic shared memory, outside its 100 bytes",
+            4 * thread
         );
+        assert!(message.contains(&expected), "{backend}: {message}");
         // None at all: every element is past it.
         let message = launch_dynamic::<f32>(gpu, &DYN_FLOATS, 32, 0, &[0]).expect_err(backend);
         assert!(

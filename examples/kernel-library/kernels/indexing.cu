@@ -22,7 +22,7 @@ INDEX_SELECT_OP(int64_t, index_select_i64)
     extern "C" __global__ void FN_NAME(const uint32_t* ids, const TYPENAME* src, TYPENAME* dst, \
                                        const size_t n, const size_t d) {                        \
         for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n * d; i += blockDim.x * gridDim.x) { \
-            atomicAdd(dst + static_cast<size_t>(ids[i / d]) * d + i % d, src[i]);              \
+            ATOMIC_ADD(dst + static_cast<size_t>(ids[i / d]) * d + i % d, src[i]);             \
         }                                                                                      \
     }
 

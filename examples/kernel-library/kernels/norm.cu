@@ -16,7 +16,7 @@
         }                                                                                      \
         for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset); \
         if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;                          \
-        __syncthreads();                                                                       \
+        BLOCK_SYNC();                                                                          \
         sum = threadIdx.x % 32 < blockDim.x / 32 ? warp_sums[threadIdx.x % 32] : 0.0f;         \
         for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset); \
         const float scale = rsqrtf(sum / d + eps);                                             \

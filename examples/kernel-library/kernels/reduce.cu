@@ -21,7 +21,7 @@ __device__ __forceinline__ float block_reduce(float value, bool take_max) {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     value = warp_reduce(value, take_max);
     if (lane == 0) warp_partials[warp] = value;
-    __syncthreads();
+    BLOCK_SYNC();
     value = warp_reduce(lane < warps ? warp_partials[lane] : (take_max ? -INFINITY : 0.0f), take_max);
     __syncthreads();
     return value;

@@ -8,7 +8,7 @@
                                        const TYPENAME* inp, TYPENAME* out) {                   \
         const size_t* dims = info;                                                             \
         const size_t* strides = info + num_dims;                                               \
-        for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
+        for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; IN_BOUNDS(i, numel); i += blockDim.x * gridDim.x) { \
             const TYPENAME x = inp[strided_index(i, num_dims, dims, strides)];                 \
             out[i] = FUNC;                                                                     \
         }                                                                                      \

@@ -723,3 +723,130 @@ fn dequantize_is_refused_for_bytes_short_of_the_blocks_and_a_partial_block() {
     let error = kernels.launch_dequantize_f32(&gpu, GRID_STRIDE, args).unwrap_err();
     assert!(matches!(error, BackendError::Requirement { requirement: "k % 32 == 0", .. }), "{error}");
 }
+
+// ---- Warp votes and atomics. ----
+
+#[test]
+fn compaction_keeps_the_positive_elements_in_each_warps_order() {
+    let (gpu, kernels) = library();
+    // 1,000 elements, not a multiple of 32: the last warp's round has lanes past `n`.
+    let n = 1000usize;
+    let mut bits = Bits(0xc0de);
+    let input: Vec<f32> = (0..n).map(|_| bits.f32_any()).collect();
+    let x = gpu.upload(&input).unwrap();
+    let (mut out, mut count) = (gpu.upload(&vec![-7.0f32; n]).unwrap(), gpu.zeros::<u32>(1).unwrap());
+    let args =
+        kernel_library::compact { x: x.view(), out: out.view_mut(), count: count.view_mut(), n: n as u64 };
+    kernels.launch_compact(&gpu, GRID_STRIDE, args).unwrap_or_else(|error| panic!("{error}"));
+    let got = gpu.download::<f32>(&out).unwrap();
+    let count = gpu.download::<u32>(&count).unwrap()[0] as usize;
+    // Each warp's round of 32 elements: its positive ones, in order, as one run of the output.
+    let runs: Vec<Vec<f32>> =
+        input.chunks(32).map(|chunk| chunk.iter().copied().filter(|&x| x > 0.0).collect()).collect();
+    assert_eq!(count, runs.iter().map(Vec::len).sum::<usize>(), "the count");
+    assert!(got[count..].iter().all(|&x| x == -7.0), "written past the count");
+    for run in runs.iter().filter(|run| !run.is_empty()) {
+        // The inputs are distinct, so a run's first element places it.
+        let at = got[..count].iter().position(|&x| x == run[0]).unwrap_or_else(|| panic!("{run:?} not kept"));
+        assert_eq!(&got[at..at + run.len()], run.as_slice(), "a warp's run out of order or split");
+    }
+    let (mut kept, mut want): (Vec<f32>, Vec<f32>) = (got[..count].to_vec(), runs.concat());
+    kept.sort_by(f32::total_cmp);
+    want.sort_by(f32::total_cmp);
+    assert_eq!(kept, want, "the kept elements");
+}
+
+#[test]
+fn the_histogram_counts_every_value_below_its_bins_across_blocks() {
+    let (gpu, kernels) = library();
+    let (n, bins) = (3000usize, 37u32);
+    let mut bits = Bits(0x4157);
+    // Values up to 40: those of 37 and more are not counted.
+    let values: Vec<u32> = (0..n).map(|_| (bits.next_u64() % 41) as u32).collect();
+    let start: Vec<u32> = (0..bins).map(|b| 1000 * b).collect();
+    let (input, mut hist) = (gpu.upload(&values).unwrap(), gpu.upload(&start).unwrap());
+    let geometry = LaunchGeometry { grid: (3, 1, 1), block: (128, 1, 1), shared_mem_bytes: bins * 4 };
+    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: n as u64, bins };
+    kernels.launch_histogram(&gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
+    let mut want = start;
+    for &value in values.iter().filter(|&&value| value < bins) {
+        want[value as usize] += 1;
+    }
+    assert_eq!(gpu.download::<u32>(&hist).unwrap(), want);
+    // Shared memory short of a bin a count is refused before the launch.
+    let short = LaunchGeometry { shared_mem_bytes: bins * 4 - 1, ..geometry };
+    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: n as u64, bins };
+    let error = kernels.launch_histogram(&gpu, short, args).unwrap_err();
+    assert!(
+        matches!(error, BackendError::Requirement { requirement: "shared.bytes >= bins * 4", .. }),
+        "{error}"
+    );
+}
+
+// ---- C++ templates. ----
+
+/// `affine<T, 4>` over 1,001 elements (a partial last group of four), against the f64 product
+/// of the same inputs: within one rounding to `T` and f32's two.
+fn check_affine<T: Real + kernel_library::affine_type>() {
+    let (gpu, kernels) = library();
+    let n = 1001usize;
+    let mut bits = Bits(0xaff1);
+    let input: Vec<T> = (0..n).map(|_| T::of(f64::from(bits.f32_any()))).collect();
+    let (scale, shift) = (-1.75f32, 0.375f32);
+    let x = gpu.upload(&input).unwrap();
+    let mut y = gpu.zeros::<T>(n).unwrap();
+    // 2 blocks of 128 threads, four elements each: 1,024 places for the 1,001.
+    let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
+    let args = kernel_library::affine { x: x.view(), y: y.view_mut(), scale, shift, n: n as u64 };
+    kernels.launch_affine::<T>(&gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
+    let want: Vec<f64> = input.iter().map(|x| x.get() * f64::from(scale) + f64::from(shift)).collect();
+    let what = format!("affine of {:?}", T::DTYPE);
+    assert_close(&what, &values(&gpu.download::<T>(&y).unwrap()), &want, |want| {
+        (T::ROUNDING + 2.0 * f32::ROUNDING) * want.abs() + 1e-6
+    });
+}
+
+#[test]
+fn a_template_per_element_type_gives_the_affine_map() {
+    check_affine::<f32>();
+    check_affine::<f16>();
+    check_affine::<bf16>();
+}
+
+#[test]
+fn a_template_launch_is_refused_for_a_grid_short_of_its_elements() {
+    let (gpu, kernels) = library();
+    let x = gpu.upload(&[1.0f32; 1025]).unwrap();
+    let mut y = gpu.zeros::<f32>(1025).unwrap();
+    let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
+    let args = kernel_library::affine_f32 { x: x.view(), y: y.view_mut(), scale: 2.0, shift: 0.0, n: 1025 };
+    let error = kernels.launch_affine_f32(&gpu, geometry, args).unwrap_err();
+    assert!(
+        matches!(error, BackendError::Requirement { requirement: "grid.x * block.x * 4 >= n", .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_template_per_block_size_gives_each_rows_largest_element() {
+    let (gpu, kernels) = library();
+    let (count, d) = (3u32, 700usize);
+    let mut bits = Bits(0x3a7);
+    let input: Vec<f32> = (0..count as usize * d).map(|_| bits.f32_any()).collect();
+    let want: Vec<f32> =
+        input.chunks(d).map(|row| row.iter().copied().fold(f32::NEG_INFINITY, f32::max)).collect();
+    let x = gpu.upload(&input).unwrap();
+    let geometry = |block| LaunchGeometry { grid: (count, 1, 1), block: (block, 1, 1), shared_mem_bytes: 0 };
+    let mut out = gpu.zeros::<f32>(count as usize).unwrap();
+    let args = kernel_library::max_rows_64 { x: x.view(), out: out.view_mut(), d: d as u64 };
+    kernels.launch_max_rows_64(&gpu, geometry(64), args).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&out).unwrap(), want, "64 threads a row");
+    let mut out = gpu.zeros::<f32>(count as usize).unwrap();
+    let args = kernel_library::max_rows_256 { x: x.view(), out: out.view_mut(), d: d as u64 };
+    kernels.launch_max_rows_256(&gpu, geometry(256), args).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&out).unwrap(), want, "256 threads a row");
+    // The block must be the instantiation's.
+    let args = kernel_library::max_rows_256 { x: x.view(), out: out.view_mut(), d: d as u64 };
+    let error = kernels.launch_max_rows_256(&gpu, geometry(64), args).unwrap_err();
+    assert!(matches!(error, BackendError::Requirement { requirement: "block.x == BLOCK", .. }), "{error}");
+}

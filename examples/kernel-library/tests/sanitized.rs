@@ -1,9 +1,10 @@
 //! The library's manifest built at test time for the emulator under AddressSanitizer + UBSan and
 //! under ThreadSanitizer, each launch run by a driver process with every view cut to exactly its
 //! extent: the reductions over the launch's dynamic shared memory, the strided reads, the void
-//! blocks and the trusted gather are no ASan report, and the atomics and the barriers between a
-//! row's reductions no TSan race. Each launch's result is checked too, so a launch that ran
-//! nothing cannot pass.
+//! blocks, the trusted gather, a warp-vote compaction and a template's partial last group are no
+//! ASan report, and the atomics, a privatized histogram and the barriers between a row's
+//! reductions no TSan race (`tests/planted.rs` plants one in each). Each launch's result is
+//! checked too, so a launch that ran nothing cannot pass.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -147,6 +148,60 @@ fn thread_sanitizer_finds_no_race_in_the_atomics_or_between_a_rows_reductions() 
         .unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<bf16>(&dst).unwrap(), [bf16::from_f32(64.0); 4]);
     check_softmax(&gpu, &kernels);
+    check_races_planted_elsewhere(&gpu, &kernels);
+}
+
+/// The launches `tests/planted.rs` makes on the build with a race planted in each, here on the
+/// clean build: the right answer and no report. A histogram of 64 bins cleared, then counted into
+/// by every thread; RMSNorm and a template's tree reduction, each through `__shared__` partials.
+fn check_races_planted_elsewhere(gpu: &DriverBackend, kernels: &KernelLibraryKernels) {
+    let values: Vec<u32> = (0..256).map(|i| (i * 7) % 64).collect();
+    let (input, mut hist) = (gpu.upload(&values).unwrap(), gpu.zeros::<u32>(64).unwrap());
+    let geometry = LaunchGeometry { grid: (1, 1, 1), block: (64, 1, 1), shared_mem_bytes: 256 };
+    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: 256, bins: 64 };
+    kernels.launch_histogram(gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
+    // 7 is prime to 64: each bin gets 4 of the 256 values.
+    assert_eq!(gpu.download::<u32>(&hist).unwrap(), [4; 64]);
+    // Rows of 100 fours: RMS 4, normalised to ones; the largest is 4.
+    let x = gpu.upload(&[4.0f32; 200]).unwrap();
+    let mut y = gpu.zeros::<f32>(200).unwrap();
+    let args = kernel_library::rmsnorm_f32 {
+        x: x.view(),
+        y: y.view_mut(),
+        alpha: None,
+        d: 100,
+        eps: 0.0,
+        unit_offset: false,
+    };
+    kernels.launch_rmsnorm_f32(gpu, rows(2, 64), args).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0; 200]);
+    let mut out = gpu.zeros::<f32>(2).unwrap();
+    let args = kernel_library::max_rows_64 { x: x.view(), out: out.view_mut(), d: 100 };
+    kernels.launch_max_rows_64(gpu, rows(2, 64), args).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&out).unwrap(), [4.0; 2]);
+}
+
+#[test]
+fn address_sanitizer_reports_nothing_for_a_compaction_or_a_template_whose_last_lanes_stop_at_the_end() {
+    let (gpu, kernels) = sanitized(Sanitizer::Address);
+    // 1,000 elements, every other one kept: the last warp's round has 24 lanes past the end,
+    // which must not read x.
+    let input: Vec<f32> = (0..1000).map(|i| if i % 2 == 0 { i as f32 + 1.0 } else { -1.0 }).collect();
+    let x = gpu.upload(&input).unwrap();
+    let (mut out, mut count) = (gpu.zeros::<f32>(1000).unwrap(), gpu.zeros::<u32>(1).unwrap());
+    let args = kernel_library::compact { x: x.view(), out: out.view_mut(), count: count.view_mut(), n: 1000 };
+    kernels.launch_compact(&gpu, ONE_WARP, args).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<u32>(&count).unwrap(), [500]);
+    // One warp: its rounds reserve in order, so the output is the kept elements in order.
+    let kept: Vec<f32> = input.iter().copied().filter(|&x| x > 0.0).collect();
+    assert_eq!(gpu.download::<f32>(&out).unwrap()[..500], kept);
+    // 1,001 elements, four a thread: the last thread's group stops after its first.
+    let x = gpu.upload(&[0.5f32; 1001]).unwrap();
+    let mut y = gpu.zeros::<f32>(1001).unwrap();
+    let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
+    let args = kernel_library::affine_f32 { x: x.view(), y: y.view_mut(), scale: 4.0, shift: -1.0, n: 1001 };
+    kernels.launch_affine_f32(&gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0; 1001]);
 }
 
 #[test]
