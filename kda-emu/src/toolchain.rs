@@ -235,7 +235,7 @@ const ENTRY_REGISTRATION: &str = "kda_emu_entry_registration";
 
 /// The function of a module's unit that registers `entry`: `kda_emu_register_` and the entry's
 /// [`file_stem`], a C identifier.
-pub fn registration_symbol(entry: &str) -> String {
+fn registration_symbol(entry: &str) -> String {
     format!("kda_emu_register_{}", file_stem(entry))
 }
 

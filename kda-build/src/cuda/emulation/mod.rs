@@ -211,12 +211,12 @@ impl EmulatedCompiler<'_> {
                 }
             }
         }
+        let object = ModuleFiles::new(&self.out_dir, module.name).object;
+        let inputs = [object.clone(), linked.runtime.to_owned(), linked.script.to_owned()];
         for listed in kept {
             let entry = &listed.entry.entry;
             let library = entry_library(&self.out_dir, module.name, entry);
-            let object = ModuleFiles::new(&self.out_dir, module.name).object;
             let link = linked.toolchain.link_library(&object, entry, linked.runtime, linked.script, &library);
-            let inputs = [object, linked.runtime.to_owned(), linked.script.to_owned()];
             match self.link_cached(link, &library, &inputs)? {
                 Ok(()) => built.libraries.push((
                     listed.position,
