@@ -12,6 +12,30 @@
 //! `o_norm` is one `[D]` weight every head applies, so those three are replicated. The layer has
 //! no bias and no residual add, so no rank adds anything the others do not.
 //!
+//! ```
+//! use kda::block::Glm5NextKdaBlock;
+//! use kda::geometry::KdaGeometry;
+//! use kda::tensor_parallel::HeadShard;
+//! use kda::weights::{HostWeights, synthetic_hidden};
+//! use kda_runtime::{GpuBackendExt, bf16};
+//!
+//! let layer = KdaGeometry::tiny(); // 2 heads: 1 a rank
+//! let weights = HostWeights::synthetic(&layer, 1);
+//! let tokens = synthetic_hidden(&layer, 3, 2);
+//! let gpu = kda::reference::backend(); // in an engine, each rank's own device
+//! let mut output = vec![0.0f32; tokens.len()];
+//! for shard in HeadShard::all(&layer, 2)? {
+//!     let block = Glm5NextKdaBlock::new(&gpu, shard.geometry(), &shard.weights(&weights)?)?;
+//!     let mut state = block.new_state()?; // this rank's heads' state
+//!     let partial = block.prefill(&mut state, &gpu.upload(&tokens)?)?;
+//!     // The all-reduce (an engine's NCCL sum; here on the host).
+//!     for (sum, x) in output.iter_mut().zip(gpu.download::<bf16>(&partial)?) {
+//!         *sum += x.to_f32();
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! [`Glm5NextKdaBlock`]: crate::block::Glm5NextKdaBlock
 
 use std::ops::Range;
