@@ -8,6 +8,8 @@
 // with the `unsafe` constructors that vouch for the build's outputs, under their own `allow`.
 #![deny(unsafe_code)]
 
+#[cfg(feature = "nccl")]
+pub mod all_reduce;
 pub mod block;
 #[cfg(feature = "cases")]
 pub mod cases;
