@@ -2,8 +2,9 @@
 //! launch case (`kda::cases`) at small geometries and at GLM-5.3-Flash, within the tolerances of
 //! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
 //! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
-//! streams of the device; and, with the feature `nccl`, the all-reduce of a layer split by heads
-//! through a one-rank NCCL communicator.
+//! streams of the device, also when one of them is written through a lent cudarc view; and, with
+//! the feature `nccl`, the all-reduce of a layer split by heads through a one-rank NCCL
+//! communicator.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
 //! GPU machine (`--include-ignored`). Without a usable device a test panics with the backend's
@@ -153,6 +154,39 @@ fn a_buffer_written_on_one_stream_is_read_on_another_in_order() {
     let wrong = got.iter().zip(&first).filter(|&(&y, &x)| y != bf16::from_f32(x)).count();
     assert_eq!(wrong, 0, "{wrong} of {n} elements are not the first write rounded to bf16");
     assert_eq!(gpu.download::<f32>(&x).unwrap(), second, "the second write, on the default stream");
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_buffer_lent_as_a_cudarc_view_is_ordered_with_its_other_uses() {
+    let (gpu, kernels) = cuda();
+    let b = gpu.new_stream().unwrap();
+    let n = 1 << 22;
+    let values = |offset: usize| (0..n).map(|i| ((i + offset) % 61) as f32 / 6.0 - 5.0).collect();
+    let (first, second): (Vec<f32>, Vec<f32>) = (values(0), values(7));
+    // Read by a kernel on stream B, then written through the lent view on the backend's stream:
+    // the write must wait for the read.
+    let mut x = gpu.upload(&first).unwrap();
+    let mut y = b.zeros::<bf16>(n).unwrap();
+    let args = glm5next_kda::gemm_reduce { partial: x.view(), c: y.view_mut(), m: 1, n: n as u32, splits: 1 };
+    kernels.launch_gemm_reduce(&*b, launch::elementwise(n as u32), args).unwrap();
+    // SAFETY: the one access, the copy, is issued on the stream the call gives.
+    let copy =
+        unsafe { gpu.with_view_mut::<f32, _>(&mut x, |stream, view| stream.memcpy_htod(&second[..], view)) };
+    copy.unwrap().unwrap();
+    let got = b.download::<bf16>(&y).unwrap();
+    let wrong = got.iter().zip(&first).filter(|&(&y, &x)| y != bf16::from_f32(x)).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements are not the first values rounded to bf16");
+    // Read on stream B after the lent write: it must see the write whole.
+    assert_eq!(b.download::<f32>(&x).unwrap(), second, "the write through the view, read on stream B");
+
+    // SAFETY (both): the closure does nothing.
+    let wrong_type = unsafe { gpu.with_view_mut::<bf16, _>(&mut x, |_, _| ()) };
+    assert!(matches!(wrong_type, Err(kda_runtime::BackendError::DTypeMismatch { .. })), "{wrong_type:?}");
+    let other = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap();
+    let mut foreign = other.zeros::<f32>(4).unwrap();
+    let foreign = unsafe { gpu.with_view_mut::<f32, _>(&mut foreign, |_, _| ()) };
+    assert!(matches!(foreign, Err(kda_runtime::BackendError::ForeignResource { .. })), "{foreign:?}");
 }
 
 /// The all-reduce of a layer split by heads (`kda::all_reduce`) through a one-rank NCCL

@@ -148,7 +148,7 @@ impl CudaBackend {
     /// The view is ordered with the buffer's other uses as this backend's own writes are (see
     /// [Streams](self#streams)): before `work`, the stream waits for the buffer's reads on other
     /// streams; after, it records the buffer's write event, which every later use of the buffer,
-    /// on any stream, and its free wait for.
+    /// on any stream, and its free wait for (also when `work` panics: the panic goes on after).
     ///
     /// # Safety
     ///
@@ -177,11 +177,13 @@ impl CudaBackend {
         //   these elements to the host is valid values.
         let mut view = unsafe { storage.bytes.transmute_mut::<T>(len) }
             .ok_or(BackendError::TooLarge { dtype: T::DTYPE, len })?;
-        let result = work(&self.stream, &mut view);
+        // A panic in `work` still leaves the event after what it issued, since the buffer outlives
+        // the unwinding.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&self.stream, &mut view)));
         // The write event recorded after the work (cudarc's `SyncOnDrop`, as the pointer's guard
         // drops), whether or not `work` wrote through cudarc's tracked calls.
         drop(storage.bytes.device_ptr_mut(&self.stream));
-        Ok(result)
+        Ok(result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
 
     /// The number of CUDA devices, or why there are none.
