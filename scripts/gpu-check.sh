@@ -14,7 +14,9 @@
 #                                  in Triton) into gpu-check/wheels/ for the baseline below; without
 #                                  pip or the index the baseline is left out, with a warning.
 #   scripts/gpu-check.sh           On the GPU machine, from a copy of the repo that holds gpu-check/:
-#                                  nvidia-smi (if present); the GPU parity tests (tests/gpu.rs);
+#                                  nvidia-smi (if present); the GPU parity tests (tests/gpu.rs, with
+#                                  a one-rank NCCL all-reduce: libnccl.so, else PyTorch's nvidia-nccl
+#                                  wheel, linked onto LD_LIBRARY_PATH);
 #                                  `kda-block --backend cuda` on the default preset and on glm5-flash, and
 #                                  batched at glm5-flash; `kda-block bench --backend cuda`; then, where the
 #                                  machine has them, fla-core's `chunk_kda` timed at the same layer
@@ -76,7 +78,8 @@ build() {
 
     JSON="$(mktemp)"
     trap 'rm -f "$JSON"' EXIT
-    cargo test --release --workspace --no-default-features --features cuda,app --no-run --message-format=json >"$JSON"
+    # `nccl`: tests/gpu.rs's one-rank all-reduce (libnccl is opened at run time).
+    cargo test --release --workspace --no-default-features --features cuda,app,nccl --no-run --message-format=json >"$JSON"
     cargo build --release --no-default-features --features cuda,app --bin kda-block
 
     rm -rf "$BIN"
@@ -159,6 +162,7 @@ run() {
     else
         note "nvidia-smi: not on this machine"
     fi
+    nccl_on_library_path
     # What needs the GPU first (device time is short): the parity suite, the main job, the bench;
     # then the rest of the suite, which CI also runs without a GPU.
     local gpu_tests="$BIN/tests/kda--gpu"
@@ -220,6 +224,24 @@ run() {
 
 note() {
     echo "$*" | tee -a "$LOG"
+}
+
+# cudarc opens NCCL as `libnccl.so` (or `.so.<CUDA major>`); a pip-installed NCCL (PyTorch's
+# nvidia-nccl wheel) has only `libnccl.so.2`. Where the loader finds no `libnccl.so` and that wheel
+# is there, a link to it goes first on LD_LIBRARY_PATH, for tests/gpu.rs's one-rank all-reduce.
+nccl_on_library_path() {
+    ldconfig -p 2>/dev/null | grep -q 'libnccl\.so ' && return 0
+    local wheel
+    wheel="$(python3 -c 'import nvidia.nccl as n, os; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)"
+    if [[ -f "$wheel" ]]; then
+        local dir
+        dir="$(mktemp -d)"
+        ln -s "$wheel" "$dir/libnccl.so"
+        export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        note "nccl: $wheel, linked as $dir/libnccl.so"
+    else
+        note "nccl: no libnccl.so on the loader's path and no nvidia-nccl wheel: the all-reduce test will say so"
+    fi
 }
 
 # The path of the CUDA tool `name`: on PATH, else where the toolkit or Nsight Compute installs it.

@@ -1,8 +1,10 @@
 //! The CUDA kernels against the CPU reference, on a GPU: every kernel of `[glm5next_kda]` on its
 //! launch case (`kda::cases`) at small geometries and at GLM-5.3-Flash, within the tolerances of
 //! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
-//! GEMV, the two recurrent kernels); the whole block, prefill then decode; and buffers shared by
-//! two streams of the device.
+//! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
+//! streams of the device, also when one of them is written through a lent cudarc view; and, with
+//! the feature `nccl`, the all-reduce of a layer split by heads through a one-rank NCCL
+//! communicator.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
 //! GPU machine (`--include-ignored`). Without a usable device a test panics with the backend's
@@ -152,4 +154,82 @@ fn a_buffer_written_on_one_stream_is_read_on_another_in_order() {
     let wrong = got.iter().zip(&first).filter(|&(&y, &x)| y != bf16::from_f32(x)).count();
     assert_eq!(wrong, 0, "{wrong} of {n} elements are not the first write rounded to bf16");
     assert_eq!(gpu.download::<f32>(&x).unwrap(), second, "the second write, on the default stream");
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_buffer_lent_as_a_cudarc_view_is_ordered_with_its_other_uses() {
+    let (gpu, kernels) = cuda();
+    let b = gpu.new_stream().unwrap();
+    let n = 1 << 22;
+    let values = |offset: usize| (0..n).map(|i| ((i + offset) % 61) as f32 / 6.0 - 5.0).collect();
+    let (first, second): (Vec<f32>, Vec<f32>) = (values(0), values(7));
+    // Read by a kernel on stream B, then written through the lent view on the backend's stream:
+    // the write must wait for the read.
+    let mut x = gpu.upload(&first).unwrap();
+    let mut y = b.zeros::<bf16>(n).unwrap();
+    let args = glm5next_kda::gemm_reduce { partial: x.view(), c: y.view_mut(), m: 1, n: n as u32, splits: 1 };
+    kernels.launch_gemm_reduce(&*b, launch::elementwise(n as u32), args).unwrap();
+    // SAFETY: the one access, the copy, is issued on the stream the call gives.
+    let copy =
+        unsafe { gpu.with_view_mut::<f32, _>(&mut x, |stream, view| stream.memcpy_htod(&second[..], view)) };
+    copy.unwrap().unwrap();
+    let got = b.download::<bf16>(&y).unwrap();
+    let wrong = got.iter().zip(&first).filter(|&(&y, &x)| y != bf16::from_f32(x)).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements are not the first values rounded to bf16");
+    // Read on stream B after the lent write: it must see the write whole.
+    assert_eq!(b.download::<f32>(&x).unwrap(), second, "the write through the view, read on stream B");
+
+    // SAFETY (both): the closure does nothing.
+    let wrong_type = unsafe { gpu.with_view_mut::<bf16, _>(&mut x, |_, _| ()) };
+    assert!(matches!(wrong_type, Err(kda_runtime::BackendError::DTypeMismatch { .. })), "{wrong_type:?}");
+    let other = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap();
+    let mut foreign = other.zeros::<f32>(4).unwrap();
+    let foreign = unsafe { gpu.with_view_mut::<f32, _>(&mut foreign, |_, _| ()) };
+    assert!(matches!(foreign, Err(kda_runtime::BackendError::ForeignResource { .. })), "{foreign:?}");
+}
+
+/// The all-reduce of a layer split by heads (`kda::all_reduce`) through a one-rank NCCL
+/// communicator, the one a single GPU holds: the block's output, summed over its one rank, is that
+/// output bit for bit, in bf16 and in f32; a communicator on another stream and a buffer of
+/// another element type are refused.
+#[cfg(feature = "nccl")]
+#[test]
+#[ignore = "needs a GPU and libnccl: run by scripts/gpu-check.sh"]
+fn a_one_rank_all_reduce_is_the_partial_output_itself() {
+    use cudarc::nccl::{Comm, Id};
+    use kda::all_reduce::{AllReduceError, all_reduce_sum};
+    use kda::block::Glm5NextKdaBlock;
+    use kda::tensor_parallel::HeadShard;
+    use kda::weights::{HostWeights, synthetic_hidden};
+
+    let (gpu, _) = cuda();
+    // SAFETY: only tries to open the NCCL library; no NCCL function is called.
+    assert!(unsafe { cudarc::nccl::sys::is_culib_present() }, "no NCCL: libnccl is not on the library path");
+    gpu.stream().context().bind_to_thread().unwrap();
+    let one_rank = |stream| Comm::from_rank(stream, 0, 1, Id::new().unwrap()).unwrap();
+    let comm = one_rank(gpu.stream().clone());
+
+    let layer = tiny();
+    let shard = HeadShard::new(&layer, 0, 1).unwrap();
+    let weights = HostWeights::synthetic(&layer, 9);
+    let block = Glm5NextKdaBlock::new(&gpu, shard.geometry(), &shard.weights(&weights).unwrap()).unwrap();
+    let mut state = block.new_state().unwrap();
+    let tokens = synthetic_hidden(&layer, 5, 10);
+    // Issued right after the launches that write it: the stream orders the two.
+    let mut partial = block.prefill(&mut state, &gpu.upload(&tokens).unwrap()).unwrap();
+    let before = gpu.download::<bf16>(&partial).unwrap();
+    assert!(before.iter().any(|x| x.to_f32() != 0.0), "the block wrote its output");
+    all_reduce_sum(&gpu, &comm, &mut partial).unwrap();
+    assert_eq!(gpu.download::<bf16>(&partial).unwrap(), before, "bf16 output summed over one rank");
+    let values: Vec<f32> = (0..1000).map(|i| i as f32 / 7.0 - 50.0).collect();
+    let mut wide = gpu.upload(&values).unwrap();
+    all_reduce_sum(&gpu, &comm, &mut wide).unwrap();
+    assert_eq!(gpu.download::<f32>(&wide).unwrap(), values, "f32 summed over one rank");
+
+    let mut slots = gpu.upload(&[1u32, 2, 3]).unwrap();
+    assert!(matches!(all_reduce_sum(&gpu, &comm, &mut slots), Err(AllReduceError::DType(_))));
+    let elsewhere = one_rank(gpu.stream().context().new_stream().unwrap());
+    assert!(matches!(all_reduce_sum(&gpu, &elsewhere, &mut wide), Err(AllReduceError::Stream)));
+    assert_eq!(gpu.download::<f32>(&wide).unwrap(), values, "a refused all-reduce writes nothing");
 }

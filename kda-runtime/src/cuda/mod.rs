@@ -44,11 +44,11 @@ mod reads;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut, DriverError};
 
 use crate::modules::{ModuleCache, Resolved};
 use crate::{
-    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, GpuBackend, ImageSet, KernelArg,
+    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, Element, GpuBackend, ImageSet, KernelArg,
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
 use modules::CudaLoader;
@@ -137,6 +137,53 @@ impl CudaBackend {
     /// by the stream itself.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// `buffer`'s elements as a cudarc view, for one piece of work of the caller's own on this
+    /// backend's stream (a collective of an engine's NCCL communicator made on [`Self::stream`], a
+    /// vendor library's call): `work` gets the stream and the view, borrowed no longer than the
+    /// call, and what it returns is returned. An `Err`, and `work` is not called, where this
+    /// backend did not allocate `buffer` or its element type is not `T`.
+    ///
+    /// The view is ordered with the buffer's other uses as this backend's own writes are (see
+    /// [Streams](self#streams)): before `work`, the stream waits for the buffer's reads on other
+    /// streams; after, it records the buffer's write event, which every later use of the buffer,
+    /// on any stream, and its free wait for (also when `work` panics: the panic goes on after).
+    ///
+    /// # Safety
+    ///
+    /// Every access `work` issues to the view is on the stream it is given (this backend's). On
+    /// another stream, an access would be ordered neither after the reads this call waits for nor
+    /// before the write event it records, and a read there that cudarc's one read event forgets (a
+    /// read on a third stream re-records it) would be ordered with neither later writes nor the
+    /// free.
+    pub unsafe fn with_view_mut<T: Element, R>(
+        &self,
+        buffer: &mut DeviceBuffer,
+        work: impl FnOnce(&Arc<CudaStream>, &mut CudaViewMut<'_, T>) -> R,
+    ) -> Result<R, BackendError> {
+        if buffer.dtype() != T::DTYPE {
+            return Err(BackendError::DTypeMismatch { expected: T::DTYPE, found: buffer.dtype() });
+        }
+        let storage = self.storage_mut(buffer)?;
+        self.before_write(&storage.reads)?;
+        let len = storage.len;
+        // SAFETY: `transmute_mut` reinterprets the buffer's bytes as `len` elements of `T`:
+        // - they are within the allocation: `device_buffer` allocated `dtype.bytes(len)` bytes (at
+        //   least one) for this `dtype`, which is `T::DTYPE`, whose elements are `size_of::<T>()`
+        //   bytes (the table of `Element`);
+        // - cuMemAlloc aligns an allocation to at least 256 bytes, enough for any `T`;
+        // - every bit pattern is a `T` (`Element: Pod`), so whatever the device holds, a copy of
+        //   these elements to the host is valid values.
+        let mut view = unsafe { storage.bytes.transmute_mut::<T>(len) }
+            .ok_or(BackendError::TooLarge { dtype: T::DTYPE, len })?;
+        // A panic in `work` still leaves the event after what it issued, since the buffer outlives
+        // the unwinding.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&self.stream, &mut view)));
+        // The write event recorded after the work (cudarc's `SyncOnDrop`, as the pointer's guard
+        // drops), whether or not `work` wrote through cudarc's tracked calls.
+        drop(storage.bytes.device_ptr_mut(&self.stream));
+        Ok(result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
 
     /// The number of CUDA devices, or why there are none.
