@@ -552,13 +552,13 @@ struct DynamicShared {
 // regions' bytes before they happen (check_access), so a read or write outside its extent, on
 // either side, is the launch's failure naming the thread, the parameter and the element. An access
 // the instrumentation does not see faults in the guard past the region, and the SIGSEGV handler
-// below makes that fault the failure. A view ends exactly at its guard, so its address modulo 16 is fixed by its end, except
-// a view off 16-byte alignment that would land on it: it keeps its offset modulo 16 (the kernel's
-// unaligned path stays the one taken, as the emulated suite's views at offset 1 need) and ends
-// 16 - offset bytes before its guard. The dynamic shared memory keeps its 128-byte alignment and
-// ends within 127 bytes of its guard. The rest of each region's pages holds canaries, checked
-// after every block: a write there (an under-run, or into those last bytes) fails the launch too,
-// naming the block. Written views are copied back after the launch, failed or not.
+// below makes that fault the failure. A view ends exactly at its guard, so its address modulo 16
+// is fixed by its end, except a view off 16-byte alignment that would land on it: it keeps its
+// offset modulo 16 (the kernel's unaligned path stays the one taken, as the emulated suite's views
+// at offset 1 need) and ends 16 - offset bytes before its guard. The dynamic shared memory keeps
+// its 128-byte alignment and ends within 127 bytes of its guard. The rest of each region's pages
+// holds canaries, checked after every block: a write there the instrumentation did not see fails
+// the launch too, naming the block. Written views are copied back after the launch, failed or not.
 //
 // Under a sanitizer the arguments go through as they are (the driver allocated each view at
 // exactly its extent) and the dynamic shared memory is an allocation of its size: the sanitizer

@@ -1532,7 +1532,7 @@ fn a_write_one_past_an_output_view_is_an_err_naming_the_parameter_the_thread_and
 }
 
 #[test]
-fn a_write_before_an_output_view_is_an_err_naming_the_thread_or_found_after_its_block() {
+fn a_write_before_an_output_view_plain_or_atomic_is_an_err_naming_the_thread() {
     on_both(34, |backend, gpu| {
         let run = |entry: &KernelEntry, back: u32| {
             let x = gpu.upload(&(0..100).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
@@ -1553,16 +1553,14 @@ fn a_write_before_an_output_view_is_an_err_naming_the_thread_or_found_after_its_
             ),
             "{backend}: {message}"
         );
-        // The same through an atomic add: its first load is checked where the compiler
-        // instruments the builtin (GCC's compare-exchange loop of a float add); a write the
-        // instrumentation does not see lands in the bytes before the view, which the block's
-        // check finds written.
+        // The same through an atomic add, whose builtins are instrumented too (the float add
+        // reads before it writes: its compare-exchange loop's first load is what is stopped).
         let message = run(&ATOMIC_SHIFT_BACK, 1).expect_err(backend);
-        let at_the_access = "block (0, 0, 0), thread (0, 0, 0): a read of element -1 of parameter 1 `y`, outside its \
-                             100 elements";
-        let after_the_block = "block (0, 0, 0): element -1 of parameter 1 `y`, outside its 100 elements, was written (found after the \
-             block";
-        assert!(message.contains(at_the_access) || message.contains(after_the_block), "{backend}: {message}");
+        assert!(message.contains("block (0, 0, 0), thread (0, 0, 0): a "), "{backend}: {message}");
+        assert!(
+            message.contains("of element -1 of parameter 1 `y`, outside its 100 elements"),
+            "{backend}: {message}"
+        );
     });
 }
 

@@ -26,7 +26,8 @@ __global__ void max_rows(const float* x, float* out, const size_t d) {
     partial[threadIdx.x] = best;
     __syncthreads();
     for (int half = BLOCK / 2; half > 0; half /= 2) {
-        if (static_cast<int>(threadIdx.x) < half) partial[threadIdx.x] = fmaxf(partial[threadIdx.x], partial[threadIdx.x + half]);
+        if (static_cast<int>(threadIdx.x) < half)
+            partial[threadIdx.x] = fmaxf(partial[threadIdx.x], partial[threadIdx.x + half]);
         BLOCK_SYNC();
     }
     if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
