@@ -218,3 +218,5 @@ pub use kda_macros::KernelTable;
 pub use cudarc;
 
 pub use half::{bf16, f16};
+/// The sanitizers an [`EmulatedSet`] can be built with (`KDA_EMULATOR_SANITIZER`).
+pub use kda_types::Sanitizer;

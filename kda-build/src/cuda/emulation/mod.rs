@@ -46,6 +46,8 @@ pub struct EmulatedLibrary {
     pub entry: String,
     /// The shared library.
     pub path: PathBuf,
+    /// The sanitizer compiled into it, the build's: a sanitized library runs only in the driver.
+    pub sanitizer: Option<Sanitizer>,
 }
 
 /// What the emulated build of every entry left.
@@ -144,6 +146,7 @@ impl EmulatedCompiler<'_> {
                         module: module.clone(),
                         entry: entry.clone(),
                         path,
+                        sanitizer: self.emulation.sanitizer,
                     });
                 }
                 Err(diagnostics) => {
