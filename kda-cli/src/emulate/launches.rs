@@ -94,7 +94,7 @@ fn dictionary(signature: &Signature) -> Vec<u64> {
             ParamKind::Scalar(_) => None,
         })
         .chain(signature.requires.iter().map(|requirement| requirement.program));
-    let constants = programs.flat_map(|program| constants(program));
+    let constants = programs.flat_map(constants);
     let mut values: Vec<u64> = SMALL
         .into_iter()
         .chain(constants.flat_map(|value| [value.saturating_sub(1), value, value.saturating_add(1)]))
