@@ -102,6 +102,19 @@ fn timed(step: &str, mut command: Command) -> String {
     stderr + &stdout
 }
 
+/// Runs `command`, asserting it fails, and prints how long it took as `step`; its stderr and
+/// stdout.
+fn timed_failure(step: &str, mut command: Command) -> String {
+    let start = Instant::now();
+    let output = command.output().unwrap_or_else(|error| panic!("{step}: cannot run cargo: {error}"));
+    let seconds = start.elapsed().as_secs_f64();
+    let text =
+        String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{step} succeeded:\n{text}");
+    println!("quick start: {step}: {seconds:.1} s");
+    text
+}
+
 /// Replaces the first `from` in the file at `path` with `to`, as a user's edit would.
 fn edit(path: &Path, from: &str, to: &str) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -153,5 +166,49 @@ fn a_crate_made_from_the_readme_quick_start_builds_and_passes_its_test_on_the_em
     timed("edit of the manifest", build());
     let output = timed("cargo test", cargo(&root, &["test"]));
     assert!(output.contains("test scale_runs_on_the_emulator ... ok"), "{output}");
+    std::fs::remove_dir_all(root.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn a_crate_made_from_the_readme_quick_start_runs_its_test_under_each_sanitizer_by_the_switch() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let root: PathBuf =
+        std::env::temp_dir().join(format!("kda-quick-start-sanitized-{}/my-model", std::process::id()));
+    write_crate(&root, &quick_start_files(&readme));
+    let kernel = root.join("kernels/scale.cu");
+    // The same `cargo test`, the switch its only difference; no nvcc, which the sanitizers do not need.
+    let test = |sanitizer: &str| {
+        let mut command = cargo(&root, &["test"]);
+        command.env("KDA_EMULATOR_SANITIZER", sanitizer).env("NVCC", NO_NVCC).env_remove("KDA_REQUIRE_NVCC");
+        command
+    };
+
+    let output = timed_failure("a switch naming no sanitizer", test("memory"));
+    assert!(
+        output.contains(
+            "KDA_EMULATOR_SANITIZER=\"memory\": expected `address` (AddressSanitizer + UBSan), \
+             `thread` (ThreadSanitizer) or `none`"
+        ),
+        "{output}"
+    );
+    for sanitizer in ["address", "thread"] {
+        let output = timed(&format!("cargo test under {sanitizer}"), test(sanitizer));
+        assert!(output.contains("test scale_runs_on_the_emulator ... ok"), "{output}");
+    }
+
+    // A thread past the buffer: `x[3]` of three elements.
+    edit(&kernel, "i < n)", "i <= n)");
+    let output = timed_failure("cargo test under address, an overrun planted", test("address"));
+    assert!(output.contains("AddressSanitizer + UBSan reported an error in this launch"), "{output}");
+    assert!(output.contains("ERROR: AddressSanitizer: heap-buffer-overflow"), "{output}");
+    assert!(output.contains("scale.cu:2"), "the report names the kernel's line: {output}");
+
+    // Thread 0 reads `x[1]` while thread 1 scales it, with no barrier between them: a race that
+    // changes no result, so only ThreadSanitizer sees it.
+    let race = "if (threadIdx.x == 0 && n > 1) { volatile float seen = x[1]; (void)seen; }";
+    edit(&kernel, "i <= n) x[i] *= factor;", &format!("i < n) x[i] *= factor;\n    {race}"));
+    let output = timed_failure("cargo test under thread, a race planted", test("thread"));
+    assert!(output.contains("ThreadSanitizer reported an error in this launch"), "{output}");
+    assert!(output.contains("WARNING: ThreadSanitizer: data race"), "{output}");
     std::fs::remove_dir_all(root.parent().unwrap()).unwrap();
 }

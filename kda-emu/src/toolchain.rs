@@ -32,7 +32,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::Sanitizer;
+use crate::{Sanitizer, sanitizer};
 
 /// The flags of every emulated unit, after `cc`'s.
 const BASE_FLAGS: [&str; 9] = [
@@ -93,7 +93,7 @@ impl Toolchain {
         let compiler = build.try_get_compiler().map_err(|error| error.to_string())?;
         let flags = BASE_FLAGS
             .iter()
-            .chain(Sanitizer::compile_flags(sanitizer))
+            .chain(sanitizer::compile_flags(sanitizer))
             .map(|flag| (*flag).to_owned())
             .chain(include_dirs.into_iter().map(|dir| format!("-I{}", dir.display())))
             .chain(defines.into_iter().map(|(name, value)| format!("-D{name}={value}")))
@@ -167,7 +167,7 @@ impl Toolchain {
             .arg(format!("-Wl,-u,{registration}"))
             .arg(format!("-Wl,--defsym={ENTRY_REGISTRATION}={registration}"))
             .arg(format!("-Wl,-T,{}", script.display()))
-            .args(Sanitizer::compile_flags(self.sanitizer))
+            .args(sanitizer::compile_flags(self.sanitizer))
             .arg("-o")
             .arg(library)
             .arg(module)
@@ -180,7 +180,7 @@ impl Toolchain {
         let mut command = Command::new(self.compiler.path());
         command
             .arg("-pthread")
-            .args(Sanitizer::compile_flags(self.sanitizer))
+            .args(sanitizer::compile_flags(self.sanitizer))
             .arg("-o")
             .arg(driver)
             .arg(object)

@@ -68,11 +68,13 @@
 //!    ```
 //!
 //! 5. **Resolve and launch**, on any backend: the launch is checked against the build's signature
-//!    before anything reaches the device. **Tested on the emulator**, in `tests/emulated.rs`:
+//!    before anything reaches the device. **Tested on the emulator**, in `tests/emulated.rs`, over
+//!    the crate's own kernels ([`EmulatedSet::emulator`]; [`emu::EmuBackend::new`] takes several
+//!    crates' sets):
 //!
 //!    ```text
-//!    use kda_runtime::{GpuBackendExt, LaunchGeometry, emu::EmuBackend};
-//!    let gpu = EmuBackend::new(&[&EMULATED_KERNELS])?; // or cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?
+//!    use kda_runtime::{GpuBackendExt, LaunchGeometry};
+//!    let gpu = EMULATED_KERNELS.emulator()?; // or cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?
 //!    let kernels = ScalingKernels::resolve(&gpu)?;
 //!    let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
 //!    let args = scaling::scale { x: x.view_mut(), n: 3, factor: 2.0 };
@@ -80,11 +82,17 @@
 //!    assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
 //!    ```
 //!
+//! 6. **Under the sanitizers**, the same tests, unchanged: `KDA_EMULATOR_SANITIZER=address cargo
+//!    test` builds the emulated kernels with AddressSanitizer + UBSan (`thread`: ThreadSanitizer),
+//!    the set records it, and [`emu::EmuBackend`] runs each launch in the driver built with it,
+//!    every view cut to its extent: an overrun or a race is the launch's `Err`, with the
+//!    sanitizer's report.
+//!
 //! Beyond that: [`cpu::CpuBackend`] runs Rust reference kernels registered against the table's
-//! entries; [`emu::DriverBackend`] runs each launch of the same `.cu` in a driver process under
-//! AddressSanitizer + UBSan or ThreadSanitizer, and `kda emulate` (kda-cli) launches every entry
-//! of a crate there at the edges its `requires` allow. The repository's `examples/scale-model` is
-//! a larger crate built this way.
+//! entries; [`emu::DriverBackend`] runs a driver of the caller's choosing, and `kda emulate`
+//! (kda-cli) launches every entry of any crate under a sanitizer at the edges its `requires`
+//! allow, with no test of the crate's. The repository's `examples/scale-model` is a larger crate
+//! built this way.
 //!
 //! # Soundness
 //!
@@ -134,7 +142,9 @@
 //!   graph's bindings) checked before any `unsafe` call; a graph's `launch` is the caller's code.
 //! - [`cpu::CpuBackend::with_kernel`] runs safe Rust on slices of the views.
 //! - [`emu::DriverBackend::new`] runs the given driver in a child process; its response is read
-//!   with bounds checks and written only into the launch's views.
+//!   with bounds checks and written only into the launch's views. [`emu::EmuBackend::new`] loads
+//!   into this process only sets built without a sanitizer (as the sets record), and runs the
+//!   others in their driver.
 //! - [`ImageSet::from_build`], [`EmulatedSet::from_build`] and [`EmulatedSet::leak`] are `unsafe`:
 //!   their `# Safety` sections say what the caller vouches for.
 //!
@@ -218,3 +228,5 @@ pub use kda_macros::KernelTable;
 pub use cudarc;
 
 pub use half::{bf16, f16};
+/// The sanitizers an [`EmulatedSet`] can be built with (`KDA_EMULATOR_SANITIZER`).
+pub use kda_types::Sanitizer;

@@ -10,6 +10,8 @@
 //! - [`ScalarKind`]: the type of a scalar parameter (`u32 n`).
 //! - [`LaunchDim`]: a dimension of the launch geometry a requirement can test (`block.x`).
 //! - [`Op`]: one instruction of the postfix programs extents and requirements compile to.
+//! - [`Sanitizer`]: a sanitizer the emulated kernels can be built with, which the build records
+//!   and the runtime reads.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -17,11 +19,13 @@
 mod dtype;
 mod launch;
 mod op;
+mod sanitizer;
 mod scalar;
 
 pub use dtype::DType;
 pub use launch::LaunchDim;
 pub use op::Op;
+pub use sanitizer::Sanitizer;
 pub use scalar::ScalarKind;
 
 #[cfg(test)]
@@ -81,8 +85,20 @@ mod tests {
         }
     }
 
+    fn position_of_sanitizer(sanitizer: Sanitizer) -> usize {
+        match sanitizer {
+            Sanitizer::Address => 0,
+            Sanitizer::Thread => 1,
+        }
+    }
+
     #[test]
     fn every_variant_is_in_its_table_once_and_found_by_its_name() {
+        for (index, sanitizer) in Sanitizer::ALL.into_iter().enumerate() {
+            assert_eq!(position_of_sanitizer(sanitizer), index);
+            assert_eq!(Sanitizer::from_name(sanitizer.name()), Some(sanitizer));
+        }
+        assert_eq!(Sanitizer::from_name("Address"), None);
         for (index, dtype) in DType::ALL.into_iter().enumerate() {
             assert_eq!(position_of_dtype(dtype), index);
             assert_eq!(DType::from_name(dtype.name()), Some(dtype));

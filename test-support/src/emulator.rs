@@ -26,7 +26,8 @@ pub fn assert_built(output: &BuildOutput, what: &str) {
 }
 
 /// The runtime's view of what the build made: one module per source, one library per entry,
-/// proving the signatures of `proved`, and the sanitizer driver where a sanitized build made one.
+/// proving the signatures of `proved`, built with the libraries' sanitizer, and the driver where
+/// the build made one.
 #[allow(unsafe_code)]
 pub fn emulated_set(
     namespace: &'static str,
@@ -34,14 +35,16 @@ pub fn emulated_set(
     proved: &[KernelEntry],
     driver: Option<&Path>,
 ) -> &'static EmulatedSet {
+    let sanitizer = built.first().and_then(|library| library.sanitizer);
+    assert!(built.iter().all(|library| library.sanitizer == sanitizer), "the libraries of several builds");
     let paths: Vec<&str> =
         built.iter().map(|library| library.path.to_str().expect("a UTF-8 library path")).collect();
     let libraries = built.iter().zip(paths).map(|(library, path)| (&*library.module, &*library.entry, path));
     let driver = driver.map(|driver| driver.to_str().expect("a UTF-8 driver path"));
     // SAFETY: the libraries and the driver are what the emulated build just wrote from the
-    // fixtures' sources; the emulator compares each library's C parameter types with the
-    // signature of the entry it is looked up for.
-    unsafe { EmulatedSet::leak(namespace, libraries, proved, driver) }
+    // fixtures' sources, with the sanitizer each library records; the emulator compares each
+    // library's C parameter types with the signature of the entry it is looked up for.
+    unsafe { EmulatedSet::leak(namespace, libraries, proved, sanitizer, driver) }
 }
 
 /// A deterministic stream of bits (splitmix64), for fixture inputs that are the same every run.

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::emulation::EmulatedLibrary;
+use super::emulation::{EmulatedLibrary, Sanitizer};
 use super::symbols::exported_symbol;
 use super::{Arch, BuiltImage};
 use crate::manifest::Entry;
@@ -23,8 +23,9 @@ pub(super) struct Generated<'a> {
     pub manifest: Option<&'a Manifest>,
     pub defines: &'a [Define],
     pub images: &'a [BuiltImage],
-    /// The emulated libraries and the driver, when the build emulates.
-    pub emulated: Option<(&'a [EmulatedLibrary], Option<&'a std::path::Path>)>,
+    /// The emulated libraries, the sanitizer they were built with and the driver, when the build
+    /// emulates.
+    pub emulated: Option<(&'a [EmulatedLibrary], Option<Sanitizer>, Option<&'a std::path::Path>)>,
     /// Why `images` is empty, when the build embedded none on purpose (no nvcc).
     pub missing: Option<&'a str>,
     /// Located messages, one `compile_error!` each.
@@ -74,8 +75,8 @@ impl Generated<'_> {
         };
         let _ = writeln!(out, "    /* missing */ {missing},\n) }};");
         self.resources(&mut out);
-        if let Some((libraries, driver)) = self.emulated {
-            self.emulated_set(&mut out, libraries, driver);
+        if let Some((libraries, sanitizer, driver)) = self.emulated {
+            self.emulated_set(&mut out, libraries, sanitizer, driver);
         }
         out
     }
@@ -84,6 +85,7 @@ impl Generated<'_> {
         &self,
         out: &mut String,
         libraries: &[EmulatedLibrary],
+        sanitizer: Option<Sanitizer>,
         driver: Option<&std::path::Path>,
     ) {
         out.push_str("\n/// The kernels built for the emulator: per module, one shared library per entry.\n");
@@ -115,11 +117,17 @@ impl Generated<'_> {
             }
             let _ = writeln!(out, "        ], entries: {} }},", self.built_entries(module, None));
         }
+        let sanitizer = match sanitizer {
+            Some(sanitizer) => {
+                format!("::core::option::Option::Some(::kda_runtime::Sanitizer::{sanitizer:?})")
+            }
+            None => "::core::option::Option::None".to_owned(),
+        };
         let driver = match driver {
             Some(path) => format!("::core::option::Option::Some({:?})", path.display().to_string()),
             None => "::core::option::Option::None".to_owned(),
         };
-        let _ = writeln!(out, "    ],\n    /* driver */ {driver},\n) }};");
+        let _ = writeln!(out, "    ],\n    /* sanitizer */ {sanitizer},\n    /* driver */ {driver},\n) }};");
     }
 
     /// The entries of `module` with their signatures, as `&[BuiltEntry]` tokens: what lookups in
@@ -313,11 +321,12 @@ mod tests {
     }
 
     #[test]
-    fn emulated_libraries_are_grouped_by_module_in_manifest_order() {
+    fn emulated_libraries_are_grouped_by_module_in_manifest_order_with_their_sanitizer() {
         let library = |module: &str, entry: &str| EmulatedLibrary {
             module: module.to_owned(),
             entry: entry.to_owned(),
             path: PathBuf::from(format!("/out/emu/lib{module}.{entry}.so")),
+            sanitizer: Some(Sanitizer::Thread),
         };
         // The two `conv` entries are listed apart; the set keeps the module's first place.
         let libraries = [library("conv", "decode"), library("gemm", "gemm"), library("conv", "prefill")];
@@ -326,7 +335,11 @@ mod tests {
             manifest_key: "kernels.toml",
             defines: &[],
             images: &[],
-            emulated: Some((&libraries, Some(std::path::Path::new("/out/emu/kda_emu_driver")))),
+            emulated: Some((
+                &libraries,
+                Some(Sanitizer::Thread),
+                Some(std::path::Path::new("/out/emu/kda_emu_driver")),
+            )),
             missing: None,
             problems: &[],
             toolkit: (0, 0),
@@ -341,7 +354,10 @@ mod tests {
         assert!(conv < decode && decode < prefill && prefill < gemm, "{source}");
         assert!(source.contains("path: \"/out/emu/libconv.prefill.so\""), "{source}");
         assert!(
-            source.contains("/* driver */ ::core::option::Option::Some(\"/out/emu/kda_emu_driver\"),"),
+            source.contains(
+                "/* sanitizer */ ::core::option::Option::Some(::kda_runtime::Sanitizer::Thread),\n    \
+                 /* driver */ ::core::option::Option::Some(\"/out/emu/kda_emu_driver\"),"
+            ),
             "{source}"
         );
     }

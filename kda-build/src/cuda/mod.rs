@@ -31,7 +31,8 @@
 //! The environment [`KernelBuild::from_env`] reads: `CARGO_MANIFEST_DIR`, `OUT_DIR` and
 //! `NUM_JOBS` (set by cargo), `CUDA_COMPUTE_CAP` (the [`target`] list, default `90`),
 //! `KDA_REQUIRE_NVCC`, `KDA_FULL_DIAGNOSTICS`, `CARGO_FEATURE_EMULATION` (the crate's feature
-//! `emulation`), and `NVCC`, `CUDA_HOME`, `CUDA_PATH`, `KDA_CUDA_PREFIX` to find nvcc
+//! `emulation`), [`SANITIZER_ENV`] (`KDA_EMULATOR_SANITIZER`: the sanitizer the emulated kernels
+//! are built with), and `NVCC`, `CUDA_HOME`, `CUDA_PATH`, `KDA_CUDA_PREFIX` to find nvcc
 //! ([`Nvcc::find`]).
 
 mod cache;
@@ -86,6 +87,31 @@ pub enum BuildError {
         "CUDA_COMPUTE_CAP={0:?}: expected targets such as `90`, `80,90`, `90a` or `compute_90` (PTX only)"
     )]
     Targets(String),
+    /// [`SANITIZER_ENV`] names no sanitizer.
+    #[error("{SANITIZER_ENV}={0:?}: expected {choices}", choices = sanitizer_choices())]
+    Sanitizer(String),
+}
+
+/// The environment variable that builds a crate's emulated kernels with a sanitizer, so that its
+/// tests run them under it with no change to their code: `address` (AddressSanitizer + UBSan),
+/// `thread` (ThreadSanitizer), or `none` (as unset).
+pub const SANITIZER_ENV: &str = "KDA_EMULATOR_SANITIZER";
+
+/// The values [`SANITIZER_ENV`] accepts, as its error lists them.
+fn sanitizer_choices() -> String {
+    let named = emulation::Sanitizer::ALL.map(|sanitizer| format!("`{}` ({sanitizer})", sanitizer.name()));
+    format!("{} or `none`", named.join(", "))
+}
+
+/// The sanitizer [`SANITIZER_ENV`]'s `value` names: `None` where it is unset, empty or `none`.
+fn sanitizer_named(value: Option<std::ffi::OsString>) -> Result<Option<emulation::Sanitizer>, BuildError> {
+    let Some(value) = value else { return Ok(None) };
+    let value =
+        value.into_string().map_err(|value| BuildError::Sanitizer(value.to_string_lossy().into_owned()))?;
+    match value.as_str() {
+        "" | "none" => Ok(None),
+        name => emulation::Sanitizer::from_name(name).map(Some).ok_or(BuildError::Sanitizer(value)),
+    }
 }
 
 /// As its message: a build script returning `Result<(), BuildError>` shows cargo the sentence,
@@ -161,6 +187,9 @@ pub struct KernelBuild {
     emulation: Option<emulation::Emulation>,
     full_diagnostics: bool,
     cargo_directives: bool,
+    /// What reading the environment found worth a warning, which [`BuildOutput::warnings`] starts
+    /// with.
+    warnings: Vec<String>,
 }
 
 /// Where a build gets its nvcc.
@@ -175,7 +204,8 @@ enum NvccSource {
 }
 
 /// The environment that changes what a build makes, beyond the files it reads.
-const ENV_VARS: [&str; 7] = [
+const ENV_VARS: [&str; 8] = [
+    SANITIZER_ENV,
     "NVCC",
     "CUDA_HOME",
     "CUDA_PATH",
@@ -213,6 +243,7 @@ impl KernelBuild {
             emulation: None,
             full_diagnostics: false,
             cargo_directives: false,
+            warnings: Vec::new(),
         }
     }
 
@@ -222,9 +253,13 @@ impl KernelBuild {
     /// those inputs change, and its warnings.
     ///
     /// A crate with a feature named `emulation` (cargo tells the build script with
-    /// `CARGO_FEATURE_EMULATION`) also gets its kernels built for the emulator, with the default
-    /// [`Emulation`](emulation::Emulation): the feature is the one switch, and the one-line
-    /// `build.rs` stays one line. [`emulation`](Self::emulation) chooses other options.
+    /// `CARGO_FEATURE_EMULATION`) also gets its kernels built for the emulator: the feature is the
+    /// one switch, and the one-line `build.rs` stays one line. `KDA_EMULATOR_SANITIZER=address`
+    /// (AddressSanitizer + UBSan) or `thread` (ThreadSanitizer) builds them with that sanitizer
+    /// ([`SANITIZER_ENV`]), and the generated `EMULATED_KERNELS` records it, so the crate's tests,
+    /// unchanged, run every launch through the sanitized driver
+    /// (`KDA_EMULATOR_SANITIZER=address cargo test`); any other value is an `Err` naming the
+    /// accepted ones. [`emulation`](Self::emulation) replaces both choices.
     pub fn from_env() -> Result<Self, BuildError> {
         let root = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
         let mut build = Self::new(root.join("kernels.toml"), root.join("kernels"), env("OUT_DIR")?);
@@ -238,8 +273,14 @@ impl KernelBuild {
         let set = |name| std::env::var(name).is_ok_and(|value| value == "1");
         build.require_nvcc = set("KDA_REQUIRE_NVCC");
         build.full_diagnostics = set("KDA_FULL_DIAGNOSTICS");
+        let sanitizer = sanitizer_named(std::env::var_os(SANITIZER_ENV))?;
         if std::env::var_os("CARGO_FEATURE_EMULATION").is_some() {
-            build.emulation = Some(emulation::Emulation::default());
+            build.emulation = Some(emulation::Emulation { sanitizer, ..emulation::Emulation::default() });
+        } else if let Some(sanitizer) = sanitizer {
+            build.warnings.push(format!(
+                "{SANITIZER_ENV}={}: this crate builds no emulated kernels (it has no feature `emulation`), so none run under {sanitizer}",
+                sanitizer.name()
+            ));
         }
         build.cargo_directives = true;
         Ok(build)
@@ -352,8 +393,11 @@ impl KernelBuild {
     fn build(&self) -> Result<BuildOutput, BuildError> {
         self.rerun_if_changed();
         let name = self.manifest_name();
-        let mut output =
-            BuildOutput { generated: self.out_dir.join(&self.out_file), ..BuildOutput::default() };
+        let mut output = BuildOutput {
+            generated: self.out_dir.join(&self.out_file),
+            warnings: self.warnings.clone(),
+            ..BuildOutput::default()
+        };
         let parsed = match read_manifest(&self.manifest, &name) {
             Ok(text) => {
                 Manifest::parse(&name, &text).map_err(|error| (error, Manifest::recover_defines(&text)))
@@ -570,10 +614,9 @@ impl KernelBuild {
             manifest,
             defines,
             images: &output.images,
-            emulated: self
-                .emulation
-                .as_ref()
-                .map(|_| (output.emulated.as_slice(), output.emulation_driver.as_deref())),
+            emulated: self.emulation.as_ref().map(|emulation| {
+                (output.emulated.as_slice(), emulation.sanitizer, output.emulation_driver.as_deref())
+            }),
             missing,
             problems: &problems,
             toolkit,
@@ -696,5 +739,26 @@ mod tests {
             source: std::io::Error::other("disk full\nand more"),
         };
         assert_eq!(cargo_errors(&io), ["cargo::error=out/a.rs: disk full", "cargo::error=and more"]);
+    }
+
+    #[test]
+    fn the_sanitizer_switch_names_a_sanitizer_or_none_and_anything_else_is_an_error_listing_them() {
+        use emulation::Sanitizer;
+        let named = |value: &str| sanitizer_named(Some(value.into()));
+        assert!(matches!(sanitizer_named(None), Ok(None)));
+        assert!(matches!(named(""), Ok(None)));
+        assert!(matches!(named("none"), Ok(None)));
+        assert!(matches!(named("address"), Ok(Some(Sanitizer::Address))));
+        assert!(matches!(named("thread"), Ok(Some(Sanitizer::Thread))));
+        for wrong in ["Address", "memory", "address,thread", " thread"] {
+            let error = named(wrong).expect_err(wrong);
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "KDA_EMULATOR_SANITIZER={wrong:?}: expected `address` (AddressSanitizer + UBSan), \
+                     `thread` (ThreadSanitizer) or `none`"
+                )
+            );
+        }
     }
 }

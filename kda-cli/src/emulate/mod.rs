@@ -14,12 +14,12 @@ pub mod launches;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use kda_build::Manifest;
 use kda_build::cuda::KernelBuild;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_build::manifest::read_manifest;
-use kda_runtime::emu::{DriverBackend, EmuBackend};
+use kda_runtime::emu::EmuBackend;
 use kda_runtime::signature::{Access, ParamKind};
 use kda_runtime::{
     BackendError, DType, DeviceBuffer, EmulatedSet, GpuBackend, KernelArg, KernelEntry, LaunchGeometry,
@@ -134,13 +134,8 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         namespace,
         &entries,
     )?;
-    let gpu: Box<dyn GpuBackend> = match options.sanitizer {
-        None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
-        Some(_) => {
-            let driver = set.driver().context("the emulated build made no driver")?;
-            Box::new(DriverBackend::new(driver, &[set], options.seed)?)
-        }
-    };
+    // In process, or through the sanitized driver: as the set was built.
+    let gpu = EmuBackend::new(&[set])?.with_seed(options.seed);
     log(&format!("{} entries of {file} on {}", entries.len(), gpu.describe()));
     let mut draw = Draw::new(options.seed);
     let mut reports = Vec::new();
@@ -148,7 +143,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         let report = EntryReport {
             name: format!("{}::{}", entry.module, entry.entry),
             line: entry.line,
-            outcome: run_entry(gpu.as_ref(), entry, options.launches, options.full_reports, &mut draw),
+            outcome: run_entry(&gpu, entry, options.launches, options.full_reports, &mut draw),
         };
         log(&report.to_string());
         reports.push(report);
@@ -183,10 +178,10 @@ pub fn build_emulated(
         built.emulated.iter().zip(&paths).map(|(library, path)| (&*library.module, &*library.entry, &**path));
     let driver = built.emulation_driver.as_ref().map(|driver| driver.display().to_string());
     // SAFETY: the libraries and the driver are what the emulated build just wrote from this
-    // manifest's modules, and `entries` are that manifest's (the emulator compares each
+    // manifest's modules with `sanitizer`, and `entries` are that manifest's (the emulator compares each
     // library's C parameter types with its entry's signature at lookup).
     #[allow(unsafe_code)]
-    let set = unsafe { EmulatedSet::leak(namespace, libraries, entries, driver.as_deref()) };
+    let set = unsafe { EmulatedSet::leak(namespace, libraries, entries, sanitizer, driver.as_deref()) };
     Ok(set)
 }
 

@@ -7,8 +7,8 @@
 //! Memory is host memory in this process. A launch sends each view's elements up to its extent
 //! (as the signature evaluates it at this launch; the whole view without a signature), which the
 //! driver allocates exactly, at the view's alignment modulo 16, so a vector path is taken or
-//! not as for the view here; it gets the written ones back. A sanitizer report, or a driver that
-//! fails, is a launch `Err` carrying the report.
+//! not as for the view here; it gets the written ones back. A sanitizer report is a launch `Err`
+//! that names the sanitizer and carries its report; so is a driver that fails otherwise.
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -22,7 +22,8 @@ use super::{Executor, c_type, c_type_of, fault_reason, scalar_bits, windows};
 use crate::host::{HostMemory, HostStorage};
 use crate::modules::{LoadError, ModuleLoader, Resolved};
 use crate::{
-    BackendError, BackendId, EmulatedModule, EmulatedSet, KernelArg, KernelEntry, LaunchGeometry, LookupError,
+    BackendError, BackendId, EmulatedModule, EmulatedSet, KernelArg, KernelEntry, LaunchGeometry,
+    LookupError, Sanitizer,
 };
 
 /// Writes `bytes` to a file at `path` that did not exist (never through a symlink found there).
@@ -38,6 +39,8 @@ pub struct Driver {
     /// The backend this executor runs for, which names its directory.
     backend: BackendId,
     driver: PathBuf,
+    /// The sanitizer the sets it runs were built with (and so the driver, if it is theirs).
+    sanitizer: Option<Sanitizer>,
     /// What the driver stands for, in messages.
     device: String,
     /// Where requests and responses go: a directory of this backend's own, made on the first
@@ -106,10 +109,18 @@ impl ModuleLoader for Driver {
 }
 
 impl Driver {
-    /// The executor of backend `backend`, running `driver`.
-    pub(super) fn new(driver: PathBuf, backend: BackendId) -> Self {
-        let device = format!("the CUDA emulator's driver {}", driver.display());
-        Self { backend, driver, device, exchange: OnceLock::new() }
+    /// The executor of backend `backend`, running `driver` for sets built with `sanitizer`.
+    pub(super) fn new(driver: PathBuf, backend: BackendId, sanitizer: Option<Sanitizer>) -> Self {
+        let device = match sanitizer {
+            Some(sanitizer) => format!("the CUDA emulator's driver under {sanitizer} ({})", driver.display()),
+            None => format!("the CUDA emulator's driver {}", driver.display()),
+        };
+        Self { backend, driver, sanitizer, device, exchange: OnceLock::new() }
+    }
+
+    /// The sanitizer of the sets it runs.
+    pub(super) fn sanitizer(&self) -> Option<Sanitizer> {
+        self.sanitizer
     }
 
     /// The request of one launch: the library, the entry, the arguments' C types, the geometry,
@@ -265,7 +276,17 @@ impl Executor for Driver {
         let _ = std::fs::remove_file(&response_path);
         if !output.status.success() {
             let report = String::from_utf8_lossy(&output.stderr);
-            return Err(failed(format!("the driver exited with {}:\n{}", output.status, report.trim_end())));
+            let (status, report) = (output.status, report.trim_end());
+            return Err(failed(match self.sanitizer {
+                // Every sanitizer's report names it (`ERROR: AddressSanitizer`,
+                // `SUMMARY: UndefinedBehaviorSanitizer`, `WARNING: ThreadSanitizer`).
+                Some(sanitizer) if report.contains("Sanitizer") => {
+                    format!(
+                        "{sanitizer} reported an error in this launch (the driver exited with {status}):\n{report}"
+                    )
+                }
+                _ => format!("the driver exited with {status}:\n{report}"),
+            }));
         }
         let response = response.map_err(|e| io("reading the driver's response", e))?;
         let written = wire::parse_response(&response)

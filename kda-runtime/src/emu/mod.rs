@@ -10,10 +10,13 @@
 //! memory reads as NaN until written. Launches are checked against the manifest's params as on
 //! every backend, and each kernel's C parameter types against them.
 //!
-//! One backend, [`Emulator`], with two executors: [`EmuBackend`] runs each launch in this process
-//! (kda-emu's raw layer), [`DriverBackend`] in a driver process of its own, where a sanitizer can
-//! run. Both keep memory in this process, resolve through the same module cache and number their
-//! launches' seeds the same way.
+//! One backend, [`Emulator`], with two executors: [`InProcess`] runs each launch in this process
+//! (kda-emu's raw layer), [`Driver`] in a driver process of its own, where a sanitizer can run.
+//! Both keep memory in this process, resolve through the same module cache and number their
+//! launches' seeds the same way. [`EmuBackend`], the one a test names, chooses between them by
+//! how the sets were built: in process without a sanitizer, through the sets' driver with one
+//! (`KDA_EMULATOR_SANITIZER=address|thread`, read by the build), so one test runs both ways
+//! unchanged. [`DriverBackend`] runs a driver the caller names.
 //!
 //! The launch seed is `KDA_EMU_SEED` (or [`Emulator::with_seed`]) plus the launch's number; a
 //! failing launch reports its seed, so its block order can be replayed.
@@ -23,9 +26,11 @@
 //! memory model beyond barriers, and any intrinsic the shim does not declare (the module does not
 //! build).
 
+mod backend;
 mod driver;
 mod in_process;
 
+pub use backend::EmuBackend;
 pub use driver::Driver;
 pub use in_process::InProcess;
 
@@ -41,11 +46,9 @@ use crate::{
     KernelHandle, LaunchGeometry, LookupError, signature,
 };
 
-/// Runs emulated kernels in this process.
-pub type EmuBackend = Emulator<InProcess>;
-
-/// Runs emulated kernels through the emulator's driver, one process per launch: with a sanitizer
-/// compiled into the driver and the libraries, every launch runs sanitized.
+/// Runs emulated kernels through a driver the caller names, one process per launch: with a
+/// sanitizer compiled into the driver and the libraries, every launch runs sanitized.
+/// [`EmuBackend`] runs the sets' own driver where they were built with a sanitizer.
 pub type DriverBackend = Emulator<Driver>;
 
 /// How an [`Emulator`] runs a launch: it loads the kernels (as the module cache's loader) and runs
@@ -139,15 +142,6 @@ impl<X: Executor> Emulator<X> {
 }
 
 impl Emulator<InProcess> {
-    /// A backend carrying the emulated kernels of `sets`, each crate's in its namespace; the seed
-    /// from `KDA_EMU_SEED` (decimal or `0x` hex), else a fresh one. Two distinct sets with one
-    /// module of one namespace are an `Err`.
-    pub fn new(sets: &[&'static EmulatedSet]) -> Result<Self, BackendError> {
-        let seed =
-            std::env::var("KDA_EMU_SEED").ok().and_then(|text| parse_seed(&text)).unwrap_or_else(fresh_seed);
-        Self::with_executor(|_| InProcess, sets, seed)
-    }
-
     /// The static shared memory of `entry`'s kernel, in bytes (after looking it up).
     pub fn static_shared_bytes(&self, entry: &KernelEntry) -> Result<u64, LookupError> {
         let handle = self.lookup(entry)?;
@@ -158,14 +152,15 @@ impl Emulator<InProcess> {
 
 impl Emulator<Driver> {
     /// A backend running `driver` for the kernels of `sets` (all built with the driver's flags);
-    /// block orders from `seed` as on [`EmuBackend`].
+    /// block orders from `seed` as on [`EmuBackend`]. Sets built with different sanitizers are an
+    /// `Err`, as on [`EmuBackend::new`].
     pub fn new(
         driver: impl Into<std::path::PathBuf>,
         sets: &[&'static EmulatedSet],
         seed: u64,
     ) -> Result<Self, BackendError> {
-        let driver = driver.into();
-        Self::with_executor(|id| Driver::new(driver, id), sets, seed)
+        let (driver, sanitizer) = (driver.into(), backend::common_sanitizer(sets)?);
+        Self::with_executor(|id| Driver::new(driver, id, sanitizer), sets, seed)
     }
 }
 

@@ -4,9 +4,11 @@
 //! where it was built: they are for tests and tools, not for shipping.
 
 use super::BuiltEntry;
-use crate::KernelEntry;
+use crate::{KernelEntry, Sanitizer};
 
-/// One crate's emulated kernels, as its build listed them: the generated `EMULATED_KERNELS`.
+/// One crate's emulated kernels, as its build listed them: the generated `EMULATED_KERNELS`,
+/// with the sanitizer they were built with (`KDA_EMULATOR_SANITIZER`), which decides where they
+/// can run: in this process without one, in the driver built with the same flags with one.
 ///
 /// The emulation backends load these libraries into the process (or run the driver) and trust the
 /// signatures they carry, so only the build step, or a tool that builds the same way, makes one:
@@ -15,43 +17,46 @@ use crate::KernelEntry;
 pub struct EmulatedSet {
     namespace: &'static str,
     modules: &'static [EmulatedModule],
+    sanitizer: Option<Sanitizer>,
     driver: Option<&'static str>,
 }
 
 impl EmulatedSet {
-    /// The set the build step wrote: `namespace`, one module per manifest module in order, and
-    /// the driver built with the same flags.
+    /// The set the build step wrote: `namespace`, one module per manifest module in order, the
+    /// sanitizer compiled into every library, and the driver built with the same flags.
     ///
     /// # Safety
     ///
     /// Every library path and the driver are files the emulated build of `kda_build` wrote from
-    /// the module's sources against the emulator's runtime (a library's constructors and its
-    /// `kda_emu_launch` run in this process when it is looked up), and each module's
-    /// [`entries`](EmulatedModule::entries) names a kernel of its libraries whose C parameters are
-    /// exactly its signature's.
+    /// the module's sources against the emulator's runtime, all with `sanitizer` compiled in (an
+    /// unsanitized library's constructors and its `kda_emu_launch` run in this process when it is
+    /// looked up), and each module's [`entries`](EmulatedModule::entries) names a kernel of its
+    /// libraries whose C parameters are exactly its signature's.
     pub const unsafe fn from_build(
         namespace: &'static str,
         modules: &'static [EmulatedModule],
+        sanitizer: Option<Sanitizer>,
         driver: Option<&'static str>,
     ) -> Self {
-        Self { namespace, modules, driver }
+        Self { namespace, modules, sanitizer, driver }
     }
 
     /// A set made at run time (a tool that builds kernels itself): `libraries` as `(module,
     /// entry, path)` in manifest order, grouped by module, each module proving the signatures
-    /// that `proved` (the entries of the tables it was built for) give its entry points. Its
-    /// strings are leaked, as a build's `EMULATED_KERNELS` are static: make one per build, not per
-    /// launch.
+    /// that `proved` (the entries of the tables it was built for) give its entry points, all built
+    /// with `sanitizer`. Its strings are leaked, as a build's `EMULATED_KERNELS` are static: make
+    /// one per build, not per launch.
     ///
     /// # Safety
     ///
     /// As [`EmulatedSet::from_build`]: each path and the driver are what the emulated build wrote
-    /// for that module, and every entry of `proved` whose module and entry point a library has
-    /// takes exactly the C parameters of its signature.
+    /// for that module with `sanitizer` compiled in, and every entry of `proved` whose module and
+    /// entry point a library has takes exactly the C parameters of its signature.
     pub unsafe fn leak<'a>(
         namespace: &'static str,
         libraries: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
         proved: &[KernelEntry],
+        sanitizer: Option<Sanitizer>,
         driver: Option<&str>,
     ) -> &'static EmulatedSet {
         let leak = |text: &str| -> &'static str { Box::leak(text.to_owned().into_boxed_str()) };
@@ -88,7 +93,9 @@ impl EmulatedSet {
             .collect();
         let modules = Box::leak(modules.into_boxed_slice());
         // SAFETY: the caller's guarantee is `from_build`'s.
-        Box::leak(Box::new(unsafe { EmulatedSet::from_build(namespace, modules, driver.map(leak)) }))
+        Box::leak(Box::new(unsafe {
+            EmulatedSet::from_build(namespace, modules, sanitizer, driver.map(leak))
+        }))
     }
 
     /// `<crate>@<version>:<manifest path>`, the namespace its tables resolve in.
@@ -99,6 +106,12 @@ impl EmulatedSet {
     /// One per module, in manifest order.
     pub const fn modules(&self) -> &'static [EmulatedModule] {
         self.modules
+    }
+
+    /// The sanitizer compiled into its libraries and driver, if any: a set with one runs only in
+    /// its driver ([`EmuBackend`](crate::emu::EmuBackend) chooses so).
+    pub const fn sanitizer(&self) -> Option<Sanitizer> {
+        self.sanitizer
     }
 
     /// The driver built with the same flags, which runs one launch per process
@@ -145,6 +158,7 @@ mod tests {
                     ("conv", "prefill", "/emu/c.so"),
                 ],
                 &proved,
+                Some(Sanitizer::Address),
                 Some("/emu/driver"),
             )
         };
@@ -159,6 +173,6 @@ mod tests {
         let proved =
             |module: &EmulatedModule| module.entries.iter().map(|built| built.entry).collect::<Vec<_>>();
         assert_eq!((proved(&set.modules[0]), proved(&set.modules[1])), (vec!["prefill"], vec![]));
-        assert_eq!(set.driver(), Some("/emu/driver"));
+        assert_eq!((set.sanitizer(), set.driver()), (Some(Sanitizer::Address), Some("/emu/driver")));
     }
 }

@@ -1,8 +1,8 @@
 //! `kda-block emulate`: the CUDA kernels of a kernels directory built for the emulator, plain or with a
 //! sanitizer compiled in, and checked against the CPU reference over a set of shapes: every
 //! kernel's launch case at each geometry and token count, the dense products at their edge
-//! shapes, and the whole block. Plain builds run in this process (`EmuBackend`); sanitized ones
-//! one launch per process through the sanitized driver (`DriverBackend`), since a sanitizer's
+//! shapes, and the whole block. Plain builds run in this process; sanitized ones one launch per
+//! process through the sanitized driver (`EmuBackend` chooses by the build), since a sanitizer's
 //! runtime must be in the executable.
 //!
 //! It builds from any kernels directory against this crate's manifest, so a copy of `kernels/`
@@ -18,7 +18,7 @@ use kda::cases::parity::{BlockComparison, compare_block, head_dim_64};
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{Glm5NextKdaEntry, Glm5NextKdaKernels};
 use kda_build::cuda::emulation::Sanitizer;
-use kda_runtime::emu::{DriverBackend, EmuBackend};
+use kda_runtime::emu::EmuBackend;
 use kda_runtime::{EmulatedSet, GpuBackend};
 
 /// Which shapes a run covers.
@@ -88,20 +88,15 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     let selected = selection(&options.only)?;
     let picked = |cases: Vec<KernelCase>| cases.into_iter().filter(|case| selected(case.table_entry()));
     let mut report = EmulateReport { build: started.elapsed(), ..EmulateReport::default() };
-    let gpu: Box<dyn GpuBackend> = match options.sanitizer {
-        None => Box::new(EmuBackend::new(&[set])?.with_seed(options.seed)),
-        Some(_) => {
-            let driver = set.driver().context("the emulated build made no driver")?;
-            Box::new(DriverBackend::new(driver, &[set], options.seed)?)
-        }
-    };
+    // In process, or through the sanitized driver: as the set was built.
+    let gpu = EmuBackend::new(&[set])?.with_seed(options.seed);
     log(&format!("on {}", gpu.describe()));
-    let kernels = Glm5NextKdaKernels::resolve(gpu.as_ref())?;
+    let kernels = Glm5NextKdaKernels::resolve(&gpu)?;
     let reference = kda::reference::backend();
     let reference_kernels = Glm5NextKdaKernels::resolve(&reference)?;
     let running = Instant::now();
     let mut check = |what: String, case: &KernelCase, report: &mut EmulateReport| match case
-        .compare((gpu.as_ref(), &kernels), (&reference, &reference_kernels))
+        .compare((&gpu, &kernels), (&reference, &reference_kernels))
     {
         Ok(comparisons) => {
             for comparison in comparisons {
@@ -161,7 +156,7 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
         check(format!("offset 1   t = {:<4} {:<15}", case.tokens(), case.field()), &case, &mut report);
     }
     for (name, geometry) in [("tiny", KdaGeometry::tiny()), ("d64", head_dim_64())] {
-        block(gpu.as_ref(), name, geometry, options.seed, &mut report, log);
+        block(&gpu, name, geometry, options.seed, &mut report, log);
     }
     Ok(finish(report, running))
 }

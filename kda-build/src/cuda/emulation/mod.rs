@@ -49,6 +49,8 @@ pub struct EmulatedLibrary {
     pub entry: String,
     /// The shared library.
     pub path: PathBuf,
+    /// The sanitizer compiled into it, the build's: a sanitized library runs only in the driver.
+    pub sanitizer: Option<Sanitizer>,
 }
 
 /// What the emulated build of every entry left.
@@ -220,7 +222,12 @@ impl EmulatedCompiler<'_> {
             match self.link_cached(link, &library, &inputs)? {
                 Ok(()) => built.libraries.push((
                     listed.position,
-                    EmulatedLibrary { module: module.name.to_owned(), entry: entry.clone(), path: library },
+                    EmulatedLibrary {
+                        module: module.name.to_owned(),
+                        entry: entry.clone(),
+                        path: library,
+                        sanitizer: self.emulation.sanitizer,
+                    },
                 )),
                 Err(diagnostics) => built.problems.push((
                     listed.position,
