@@ -235,7 +235,8 @@ fn a_unary_launch_is_refused_before_it_runs_for_a_short_output_or_input() {
 }
 
 /// `lhs + rhs` of `T`, the left input transposed and the right one a broadcast row: each sum
-/// exact (integers below 64, in every type).
+/// exact (integers below 64, in every type); the right input one element short of its layout's
+/// reach is refused.
 fn check_add<T: Real + kernel_library::add_type>() {
     let (gpu, kernels) = library();
     // dims [3, 4], the left strides [1, 3], the right strides [0, 1].
@@ -247,19 +248,24 @@ fn check_add<T: Real + kernel_library::add_type>() {
     let dims_and_strides = gpu.upload_const(&layout).unwrap();
     let (lhs, rhs, mut out) =
         (gpu.upload(&left).unwrap(), gpu.upload(&right).unwrap(), gpu.zeros::<T>(12).unwrap());
-    let args = kernel_library::add {
-        numel: 12,
-        num_dims: 2,
-        dims_and_strides: dims_and_strides.view(),
-        lhs: lhs.view(),
-        rhs: rhs.view(),
-        out: out.view_mut(),
+    let mut add = |rhs: kda_runtime::View<'_>, out: &mut kda_runtime::DeviceBuffer| {
+        let args = kernel_library::add {
+            numel: 12,
+            num_dims: 2,
+            dims_and_strides: dims_and_strides.view(),
+            lhs: lhs.view(),
+            rhs,
+            out: out.view_mut(),
+        };
+        kernels.launch_add::<T>(&gpu, GRID_STRIDE, args)
     };
-    // SAFETY: the right layout (dims [3, 4], strides [0, 1]) reaches 4 elements, `rhs`'s length.
-    unsafe { kernels.launch_add::<T>(&gpu, GRID_STRIDE, args) }.unwrap_or_else(|error| panic!("{error}"));
+    add(rhs.view(), &mut out).unwrap_or_else(|error| panic!("{error}"));
     let (l, r) = (offsets(&layout[..2], &layout[2..4]), offsets(&layout[..2], &layout[4..]));
     let want: Vec<f64> = l.iter().zip(&r).map(|(&l, &r)| left[l].get() + right[r].get()).collect();
     assert_eq!(values(&gpu.download::<T>(&out).unwrap()), want, "add of {:?}", T::DTYPE);
+    // The right layout reaches 4 elements: 3 of them are refused before the launch.
+    let error = add(rhs.slice(0..3), &mut out).unwrap_err();
+    assert!(matches!(error, BackendError::Argument { param: "rhs", .. }), "{error}");
 }
 
 #[test]
