@@ -248,7 +248,7 @@ fn check_add<T: Real + kernel_library::add_type>() {
     let dims_and_strides = gpu.upload_const(&layout).unwrap();
     let (lhs, rhs, mut out) =
         (gpu.upload(&left).unwrap(), gpu.upload(&right).unwrap(), gpu.zeros::<T>(12).unwrap());
-    let mut add = |rhs: kda_runtime::View<'_>, out: &mut kda_runtime::DeviceBuffer| {
+    let add = |rhs: kda_runtime::View<'_>, out: &mut kda_runtime::DeviceBuffer| {
         let args = kernel_library::add {
             numel: 12,
             num_dims: 2,
