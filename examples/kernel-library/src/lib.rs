@@ -1,8 +1,9 @@
-//! A fixture crate of kernels written as public CUDA kernel libraries write them (macros that
-//! instantiate a body per element type, `size_t` strided layouts, grid-stride loops, rows counted
-//! by the grid, ids the kernels trust, quantized blocks behind `const void*`), stated in a kda
-//! manifest: what the manifest, its type check and the emulator must handle for such a library.
-//! The tests launch each kernel through its typed launcher against references written there.
+//! A fixture crate of kernels written as public CUDA kernel libraries write them (macros and C++
+//! templates that instantiate a body per element type, `size_t` strided layouts, grid-stride
+//! loops, rows counted by the grid, ids the kernels trust, warp votes, atomics, quantized blocks
+//! behind `const void*`), stated in a kda manifest: what the manifest, its type check and the
+//! emulator must handle for such a library. The tests launch each kernel through its typed
+//! launcher against references written there.
 
 use kda_runtime::KernelTable;
 
