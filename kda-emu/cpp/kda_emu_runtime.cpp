@@ -1215,6 +1215,12 @@ bool in_shared_memory(const void* address, size_t bytes) {
 unsigned lane() { return self->lane; }
 
 void cp_async(void* dst, const void* src, unsigned bytes) {
+#ifdef KDA_EMU_CHECKED
+    // The copy is the runtime's, which no instrumentation checks: its source and destination are
+    // the kernel's accesses, checked as its own loads and stores are.
+    check_access(reinterpret_cast<uintptr_t>(src), bytes, false);
+    check_access(reinterpret_cast<uintptr_t>(dst), bytes, true);
+#endif
     if (bytes != 4 && bytes != 8 && bytes != 16)
         monitor.fail_here(format("cp.async of %u bytes from %p to %p: it copies 4, 8 or 16", bytes, src, dst));
     const uintptr_t misaligned = (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % bytes;

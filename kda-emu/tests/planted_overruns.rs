@@ -46,6 +46,7 @@ const fn planted(name: &'static str) -> KernelEntry {
 const GLOBAL: KernelEntry = planted("planted_global");
 const STATIC: KernelEntry = planted("planted_static");
 const DYNAMIC: KernelEntry = planted("planted_dynamic");
+const ASYNC: KernelEntry = planted("planted_async");
 
 /// The fixtures built once, as the set the backend carries.
 fn fixtures() -> &'static EmulatedSet {
@@ -55,7 +56,7 @@ fn fixtures() -> &'static EmulatedSet {
         let output =
             build(&dir, &Path::new(env!("CARGO_TARGET_TMPDIR")).join("planted"), Emulation::default());
         assert_built(&output, "the planted fixtures");
-        emulated_set(NAMESPACE, &output.emulated, &[GLOBAL, STATIC, DYNAMIC], None)
+        emulated_set(NAMESPACE, &output.emulated, &[GLOBAL, STATIC, DYNAMIC, ASYNC], None)
     })
 }
 
@@ -140,7 +141,19 @@ fn inputs() -> Vec<f32> {
 /// Launches `memory`'s kernel with the planted access at `at`: `x` after the launch, or the
 /// launch's message.
 fn launch(gpu: &EmuBackend, memory: Memory, shape: Shape, at: i32, write: bool) -> Result<Vec<f32>, String> {
-    let kernel = gpu.lookup(memory.entry()).unwrap_or_else(|error| panic!("{error}"));
+    launch_entry(gpu, memory.entry(), memory, shape, at, write)
+}
+
+/// [`launch`], of `entry` (one of `memory`'s kernels).
+fn launch_entry(
+    gpu: &EmuBackend,
+    entry: &KernelEntry,
+    memory: Memory,
+    shape: Shape,
+    at: i32,
+    write: bool,
+) -> Result<Vec<f32>, String> {
+    let kernel = gpu.lookup(entry).unwrap_or_else(|error| panic!("{error}"));
     let geometry = LaunchGeometry {
         grid: (BLOCKS, 1, 1),
         block: (THREADS, 1, 1),
@@ -238,4 +251,28 @@ fn every_planted_access_outside_its_memory_is_an_err_naming_the_kernel_the_memor
         missed.len(),
         missed.join("\n")
     );
+}
+
+#[test]
+fn a_cp_async_read_outside_a_view_is_an_err_naming_the_thread_and_the_element() {
+    let gpu = backend();
+    let mut doubled = inputs();
+    doubled[64 + 37] *= 2.0;
+    for memory in [Memory::Global, Memory::Sliced] {
+        assert_eq!(
+            launch_entry(&gpu, &ASYNC, memory, Shape::Plain, memory.own(), false),
+            Ok(doubled.clone())
+        );
+        for distance in [1i64, 2, 4096] {
+            for index in [-distance, N as i64 - 1 + distance] {
+                let at = i32::try_from(index).expect("an i32 index");
+                let want = format!(
+                    "planted_async: block (1, 0, 0), thread (37, 0, 0): {}",
+                    memory.named(index, false)
+                );
+                let message = launch_entry(&gpu, &ASYNC, memory, Shape::Plain, at, false).unwrap_err();
+                assert!(message.contains(&want), "{memory:?}, element {index}: {message}");
+            }
+        }
+    }
 }
