@@ -74,27 +74,3 @@ pub(super) fn entry_enum(
         }
     })
 }
-
-/// The handles struct's `handle` method, for the enum `name` (into the struct's `impl`).
-pub(super) fn write_handle_method(code: &mut Code, name: &str, table: &Table) {
-    code.push(
-        "
-        /// The handle of `entry`: `None` only for an optional entry the target lacks.
-        pub fn handle(&self, entry: ",
-    );
-    write!(
-        code,
-        "{name}) -> ::core::option::Option<::kda_runtime::KernelHandle> {{
-            use ::core::option::Option::Some;
-            match entry {{"
-    );
-    for entry in &table.entries {
-        let field = &entry.field;
-        if entry.optional {
-            write!(code, "\n{name}::{field} => self.{field},");
-        } else {
-            write!(code, "\n{name}::{field} => Some(self.{field}),");
-        }
-    }
-    code.push("\n}\n}");
-}

@@ -31,11 +31,20 @@ pub(super) fn module_doc(table: &Table, manifest: &str) -> String {
 
 /// The macros the entries' argument structs and launchers are written with, for the table's
 /// arguments module `module` and handles struct `kernels`: defined once, before both, so each
-/// entry's code is its data. Launchers with `safety` conditions and variant groups' generic ones
-/// are written out (see [`write_launcher`]).
-pub(super) fn macros(module: &Ident, kernels: &Ident) -> TokenStream {
+/// entry's code is its data (its names, docs and the kind of each field, see [`field_kind`]).
+/// Launchers with `safety` conditions are written out (see [`write_launcher`]); a variant group's
+/// trait, impls, argument struct and generic launcher come from the same macros.
+pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Result<TokenStream, String> {
     let (args_macro, launch_macro) =
         (format_ident!("{LOCAL_PREFIX}args"), format_ident!("{LOCAL_PREFIX}launch"));
+    let mut view_rules = TokenStream::new();
+    for (writable, nullable) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (kind, ty) = view(writable, nullable);
+        let mut ty_code = Code::default();
+        ty_code.push(ty);
+        let (kind, ty) = (Ident::new(kind, Span::call_site()), ty_code.parse("a view's type")?);
+        view_rules.extend(quote!((@ty #kind) => { #ty };));
+    }
     // Tokens, not text: the launcher's parameters and locals are mixed-site, so no constant of the
     // deriving module (`const geometry`) is read as their pattern, and the docs show their names.
     let (gpu, geometry, args, handle) = (
@@ -44,18 +53,58 @@ pub(super) fn macros(module: &Ident, kernels: &Ident) -> TokenStream {
         Ident::new("args", Span::mixed_site()),
         Ident::new("handle", Span::mixed_site()),
     );
-    // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`.
-    quote! {
+    let module_name = module.to_string();
+    let index = format_ident!("{LOCAL_PREFIX}INDEX");
+    let result = quote!(::core::result::Result<(), ::kda_runtime::BackendError>);
+    // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`. The
+    // launchers pass each argument by its field (`args.n`), so no manifest name binds a local.
+    Ok(quote! {
         #[allow(unused_macros)]
         macro_rules! #args_macro {
+            // A field's type, from its kind: a borrowed view, read or written, maybe nullable (its
+            // lifetime is the struct's `'a`), or the type written out.
+            #view_rules
+            (@ty ($($ty:tt)*)) => { $($ty)* };
+            // A variant group's element-type trait: its items are provided, from the variant's
+            // position the sealed trait holds.
+            (trait $group:ident $trait:ident $doc:literal [$($bound:tt)*]) => {
+                #[doc = $doc]
+                pub trait $trait: sealed::$group $($bound)* {
+                    /// The entry of this type's variant.
+                    const ENTRY: &'static ::kda_runtime::KernelEntry =
+                        &super::#kernels::ENTRIES[<Self as sealed::$group>::#index];
+                    /// This type's variant in a resolved table; an `Err` where the target lacks it.
+                    fn handle(
+                        kernels: &super::#kernels,
+                    ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError> {
+                        let #handle = kernels.handle(super::#entry_enum::ALL[<Self as sealed::$group>::#index]);
+                        ::kda_runtime::FieldHandle::launch_handle(#handle, || *Self::ENTRY)
+                    }
+                }
+            };
+            // The sealed trait's impls: each declared type, with its variant's position.
+            (sealed $group:ident $(($ty:ty) $index:literal)*) => {
+                $(impl sealed::$group for $ty { const #index: usize = $index; })*
+            };
+            // A variant group's argument struct, generic over `T` where a scalar is of its type:
+            // its types written out, as a derive on a generic struct reads them before expansion.
+            (group $doc:literal $name:ident [$($generics:tt)*] $($field_doc:literal $field:ident ($($ty:tt)*))*) => {
+                #[doc = $doc]
+                #[derive(Debug)]
+                pub struct $name<$($generics)*> {
+                    $(#[doc = $field_doc] pub $field: $($ty)*,)*
+                }
+            };
             ($doc:literal $name:ident [$($lifetime:lifetime)?] $index:literal
-             $($field_doc:literal $field:ident: $ty:ty,)*) => {
+             $($field_doc:literal $field:ident $kind:tt)*) => {
                 // A table's API: a crate uses what its model launches (the lint would otherwise
                 // reach into the derive's output, which `macro_rules!` items are part of).
                 #[doc = $doc]
                 #[derive(Debug)]
                 #[allow(dead_code)]
-                pub struct $name<$($lifetime)?> { $(#[doc = $field_doc] pub $field: $ty,)* }
+                pub struct $name<$($lifetime)?> {
+                    $(#[doc = $field_doc] pub $field: #args_macro!(@ty $kind),)*
+                }
 
                 #[allow(dead_code)]
                 impl<$($lifetime)?> $name<$($lifetime)?> {
@@ -66,35 +115,50 @@ pub(super) fn macros(module: &Ident, kernels: &Ident) -> TokenStream {
         }
         #[allow(unused_macros)]
         macro_rules! #launch_macro {
-            ($doc:literal $name:ident $field:ident [$($lifetime:lifetime)?] $index:literal
-             $($param:ident $local:ident)*) => {
-                #[doc = $doc]
+            // A variant group's: the variant of element type `T`, through the group's trait. Its
+            // bound is the derive's own tokens, which a missing impl's error points at.
+            (generic $name:ident $group:ident $trait:ident [$($bound:tt)*] [$($generics:tt)*] $($param:ident)*) => {
+                #[doc = ::core::concat!(
+                    " Launches the variant of `", ::core::stringify!($group),
+                    "` for the element type `T` ([`", #module_name, "::", ::core::stringify!($trait),
+                    "`]) with [`", #module_name, "::", ::core::stringify!($group), "`], checked."
+                )]
+                #[allow(non_snake_case)]
+                pub fn $name<$($bound)*>(
+                    &self,
+                    #gpu: &dyn ::kda_runtime::GpuBackend,
+                    #geometry: ::kda_runtime::LaunchGeometry,
+                    #args: #module::$group<$($generics)*>,
+                ) -> #result {
+                    let #handle = <T as #module::$trait>::handle(self)?;
+                    #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
+                }
+            };
+            ($name:ident $field:ident [$($lifetime:lifetime)?] $index:literal $($param:ident)*) => {
+                // The checks a launch runs are documented once, on the module; this names the entry.
+                #[doc = ::core::concat!(
+                    " Launches `", ::core::stringify!($field), "` with [`", #module_name, "::",
+                    ::core::stringify!($field), "`], checked."
+                )]
                 #[allow(non_snake_case, dead_code)]
                 pub fn $name(
                     &self,
                     #gpu: &dyn ::kda_runtime::GpuBackend,
                     #geometry: ::kda_runtime::LaunchGeometry,
                     #args: #module::$field<$($lifetime)?>,
-                ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {
-                    let #module::$field { $($param: $local),* } = #args;
+                ) -> #result {
                     let #handle = ::kda_runtime::FieldHandle::launch_handle(self.$field, || Self::ENTRIES[$index])?;
-                    #gpu.launch(#handle, #geometry, &mut [$($local.into()),*])
+                    #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
                 }
             };
         }
-    }
+    })
 }
 
 /// The items of the arguments module `module` (the argument structs of `table`'s entries with
 /// params, and the variant groups' items); their launcher methods go to `methods`, the handles
-/// struct `kernels`'s `impl`.
-pub(super) fn write_launchers(
-    methods: &mut Code,
-    module: &str,
-    kernels: &str,
-    table: &Table,
-    manifest: &str,
-) -> Code {
+/// struct's `impl`.
+pub(super) fn write_launchers(methods: &mut Code, module: &str, table: &Table, manifest: &str) -> Code {
     let mut items = Code::default();
     for (index, entry) in table.entries.iter().enumerate() {
         let Some(params) = &entry.params else { continue };
@@ -102,7 +166,7 @@ pub(super) fn write_launchers(
         write_args_struct(&mut items, &site, entry, params);
         write_method(methods, module, index, entry, params);
     }
-    variants::write_generic_launchers(&mut items, methods, module, kernels, table);
+    variants::write_generic_launchers(&mut items, methods, module, table);
     items
 }
 
@@ -125,19 +189,31 @@ pub(super) fn scalar_type(kind: ScalarKind) -> String {
     }
 }
 
+/// A buffer's field: its kind as the arguments macro names it (see [`macros`]), and its Rust type.
+fn view(writable: bool, nullable: bool) -> (&'static str, &'static str) {
+    match (writable, nullable) {
+        (false, false) => ("view", "::kda_runtime::View<'a>"),
+        (true, false) => ("view_mut", "::kda_runtime::ViewMut<'a>"),
+        // `None` is the null pointer.
+        (false, true) => ("nullable_view", "::core::option::Option<::kda_runtime::View<'a>>"),
+        (true, true) => ("nullable_view_mut", "::core::option::Option<::kda_runtime::ViewMut<'a>>"),
+    }
+}
+
 /// The Rust type of an argument struct's field for `param`.
 pub(super) fn field_type(param: &Param) -> String {
     match &param.ty {
-        ParamType::Buffer { writable: false, nullable: false, .. } => "::kda_runtime::View<'a>".to_owned(),
-        ParamType::Buffer { writable: true, nullable: false, .. } => "::kda_runtime::ViewMut<'a>".to_owned(),
-        // `None` is the null pointer.
-        ParamType::Buffer { writable: false, nullable: true, .. } => {
-            "::core::option::Option<::kda_runtime::View<'a>>".to_owned()
-        }
-        ParamType::Buffer { writable: true, nullable: true, .. } => {
-            "::core::option::Option<::kda_runtime::ViewMut<'a>>".to_owned()
-        }
+        ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).1.to_owned(),
         ParamType::Scalar(scalar) => scalar_type(*scalar),
+    }
+}
+
+/// The kind of an argument struct's field for `param`, as the arguments macro reads it: a view's
+/// (see [`view`]), or its Rust type in parentheses.
+fn field_kind(param: &Param) -> String {
+    match &param.ty {
+        ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).0.to_owned(),
+        ParamType::Scalar(scalar) => format!("({})", scalar_type(*scalar)),
     }
 }
 
@@ -146,10 +222,10 @@ pub(super) fn field_doc(param: &Param) -> String {
     format!(" `{} {}`", param.ty, param.name)
 }
 
-/// An argument struct's field for `param`, of type `ty`, with its doc.
-pub(super) fn write_field(code: &mut Code, param: &Param, ty: &str) {
-    code.doc([field_doc(param)]);
-    writeln!(code, " pub {}: {ty},", param.name);
+/// An argument struct's field for `param`, of kind `kind` (a view's, or a type in parentheses),
+/// with its doc, as the arguments macro reads it.
+pub(super) fn write_field(code: &mut Code, param: &Param, kind: &str) {
+    writeln!(code, "{} {} {kind}", Str(&field_doc(param)), param.name);
 }
 
 /// Whether the entry takes a buffer, so its argument struct borrows.
@@ -178,24 +254,24 @@ fn write_args_struct(code: &mut Code, site: &Site<'_>, entry: &Entry, params: &[
     code.doc_literal(std::iter::once(doc).chain(requires_doc.into_iter().flatten()));
     writeln!(code, " {} [{lifetime}] {index}", entry.field);
     for param in params {
-        writeln!(code, "{} {}: {},", Str(&field_doc(param)), param.name, field_type(param));
+        write_field(code, param, &field_kind(param));
     }
     code.push("}\n");
 }
 
 fn write_method(code: &mut Code, module: &str, index: usize, entry: &Entry, params: &[Param]) {
     let (field, p) = (&entry.field, LOCAL_PREFIX);
-    // The checks a launch runs are documented once, on the module; this names the entry.
-    let doc = format!(" Launches `{field}` with [`{module}::{field}`], checked.");
     let lifetime = if borrows(params) { "'_" } else { "" };
     if params.iter().all(|param| param.safety.is_none()) {
-        write!(code, "{p}launch! {{ {} launch_{field} {field} [{lifetime}] {index}", Str(&doc));
-        for (local, param) in params.iter().enumerate() {
-            write!(code, " {} {p}{local}", param.name);
+        write!(code, "{p}launch! {{ launch_{field} {field} [{lifetime}] {index}");
+        for param in params {
+            write!(code, " {}", param.name);
         }
         code.push(" }\n");
         return;
     }
+    // The checks a launch runs are documented once, on the module; this names the entry.
+    let doc = format!(" Launches `{field}` with [`{module}::{field}`], checked.");
     let handle = if entry.optional {
         format!(
             "match self.{field} {{

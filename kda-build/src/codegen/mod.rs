@@ -25,6 +25,7 @@ mod fallback;
 mod launcher;
 mod locate;
 mod signature;
+mod table;
 mod tokens;
 mod variants;
 

@@ -25,7 +25,9 @@ use self::lex::{Tok, Token, shorten, tokenize};
 use super::ident::{RESERVED_PREFIX, is_c_identifier, is_reserved, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawEntry, RawManifest};
 use super::variants::Variant;
-use super::{CompareOp, Comparison, DType, Diagnostic, LineIndex, Param, ParamType, Requirement, ScalarKind};
+use super::{
+    CompareOp, Comparison, DType, Diagnostic, Expr, LineIndex, Param, ParamType, Requirement, ScalarKind,
+};
 
 /// The most parameters an entry may declare: the runtime refers to a scalar by a `u16` index.
 const MAX_PARAMS: usize = u16::MAX as usize;
@@ -49,15 +51,108 @@ pub(super) fn read_contracts(
         .tables
         .iter()
         .map(|table| {
+            let mut group = GroupContract::default();
             table
                 .entries
                 .iter()
                 .map(|(field, entry)| {
-                    EntryReader { source, defines: &defines, field: field.get_ref(), diagnostics }.read(entry)
+                    if let Some(contract) = group.of_variant(entry) {
+                        return contract;
+                    }
+                    let before = diagnostics.len();
+                    let reader =
+                        EntryReader { source, defines: &defines, field: field.get_ref(), diagnostics };
+                    let contract = reader.read(entry);
+                    group.remember(entry, &contract, diagnostics.len() == before);
+                    contract
                 })
                 .collect()
         })
         .collect()
+}
+
+/// The contract a variant group's first variant read to, kept for its other variants: where the
+/// variants differ in type axes only and those type only buffers, each variant's contract is the
+/// first's with its element types, so a group's `params` and `requires` are parsed once.
+#[derive(Default)]
+struct GroupContract<'e> {
+    /// The group of the last variant read.
+    group: Option<&'e str>,
+    /// Its contract, when the group's other variants can take it.
+    shared: Option<Contract>,
+}
+
+impl<'e> GroupContract<'e> {
+    /// The contract of `entry` from its group's first variant, where that one can stand for it.
+    fn of_variant(&self, entry: &RawEntry) -> Option<Contract> {
+        let variant = entry.variant.as_ref().filter(|variant| types_only(variant))?;
+        let shared = self.shared.as_ref().filter(|_| self.group == Some(variant.group.as_str()))?;
+        let mut params = shared.params.clone()?;
+        for param in &mut params {
+            if let (Some(axis), ParamType::Buffer { element, .. }) = (&param.type_axis, &mut param.ty) {
+                *element = variant.type_of(axis)?;
+            }
+        }
+        Some(Contract { params: Some(params), requires: shared.requires.clone() })
+    }
+
+    /// Keeps the contract `entry` read to, if it is a variant whose group's other variants differ
+    /// from it in element types only: read without a problem (`clean`), with the type axes typing
+    /// buffers that no `strided` reads as a layout (a layout's element type is checked).
+    fn remember(&mut self, entry: &'e RawEntry, contract: &Contract, clean: bool) {
+        let Some(variant) = &entry.variant else { return };
+        if self.group == Some(variant.group.as_str()) {
+            return;
+        }
+        self.group = Some(&variant.group);
+        self.shared = None;
+        let Some(params) = &contract.params else { return };
+        let mut layouts = Vec::new();
+        for expr in params.iter().filter_map(|param| match &param.ty {
+            ParamType::Buffer { extent, .. } => Some(extent),
+            ParamType::Scalar(_) => None,
+        }) {
+            strided_layouts(expr, &mut layouts);
+        }
+        for comparison in contract.requires.iter().flat_map(|requirement| &requirement.any_of) {
+            strided_layouts(&comparison.lhs, &mut layouts);
+            strided_layouts(&comparison.rhs, &mut layouts);
+        }
+        let typed_buffers_only = params.iter().enumerate().all(|(index, param)| {
+            param.type_axis.is_none()
+                || matches!(param.ty, ParamType::Buffer { .. }) && !layouts.contains(&index)
+        });
+        if clean && types_only(variant) && typed_buffers_only {
+            self.shared =
+                Some(Contract { params: Some(params.clone()), requires: contract.requires.clone() });
+        }
+    }
+}
+
+/// Whether a variant's axes are all types: an integer axis is a constant of its expressions.
+fn types_only(variant: &Variant) -> bool {
+    variant.constants().next().is_none()
+}
+
+/// The parameter positions `expr` reads as a `strided` layout, pushed to `layouts`.
+fn strided_layouts(expr: &Expr, layouts: &mut Vec<usize>) {
+    match expr {
+        Expr::Literal(_) | Expr::Scalar { .. } | Expr::Define { .. } | Expr::Launch(_) => {}
+        Expr::Binary { lhs, rhs, .. } => {
+            strided_layouts(lhs, layouts);
+            strided_layouts(rhs, layouts);
+        }
+        Expr::Strided { index, rank, .. } => {
+            layouts.push(*index);
+            strided_layouts(rank, layouts);
+        }
+        Expr::Select { condition, taken, other } => {
+            strided_layouts(&condition.lhs, layouts);
+            strided_layouts(&condition.rhs, layouts);
+            strided_layouts(taken, layouts);
+            strided_layouts(other, layouts);
+        }
+    }
 }
 
 /// A TOML string of the manifest: its value, and where the value's bytes are in the file.

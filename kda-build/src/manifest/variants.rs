@@ -86,10 +86,11 @@ impl Variant {
 pub(super) fn expand(
     source: &LineIndex<'_>,
     field: Spanned<String>,
-    raw: RawEntry,
+    mut raw: RawEntry,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<(Spanned<String>, RawEntry)> {
-    let Some(variants) = raw.variants.clone() else { return vec![(field, raw)] };
+    // Taken: each expanded entry is one variant, not the axes again.
+    let Some(variants) = raw.variants.take() else { return vec![(field, raw)] };
     let before = diagnostics.len();
     let mut problem = |span: std::ops::Range<usize>, message: String| {
         let message = format!("entry `{}`: {message}", field.get_ref());
