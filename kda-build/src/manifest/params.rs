@@ -15,7 +15,7 @@
 mod expr;
 mod lex;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, hash_map};
 use std::ops::Range;
 
 use toml::Spanned;
@@ -52,6 +52,7 @@ pub(super) fn read_contracts(
         .iter()
         .map(|table| {
             let mut group = GroupContract::default();
+            let mut same_text = SameText::default();
             table
                 .entries
                 .iter()
@@ -59,16 +60,78 @@ pub(super) fn read_contracts(
                     if let Some(contract) = group.of_variant(entry) {
                         return contract;
                     }
+                    let text = SameText::key(source, entry);
+                    if let Some(contract) = text.as_ref().and_then(|text| same_text.of(source, entry, text)) {
+                        return contract;
+                    }
                     let before = diagnostics.len();
                     let reader =
                         EntryReader { source, defines: &defines, field: field.get_ref(), diagnostics };
-                    let contract = reader.read(entry);
-                    group.remember(entry, &contract, diagnostics.len() == before);
+                    let (contract, name_offsets) = reader.read(entry);
+                    let clean = diagnostics.len() == before;
+                    group.remember(entry, &contract, clean);
+                    if let Some(text) = text.filter(|_| clean) {
+                        same_text.remember(text, &contract, name_offsets);
+                    }
                     contract
                 })
                 .collect()
         })
         .collect()
+}
+
+/// The contracts read so far of entries without variants or `safety`, by their `params` and
+/// `requires` as written: a library's kernels written by one macro share them, and an entry whose
+/// strings equal an earlier one's has its contract, located at its own strings.
+#[derive(Default)]
+struct SameText<'e> {
+    read: HashMap<Strings<'e>, (Contract, Vec<usize>)>,
+}
+
+/// An entry's `params` and `requires` as written.
+type Strings<'e> = (&'e str, Vec<&'e str>);
+
+impl<'e> SameText<'e> {
+    /// The strings `entry`'s contract is read from, where an equal entry's may stand for it: a
+    /// `params` whose value is its source (so a name's offset in it locates the name).
+    fn key(source: &LineIndex<'_>, entry: &'e RawEntry) -> Option<Strings<'e>> {
+        if entry.variant.is_some() || entry.safety.is_some() {
+            return None;
+        }
+        let params = entry.params.as_ref()?;
+        let requires =
+            entry.requires.iter().flat_map(|list| list.get_ref()).map(|string| string.get_ref().as_str());
+        Text::new(source.text(), params).exact.then(|| (params.get_ref().as_str(), requires.collect()))
+    }
+
+    /// The contract of `entry`, whose strings are `key`, from an earlier entry's.
+    fn of(
+        &self,
+        source: &LineIndex<'_>,
+        entry: &RawEntry,
+        key: &(&'e str, Vec<&'e str>),
+    ) -> Option<Contract> {
+        let (contract, name_offsets) = self.read.get(key)?;
+        let base = Text::new(source.text(), entry.params.as_ref()?).base;
+        let mut params = contract.params.clone()?;
+        for (param, offset) in params.iter_mut().zip(name_offsets) {
+            param.location = source.location(base + offset);
+        }
+        let mut requires = contract.requires.clone();
+        let strings = entry.requires.iter().flat_map(|list| list.get_ref());
+        for (requirement, string) in requires.iter_mut().zip(strings) {
+            requirement.location = source.location(string.span().start);
+        }
+        Some(Contract { params: Some(params), requires })
+    }
+
+    /// Keeps `contract`, read without a problem from the strings `key`.
+    fn remember(&mut self, key: Strings<'e>, contract: &Contract, name_offsets: Vec<usize>) {
+        if let hash_map::Entry::Vacant(slot) = self.read.entry(key) {
+            let contract = Contract { params: contract.params.clone(), requires: contract.requires.clone() };
+            slot.insert((contract, name_offsets));
+        }
+    }
 }
 
 /// The contract a variant group's first variant read to, kept for its other variants: where the
@@ -202,7 +265,8 @@ struct EntryReader<'r, 'a> {
 }
 
 impl<'r> EntryReader<'r, '_> {
-    fn read(mut self, entry: &'r RawEntry) -> Contract {
+    /// The entry's contract, and where each parameter's name starts in its `params`.
+    fn read(mut self, entry: &'r RawEntry) -> (Contract, Vec<usize>) {
         // A variant's integer axes are constants of its extents and requirements, as defines are.
         let variant = entry.variant.as_ref();
         let constants = variant.into_iter().flat_map(Variant::constants);
@@ -212,9 +276,10 @@ impl<'r> EntryReader<'r, '_> {
         let safety = entry.safety.as_ref().map(|safety| safety.get_ref());
         let trusted: Vec<&str> =
             safety.into_iter().flatten().map(|(name, _)| name.get_ref().as_str()).collect();
+        let mut name_offsets = Vec::new();
         let mut params = entry.params.as_ref().and_then(|params| {
             let text = Text::new(self.source.text(), params);
-            self.params(&text, &mut names, &trusted, variant)
+            self.params(&text, &mut names, &trusted, variant, &mut name_offsets)
         });
         let mut requires = Vec::new();
         if let Some(list) = &entry.requires {
@@ -234,7 +299,7 @@ impl<'r> EntryReader<'r, '_> {
                 self.safety(safety.get_ref(), list);
             }
         }
-        Contract { params, requires }
+        (Contract { params, requires }, name_offsets)
     }
 
     /// `key` written on an entry without `params`, which it needs.
@@ -295,13 +360,15 @@ impl<'r> EntryReader<'r, '_> {
     /// The parameters, registering each name in `names`; `None` when anything was reported.
     /// `trusted` are the names the entry's `safety` gives a condition: only those may have the
     /// extent `?`.
-    /// A type `variant` has an axis of is that axis's type.
+    /// A type `variant` has an axis of is that axis's type. Where each parameter's name starts in
+    /// `params` goes to `name_offsets`.
     fn params<'s>(
         &mut self,
         text: &Text<'s>,
         names: &mut Names<'s>,
         trusted: &[&str],
         variant: Option<&Variant>,
+        name_offsets: &mut Vec<usize>,
     ) -> Option<Vec<Param>>
     where
         'r: 's,
@@ -351,6 +418,8 @@ impl<'r> EntryReader<'r, '_> {
             .collect();
         let ok = problems.is_empty();
         self.report(text, problems);
+        // Without a problem, every declared parameter is one of `params`, in order.
+        name_offsets.extend(declared.iter().map(|param| param.name.1.span().start));
         ok.then_some(params)
     }
 
