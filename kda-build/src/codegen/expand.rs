@@ -122,17 +122,17 @@ fn generate(
         table.optional_count(),
     );
     table::write_items(&mut impl_body, table)?;
-    let args_items = launcher::write_launchers(&mut impl_body, &module, table, manifest);
+    let args_items = launcher::write_launchers(&mut impl_body, &module, table);
     let impl_body = braced(impl_body.parse("the handles struct's items")?);
     let args_module = format_ident!("{module}");
-    let macros = launcher::macros(&args_module, kernels, &entry_name)?;
+    let macros = launcher::macros(&args_module, kernels, &entry_name, table, manifest)?;
     let args_items = braced(args_items.parse("the argument structs")?);
     let module_doc = launcher::module_doc(table, manifest);
     let entry_enum = entry_enum::entry_enum(vis, &entry_name, kernels, table, manifest)?;
     let table_items = TableItems { vis, kernels, entry_enum: &entry_name, manifest };
     let table_macro = table::macro_definition(&table_items, table);
     let mut handles_struct = Code::default();
-    table::write_struct(&mut handles_struct, table, manifest);
+    table::write_struct(&mut handles_struct, table);
     let handles_struct = handles_struct.parse("the handles struct")?;
     let marker_doc = format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();

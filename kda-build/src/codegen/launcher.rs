@@ -34,7 +34,13 @@ pub(super) fn module_doc(table: &Table, manifest: &str) -> String {
 /// entry's code is its data (its names, docs and the kind of each field, see [`field_kind`]).
 /// Launchers with `safety` conditions are written out (see [`write_launcher`]); a variant group's
 /// trait, impls, argument struct and generic launcher come from the same macros.
-pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Result<TokenStream, String> {
+pub(super) fn macros(
+    module: &Ident,
+    kernels: &Ident,
+    entry_enum: &Ident,
+    table: &Table,
+    manifest: &str,
+) -> Result<TokenStream, String> {
     let (args_macro, launch_macro) =
         (format_ident!("{LOCAL_PREFIX}args"), format_ident!("{LOCAL_PREFIX}launch"));
     let mut view_rules = TokenStream::new();
@@ -54,6 +60,8 @@ pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Res
         Ident::new("handle", Span::mixed_site()),
     );
     let module_name = module.to_string();
+    // What every argument struct's doc says of its table and manifest.
+    let (table_prefix, manifest_prefix) = (format!("{}.", table.name), format!("{manifest}:"));
     let index = format_ident!("{LOCAL_PREFIX}INDEX");
     let result = quote!(::core::result::Result<(), ::kda_runtime::BackendError>);
     // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`. The
@@ -64,6 +72,7 @@ pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Res
             // A field's type, from its kind: a borrowed view, read or written, maybe nullable (its
             // lifetime is the struct's `'a`), or the type written out.
             #view_rules
+            (@ty $ty:ident) => { $ty };
             (@ty ($($ty:tt)*)) => { $($ty)* };
             // A variant group's element-type trait: its items are provided, from the variant's
             // position the sealed trait holds.
@@ -95,22 +104,29 @@ pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Res
                     $(#[doc = $field_doc] pub $field: $($ty)*,)*
                 }
             };
-            ($doc:literal $name:ident [$($lifetime:lifetime)?] $index:literal
-             $($field_doc:literal $field:ident $kind:tt)*) => {
-                // A table's API: a crate uses what its model launches (the lint would otherwise
-                // reach into the derive's output, which `macro_rules!` items are part of).
-                #[doc = $doc]
-                #[derive(Debug)]
-                #[allow(dead_code)]
-                pub struct $name<$($lifetime)?> {
-                    $(#[doc = $field_doc] pub $field: #args_macro!(@ty $kind),)*
-                }
+            // The entries' argument structs: each one's symbol, line and requirements (the rest of its
+            // doc is this one's), name, lifetime and position, then each field's doc, name and kind.
+            ($($symbol:literal $line:literal $requires:literal $name:ident [$($lifetime:lifetime)?] $index:literal
+             { $($field_doc:literal $field:ident $kind:tt)* })*) => {
+                $(
+                    // A table's API: a crate uses what its model launches (the lint would otherwise
+                    // reach into the derive's output, which `macro_rules!` items are part of).
+                    #[doc = ::core::concat!(
+                        " The arguments of `", #table_prefix, ::core::stringify!($name), "` (`", $symbol, "`, ",
+                        #manifest_prefix, $line, "), in the kernel's order.", $requires
+                    )]
+                    #[derive(Debug)]
+                    #[allow(dead_code)]
+                    pub struct $name<$($lifetime)?> {
+                        $(#[doc = $field_doc] pub $field: #args_macro!(@ty $kind),)*
+                    }
 
-                #[allow(dead_code)]
-                impl<$($lifetime)?> $name<$($lifetime)?> {
-                    /// The entry these arguments launch, with its signature.
-                    pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[$index];
-                }
+                    #[allow(dead_code)]
+                    impl<$($lifetime)?> $name<$($lifetime)?> {
+                        /// The entry these arguments launch, with its signature.
+                        pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[$index];
+                    }
+                )*
             };
         }
         #[allow(unused_macros)]
@@ -134,22 +150,26 @@ pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Res
                     #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
                 }
             };
-            ($name:ident $field:ident [$($lifetime:lifetime)?] $index:literal $($param:ident)*) => {
-                // The checks a launch runs are documented once, on the module; this names the entry.
-                #[doc = ::core::concat!(
-                    " Launches `", ::core::stringify!($field), "` with [`", #module_name, "::",
-                    ::core::stringify!($field), "`], checked."
-                )]
-                #[allow(non_snake_case, dead_code)]
-                pub fn $name(
-                    &self,
-                    #gpu: &dyn ::kda_runtime::GpuBackend,
-                    #geometry: ::kda_runtime::LaunchGeometry,
-                    #args: #module::$field<$($lifetime)?>,
-                ) -> #result {
-                    let #handle = ::kda_runtime::FieldHandle::launch_handle(self.$field, || Self::ENTRIES[$index])?;
-                    #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
-                }
+            // The entries' launchers: each one's name, field, lifetime, position and parameters.
+            ($($name:ident $field:ident [$($lifetime:lifetime)?] $index:literal { $($param:ident)* })*) => {
+                $(
+                    // The checks a launch runs are documented once, on the module; this names the
+                    // entry.
+                    #[doc = ::core::concat!(
+                        " Launches `", ::core::stringify!($field), "` with [`", #module_name, "::",
+                        ::core::stringify!($field), "`], checked."
+                    )]
+                    #[allow(non_snake_case, dead_code)]
+                    pub fn $name(
+                        &self,
+                        #gpu: &dyn ::kda_runtime::GpuBackend,
+                        #geometry: ::kda_runtime::LaunchGeometry,
+                        #args: #module::$field<$($lifetime)?>,
+                    ) -> #result {
+                        let #handle = ::kda_runtime::FieldHandle::launch_handle(self.$field, || Self::ENTRIES[$index])?;
+                        #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
+                    }
+                )*
             };
         }
     })
@@ -158,13 +178,20 @@ pub(super) fn macros(module: &Ident, kernels: &Ident, entry_enum: &Ident) -> Res
 /// The items of the arguments module `module` (the argument structs of `table`'s entries with
 /// params, and the variant groups' items); their launcher methods go to `methods`, the handles
 /// struct's `impl`.
-pub(super) fn write_launchers(methods: &mut Code, module: &str, table: &Table, manifest: &str) -> Code {
+pub(super) fn write_launchers(methods: &mut Code, module: &str, table: &Table) -> Code {
+    // One invocation of each macro for consecutive entries: a written-out launcher ends the
+    // launch macro's, so the methods stay in manifest order.
     let mut items = Code::default();
+    write!(items, "{LOCAL_PREFIX}args! {{");
+    let mut launching = false;
     for (index, entry) in table.entries.iter().enumerate() {
         let Some(params) = &entry.params else { continue };
-        let site = Site { table: &table.name, manifest, index };
-        write_args_struct(&mut items, &site, entry, params);
-        write_method(methods, module, index, entry, params);
+        write_args_struct(&mut items, index, entry, params);
+        write_method(methods, &mut launching, module, index, entry, params);
+    }
+    items.push("}\n");
+    if launching {
+        methods.push("}\n");
     }
     variants::write_generic_launchers(&mut items, methods, module, table);
     items
@@ -209,11 +236,14 @@ pub(super) fn field_type(param: &Param) -> String {
 }
 
 /// The kind of an argument struct's field for `param`, as the arguments macro reads it: a view's
-/// (see [`view`]), or its Rust type in parentheses.
+/// (see [`view`]), a primitive's name, or a path type in parentheses.
 fn field_kind(param: &Param) -> String {
     match &param.ty {
         ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).0.to_owned(),
-        ParamType::Scalar(scalar) => format!("({})", scalar_type(*scalar)),
+        ParamType::Scalar(scalar) => match scalar_type(*scalar) {
+            ty if ty.contains("::") => format!("({ty})"),
+            ty => ty,
+        },
     }
 }
 
@@ -233,42 +263,57 @@ pub(super) fn borrows(params: &[Param]) -> bool {
     params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
 }
 
-/// Where an argument struct's entry is: its table, manifest and index.
-struct Site<'a> {
-    table: &'a str,
-    manifest: &'a str,
-    index: usize,
-}
-
-fn write_args_struct(code: &mut Code, site: &Site<'_>, entry: &Entry, params: &[Param]) {
-    let Site { table, manifest, index } = *site;
-    let doc = format!(
-        " The arguments of `{table}.{}` (`{}::{}`, {manifest}:{}), in the kernel's order.",
-        entry.field, entry.module, entry.entry, entry.location.line
-    );
-    let requires = entry.requires.iter().map(|requirement| format!(" - `{}`", requirement.text));
-    let requires_doc = (!entry.requires.is_empty())
-        .then(|| [String::new(), " A launch must also satisfy:".to_owned()].into_iter().chain(requires));
+/// An entry's argument struct: its symbol, line and requirements (the rest of its doc is the
+/// macro's), its name, lifetime and position, then each field.
+fn write_args_struct(code: &mut Code, index: usize, entry: &Entry, params: &[Param]) {
+    let mut requires = String::new();
+    if !entry.requires.is_empty() {
+        requires.push_str("\n\n A launch must also satisfy:");
+        for requirement in &entry.requires {
+            requires.push_str(&format!("\n - `{}`", requirement.text));
+        }
+    }
+    let symbol = format!("{}::{}", entry.module, entry.entry);
     let lifetime = if borrows(params) { "'a" } else { "" };
-    write!(code, "{LOCAL_PREFIX}args! {{ ");
-    code.doc_literal(std::iter::once(doc).chain(requires_doc.into_iter().flatten()));
-    writeln!(code, " {} [{lifetime}] {index}", entry.field);
+    writeln!(
+        code,
+        "{} {} {} {} [{lifetime}] {index} {{",
+        Str(&symbol),
+        entry.location.line,
+        Str(&requires),
+        entry.field
+    );
     for param in params {
         write_field(code, param, &field_kind(param));
     }
     code.push("}\n");
 }
 
-fn write_method(code: &mut Code, module: &str, index: usize, entry: &Entry, params: &[Param]) {
+/// An entry's launcher: its data in the launch macro's invocation (which `launching` says is
+/// open), or written out where a parameter has `safety` conditions.
+fn write_method(
+    code: &mut Code,
+    launching: &mut bool,
+    module: &str,
+    index: usize,
+    entry: &Entry,
+    params: &[Param],
+) {
     let (field, p) = (&entry.field, LOCAL_PREFIX);
     let lifetime = if borrows(params) { "'_" } else { "" };
     if params.iter().all(|param| param.safety.is_none()) {
-        write!(code, "{p}launch! {{ launch_{field} {field} [{lifetime}] {index}");
+        if !std::mem::replace(launching, true) {
+            write!(code, "{p}launch! {{");
+        }
+        write!(code, "\nlaunch_{field} {field} [{lifetime}] {index} {{");
         for param in params {
             write!(code, " {}", param.name);
         }
-        code.push(" }\n");
+        code.push(" }");
         return;
+    }
+    if std::mem::replace(launching, false) {
+        code.push("}\n");
     }
     // The checks a launch runs are documented once, on the module; this names the entry.
     let doc = format!(" Launches `{field}` with [`{module}::{field}`], checked.");

@@ -1,6 +1,7 @@
 //! The handles struct and its per-entry items (`ENTRIES`, `resolve`, `handle`) from one macro of
 //! the table, `__kda_table!`: its two invocations list each entry's data once, and the macro
-//! writes the field, the entry, the lookup and the match arm of each.
+//! writes the field, the entry, the lookup and the match arm of each (and the entry enum's `ALL`
+//! from its variants' names).
 //!
 //! ```text
 //! __kda_table! { struct " `gemm::dense_gemm_bf16`, kernels.toml:2." gemm required ... }
@@ -39,6 +40,7 @@ pub(super) fn macro_definition(names: &TableItems<'_>, table: &Table) -> TokenSt
     let struct_doc = format!(
         " Kernel handles of the table `[{table_name}]` in `{manifest}`, resolved by [`{kernels}::resolve`]."
     );
+    let manifest_prefix = format!("{manifest}:");
     // The locals and the entries' constructor are named with the reserved prefix: no name of the
     // deriving module or the manifest can be read in their place.
     let (entries, resolver, handles, index, looked_up, found, namespace, constructor) = (
@@ -65,11 +67,29 @@ pub(super) fn macro_definition(names: &TableItems<'_>, table: &Table) -> TokenSt
             (@handle optional $handle:expr) => { $handle };
             (@found required $handle:expr) => { $handle? };
             (@found optional $handle:expr) => { $handle };
-            (struct $($doc:literal $field:ident $kind:ident)*) => {
+            // A field's doc after the entry's own: what it is, where, and how it is launched.
+            (@absent required) => { "" };
+            (@absent optional) => { "; `None` where the target lacks it" };
+            (@launched $field:ident launched) => {
+                ::core::concat!(
+                    "\n\n Launched through `launch_", ::core::stringify!($field),
+                    "` with the arguments of its struct in the table's module."
+                )
+            };
+            (@launched $field:ident unlaunched) => { "" };
+            // The entry enum's `ALL`, from its variants' names.
+            (@all $($field:ident)*) => { [$(Self::$field),*] };
+            (struct $($doc:literal $field:ident $kind:ident $symbol:literal $line:literal $launched:ident)*) => {
                 #[doc = #struct_doc]
                 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
                 #vis struct #kernels {
-                    $(#[doc = $doc] pub $field: #table_macro!(@ty $kind),)*
+                    $(
+                        #[doc = ::core::concat!(
+                            $doc, " `", $symbol, "`, ", #manifest_prefix, $line, #table_macro!(@absent $kind), ".",
+                            #table_macro!(@launched $field $launched)
+                        )]
+                        pub $field: #table_macro!(@ty $kind),
+                    )*
                 }
             };
             (items [$($constructor:tt)*]
@@ -135,37 +155,25 @@ fn kind(optional: bool) -> &'static str {
     if optional { "optional" } else { "required" }
 }
 
-/// The invocation that defines the handles struct: each field's doc, name and kind.
-pub(super) fn write_struct(code: &mut Code, table: &Table, manifest: &str) {
+/// The invocation that defines the handles struct: each field's own doc (the entry's, as its
+/// first paragraphs), name, kind, symbol, line, and whether it is launched through a launcher.
+pub(super) fn write_struct(code: &mut Code, table: &Table) {
     write!(code, "{LOCAL_PREFIX}table! {{ struct");
     for entry in &table.entries {
-        let optional = if entry.optional { "; `None` where the target lacks it" } else { "" };
-        let symbol =
-            format!(" `{}::{}`, {manifest}:{}{optional}.", entry.module, entry.entry, entry.location.line);
-        let launch = entry.params.as_ref().map(|_| {
-            format!(
-                " Launched through `launch_{}` with the arguments of its struct in the table's module.",
-                entry.field
-            )
-        });
-        let paragraphs = entry.doc.iter().map(|doc| format!(" {doc}")).chain([symbol]).chain(launch);
-        code.push("\n");
-        code.doc_literal(doc_paragraphs(paragraphs));
-        write!(code, " {} {}", entry.field, kind(entry.optional));
+        let own_doc = entry.doc.as_ref().map(|doc| format!(" {doc}\n\n")).unwrap_or_default();
+        let symbol = format!("{}::{}", entry.module, entry.entry);
+        let launched = if entry.params.is_some() { "launched" } else { "unlaunched" };
+        write!(
+            code,
+            "\n{} {} {} {} {} {launched}",
+            Str(&own_doc),
+            entry.field,
+            kind(entry.optional),
+            Str(&symbol),
+            entry.location.line
+        );
     }
     code.push("\n}");
-}
-
-/// The lines of a doc of one paragraph per item of `paragraphs`.
-fn doc_paragraphs(paragraphs: impl Iterator<Item = String>) -> Vec<String> {
-    let mut lines = Vec::new();
-    for paragraph in paragraphs {
-        if !lines.is_empty() {
-            lines.push(String::new());
-        }
-        lines.push(paragraph);
-    }
-    lines
 }
 
 /// The invocation that defines `ENTRIES`, `resolve` and `handle` (in the handles struct's `impl`):

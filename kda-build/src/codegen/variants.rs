@@ -4,6 +4,8 @@
 //! sealed trait `affine_type` is implemented for the declared types only, so `launch_affine::<i8>`
 //! does not compile where i8 is not declared. Each variant keeps its own handle and launcher.
 
+use std::collections::HashMap;
+
 use super::launcher::{Launcher, borrows, field_type, write_field, write_launcher};
 use super::tokens::{Code, LOCAL_PREFIX};
 use crate::manifest::{AxisValue, DType, Entry, Param, ParamType, Table};
@@ -41,8 +43,9 @@ pub(super) fn write_generic_launchers(items: &mut Code, methods: &mut Code, modu
 /// The groups with one type axis whose variants all have `params`, in the order of their first
 /// variant.
 fn groups(table: &Table) -> Vec<Group<'_>> {
-    let mut groups: Vec<Group<'_>> = Vec::new();
-    let mut broken: Vec<&str> = Vec::new();
+    // Each group's place among them, in the order of its first variant; `None` once broken.
+    let mut groups: Vec<Option<Group<'_>>> = Vec::new();
+    let mut places: HashMap<&str, usize> = HashMap::new();
     for (index, entry) in table.entries.iter().enumerate() {
         let Some(variant) = &entry.variant else { continue };
         let group = variant.group.as_str();
@@ -50,19 +53,18 @@ fn groups(table: &Table) -> Vec<Group<'_>> {
             ([(axis, AxisValue::Type(dtype))], Some(params)) => Some((axis.as_str(), *dtype, params)),
             _ => None,
         };
-        match (eligible, groups.iter_mut().find(|g| g.name == group)) {
-            _ if broken.contains(&group) => {}
+        let place = *places.entry(group).or_insert_with(|| {
+            let (axis, params) = eligible.map_or(("", &[][..]), |(axis, _, params)| (axis, &params[..]));
+            groups.push(Some(Group { name: group, axis, variants: Vec::new(), params }));
+            groups.len() - 1
+        });
+        match (eligible, &mut groups[place]) {
             (Some((_, dtype, _)), Some(found)) => found.variants.push((index, entry, dtype)),
-            (Some((axis, dtype, params)), None) => {
-                groups.push(Group { name: group, axis, variants: vec![(index, entry, dtype)], params })
-            }
-            (None, _) => {
-                broken.push(group);
-                groups.retain(|g| g.name != group);
-            }
+            (None, slot) => *slot = None,
+            (Some(_), None) => {}
         }
     }
-    groups
+    groups.into_iter().flatten().collect()
 }
 
 /// The Rust type a launcher takes for an element type: what kda-runtime names it.
