@@ -8,13 +8,13 @@ use std::collections::HashMap;
 
 use super::launcher::{Launcher, borrows, field_type, write_field, write_launcher};
 use super::tokens::{Code, LOCAL_PREFIX};
-use crate::manifest::{AxisValue, DType, Entry, Param, ParamType, Table};
+use crate::manifest::{AxisValue, DType, Param, ParamType, Table};
 
-/// One group: its key, its type axis, and each variant's entry index, entry and type.
+/// One group: its key, its type axis, each variant's entry index and type, and its parameters.
 struct Group<'a> {
     name: &'a str,
     axis: &'a str,
-    variants: Vec<(usize, &'a Entry, DType)>,
+    variants: Vec<(usize, DType)>,
     params: &'a [Param],
 }
 
@@ -59,7 +59,7 @@ fn groups(table: &Table) -> Vec<Group<'_>> {
             groups.len() - 1
         });
         match (eligible, &mut groups[place]) {
-            (Some((_, dtype, _)), Some(found)) => found.variants.push((index, entry, dtype)),
+            (Some((_, dtype, _)), Some(found)) => found.variants.push((index, dtype)),
             (None, slot) => *slot = None,
             (Some(_), None) => {}
         }
@@ -85,7 +85,7 @@ fn generic_scalar(param: &Param, axis: &str) -> bool {
 /// The group's trait, its impls for the declared types and its argument struct.
 fn write_items(code: &mut Code, group: &Group<'_>, table: &str) {
     let (name, p) = (group.name, LOCAL_PREFIX);
-    let types: Vec<&str> = group.variants.iter().map(|(_, _, dtype)| dtype.name()).collect();
+    let types: Vec<&str> = group.variants.iter().map(|(_, dtype)| dtype.name()).collect();
     let takes_scalar = group.params.iter().any(|param| generic_scalar(param, group.axis));
     // A scalar of type `T` is passed by value: `T` must be a scalar kind.
     let scalar_bound = if takes_scalar { "+ ::kda_runtime::ScalarValue" } else { "" };
@@ -98,11 +98,11 @@ fn write_items(code: &mut Code, group: &Group<'_>, table: &str) {
     // The trait's impls are written out, where a missing impl's error lists them; the sealed
     // trait's, with each variant's position, come from the macro.
     write!(code, " [{scalar_bound}] }}\n{p}args! {{ sealed {name}");
-    for (index, _, dtype) in &group.variants {
+    for (index, dtype) in &group.variants {
         write!(code, " ({}) {index}", rust_type(*dtype));
     }
     code.push(" }\n");
-    for (_, _, dtype) in &group.variants {
+    for (_, dtype) in &group.variants {
         writeln!(code, "impl {name}_type for {} {{}}", rust_type(*dtype));
     }
     write!(code, "{p}args! {{ group ");
@@ -131,8 +131,8 @@ fn struct_generics(group: &Group<'_>, lifetime: &str) -> String {
 fn write_method(code: &mut Code, group: &Group<'_>, module: &str) {
     let name = group.name;
     let trait_name = format!("{module}::{name}_type");
+    let generics = struct_generics(group, "'_");
     if group.params.iter().all(|param| param.safety.is_none()) {
-        let generics = struct_generics(group, "'_");
         write!(
             code,
             "{LOCAL_PREFIX}launch! {{ generic launch_{name} {name} {name}_type [T: {trait_name}] [{generics}]"
@@ -152,7 +152,7 @@ fn write_method(code: &mut Code, group: &Group<'_>, module: &str) {
             ),
             name: format!("launch_{name}"),
             generics: format!("<T: {trait_name}>"),
-            args: format!("{module}::{name}<{}>", struct_generics(group, "'_")),
+            args: format!("{module}::{name}<{generics}>"),
             pattern: format!("{module}::{name}"),
             params: group.params,
             handle: format!("<T as {trait_name}>::handle(self)?"),
