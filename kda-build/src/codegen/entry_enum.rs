@@ -11,9 +11,9 @@
 //! ```
 
 use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use quote::{format_ident, quote};
 
-use super::tokens::{Code, braced};
+use super::tokens::{Code, LOCAL_PREFIX, braced};
 use crate::manifest::Table;
 
 /// The enum `name` over the entries of `table` (in manifest order) with its methods.
@@ -30,10 +30,11 @@ pub(super) fn entry_enum(
     for entry in &table.entries {
         variants.doc([format!(" `{}::{}`, {manifest}:{}.", entry.module, entry.entry, entry.location.line)]);
         writeln!(variants, " {},", entry.field);
-        write!(all, "Self::{},", entry.field);
+        write!(all, " {}", entry.field);
     }
     let variants = braced(variants.parse("the entry enum's variants")?);
     let all = all.parse("the entry enum's `ALL`")?;
+    let table_macro = format_ident!("{LOCAL_PREFIX}table");
     let enum_doc = format!(
         " The entries of the table `[{}]` in `{manifest}`, one variant per entry named as its field, \
          in manifest order: what per-kernel code matches on, exhaustively.",
@@ -48,7 +49,7 @@ pub(super) fn entry_enum(
         #[automatically_derived]
         impl #name {
             /// Every entry, in manifest order.
-            pub const ALL: [Self; #count] = [#all];
+            pub const ALL: [Self; #count] = #table_macro!(@all #all);
 
             /// The entry's place in the manifest's order (and in [`Self::ALL`]): the variants are
             /// declared in that order, without explicit discriminants.
@@ -73,28 +74,4 @@ pub(super) fn entry_enum(
             }
         }
     })
-}
-
-/// The handles struct's `handle` method, for the enum `name` (into the struct's `impl`).
-pub(super) fn write_handle_method(code: &mut Code, name: &str, table: &Table) {
-    code.push(
-        "
-        /// The handle of `entry`: `None` only for an optional entry the target lacks.
-        pub fn handle(&self, entry: ",
-    );
-    write!(
-        code,
-        "{name}) -> ::core::option::Option<::kda_runtime::KernelHandle> {{
-            use ::core::option::Option::Some;
-            match entry {{"
-    );
-    for entry in &table.entries {
-        let field = &entry.field;
-        if entry.optional {
-            write!(code, "\n{name}::{field} => self.{field},");
-        } else {
-            write!(code, "\n{name}::{field} => Some(self.{field}),");
-        }
-    }
-    code.push("\n}\n}");
 }

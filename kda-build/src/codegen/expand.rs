@@ -1,16 +1,15 @@
 //! Generating the kernel table: the handles struct, its consts and `resolve`, the `KernelTable`
 //! impl, and the tracking include that rebuilds the crate when the manifest changes.
 
-use std::collections::HashMap;
-
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{DeriveInput, Ident, LitStr};
 
 use super::attr::{self, snake_case};
 use super::locate::{ManifestFile, locate};
-use super::tokens::{Code, LOCAL_PREFIX, Str, braced};
-use super::{DeriveSite, counts, entry_enum, fallback, launcher, signature};
+use super::table::{self, TableItems};
+use super::tokens::{Code, braced};
+use super::{DeriveSite, counts, entry_enum, fallback, launcher};
 use crate::manifest::namespace::{manifest_key, namespace_expr};
 use crate::manifest::{Manifest, Table};
 
@@ -100,28 +99,6 @@ fn generate(
     let table_name = &table.name;
     let manifest = &file.display;
 
-    let mut field_decls = Code::default();
-    for entry in &table.entries {
-        let optional = if entry.optional { "; `None` where the target lacks it" } else { "" };
-        let symbol =
-            format!(" `{}::{}`, {manifest}:{}{optional}.", entry.module, entry.entry, entry.location.line);
-        let launch = entry.params.as_ref().map(|_| {
-            format!(
-                " Launched through `launch_{}` with the arguments of its struct in the table's module.",
-                entry.field
-            )
-        });
-        let doc = entry.doc.iter().map(|doc| format!(" {doc}")).chain([symbol]).chain(launch);
-        code_doc_paragraphs(&mut field_decls, doc);
-        let ty = if entry.optional {
-            "::core::option::Option<::kda_runtime::KernelHandle>"
-        } else {
-            "::kda_runtime::KernelHandle"
-        };
-        writeln!(field_decls, " pub {}: {ty},", entry.field);
-    }
-    let field_decls = braced(field_decls.parse("the handles struct's fields")?);
-
     // The build step names the namespace of the images it compiles from this manifest with the
     // same expression, so the table resolves exactly those.
     let namespace = namespace_expr(&manifest_key(manifest));
@@ -139,40 +116,29 @@ fn generate(
         pub const REQUIRED_ENTRY_POINTS: usize = {};
         /// Entry points a target may lack.
         pub const OPTIONAL_ENTRY_POINTS: usize = {};
-        /// Every entry, in manifest order.
-        pub const ENTRIES: [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = ",
+        ",
         table.entries.len(),
         table.required_count(),
         table.optional_count(),
     );
-    write_entries(&mut impl_body, table)?;
-    impl_body.push(
-        "
-        /// Looks every entry up once on `gpu`. Fails naming every required entry the backend
-        /// lacks and every lookup that failed; an optional entry is `None` only when the
-        /// backend answers \"not found\".
-        pub fn resolve(
-            gpu: &dyn ::kda_runtime::GpuBackend,
-        ) -> ::core::result::Result<Self, ::kda_runtime::ResolveError> ",
-    );
-    write_resolve_body(&mut impl_body, table, manifest);
-    entry_enum::write_handle_method(&mut impl_body, &entry_name.to_string(), table);
-    let args_items =
-        launcher::write_launchers(&mut impl_body, &module, &kernels.to_string(), table, manifest);
+    table::write_items(&mut impl_body, table)?;
+    let args_items = launcher::write_launchers(&mut impl_body, &module, table);
     let impl_body = braced(impl_body.parse("the handles struct's items")?);
     let args_module = format_ident!("{module}");
-    let macros = launcher::macros(&args_module, kernels);
+    let macros = launcher::macros(&args_module, kernels, &entry_name, table, manifest)?;
     let args_items = braced(args_items.parse("the argument structs")?);
     let module_doc = launcher::module_doc(table, manifest);
     let entry_enum = entry_enum::entry_enum(vis, &entry_name, kernels, table, manifest)?;
-
-    let struct_doc = format!(
-        " Kernel handles of the table `[{table_name}]` in `{manifest}`, resolved by [`{kernels}::resolve`]."
-    );
+    let table_items = TableItems { vis, kernels, entry_enum: &entry_name, manifest };
+    let table_macro = table::macro_definition(&table_items, table);
+    let mut handles_struct = Code::default();
+    table::write_struct(&mut handles_struct, table);
+    let handles_struct = handles_struct.parse("the handles struct")?;
     let marker_doc = format!(" Resolves [`{kernels}`] from the table `[{table_name}]` of `{manifest}`.");
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
     Ok(quote! {
         #macros
+        #table_macro
 
         #[doc = #module_doc]
         // Each argument struct is named after its entry's field, as the manifest spells it.
@@ -181,9 +147,7 @@ fn generate(
 
         #entry_enum
 
-        #[doc = #struct_doc]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #vis struct #kernels #field_decls
+        #handles_struct
 
         #[automatically_derived]
         impl #kernels #impl_body
@@ -202,116 +166,4 @@ fn generate(
             }
         }
     })
-}
-
-/// The doc of a field: one paragraph per item of `paragraphs`.
-fn code_doc_paragraphs(code: &mut Code, paragraphs: impl Iterator<Item = String>) {
-    let mut lines = Vec::new();
-    for paragraph in paragraphs {
-        if !lines.is_empty() {
-            lines.push(String::new());
-        }
-        lines.push(paragraph);
-    }
-    code.doc(lines);
-}
-
-/// `ENTRIES`' value: a block importing the short names the entries are spelled with (see
-/// [`signature::PRELUDE`]), each distinct signature as a constant, and the array, each entry made
-/// by one call of a local constructor.
-fn write_entries(code: &mut Code, table: &Table) -> Result<(), String> {
-    // The constructor is an item, in whose scope the deriving module's names are: its parameters
-    // have the reserved prefix, so no constant of that module can be read as their pattern.
-    let p = LOCAL_PREFIX;
-    write!(
-        code,
-        "{{
-            {}
-            const fn {p}entry(
-                {p}namespace: &'static str,
-                {p}field: &'static str,
-                {p}module: &'static str,
-                {p}entry: &'static str,
-                {p}required: bool,
-                {p}line: u32,
-                {p}signature: ::core::option::Option<&'static ::kda_runtime::Signature>,
-            ) -> ::kda_runtime::KernelEntry {{
-                ::kda_runtime::KernelEntry {{
-                    namespace: {p}namespace, table: {}, field: {p}field, module: {p}module,
-                    entry: {p}entry, required: {p}required, line: {p}line, signature: {p}signature,
-                }}
-            }}",
-        signature::PRELUDE,
-        Str(&table.name),
-    );
-    // A library's kernels share signatures (a kernel's variants differ in one type, and kernels
-    // written by one macro in nothing else): each is written once, as a constant.
-    let mut signatures: HashMap<String, usize> = HashMap::new();
-    let mut array = Code::default();
-    for entry in &table.entries {
-        let mut signature = Code::default();
-        signature::write(&mut signature, entry)?;
-        let count = signatures.len();
-        let index = *signatures.entry(signature.into_string()).or_insert_with_key(|signature| {
-            write!(
-                code,
-                "\nconst {p}S{count}: ::core::option::Option<&'static ::kda_runtime::Signature> = {signature};"
-            );
-            count
-        });
-        write!(
-            array,
-            "\n{p}entry({p}namespace, {}, {}, {}, {}, {}, {p}S{index}),",
-            Str(&entry.field),
-            Str(&entry.module),
-            Str(&entry.entry),
-            !entry.optional,
-            entry.location.line
-        );
-    }
-    write!(code, "\nlet {p}namespace = Self::NAMESPACE;\n[{}]\n}};", array.into_string());
-    Ok(())
-}
-
-/// `resolve`'s body: one lookup per entry, then the struct if every required entry was found.
-fn write_resolve_body(code: &mut Code, table: &Table, manifest: &str) {
-    let p = LOCAL_PREFIX;
-    // `&Self::ENTRIES[i]` would copy the whole array into a temporary at every lookup (indexing
-    // a constant is not promoted); a reference to the constant itself is a static.
-    write!(
-        code,
-        "{{
-            use ::core::option::Option::{{None, Some}};
-            let {p}entries: &'static [::kda_runtime::KernelEntry; Self::ENTRY_POINTS] = &Self::ENTRIES;
-            let mut {p}resolver = ::kda_runtime::Resolver::new(gpu, {}, {});",
-        Str(&table.name),
-        Str(manifest)
-    );
-    // Handles are bound to locals of the reserved prefix, never to the field names: a field called
-    // `None` or `Ok` would otherwise be read as a pattern.
-    for (index, entry) in table.entries.iter().enumerate() {
-        let method = if entry.optional { "optional" } else { "required" };
-        write!(code, "\nlet {p}{index} = {p}resolver.{method}(&{p}entries[{index}]);");
-    }
-    let required = || table.entries.iter().enumerate().filter(|(_, entry)| !entry.optional);
-    let fields: String = table
-        .entries
-        .iter()
-        .enumerate()
-        .map(|(index, entry)| format!(" {}: {p}{index},", entry.field))
-        .collect();
-    let table_value = format!("Some(Self {{{fields} }})");
-    if required().next().is_none() {
-        write!(code, "\n{p}resolver.finish({table_value})\n}}");
-        return;
-    }
-    write!(code, "\n{p}resolver.finish(match (");
-    for (index, _) in required() {
-        write!(code, "{p}{index},");
-    }
-    code.push(") { (");
-    for (index, _) in required() {
-        write!(code, "Some({p}{index}),");
-    }
-    write!(code, ") => {table_value}, _ => None }})\n}}");
 }

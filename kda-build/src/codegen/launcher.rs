@@ -31,11 +31,26 @@ pub(super) fn module_doc(table: &Table, manifest: &str) -> String {
 
 /// The macros the entries' argument structs and launchers are written with, for the table's
 /// arguments module `module` and handles struct `kernels`: defined once, before both, so each
-/// entry's code is its data. Launchers with `safety` conditions and variant groups' generic ones
-/// are written out (see [`write_launcher`]).
-pub(super) fn macros(module: &Ident, kernels: &Ident) -> TokenStream {
+/// entry's code is its data (its names, docs and the kind of each field, see [`field_kind`]).
+/// Launchers with `safety` conditions are written out (see [`write_launcher`]); a variant group's
+/// trait, impls, argument struct and generic launcher come from the same macros.
+pub(super) fn macros(
+    module: &Ident,
+    kernels: &Ident,
+    entry_enum: &Ident,
+    table: &Table,
+    manifest: &str,
+) -> Result<TokenStream, String> {
     let (args_macro, launch_macro) =
         (format_ident!("{LOCAL_PREFIX}args"), format_ident!("{LOCAL_PREFIX}launch"));
+    let mut view_rules = TokenStream::new();
+    for (writable, nullable) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (kind, ty) = view(writable, nullable);
+        let mut ty_code = Code::default();
+        ty_code.push(ty);
+        let (kind, ty) = (Ident::new(kind, Span::call_site()), ty_code.parse("a view's type")?);
+        view_rules.extend(quote!((@ty #kind) => { #ty };));
+    }
     // Tokens, not text: the launcher's parameters and locals are mixed-site, so no constant of the
     // deriving module (`const geometry`) is read as their pattern, and the docs show their names.
     let (gpu, geometry, args, handle) = (
@@ -44,65 +59,141 @@ pub(super) fn macros(module: &Ident, kernels: &Ident) -> TokenStream {
         Ident::new("args", Span::mixed_site()),
         Ident::new("handle", Span::mixed_site()),
     );
-    // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`.
-    quote! {
+    let module_name = module.to_string();
+    // What every argument struct's doc says of its table and manifest.
+    let (table_prefix, manifest_prefix) = (format!("{}.", table.name), format!("{manifest}:"));
+    let index = format_ident!("{LOCAL_PREFIX}INDEX");
+    let result = quote!(::core::result::Result<(), ::kda_runtime::BackendError>);
+    // `launch_` and a field the manifest may spell in any case: `#[allow(non_snake_case)]`. The
+    // launchers pass each argument by its field (`args.n`), so no manifest name binds a local.
+    Ok(quote! {
         #[allow(unused_macros)]
         macro_rules! #args_macro {
-            ($doc:literal $name:ident [$($lifetime:lifetime)?] $index:literal
-             $($field_doc:literal $field:ident: $ty:ty,)*) => {
-                // A table's API: a crate uses what its model launches (the lint would otherwise
-                // reach into the derive's output, which `macro_rules!` items are part of).
+            // A field's type, from its kind: a borrowed view, read or written, maybe nullable (its
+            // lifetime is the struct's `'a`), or the type written out.
+            #view_rules
+            (@ty $ty:ident) => { $ty };
+            (@ty ($($ty:tt)*)) => { $($ty)* };
+            // A variant group's element-type trait: its items are provided, from the variant's
+            // position the sealed trait holds.
+            (trait $group:ident $trait:ident $doc:literal [$($bound:tt)*]) => {
+                #[doc = $doc]
+                pub trait $trait: sealed::$group $($bound)* {
+                    /// The entry of this type's variant.
+                    const ENTRY: &'static ::kda_runtime::KernelEntry =
+                        &super::#kernels::ENTRIES[<Self as sealed::$group>::#index];
+                    /// This type's variant in a resolved table; an `Err` where the target lacks it.
+                    fn handle(
+                        kernels: &super::#kernels,
+                    ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError> {
+                        let #handle = kernels.handle(super::#entry_enum::ALL[<Self as sealed::$group>::#index]);
+                        ::kda_runtime::FieldHandle::launch_handle(#handle, || *Self::ENTRY)
+                    }
+                }
+            };
+            // The sealed trait's impls: each declared type, with its variant's position.
+            (sealed $group:ident $(($ty:ty) $index:literal)*) => {
+                $(impl sealed::$group for $ty { const #index: usize = $index; })*
+            };
+            // A variant group's argument struct, generic over `T` where a scalar is of its type:
+            // its types written out, as a derive on a generic struct reads them before expansion.
+            (group $doc:literal $name:ident [$($generics:tt)*] $($field_doc:literal $field:ident ($($ty:tt)*))*) => {
                 #[doc = $doc]
                 #[derive(Debug)]
-                #[allow(dead_code)]
-                pub struct $name<$($lifetime)?> { $(#[doc = $field_doc] pub $field: $ty,)* }
-
-                #[allow(dead_code)]
-                impl<$($lifetime)?> $name<$($lifetime)?> {
-                    /// The entry these arguments launch, with its signature.
-                    pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[$index];
+                pub struct $name<$($generics)*> {
+                    $(#[doc = $field_doc] pub $field: $($ty)*,)*
                 }
+            };
+            // The entries' argument structs: each one's symbol, line and requirements (the rest of its
+            // doc is this one's), name, lifetime and position, then each field's doc, name and kind.
+            ($($symbol:literal $line:literal $requires:literal $name:ident [$($lifetime:lifetime)?] $index:literal
+             { $($field_doc:literal $field:ident $kind:tt)* })*) => {
+                $(
+                    // A table's API: a crate uses what its model launches (the lint would otherwise
+                    // reach into the derive's output, which `macro_rules!` items are part of).
+                    #[doc = ::core::concat!(
+                        " The arguments of `", #table_prefix, ::core::stringify!($name), "` (`", $symbol, "`, ",
+                        #manifest_prefix, $line, "), in the kernel's order.", $requires
+                    )]
+                    #[derive(Debug)]
+                    #[allow(dead_code)]
+                    pub struct $name<$($lifetime)?> {
+                        $(#[doc = $field_doc] pub $field: #args_macro!(@ty $kind),)*
+                    }
+
+                    #[allow(dead_code)]
+                    impl<$($lifetime)?> $name<$($lifetime)?> {
+                        /// The entry these arguments launch, with its signature.
+                        pub const ENTRY: &'static ::kda_runtime::KernelEntry = &super::#kernels::ENTRIES[$index];
+                    }
+                )*
             };
         }
         #[allow(unused_macros)]
         macro_rules! #launch_macro {
-            ($doc:literal $name:ident $field:ident [$($lifetime:lifetime)?] $index:literal
-             $($param:ident $local:ident)*) => {
-                #[doc = $doc]
-                #[allow(non_snake_case, dead_code)]
-                pub fn $name(
+            // A variant group's: the variant of element type `T`, through the group's trait. Its
+            // bound is the derive's own tokens, which a missing impl's error points at.
+            (generic $name:ident $group:ident $trait:ident [$($bound:tt)*] [$($generics:tt)*] $($param:ident)*) => {
+                #[doc = ::core::concat!(
+                    " Launches the variant of `", ::core::stringify!($group),
+                    "` for the element type `T` ([`", #module_name, "::", ::core::stringify!($trait),
+                    "`]) with [`", #module_name, "::", ::core::stringify!($group), "`], checked."
+                )]
+                #[allow(non_snake_case)]
+                pub fn $name<$($bound)*>(
                     &self,
                     #gpu: &dyn ::kda_runtime::GpuBackend,
                     #geometry: ::kda_runtime::LaunchGeometry,
-                    #args: #module::$field<$($lifetime)?>,
-                ) -> ::core::result::Result<(), ::kda_runtime::BackendError> {
-                    let #module::$field { $($param: $local),* } = #args;
-                    let #handle = ::kda_runtime::FieldHandle::launch_handle(self.$field, || Self::ENTRIES[$index])?;
-                    #gpu.launch(#handle, #geometry, &mut [$($local.into()),*])
+                    #args: #module::$group<$($generics)*>,
+                ) -> #result {
+                    let #handle = <T as #module::$trait>::handle(self)?;
+                    #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
                 }
             };
+            // The entries' launchers: each one's name, field, lifetime, position and parameters.
+            ($($name:ident $field:ident [$($lifetime:lifetime)?] $index:literal { $($param:ident)* })*) => {
+                $(
+                    // The checks a launch runs are documented once, on the module; this names the
+                    // entry.
+                    #[doc = ::core::concat!(
+                        " Launches `", ::core::stringify!($field), "` with [`", #module_name, "::",
+                        ::core::stringify!($field), "`], checked."
+                    )]
+                    #[allow(non_snake_case, dead_code)]
+                    pub fn $name(
+                        &self,
+                        #gpu: &dyn ::kda_runtime::GpuBackend,
+                        #geometry: ::kda_runtime::LaunchGeometry,
+                        #args: #module::$field<$($lifetime)?>,
+                    ) -> #result {
+                        let #handle = ::kda_runtime::FieldHandle::launch_handle(self.$field, || Self::ENTRIES[$index])?;
+                        #gpu.launch(#handle, #geometry, &mut [$(#args.$param.into()),*])
+                    }
+                )*
+            };
         }
-    }
+    })
 }
 
 /// The items of the arguments module `module` (the argument structs of `table`'s entries with
 /// params, and the variant groups' items); their launcher methods go to `methods`, the handles
-/// struct `kernels`'s `impl`.
-pub(super) fn write_launchers(
-    methods: &mut Code,
-    module: &str,
-    kernels: &str,
-    table: &Table,
-    manifest: &str,
-) -> Code {
+/// struct's `impl`.
+pub(super) fn write_launchers(methods: &mut Code, module: &str, table: &Table) -> Code {
+    // One invocation of each macro for consecutive entries: a written-out launcher ends the
+    // launch macro's, so the methods stay in manifest order.
     let mut items = Code::default();
+    write!(items, "{LOCAL_PREFIX}args! {{");
+    let mut launching = false;
     for (index, entry) in table.entries.iter().enumerate() {
         let Some(params) = &entry.params else { continue };
-        let site = Site { table: &table.name, manifest, index };
-        write_args_struct(&mut items, &site, entry, params);
-        write_method(methods, module, index, entry, params);
+        write_args_struct(&mut items, index, entry, params);
+        write_method(methods, &mut launching, module, index, entry, params);
     }
-    variants::write_generic_launchers(&mut items, methods, module, kernels, table);
+    items.push("}\n");
+    if launching {
+        methods.push("}\n");
+    }
+    variants::write_generic_launchers(&mut items, methods, module, table);
     items
 }
 
@@ -125,19 +216,34 @@ pub(super) fn scalar_type(kind: ScalarKind) -> String {
     }
 }
 
+/// A buffer's field: its kind as the arguments macro names it (see [`macros`]), and its Rust type.
+fn view(writable: bool, nullable: bool) -> (&'static str, &'static str) {
+    match (writable, nullable) {
+        (false, false) => ("view", "::kda_runtime::View<'a>"),
+        (true, false) => ("view_mut", "::kda_runtime::ViewMut<'a>"),
+        // `None` is the null pointer.
+        (false, true) => ("nullable_view", "::core::option::Option<::kda_runtime::View<'a>>"),
+        (true, true) => ("nullable_view_mut", "::core::option::Option<::kda_runtime::ViewMut<'a>>"),
+    }
+}
+
 /// The Rust type of an argument struct's field for `param`.
 pub(super) fn field_type(param: &Param) -> String {
     match &param.ty {
-        ParamType::Buffer { writable: false, nullable: false, .. } => "::kda_runtime::View<'a>".to_owned(),
-        ParamType::Buffer { writable: true, nullable: false, .. } => "::kda_runtime::ViewMut<'a>".to_owned(),
-        // `None` is the null pointer.
-        ParamType::Buffer { writable: false, nullable: true, .. } => {
-            "::core::option::Option<::kda_runtime::View<'a>>".to_owned()
-        }
-        ParamType::Buffer { writable: true, nullable: true, .. } => {
-            "::core::option::Option<::kda_runtime::ViewMut<'a>>".to_owned()
-        }
+        ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).1.to_owned(),
         ParamType::Scalar(scalar) => scalar_type(*scalar),
+    }
+}
+
+/// The kind of an argument struct's field for `param`, as the arguments macro reads it: a view's
+/// (see [`view`]), a primitive's name, or a path type in parentheses.
+fn field_kind(param: &Param) -> String {
+    match &param.ty {
+        ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).0.to_owned(),
+        ParamType::Scalar(scalar) => match scalar_type(*scalar) {
+            ty if ty.contains("::") => format!("({ty})"),
+            ty => ty,
+        },
     }
 }
 
@@ -146,10 +252,10 @@ pub(super) fn field_doc(param: &Param) -> String {
     format!(" `{} {}`", param.ty, param.name)
 }
 
-/// An argument struct's field for `param`, of type `ty`, with its doc.
-pub(super) fn write_field(code: &mut Code, param: &Param, ty: &str) {
-    code.doc([field_doc(param)]);
-    writeln!(code, " pub {}: {ty},", param.name);
+/// An argument struct's field for `param`, of kind `kind` (a view's, or a type in parentheses),
+/// with its doc, as the arguments macro reads it.
+pub(super) fn write_field(code: &mut Code, param: &Param, kind: &str) {
+    writeln!(code, "{} {} {kind}", Str(&field_doc(param)), param.name);
 }
 
 /// Whether the entry takes a buffer, so its argument struct borrows.
@@ -157,45 +263,60 @@ pub(super) fn borrows(params: &[Param]) -> bool {
     params.iter().any(|param| matches!(param.ty, ParamType::Buffer { .. }))
 }
 
-/// Where an argument struct's entry is: its table, manifest and index.
-struct Site<'a> {
-    table: &'a str,
-    manifest: &'a str,
-    index: usize,
-}
-
-fn write_args_struct(code: &mut Code, site: &Site<'_>, entry: &Entry, params: &[Param]) {
-    let Site { table, manifest, index } = *site;
-    let doc = format!(
-        " The arguments of `{table}.{}` (`{}::{}`, {manifest}:{}), in the kernel's order.",
-        entry.field, entry.module, entry.entry, entry.location.line
-    );
-    let requires = entry.requires.iter().map(|requirement| format!(" - `{}`", requirement.text));
-    let requires_doc = (!entry.requires.is_empty())
-        .then(|| [String::new(), " A launch must also satisfy:".to_owned()].into_iter().chain(requires));
+/// An entry's argument struct: its symbol, line and requirements (the rest of its doc is the
+/// macro's), its name, lifetime and position, then each field.
+fn write_args_struct(code: &mut Code, index: usize, entry: &Entry, params: &[Param]) {
+    let mut requires = String::new();
+    if !entry.requires.is_empty() {
+        requires.push_str("\n\n A launch must also satisfy:");
+        for requirement in &entry.requires {
+            requires.push_str(&format!("\n - `{}`", requirement.text));
+        }
+    }
+    let symbol = format!("{}::{}", entry.module, entry.entry);
     let lifetime = if borrows(params) { "'a" } else { "" };
-    write!(code, "{LOCAL_PREFIX}args! {{ ");
-    code.doc_literal(std::iter::once(doc).chain(requires_doc.into_iter().flatten()));
-    writeln!(code, " {} [{lifetime}] {index}", entry.field);
+    writeln!(
+        code,
+        "{} {} {} {} [{lifetime}] {index} {{",
+        Str(&symbol),
+        entry.location.line,
+        Str(&requires),
+        entry.field
+    );
     for param in params {
-        writeln!(code, "{} {}: {},", Str(&field_doc(param)), param.name, field_type(param));
+        write_field(code, param, &field_kind(param));
     }
     code.push("}\n");
 }
 
-fn write_method(code: &mut Code, module: &str, index: usize, entry: &Entry, params: &[Param]) {
+/// An entry's launcher: its data in the launch macro's invocation (which `launching` says is
+/// open), or written out where a parameter has `safety` conditions.
+fn write_method(
+    code: &mut Code,
+    launching: &mut bool,
+    module: &str,
+    index: usize,
+    entry: &Entry,
+    params: &[Param],
+) {
     let (field, p) = (&entry.field, LOCAL_PREFIX);
-    // The checks a launch runs are documented once, on the module; this names the entry.
-    let doc = format!(" Launches `{field}` with [`{module}::{field}`], checked.");
     let lifetime = if borrows(params) { "'_" } else { "" };
     if params.iter().all(|param| param.safety.is_none()) {
-        write!(code, "{p}launch! {{ {} launch_{field} {field} [{lifetime}] {index}", Str(&doc));
-        for (local, param) in params.iter().enumerate() {
-            write!(code, " {} {p}{local}", param.name);
+        if !std::mem::replace(launching, true) {
+            write!(code, "{p}launch! {{");
         }
-        code.push(" }\n");
+        write!(code, "\nlaunch_{field} {field} [{lifetime}] {index} {{");
+        for param in params {
+            write!(code, " {}", param.name);
+        }
+        code.push(" }");
         return;
     }
+    if std::mem::replace(launching, false) {
+        code.push("}\n");
+    }
+    // The checks a launch runs are documented once, on the module; this names the entry.
+    let doc = format!(" Launches `{field}` with [`{module}::{field}`], checked.");
     let handle = if entry.optional {
         format!(
             "match self.{field} {{

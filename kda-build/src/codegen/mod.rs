@@ -2,9 +2,11 @@
 //!
 //! Steps, one file each (after thiserror-impl): `attr` reads `#[kernel_table(...)]`,
 //! `locate` finds and reads the manifest, `counts` checks the counts the attribute expects,
-//! `expand` generates the table, `signature` each entry's signature, `launcher` the typed
-//! launchers, `entry_enum` the enum of the entries that per-kernel code matches on, and `fallback` stands in for the table when there is none to generate, so the real
-//! error is the only one a user sees.
+//! `expand` generates the table, `table` the handles struct with its entries and lookups,
+//! `signature` each entry's signature, `launcher` the typed launchers, `variants` a variant
+//! group's generic one, `entry_enum` the enum of the entries that per-kernel code matches on, and
+//! `fallback` stands in for the table when there is none to generate, so the real error is the
+//! only one a user sees.
 //!
 //! ```text
 //! #[derive(KernelTable)]
@@ -25,6 +27,7 @@ mod fallback;
 mod launcher;
 mod locate;
 mod signature;
+mod table;
 mod tokens;
 mod variants;
 

@@ -5,9 +5,11 @@
 //! The per-entry code is written to a `String` instead and parsed by one `TokenStream::from_str`
 //! per part: inside rustc, one call to its lexer. Its tokens have call-site spans, so the generated
 //! locals and helpers are named with the reserved prefix [`LOCAL_PREFIX`], which no manifest name
-//! may start with; items whose spans diagnostics show (the marker's names) stay tokens. What every
-//! entry repeats is said once: the launchers' macros (`launcher::macros`), the entries'
-//! constructor and shared signatures (`expand::write_entries`).
+//! may start with; items whose spans diagnostics show (the marker's names, the entry enum, a
+//! variant group's trait impls and launchers' bounds) stay the derive's own tokens. What every
+//! entry repeats is said once, in the table's macros: the argument structs and launchers
+//! (`launcher::macros`), the handles struct, `ENTRIES`, `resolve` and `handle` (`table`); each
+//! entry's code is its data, and shared signatures are written once.
 
 use std::fmt::{self, Display, Write};
 

@@ -4,28 +4,23 @@
 //! sealed trait `affine_type` is implemented for the declared types only, so `launch_affine::<i8>`
 //! does not compile where i8 is not declared. Each variant keeps its own handle and launcher.
 
-use super::launcher::{Launcher, borrows, field_type, write_field, write_launcher};
-use super::tokens::Code;
-use crate::manifest::{AxisValue, DType, Entry, Param, ParamType, Table};
+use std::collections::HashMap;
 
-/// One group: its key, its type axis, and each variant's entry index, entry and type.
+use super::launcher::{Launcher, borrows, field_type, write_field, write_launcher};
+use super::tokens::{Code, LOCAL_PREFIX};
+use crate::manifest::{AxisValue, DType, Param, ParamType, Table};
+
+/// One group: its key, its type axis, each variant's entry index and type, and its parameters.
 struct Group<'a> {
     name: &'a str,
     axis: &'a str,
-    variants: Vec<(usize, &'a Entry, DType)>,
+    variants: Vec<(usize, DType)>,
     params: &'a [Param],
 }
 
 /// Writes the items of every eligible group (traits, impls and argument structs) to `items`, the
-/// arguments module `module`, and their launcher methods to `methods`, the handles struct
-/// `kernels`'s `impl`.
-pub(super) fn write_generic_launchers(
-    items: &mut Code,
-    methods: &mut Code,
-    module: &str,
-    kernels: &str,
-    table: &Table,
-) {
+/// arguments module `module`, and their launcher methods to `methods`, the handles struct's `impl`.
+pub(super) fn write_generic_launchers(items: &mut Code, methods: &mut Code, module: &str, table: &Table) {
     let groups = groups(table);
     if groups.is_empty() {
         return;
@@ -35,11 +30,12 @@ pub(super) fn write_generic_launchers(
         mod sealed {",
     );
     for group in &groups {
-        write!(items, " pub trait {} {{}}", group.name);
+        // The variant's position in the table, which the group's trait reads its items from.
+        write!(items, " pub trait {} {{ const {LOCAL_PREFIX}INDEX: usize; }}", group.name);
     }
     items.push(" }\n");
     for group in &groups {
-        write_items(items, group, kernels, &table.name);
+        write_items(items, group, &table.name);
         write_method(methods, group, module);
     }
 }
@@ -47,8 +43,9 @@ pub(super) fn write_generic_launchers(
 /// The groups with one type axis whose variants all have `params`, in the order of their first
 /// variant.
 fn groups(table: &Table) -> Vec<Group<'_>> {
-    let mut groups: Vec<Group<'_>> = Vec::new();
-    let mut broken: Vec<&str> = Vec::new();
+    // Each group's place among them, in the order of its first variant; `None` once broken.
+    let mut groups: Vec<Option<Group<'_>>> = Vec::new();
+    let mut places: HashMap<&str, usize> = HashMap::new();
     for (index, entry) in table.entries.iter().enumerate() {
         let Some(variant) = &entry.variant else { continue };
         let group = variant.group.as_str();
@@ -56,19 +53,18 @@ fn groups(table: &Table) -> Vec<Group<'_>> {
             ([(axis, AxisValue::Type(dtype))], Some(params)) => Some((axis.as_str(), *dtype, params)),
             _ => None,
         };
-        match (eligible, groups.iter_mut().find(|g| g.name == group)) {
-            _ if broken.contains(&group) => {}
-            (Some((_, dtype, _)), Some(found)) => found.variants.push((index, entry, dtype)),
-            (Some((axis, dtype, params)), None) => {
-                groups.push(Group { name: group, axis, variants: vec![(index, entry, dtype)], params })
-            }
-            (None, _) => {
-                broken.push(group);
-                groups.retain(|g| g.name != group);
-            }
+        let place = *places.entry(group).or_insert_with(|| {
+            let (axis, params) = eligible.map_or(("", &[][..]), |(axis, _, params)| (axis, &params[..]));
+            groups.push(Some(Group { name: group, axis, variants: Vec::new(), params }));
+            groups.len() - 1
+        });
+        match (eligible, &mut groups[place]) {
+            (Some((_, dtype, _)), Some(found)) => found.variants.push((index, dtype)),
+            (None, slot) => *slot = None,
+            (Some(_), None) => {}
         }
     }
-    groups
+    groups.into_iter().flatten().collect()
 }
 
 /// The Rust type a launcher takes for an element type: what kda-runtime names it.
@@ -86,76 +82,67 @@ fn generic_scalar(param: &Param, axis: &str) -> bool {
     matches!(param.ty, ParamType::Scalar(_)) && param.type_axis.as_deref() == Some(axis)
 }
 
-fn write_items(code: &mut Code, group: &Group<'_>, kernels: &str, table: &str) {
-    let name = group.name;
-    let types: Vec<&str> = group.variants.iter().map(|(_, _, dtype)| dtype.name()).collect();
+/// The group's trait, its impls for the declared types and its argument struct.
+fn write_items(code: &mut Code, group: &Group<'_>, table: &str) {
+    let (name, p) = (group.name, LOCAL_PREFIX);
+    let types: Vec<&str> = group.variants.iter().map(|(_, dtype)| dtype.name()).collect();
     let takes_scalar = group.params.iter().any(|param| generic_scalar(param, group.axis));
     // A scalar of type `T` is passed by value: `T` must be a scalar kind.
-    let scalar_bound = if takes_scalar { " + ::kda_runtime::ScalarValue" } else { "" };
-    code.doc([format!(
+    let scalar_bound = if takes_scalar { "+ ::kda_runtime::ScalarValue" } else { "" };
+    write!(code, "{p}args! {{ trait {name} {name}_type ");
+    code.doc_literal([format!(
         " The element types `[{table}].{name}` is instantiated for ({}): `launch_{name}::<T>` takes any of \
          them, and no other.",
         types.join(", "),
     )]);
-    write!(
-        code,
-        "
-        pub trait {name}_type: sealed::{name}{scalar_bound} {{
-            /// The entry of this type's variant.
-            const ENTRY: &'static ::kda_runtime::KernelEntry;
-            /// This type's variant in a resolved table; an `Err` where the target lacks it.
-            fn handle(
-                kernels: &super::{kernels},
-            ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError>;
-        }}\n"
-    );
-    for (index, entry, dtype) in &group.variants {
-        let (ty, field) = (rust_type(*dtype), &entry.field);
-        let handle = if entry.optional {
-            format!(
-                "kernels.{field}.ok_or_else(|| ::kda_runtime::BackendError::Absent {{
-                    entry: ::std::boxed::Box::new(super::{kernels}::ENTRIES[{index}]),
-                }})"
-            )
-        } else {
-            format!("::core::result::Result::Ok(kernels.{field})")
-        };
-        write!(
-            code,
-            "impl sealed::{name} for {ty} {{}}
-            impl {name}_type for {ty} {{
-                const ENTRY: &'static ::kda_runtime::KernelEntry = &super::{kernels}::ENTRIES[{index}];
-                fn handle(
-                    kernels: &super::{kernels},
-                ) -> ::core::result::Result<::kda_runtime::KernelHandle, ::kda_runtime::BackendError> {{
-                    {handle}
-                }}
-            }}\n"
-        );
+    // The trait's impls are written out, where a missing impl's error lists them; the sealed
+    // trait's, with each variant's position, come from the macro.
+    write!(code, " [{scalar_bound}] }}\n{p}args! {{ sealed {name}");
+    for (index, dtype) in &group.variants {
+        write!(code, " ({}) {index}", rust_type(*dtype));
     }
-    code.doc([format!(
+    code.push(" }\n");
+    for (_, dtype) in &group.variants {
+        writeln!(code, "impl {name}_type for {} {{}}", rust_type(*dtype));
+    }
+    write!(code, "{p}args! {{ group ");
+    code.doc_literal([format!(
         " The arguments of any variant of `[{table}].{name}`, in the kernel's order, for `launch_{name}`."
     )]);
-    write!(code, "\n#[derive(Debug)]\npub struct {name}{} {{\n", struct_generics(group, "'a"));
+    writeln!(code, " {name} [{}]", struct_generics(group, "'a"));
     for param in group.params {
         let ty = if generic_scalar(param, group.axis) { "T".to_owned() } else { field_type(param) };
-        write_field(code, param, &ty);
+        write_field(code, param, &format!("({ty})"));
     }
     code.push("}\n");
 }
 
-/// The argument struct's generics, its lifetime spelled `lifetime`: the lifetime where it borrows,
-/// `T` where a scalar is of type `T`.
+/// The argument struct's generics without their angle brackets, its lifetime spelled `lifetime`:
+/// the lifetime where it borrows, `T` where a scalar is of type `T`.
 fn struct_generics(group: &Group<'_>, lifetime: &str) -> String {
     let lifetime = borrows(group.params).then_some(lifetime);
     let ty = group.params.iter().any(|param| generic_scalar(param, group.axis)).then_some("T");
     let parts: Vec<&str> = lifetime.into_iter().chain(ty).collect();
-    if parts.is_empty() { String::new() } else { format!("<{}>", parts.join(", ")) }
+    parts.join(", ")
 }
 
+/// The group's generic launcher: through the launch macro, or written out where a parameter has
+/// `safety` conditions (an `unsafe fn` whose `# Safety` lists them).
 fn write_method(code: &mut Code, group: &Group<'_>, module: &str) {
     let name = group.name;
     let trait_name = format!("{module}::{name}_type");
+    let generics = struct_generics(group, "'_");
+    if group.params.iter().all(|param| param.safety.is_none()) {
+        write!(
+            code,
+            "{LOCAL_PREFIX}launch! {{ generic launch_{name} {name} {name}_type [T: {trait_name}] [{generics}]"
+        );
+        for param in group.params {
+            write!(code, " {}", param.name);
+        }
+        code.push(" }\n");
+        return;
+    }
     write_launcher(
         code,
         Launcher {
@@ -165,7 +152,7 @@ fn write_method(code: &mut Code, group: &Group<'_>, module: &str) {
             ),
             name: format!("launch_{name}"),
             generics: format!("<T: {trait_name}>"),
-            args: format!("{module}::{name}{}", struct_generics(group, "'_")),
+            args: format!("{module}::{name}<{generics}>"),
             pattern: format!("{module}::{name}"),
             params: group.params,
             handle: format!("<T as {trait_name}>::handle(self)?"),

@@ -28,6 +28,9 @@ pub struct LineIndex<'a> {
     /// The characters before byte `i * CHUNK`, so that a column costs at most `CHUNK` bytes of
     /// counting, not the length of its line: a one-line manifest can carry 100,000 errors.
     chars_before_chunk: Vec<usize>,
+    /// Whether every character is one byte, so that a column is a difference of offsets (the
+    /// derive locates every entry and parameter of a manifest, which is nearly always ASCII).
+    ascii: bool,
 }
 
 /// The bytes between two entries of [`LineIndex::chars_before_chunk`].
@@ -43,11 +46,14 @@ impl<'a> LineIndex<'a> {
                 Some(*chars)
             }))
             .collect();
-        Self { text, line_starts, chars_before_chunk }
+        Self { text, line_starts, chars_before_chunk, ascii: text.is_ascii() }
     }
 
     /// The characters before byte `offset`, a character boundary.
     fn chars_before(&self, offset: usize) -> usize {
+        if self.ascii {
+            return offset;
+        }
         let chunk = offset / CHUNK;
         self.chars_before_chunk[chunk] + chars_in(&self.text.as_bytes()[chunk * CHUNK..offset])
     }

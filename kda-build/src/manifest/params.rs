@@ -15,7 +15,7 @@
 mod expr;
 mod lex;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, hash_map};
 use std::ops::Range;
 
 use toml::Spanned;
@@ -25,7 +25,9 @@ use self::lex::{Tok, Token, shorten, tokenize};
 use super::ident::{RESERVED_PREFIX, is_c_identifier, is_reserved, is_rust_field_name, is_rust_keyword};
 use super::parse::{RawEntry, RawManifest};
 use super::variants::Variant;
-use super::{CompareOp, Comparison, DType, Diagnostic, LineIndex, Param, ParamType, Requirement, ScalarKind};
+use super::{
+    CompareOp, Comparison, DType, Diagnostic, Expr, LineIndex, Param, ParamType, Requirement, ScalarKind,
+};
 
 /// The most parameters an entry may declare: the runtime refers to a scalar by a `u16` index.
 const MAX_PARAMS: usize = u16::MAX as usize;
@@ -49,15 +51,171 @@ pub(super) fn read_contracts(
         .tables
         .iter()
         .map(|table| {
+            let mut group = GroupContract::default();
+            let mut same_text = SameText::default();
             table
                 .entries
                 .iter()
                 .map(|(field, entry)| {
-                    EntryReader { source, defines: &defines, field: field.get_ref(), diagnostics }.read(entry)
+                    if let Some(contract) = group.of_variant(entry) {
+                        return contract;
+                    }
+                    let text = SameText::key(source, entry);
+                    if let Some(contract) = text.as_ref().and_then(|text| same_text.of(source, entry, text)) {
+                        return contract;
+                    }
+                    let before = diagnostics.len();
+                    let reader =
+                        EntryReader { source, defines: &defines, field: field.get_ref(), diagnostics };
+                    let (contract, name_offsets) = reader.read(entry);
+                    let clean = diagnostics.len() == before;
+                    group.remember(entry, &contract, clean);
+                    if let Some(text) = text.filter(|_| clean) {
+                        same_text.remember(text, &contract, name_offsets);
+                    }
+                    contract
                 })
                 .collect()
         })
         .collect()
+}
+
+/// The contracts read so far of entries without variants or `safety`, by their `params` and
+/// `requires` as written: a library's kernels written by one macro share them, and an entry whose
+/// strings equal an earlier one's has its contract, located at its own strings.
+#[derive(Default)]
+struct SameText<'e> {
+    read: HashMap<Strings<'e>, (Contract, Vec<usize>)>,
+}
+
+/// An entry's `params` and `requires` as written.
+type Strings<'e> = (&'e str, Vec<&'e str>);
+
+impl<'e> SameText<'e> {
+    /// The strings `entry`'s contract is read from, where an equal entry's may stand for it: a
+    /// `params` whose value is its source (so a name's offset in it locates the name).
+    fn key(source: &LineIndex<'_>, entry: &'e RawEntry) -> Option<Strings<'e>> {
+        if entry.variant.is_some() || entry.safety.is_some() {
+            return None;
+        }
+        let params = entry.params.as_ref()?;
+        let requires =
+            entry.requires.iter().flat_map(|list| list.get_ref()).map(|string| string.get_ref().as_str());
+        Text::new(source.text(), params).exact.then(|| (params.get_ref().as_str(), requires.collect()))
+    }
+
+    /// The contract of `entry`, whose strings are `key`, from an earlier entry's.
+    fn of(
+        &self,
+        source: &LineIndex<'_>,
+        entry: &RawEntry,
+        key: &(&'e str, Vec<&'e str>),
+    ) -> Option<Contract> {
+        let (contract, name_offsets) = self.read.get(key)?;
+        let base = Text::new(source.text(), entry.params.as_ref()?).base;
+        let mut params = contract.params.clone()?;
+        for (param, offset) in params.iter_mut().zip(name_offsets) {
+            param.location = source.location(base + offset);
+        }
+        let mut requires = contract.requires.clone();
+        let strings = entry.requires.iter().flat_map(|list| list.get_ref());
+        for (requirement, string) in requires.iter_mut().zip(strings) {
+            requirement.location = source.location(string.span().start);
+        }
+        Some(Contract { params: Some(params), requires })
+    }
+
+    /// Keeps `contract`, read without a problem from the strings `key`.
+    fn remember(&mut self, key: Strings<'e>, contract: &Contract, name_offsets: Vec<usize>) {
+        if let hash_map::Entry::Vacant(slot) = self.read.entry(key) {
+            let contract = Contract { params: contract.params.clone(), requires: contract.requires.clone() };
+            slot.insert((contract, name_offsets));
+        }
+    }
+}
+
+/// The contract a variant group's first variant read to, kept for its other variants: where the
+/// variants differ in type axes only and those type only buffers, each variant's contract is the
+/// first's with its element types, so a group's `params` and `requires` are parsed once.
+#[derive(Default)]
+struct GroupContract<'e> {
+    /// The group of the last variant read.
+    group: Option<&'e str>,
+    /// Its contract, when the group's other variants can take it.
+    shared: Option<Contract>,
+}
+
+impl<'e> GroupContract<'e> {
+    /// The contract of `entry` from its group's first variant, where that one can stand for it.
+    fn of_variant(&self, entry: &RawEntry) -> Option<Contract> {
+        let variant = entry.variant.as_ref().filter(|variant| types_only(variant))?;
+        let shared = self.shared.as_ref().filter(|_| self.group == Some(variant.group.as_str()))?;
+        let mut params = shared.params.clone()?;
+        for param in &mut params {
+            if let (Some(axis), ParamType::Buffer { element, .. }) = (&param.type_axis, &mut param.ty) {
+                *element = variant.type_of(axis)?;
+            }
+        }
+        Some(Contract { params: Some(params), requires: shared.requires.clone() })
+    }
+
+    /// Keeps the contract `entry` read to, if it is a variant whose group's other variants differ
+    /// from it in element types only: read without a problem (`clean`), with the type axes typing
+    /// buffers that no `strided` reads as a layout (a layout's element type is checked).
+    fn remember(&mut self, entry: &'e RawEntry, contract: &Contract, clean: bool) {
+        let Some(variant) = &entry.variant else { return };
+        if self.group == Some(variant.group.as_str()) {
+            return;
+        }
+        self.group = Some(&variant.group);
+        self.shared = None;
+        let Some(params) = &contract.params else { return };
+        let mut layouts = Vec::new();
+        for expr in params.iter().filter_map(|param| match &param.ty {
+            ParamType::Buffer { extent, .. } => Some(extent),
+            ParamType::Scalar(_) => None,
+        }) {
+            strided_layouts(expr, &mut layouts);
+        }
+        for comparison in contract.requires.iter().flat_map(|requirement| &requirement.any_of) {
+            strided_layouts(&comparison.lhs, &mut layouts);
+            strided_layouts(&comparison.rhs, &mut layouts);
+        }
+        let typed_buffers_only = params.iter().enumerate().all(|(index, param)| {
+            param.type_axis.is_none()
+                || matches!(param.ty, ParamType::Buffer { .. }) && !layouts.contains(&index)
+        });
+        if clean && types_only(variant) && typed_buffers_only {
+            self.shared =
+                Some(Contract { params: Some(params.clone()), requires: contract.requires.clone() });
+        }
+    }
+}
+
+/// Whether a variant's axes are all types: an integer axis is a constant of its expressions.
+fn types_only(variant: &Variant) -> bool {
+    variant.constants().next().is_none()
+}
+
+/// The parameter positions `expr` reads as a `strided` layout, pushed to `layouts`.
+fn strided_layouts(expr: &Expr, layouts: &mut Vec<usize>) {
+    match expr {
+        Expr::Literal(_) | Expr::Scalar { .. } | Expr::Define { .. } | Expr::Launch(_) => {}
+        Expr::Binary { lhs, rhs, .. } => {
+            strided_layouts(lhs, layouts);
+            strided_layouts(rhs, layouts);
+        }
+        Expr::Strided { index, rank, .. } => {
+            layouts.push(*index);
+            strided_layouts(rank, layouts);
+        }
+        Expr::Select { condition, taken, other } => {
+            strided_layouts(&condition.lhs, layouts);
+            strided_layouts(&condition.rhs, layouts);
+            strided_layouts(taken, layouts);
+            strided_layouts(other, layouts);
+        }
+    }
 }
 
 /// A TOML string of the manifest: its value, and where the value's bytes are in the file.
@@ -107,7 +265,8 @@ struct EntryReader<'r, 'a> {
 }
 
 impl<'r> EntryReader<'r, '_> {
-    fn read(mut self, entry: &'r RawEntry) -> Contract {
+    /// The entry's contract, and where each parameter's name starts in its `params`.
+    fn read(mut self, entry: &'r RawEntry) -> (Contract, Vec<usize>) {
         // A variant's integer axes are constants of its extents and requirements, as defines are.
         let variant = entry.variant.as_ref();
         let constants = variant.into_iter().flat_map(Variant::constants);
@@ -117,9 +276,10 @@ impl<'r> EntryReader<'r, '_> {
         let safety = entry.safety.as_ref().map(|safety| safety.get_ref());
         let trusted: Vec<&str> =
             safety.into_iter().flatten().map(|(name, _)| name.get_ref().as_str()).collect();
+        let mut name_offsets = Vec::new();
         let mut params = entry.params.as_ref().and_then(|params| {
             let text = Text::new(self.source.text(), params);
-            self.params(&text, &mut names, &trusted, variant)
+            self.params(&text, &mut names, &trusted, variant, &mut name_offsets)
         });
         let mut requires = Vec::new();
         if let Some(list) = &entry.requires {
@@ -139,7 +299,7 @@ impl<'r> EntryReader<'r, '_> {
                 self.safety(safety.get_ref(), list);
             }
         }
-        Contract { params, requires }
+        (Contract { params, requires }, name_offsets)
     }
 
     /// `key` written on an entry without `params`, which it needs.
@@ -200,13 +360,15 @@ impl<'r> EntryReader<'r, '_> {
     /// The parameters, registering each name in `names`; `None` when anything was reported.
     /// `trusted` are the names the entry's `safety` gives a condition: only those may have the
     /// extent `?`.
-    /// A type `variant` has an axis of is that axis's type.
+    /// A type `variant` has an axis of is that axis's type. Where each parameter's name starts in
+    /// `params` goes to `name_offsets`.
     fn params<'s>(
         &mut self,
         text: &Text<'s>,
         names: &mut Names<'s>,
         trusted: &[&str],
         variant: Option<&Variant>,
+        name_offsets: &mut Vec<usize>,
     ) -> Option<Vec<Param>>
     where
         'r: 's,
@@ -256,6 +418,8 @@ impl<'r> EntryReader<'r, '_> {
             .collect();
         let ok = problems.is_empty();
         self.report(text, problems);
+        // Without a problem, every declared parameter is one of `params`, in order.
+        name_offsets.extend(declared.iter().map(|param| param.name.1.span().start));
         ok.then_some(params)
     }
 

@@ -137,7 +137,7 @@ impl Variant {
 pub(super) fn expand(
     source: &LineIndex<'_>,
     field: Spanned<String>,
-    raw: RawEntry,
+    mut raw: RawEntry,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<(Spanned<String>, RawEntry)> {
     let before = diagnostics.len();
@@ -145,7 +145,8 @@ pub(super) fn expand(
         let message = format!("entry `{}`: {message}", field.get_ref());
         diagnostics.push(Diagnostic::new(source, span, message));
     };
-    let Some(variants) = raw.variants.clone() else {
+    // Taken: each expanded entry is one variant, not the axes again.
+    let Some(variants) = raw.variants.take() else {
         if let RawOptional::Variants(optional) = &raw.optional
             && let Some((axis, _)) = optional.iter().next()
         {

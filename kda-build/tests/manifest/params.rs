@@ -582,3 +582,29 @@ fn nullable_buffers_take_a_null_pointer_and_scalars_cannot_be_nullable() {
         ["k.toml:2:44: entry `g`: `nullable` applies to buffers only: scalar `n` is passed by value"]
     );
 }
+
+#[test]
+fn entries_with_the_same_strings_have_the_same_contract_at_their_own_places() {
+    // `b` and `c` write `a`'s strings, at other lines and columns; in `alone`, `a`'s differ (in
+    // the same bytes' room), so `b` is read as the first of its kind.
+    let shared = r#"[t]
+a = { module = "m", entry = "a", params = "const f32 x[n*k], u32 n, u32 k", requires = ["n >= 1", "k < 8"] }
+  b   =   { module = "m", entry = "b", params = "const f32 x[n*k], u32 n, u32 k",
+            requires = ["n >= 1", "k < 8"] }
+c = { module = "m", entry = "c", params = "const f32 x[n*k], u32 n, u32 k", requires = ["n >= 1", "k < 8"], doc = "c" }
+"#;
+    let alone = shared.replacen("const f32 x[n*k], u32 n, u32 k", "const f64 x[k*n], u32 n, u32 k", 1);
+    let (shared, alone) =
+        (Manifest::parse("k.toml", shared).unwrap(), Manifest::parse("k.toml", &alone).unwrap());
+    let (shared, alone) = (&shared.tables[0].entries, &alone.tables[0].entries);
+    for at in [1, 2] {
+        assert_eq!(shared[at].params, alone[at].params);
+        assert_eq!(shared[at].requires, alone[at].requires);
+    }
+    let places = |entry: usize| -> Vec<(u32, u32)> {
+        let params = shared[entry].params.iter().flatten().map(|p| p.location);
+        params.chain(shared[entry].requires.iter().map(|r| r.location)).map(|l| (l.line, l.column)).collect()
+    };
+    assert_eq!(places(0), [(2, 54), (2, 66), (2, 73), (2, 89), (2, 99)]);
+    assert_eq!(places(1), [(3, 60), (3, 72), (3, 79), (4, 25), (4, 35)]);
+}

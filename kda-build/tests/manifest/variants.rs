@@ -137,3 +137,58 @@ d = { module = "m", entry = "d", optional = "yes" }
         ]
     );
 }
+
+/// Each parameter's name, type and condition, and each requirement's alternatives and text: what
+/// the contract of an entry is, wherever the manifest writes it.
+fn contracts(text: &str) -> Vec<(Vec<String>, Vec<String>)> {
+    let manifest = Manifest::parse("k.toml", text).unwrap();
+    manifest.tables[0]
+        .entries
+        .iter()
+        .map(|entry| {
+            let params = entry.params.iter().flatten();
+            let params = params.map(|p| format!("{} {:?} {:?}", p.name, p.ty, p.safety)).collect();
+            let requires = entry.requires.iter().map(|r| format!("{:?} {}", r.any_of, r.text)).collect();
+            (params, requires)
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_s_variants_have_the_contracts_of_the_same_entries_written_one_by_one() {
+    let group = r#"[t]
+scale = { module = "m", entry = "scale_{T}", variants = { T = ["f32", "bf16", "u8"] },
+          params = "const T x[n*k], nullable T y[cdiv(n, 4)*4], const u32 info[2 * r], f32 z[strided(info, r)], T w[?], u32 n, u32 k, u32 r",
+          safety = { w = "w holds n * k elements" }, requires = ["n >= 1", "block.x == 32 || n < 8"] }
+"#;
+    let written = |ty: &str| {
+        format!(
+            r#"scale_{ty} = {{ module = "m", entry = "scale_{ty}",
+          params = "const {ty} x[n*k], nullable {ty} y[cdiv(n, 4)*4], const u32 info[2 * r], f32 z[strided(info, r)], {ty} w[?], u32 n, u32 k, u32 r",
+          safety = {{ w = "w holds n * k elements" }}, requires = ["n >= 1", "block.x == 32 || n < 8"] }}
+"#
+        )
+    };
+    let one_by_one = format!("[t]\n{}{}{}", written("f32"), written("bf16"), written("u8"));
+    let expected = contracts(&one_by_one);
+    assert_eq!(
+        expected[1].0[0],
+        "x Buffer { element: Bf16, writable: false, extent: Binary { op: Mul, lhs: Scalar { name: \"n\", index: 5 }, rhs: Scalar { name: \"k\", index: 6 } }, extent_text: \"n*k\", nullable: false } None"
+    );
+    assert_eq!(contracts(group), expected);
+}
+
+#[test]
+fn a_variant_whose_type_cannot_hold_a_layout_is_reported_alone() {
+    // The layout's element type is checked per variant: `u32` holds a layout, `f32` does not.
+    let text = r#"[t]
+gather = { module = "m", entry = "gather_{T}", variants = { T = ["u32", "f32"] },
+           params = "const T info[2 * r], f32 x[strided(info, r)], u32 r" }
+"#;
+    assert_eq!(
+        errors(text),
+        [
+            "k.toml:3:57: entry `gather_f32`: the layout `info` of `strided` holds f32: a layout holds integers (dims, then strides)"
+        ]
+    );
+}
