@@ -90,6 +90,13 @@ fn cargo(root: &Path, args: &[&str]) -> Command {
     command
 }
 
+/// Held by each test that builds a crate for its whole run: the crates share the package name
+/// `my-model` and the target directory, and `cargo clean -p my-model` cleans every one of them.
+fn one_crate_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static CRATES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CRATES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Runs `command`, asserting it succeeds, and prints how long it took as `step`; its stderr.
 fn timed(step: &str, mut command: Command) -> String {
     let start = Instant::now();
@@ -136,6 +143,7 @@ fn the_readme_quick_start_names_every_file_once() {
 
 #[test]
 fn a_crate_made_from_the_readme_quick_start_builds_and_passes_its_test_on_the_emulator() {
+    let _alone = one_crate_at_a_time();
     let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
     let files = quick_start_files(&readme);
     // Outside the workspace, as a user's crate is.
@@ -171,6 +179,7 @@ fn a_crate_made_from_the_readme_quick_start_builds_and_passes_its_test_on_the_em
 
 #[test]
 fn a_crate_made_from_the_readme_quick_start_runs_its_test_under_each_sanitizer_by_the_switch() {
+    let _alone = one_crate_at_a_time();
     let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
     let root: PathBuf =
         std::env::temp_dir().join(format!("kda-quick-start-sanitized-{}/my-model", std::process::id()));

@@ -16,9 +16,9 @@
 //! - the **raw** layer that opens a library and calls its ABI ([`library`], feature `load`), and
 //!   what a failed launch reports through it and through the driver ([`Fault`]).
 //!
-//! The safe backends over it, `EmuBackend` in process and `DriverBackend` under a sanitizer, are
-//! kda-runtime's (feature `emulation`), beside its other backends and under the same launch
-//! checks. `docs/emulator.md` describes what is emulated and how.
+//! The safe backends over it, `EmuBackend` (in process, or through the driver for kernels built
+//! with a sanitizer) and `DriverBackend` (a driver the caller names), are kda-runtime's (feature
+//! `emulation`), beside its other backends and under the same launch checks. `docs/emulator.md` describes what is emulated and how.
 
 pub mod abi;
 mod device;
