@@ -10,6 +10,10 @@
 #                                  them into gpu-check/bin/ (ignored by git; carry `gpu-check` to the
 #                                  GPU machine). nvcc: $NVCC, else `nvcc` on PATH, else the project's
 #                                  pinned one (scripts/install-cuda.sh).
+#                                  It also builds the two engine examples: examples/cudarc-interop's
+#                                  binary, and examples/candle-op's tests (its own workspace; candle
+#                                  links CUDA's libraries at build time: where they are not here, a
+#                                  warning, and the GPU check leaves them out).
 #                                  It also fetches the pinned `fla-core` wheel (a public chunked KDA
 #                                  in Triton) into gpu-check/wheels/ for the baseline below; without
 #                                  pip or the index the baseline is left out, with a warning.
@@ -18,7 +22,9 @@
 #                                  a one-rank NCCL all-reduce: libnccl.so, else PyTorch's nvidia-nccl
 #                                  wheel, linked onto LD_LIBRARY_PATH);
 #                                  `kda-block --backend cuda` on the default preset and on glm5-flash, and
-#                                  batched at glm5-flash; `kda-block bench --backend cuda`; then, where the
+#                                  batched at glm5-flash; `kda-block bench --backend cuda`; the
+#                                  engine examples (cudarc-interop `--require-gpu`, candle-op's
+#                                  tests/gpu.rs); then, where the
 #                                  machine has them, fla-core's `chunk_kda` timed at the same layer
 #                                  (scripts/fla_kda_baseline.py, PyTorch's python3), Nsight Compute's
 #                                  speed of light and occupancy of every kda launch of one bench run
@@ -81,11 +87,54 @@ build() {
     # `nccl`: tests/gpu.rs's one-rank all-reduce (libnccl is opened at run time).
     cargo test --release --workspace --no-default-features --features cuda,app,nccl --no-run --message-format=json >"$JSON"
     cargo build --release --no-default-features --features cuda,app --bin kda-block
+    cargo build --release -p kda-example-cudarc-interop
 
     rm -rf "$BIN"
     mkdir -p "$BIN/tests"
-    # Each test executable as <package>--<lib | bin-NAME | test NAME>, less the excluded ones.
-    python3 - "$JSON" "$BIN/tests" "${EXCLUDED[@]}" <<'PY'
+    copy_tests "$JSON"
+    cp target/release/kda-block "$BIN/kda-block"
+    cp target/release/kda-example-cudarc-interop "$BIN/cudarc-interop"
+    # The candle example: its own workspace and lock file, built in a folder of this target. candle's
+    # kernels build for the cap CUDA_COMPUTE_CAP names (sm_90: the H100 and H200), and the checkout's
+    # path is remapped in what the binaries embed (kda's sources, outside that workspace, are
+    # named by absolute path).
+    if (cd examples/candle-op && PATH="$(dirname "${NVCC:-$(command -v nvcc)}"):$PATH" \
+        CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}" RUSTFLAGS="--remap-path-prefix=$ROOT=kda" \
+        cargo test --release --locked --no-run --target-dir "$ROOT/target/candle-op" \
+        --message-format=json >"$JSON"); then
+        copy_tests "$JSON"
+    else
+        echo "warning: examples/candle-op's tests did not build (candle links libcuda, libcublas," \
+            "libcublasLt, libcurand, libnvrtc and libcudart: are they here?): the GPU check leaves them out" >&2
+    fi
+    rm -rf "$WHEELS"
+    if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$WHEELS" "$FLA_CORE"; then
+        echo "warning: could not fetch $FLA_CORE: the GPU check will leave out the fla baseline" >&2
+    fi
+    strip "$BIN"/kda-block "$BIN"/cudarc-interop "$BIN"/tests/* 2>/dev/null || true
+
+    local unfit=()
+    for binary in "$BIN"/kda-block "$BIN"/cudarc-interop "$BIN"/tests/*; do
+        if grep -qaF "$ROOT" "$binary"; then
+            unfit+=("$binary: holds the checkout's path $ROOT")
+        fi
+        if grep -qa 'libstd-[0-9a-f]*\.so' "$binary"; then
+            unfit+=("$binary: links the toolchain's libstd")
+        fi
+    done
+    if ((${#unfit[@]})); then
+        echo "error: binaries that cannot run on the GPU machine (add them to EXCLUDED, or fix them):" >&2
+        printf '  %s\n' "${unfit[@]}" >&2
+        exit 1
+    fi
+    echo "gpu-check --build: $(du -sh gpu-check | cut -f1) in gpu-check/ ($(find "$BIN" -type f | wc -l) binaries)"
+    echo "next: on the GPU machine, from the repo root with gpu-check/ carried: scripts/gpu-check.sh"
+}
+
+# Copies each test executable of cargo's JSON messages in file $1 into $BIN/tests as
+# <package>--<lib | bin-NAME | test NAME>, less the excluded ones.
+copy_tests() {
+    python3 - "$1" "$BIN/tests" "${EXCLUDED[@]}" <<'PY'
 import json, shutil, sys
 
 json_path, dest, excluded = sys.argv[1], sys.argv[2], set(sys.argv[3:])
@@ -114,29 +163,6 @@ if not copied:
 for name in sorted(copied):
     print(f"  copied {name}")
 PY
-    cp target/release/kda-block "$BIN/kda-block"
-    rm -rf "$WHEELS"
-    if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$WHEELS" "$FLA_CORE"; then
-        echo "warning: could not fetch $FLA_CORE: the GPU check will leave out the fla baseline" >&2
-    fi
-    strip "$BIN"/kda-block "$BIN"/tests/* 2>/dev/null || true
-
-    local unfit=()
-    for binary in "$BIN"/kda-block "$BIN"/tests/*; do
-        if grep -qaF "$ROOT" "$binary"; then
-            unfit+=("$binary: holds the checkout's path $ROOT")
-        fi
-        if grep -qa 'libstd-[0-9a-f]*\.so' "$binary"; then
-            unfit+=("$binary: links the toolchain's libstd")
-        fi
-    done
-    if ((${#unfit[@]})); then
-        echo "error: binaries that cannot run on the GPU machine (add them to EXCLUDED, or fix them):" >&2
-        printf '  %s\n' "${unfit[@]}" >&2
-        exit 1
-    fi
-    echo "gpu-check --build: $(du -sh gpu-check | cut -f1) in gpu-check/ ($(find "$BIN" -type f | wc -l) binaries)"
-    echo "next: on the GPU machine, from the repo root with gpu-check/ carried: scripts/gpu-check.sh"
 }
 
 run() {
@@ -174,6 +200,14 @@ run() {
         step "kda-block (glm5-flash, batch $batch)" "$BIN/kda-block" --backend cuda --preset glm5-flash --prompt 16 --batch "$batch"
     done
     step "kda-block bench" "$BIN/kda-block" bench --backend cuda
+    # The engine examples: kda's launches on an engine's context, stream and memory.
+    step "cudarc-interop example" "$BIN/cudarc-interop" --require-gpu
+    local candle_tests="$BIN/tests/kda-example-candle-op--gpu"
+    if [[ -x "$candle_tests" ]]; then
+        step "test kda-example-candle-op--gpu" "$candle_tests" --include-ignored --test-threads=1 --nocapture
+    else
+        note "candle-op example: its tests were not built (see --build)"
+    fi
     # A public chunked KDA at the same layer, beside the chunk pair's times in the bench above.
     if compgen -G "$WHEELS/*.whl" >/dev/null; then
         local site
@@ -208,7 +242,7 @@ run() {
         note "compute-sanitizer: not on this machine"
     fi
     for test in "$BIN"/tests/*; do
-        [[ "$test" == "$gpu_tests" ]] && continue
+        [[ "$test" == "$gpu_tests" || "$test" == "$candle_tests" ]] && continue
         step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
     done
 
