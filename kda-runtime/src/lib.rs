@@ -168,7 +168,9 @@
 // to resolve to.
 #![cfg_attr(not(all(feature = "cuda", feature = "emulation")), allow(rustdoc::broken_intra_doc_links))]
 
+mod argument;
 mod backend;
+mod borrowed;
 mod buffer;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -197,8 +199,10 @@ mod stream;
 mod table;
 mod trusted;
 
+pub use argument::{In, Out, Untyped};
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
 pub use buffer::{BufferStorage, ConstBuffer, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
+pub use borrowed::Borrowed;
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};

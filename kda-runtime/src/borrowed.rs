@@ -1,0 +1,128 @@
+//! Memory a launch borrows from its owner instead of a kda buffer: an engine's cudarc slices and
+//! views (feature `cuda`), or a device address of the caller's own allocator. Only the CUDA
+//! backend of the memory's context launches on it; every other backend refuses it, after the
+//! same checks of the launch as for a view ([`signature::check`](crate::signature::check)).
+//!
+//! # Ordering and aliasing
+//!
+//! A cudarc slice's launch is ordered as cudarc orders a launch of its own on that slice, by the
+//! slice's read and write events, where its context tracks them (`DevicePtr::device_ptr` before the
+//! launch, the returned guard dropped after it): the engine's rules for its memory stay its rules.
+//! A device address is ordered by nothing but the stream: its `unsafe` constructor's caller vouches
+//! for the rest. Borrowed cudarc memory cannot alias a written argument: a written slice or view
+//! is borrowed exclusively (`&mut`), and two slices are two allocations. Device addresses can, so a
+//! launch refuses a written one that overlaps another argument's address range.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::{BackendError, DType, KernelArg};
+
+/// Device memory borrowed for one launch: its element type, length, whether the kernel may write
+/// it, and the memory itself (see the [module](self)).
+pub struct Borrowed<'a> {
+    dtype: DType,
+    len: usize,
+    pub(crate) memory: Memory<'a>,
+}
+
+/// Where borrowed memory is.
+pub(crate) enum Memory<'a> {
+    /// A device address of the caller's allocator, which it vouched for.
+    Address { address: u64, writable: bool, lifetime: PhantomData<&'a mut ()> },
+    /// An engine's cudarc slice or view, read.
+    #[cfg(feature = "cuda")]
+    Read(&'a dyn crate::cuda::ReadableMemory),
+    /// An engine's cudarc slice or view, written.
+    #[cfg(feature = "cuda")]
+    Write(&'a mut dyn crate::cuda::WritableMemory),
+}
+
+impl<'a> Borrowed<'a> {
+    /// Memory at a device address, which the caller vouched for.
+    pub(crate) fn raw(dtype: DType, address: u64, len: usize, writable: bool) -> Self {
+        Self { dtype, len, memory: Memory::Address { address, writable, lifetime: PhantomData } }
+    }
+
+    /// Memory of `dtype` and `len` elements.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn new(dtype: DType, len: usize, memory: Memory<'a>) -> Self {
+        Self { dtype, len, memory }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the kernel may write it: borrowed exclusively.
+    pub fn is_writable(&self) -> bool {
+        match &self.memory {
+            Memory::Address { writable, .. } => *writable,
+            #[cfg(feature = "cuda")]
+            Memory::Read(_) => false,
+            #[cfg(feature = "cuda")]
+            Memory::Write(_) => true,
+        }
+    }
+
+    /// The device addresses it spans, where they are known without asking the driver (memory at
+    /// a device address), for the aliasing check.
+    fn address_range(&self) -> Option<(u64, u64)> {
+        #[cfg_attr(not(feature = "cuda"), allow(irrefutable_let_patterns))]
+        let Memory::Address { address, .. } = self.memory else { return None };
+        let bytes = self.dtype.bytes(self.len).and_then(|bytes| u64::try_from(bytes).ok())?;
+        Some((address, address.saturating_add(bytes)))
+    }
+
+    /// What it is, for messages: "memory at device address 0x7f00 (4 f32 elements)".
+    pub fn describe(&self) -> String {
+        let what = match &self.memory {
+            Memory::Address { address, .. } => format!("memory at device address {address:#x}"),
+            #[cfg(feature = "cuda")]
+            Memory::Read(_) | Memory::Write(_) => "a cudarc slice".to_owned(),
+        };
+        format!("{what} ({} {} elements)", self.len, self.dtype)
+    }
+}
+
+impl fmt::Debug for Borrowed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// The error of a backend that launches on no borrowed memory: only the CUDA backend of the
+/// memory's context does.
+pub(crate) fn refused(borrowed: &Borrowed<'_>, backend: String) -> BackendError {
+    BackendError::ForeignResource { what: borrowed.describe(), backend }
+}
+
+/// The first pair of arguments, by position, of which one is written and both lie at device
+/// addresses that overlap: what a launch refuses.
+pub(crate) fn overlapping(args: &[KernelArg<'_>]) -> Option<(usize, usize)> {
+    let spans: Vec<(usize, (u64, u64), bool)> = args
+        .iter()
+        .enumerate()
+        .filter_map(|(index, arg)| match arg {
+            KernelArg::Borrowed(borrowed) => Some((index, borrowed.address_range()?, borrowed.is_writable())),
+            _ => None,
+        })
+        .collect();
+    spans.iter().enumerate().find_map(|(position, &(first, (start, end), writable))| {
+        spans[position + 1..].iter().find_map(|&(second, (other_start, other_end), other_writable)| {
+            let overlap = start < other_end && other_start < end;
+            (overlap && (writable || other_writable)).then_some((first, second))
+        })
+    })
+}
