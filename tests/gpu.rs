@@ -147,7 +147,13 @@ fn a_buffer_written_on_one_stream_is_read_on_another_in_order() {
     // of the second.
     let mut x = a.upload(&first).unwrap();
     let mut y = b.zeros::<bf16>(n).unwrap();
-    let args = glm5next_kda::gemm_reduce { partial: x.view(), c: y.view_mut(), m: 1, n: n as u32, splits: 1 };
+    let args = glm5next_kda::gemm_reduce {
+        partial: x.view().into(),
+        c: y.view_mut().into(),
+        m: 1,
+        n: n as u32,
+        splits: 1,
+    };
     kernels.launch_gemm_reduce(&*b, launch::elementwise(n as u32), args).unwrap();
     a.write(&second, &mut x).unwrap();
     let got = b.download::<bf16>(&y).unwrap();
@@ -168,7 +174,13 @@ fn a_buffer_lent_as_a_cudarc_view_is_ordered_with_its_other_uses() {
     // the write must wait for the read.
     let mut x = gpu.upload(&first).unwrap();
     let mut y = b.zeros::<bf16>(n).unwrap();
-    let args = glm5next_kda::gemm_reduce { partial: x.view(), c: y.view_mut(), m: 1, n: n as u32, splits: 1 };
+    let args = glm5next_kda::gemm_reduce {
+        partial: x.view().into(),
+        c: y.view_mut().into(),
+        m: 1,
+        n: n as u32,
+        splits: 1,
+    };
     kernels.launch_gemm_reduce(&*b, launch::elementwise(n as u32), args).unwrap();
     // SAFETY: the one access, the copy, is issued on the stream the call gives.
     let copy =

@@ -35,7 +35,7 @@ pub(crate) enum Memory<'a> {
     Read(&'a dyn crate::cuda::ReadableMemory),
     /// An engine's cudarc slice or view, written.
     #[cfg(feature = "cuda")]
-    Write(&'a mut dyn crate::cuda::WritableMemory),
+    Write(crate::cuda::Exclusive<'a>),
 }
 
 impl<'a> Borrowed<'a> {

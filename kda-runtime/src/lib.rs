@@ -77,7 +77,7 @@
 //!    let gpu = EMULATED_KERNELS.emulator()?; // or cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?
 //!    let kernels = ScalingKernels::resolve(&gpu)?;
 //!    let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
-//!    let args = scaling::scale { x: x.view_mut(), n: 3, factor: 2.0 };
+//!    let args = scaling::scale { x: x.view_mut().into(), n: 3, factor: 2.0 };
 //!    kernels.launch_scale(&gpu, LaunchGeometry::linear(3, 256), args)?;
 //!    assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
 //!    ```
@@ -201,8 +201,8 @@ mod trusted;
 
 pub use argument::{In, Out, Untyped};
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
-pub use buffer::{BufferStorage, ConstBuffer, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
 pub use borrowed::Borrowed;
+pub use buffer::{BufferStorage, ConstBuffer, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
 pub use graph::{BoundBuffer, DeviceGraph, GraphBindings};

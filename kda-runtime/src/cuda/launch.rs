@@ -19,7 +19,10 @@ enum Prepared<'a> {
     ViewMut(CudaViewMut<'a, u8>),
     /// Borrowed memory's device address, and the guard cudarc returned with it, which records
     /// the use in the memory's events when dropped, after the launch.
-    Borrowed { address: u64, _guard: Option<SyncOnDrop<'a>> },
+    Borrowed {
+        address: u64,
+        _guard: Option<SyncOnDrop<'a>>,
+    },
     /// A scalar's bits: the driver reads the parameter's size from their address, which on a
     /// little-endian host is the value's own bytes (`Scalar::bits`).
     Scalar(u64),
@@ -105,7 +108,8 @@ fn refuse_own_buffers_in_a_capture(gpu: &CudaBackend, args: &[KernelArg<'_>]) ->
     if !args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
         return Ok(());
     }
-    let status = gpu.stream.capture_status().map_err(|error| gpu.driver("asking for the capture status", error))?;
+    let status =
+        gpu.stream.capture_status().map_err(|error| gpu.driver("asking for the capture status", error))?;
     if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Ok(());
     }
@@ -141,6 +145,7 @@ fn prepare<'a>(gpu: &'a CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepa
                     Prepared::Borrowed { address, _guard: Some(guard) }
                 }
                 Memory::Write(memory) => {
+                    let memory = memory.get();
                     if !gpu.is_own_context(memory.context()) {
                         return Err(foreign());
                     }

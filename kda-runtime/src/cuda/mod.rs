@@ -53,7 +53,7 @@ use crate::{
     BackendError, BackendId, BufferStorage, DType, DeviceBuffer, Element, GpuBackend, ImageSet, KernelArg,
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
-pub(crate) use borrowed::{ReadableMemory, WritableMemory};
+pub(crate) use borrowed::{Exclusive, ReadableMemory};
 use modules::CudaLoader;
 use reads::{Reads, StreamKey};
 

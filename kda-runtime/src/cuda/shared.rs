@@ -31,7 +31,8 @@ pub(super) fn modules(
     sets: &[&'static ImageSet],
     make: impl FnOnce() -> Result<Arc<ModuleCache<CudaLoader>>, BackendError>,
 ) -> Result<(BackendId, Arc<ModuleCache<CudaLoader>>), BackendError> {
-    let key = (Arc::as_ptr(context) as usize, sets.iter().map(|set| std::ptr::from_ref(*set) as usize).collect());
+    let key =
+        (Arc::as_ptr(context) as usize, sets.iter().map(|set| std::ptr::from_ref(*set) as usize).collect());
     // A panic elsewhere while holding the lock left a list whose entries are each whole.
     let mut caches = CACHES.lock().unwrap_or_else(PoisonError::into_inner);
     // Entries whose backends are all gone: their contexts may be gone too, and their addresses
