@@ -186,6 +186,7 @@ pub mod host;
 mod image;
 mod lookup;
 pub mod modules;
+pub mod per_device;
 pub mod profile;
 pub mod record;
 mod registry;
@@ -211,6 +212,7 @@ pub use image::{
     Incompatibility, KernelImage, PtxImage,
 };
 pub use lookup::{LookupError, try_kernel};
+pub use per_device::{DeviceResolveError, PerDevice};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use scalar::{Scalar, ScalarValue};
 pub use signature::Signature;
