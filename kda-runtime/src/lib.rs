@@ -92,7 +92,8 @@
 //! entries; [`emu::DriverBackend`] runs a driver of the caller's choosing, and `kda emulate`
 //! (kda-cli) launches every entry of any crate under a sanitizer at the edges its `requires`
 //! allow, with no test of the crate's. The repository's `examples/scale-model` is a larger crate
-//! built this way.
+//! built this way. An engine with several GPUs resolves its table once per device, on each
+//! device's backend, with [`PerDevice`].
 //!
 //! # Soundness
 //!
