@@ -2,9 +2,9 @@
 //! launch case (`kda::cases`) at small geometries and at GLM-5.3-Flash, within the tolerances of
 //! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
 //! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
-//! streams of the device, also when one of them is written through a lent cudarc view; and, with
-//! the feature `nccl`, the all-reduce of a layer split by heads through a one-rank NCCL
-//! communicator.
+//! streams of the device, also when one of them is written through a lent cudarc view; the table
+//! resolved on every device of the machine, launching on each; and, with the feature `nccl`, the
+//! all-reduce of a layer split by heads through a one-rank NCCL communicator.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
 //! GPU machine (`--include-ignored`). Without a usable device a test panics with the backend's
@@ -16,21 +16,26 @@ mod support;
 
 use kda::cases::parity::{head_dim_64, head_dim_128};
 use kda::geometry::{GateLaw, KdaGeometry};
-use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
+use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
 use kda::launch;
 use kda_runtime::cuda::CudaBackend;
-use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
+use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt, PerDevice, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
     assert_recurrent_pair_identical, tiny,
 };
 
-/// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
-fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
+/// A panic that says why, where this test binary was built without CUDA kernel images.
+fn assert_images_built() {
     if let Some(why) = KERNEL_IMAGES.missing() {
         panic!("no CUDA kernel images in this test binary: {why}");
     }
+}
+
+/// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
+fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
+    assert_images_built();
     let gpu = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap_or_else(|error| panic!("no GPU: {error}"));
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     // Every module is built for the target, so the optional entries must resolve too.
@@ -194,11 +199,60 @@ fn a_buffer_lent_as_a_cudarc_view_is_ordered_with_its_other_uses() {
 
     // SAFETY (both): the closure does nothing.
     let wrong_type = unsafe { gpu.with_view_mut::<bf16, _>(&mut x, |_, _| ()) };
-    assert!(matches!(wrong_type, Err(kda_runtime::BackendError::DTypeMismatch { .. })), "{wrong_type:?}");
+    assert!(matches!(wrong_type, Err(BackendError::DTypeMismatch { .. })), "{wrong_type:?}");
     let other = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap();
     let mut foreign = other.zeros::<f32>(4).unwrap();
     let foreign = unsafe { gpu.with_view_mut::<f32, _>(&mut foreign, |_, _| ()) };
-    assert!(matches!(foreign, Err(kda_runtime::BackendError::ForeignResource { .. })), "{foreign:?}");
+    assert!(matches!(foreign, Err(BackendError::ForeignResource { .. })), "{foreign:?}");
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn every_device_launches_the_table_resolved_on_it() {
+    assert_images_built();
+    let count = CudaBackend::device_count().unwrap_or_else(|error| panic!("no GPU: {error}"));
+    assert!(count > 0, "no GPU: the driver reports no CUDA device");
+    let backends = (0..count).map(|ordinal| {
+        CudaBackend::new(ordinal, &[&KERNEL_IMAGES])
+            .unwrap_or_else(|error| panic!("device {ordinal}: {error}"))
+    });
+    let devices = PerDevice::<_, Glm5NextKda>::resolve(backends).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(devices.len(), count);
+    let n = 1000;
+    // Each device's buffer filled with a value of its own, so a fill on the wrong device shows.
+    let value = |device: usize| device as f32 + 0.5;
+    let fill = |gpu: &dyn GpuBackend, handle, dst: &mut DeviceBuffer, value: f32| {
+        gpu.launch(
+            handle,
+            launch::elementwise(n as u32),
+            &mut [dst.view_mut().into(), (n as u32).into(), value.into()],
+        )
+    };
+    let mut filled = Vec::new();
+    for (device, (gpu, kernels)) in devices.iter().enumerate() {
+        let mut dst = gpu.zeros::<f32>(n).unwrap();
+        fill(gpu, kernels.fill, &mut dst, value(device))
+            .unwrap_or_else(|error| panic!("device {device}: {error}"));
+        filled.push(dst);
+    }
+    for (device, ((gpu, _), dst)) in devices.iter().zip(&filled).enumerate() {
+        assert_eq!(
+            gpu.download::<f32>(dst).unwrap(),
+            vec![value(device); n],
+            "device {device}: {}",
+            gpu.describe()
+        );
+        println!("device {device}: {}", gpu.describe());
+    }
+
+    // A backend apart from the table's, on the last device, refuses device 0's handle and writes
+    // nothing.
+    let (_, first) = devices.device(0).unwrap();
+    let other = CudaBackend::new(count - 1, &[&KERNEL_IMAGES]).unwrap();
+    let mut untouched = other.zeros::<f32>(n).unwrap();
+    let refused = fill(&other, first.fill, &mut untouched, 1.0);
+    assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    assert_eq!(other.download::<f32>(&untouched).unwrap(), vec![0.0; n]);
 }
 
 /// The all-reduce of a layer split by heads (`kda::all_reduce`) through a one-rank NCCL

@@ -92,7 +92,8 @@
 //! entries; [`emu::DriverBackend`] runs a driver of the caller's choosing, and `kda emulate`
 //! (kda-cli) launches every entry of any crate under a sanitizer at the edges its `requires`
 //! allow, with no test of the crate's. The repository's `examples/scale-model` is a larger crate
-//! built this way.
+//! built this way. An engine with several GPUs resolves its table once per device, on each
+//! device's backend, with [`PerDevice`].
 //!
 //! # Soundness
 //!
@@ -188,6 +189,7 @@ pub mod host;
 mod image;
 mod lookup;
 pub mod modules;
+pub mod per_device;
 pub mod profile;
 pub mod record;
 mod registry;
@@ -215,6 +217,7 @@ pub use image::{
     Incompatibility, KernelImage, PtxImage,
 };
 pub use lookup::{LookupError, try_kernel};
+pub use per_device::{DeviceResolveError, PerDevice};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use scalar::{Scalar, ScalarValue};
 pub use signature::Signature;
