@@ -3,7 +3,8 @@
 //! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
 //! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
 //! streams of the device, also when one of them is written through a lent cudarc view; the table
-//! resolved on every device of the machine, launching on each; and, with the feature `nccl`, the
+//! resolved on every device of the machine, launching on each; a table on an engine's own stream and
+//! slices (`CudaBackend::on_stream`), and captured into the engine's own graph; and, with the feature `nccl`, the
 //! all-reduce of a layer split by heads through a one-rank NCCL communicator.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
@@ -19,7 +20,8 @@ use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
 use kda::launch;
 use kda_runtime::cuda::CudaBackend;
-use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt, PerDevice, bf16};
+use kda_runtime::cudarc::driver::CudaContext;
+use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt, Out, PerDevice, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
@@ -253,6 +255,89 @@ fn every_device_launches_the_table_resolved_on_it() {
     let refused = fill(&other, first.fill, &mut untouched, 1.0);
     assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
     assert_eq!(other.download::<f32>(&untouched).unwrap(), vec![0.0; n]);
+}
+
+/// `fill` of `n` elements with `value` into `dst`, through `gpu`.
+fn fill_slice(
+    gpu: &CudaBackend,
+    kernels: &Glm5NextKdaKernels,
+    dst: Out<'_, f32>,
+    n: usize,
+    value: f32,
+) -> Result<(), BackendError> {
+    let args = glm5next_kda::fill { dst, n: n as u32, value };
+    kernels.launch_fill(gpu, launch::elementwise(n as u32), args)
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_table_launches_on_the_engine_s_stream_and_slices() {
+    assert_images_built();
+    let context = CudaContext::new(0).unwrap_or_else(|error| panic!("no GPU: {error:?}"));
+    let (first, second) = (context.new_stream().unwrap(), context.new_stream().unwrap());
+    let gpu = CudaBackend::on_stream(first.clone(), &[&KERNEL_IMAGES]).unwrap();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+    let n = 1000;
+    let mut slice = first.alloc_zeros::<f32>(n).unwrap();
+    fill_slice(&gpu, &kernels, (&mut slice).into(), n, 1.5).unwrap();
+    assert_eq!(first.clone_dtoh(&slice).unwrap(), vec![1.5; n]);
+
+    // A backend on another stream of the context shares the modules: the table resolved on the
+    // first launches there, and the launch is ordered after the first stream's by the slice's
+    // events (cudarc's tracking, on by default).
+    let other = CudaBackend::on_stream(second.clone(), &[&KERNEL_IMAGES]).unwrap();
+    fill_slice(&gpu, &kernels, (&mut slice).into(), n, 2.5).unwrap();
+    fill_slice(&other, &kernels, (&mut slice.slice_mut(..n / 2)).into(), n / 2, 3.5).unwrap();
+    let mut expected = vec![3.5; n / 2];
+    expected.resize(n, 2.5);
+    assert_eq!(second.clone_dtoh(&slice).unwrap(), expected);
+
+    // A slice shorter than the extent is refused and nothing is written.
+    let mut short = first.alloc_zeros::<f32>(n - 1).unwrap();
+    let refused = fill_slice(&gpu, &kernels, (&mut short).into(), n, 1.0);
+    assert!(matches!(refused, Err(BackendError::Argument { param: "dst", .. })), "{refused:?}");
+    assert_eq!(first.clone_dtoh(&short).unwrap(), vec![0.0; n - 1]);
+
+    // A slice of a context of another device is refused, where there is one.
+    if CudaBackend::device_count().unwrap() > 1 {
+        let elsewhere = CudaContext::new(1).unwrap().default_stream();
+        let mut foreign = elsewhere.alloc_zeros::<f32>(n).unwrap();
+        let refused = fill_slice(&gpu, &kernels, (&mut foreign).into(), n, 1.0);
+        assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
+    use kda_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    assert_images_built();
+    let context = CudaContext::new(0).unwrap_or_else(|error| panic!("no GPU: {error:?}"));
+    // SAFETY: every use of this context's slices below is on its one stream.
+    unsafe { context.disable_event_tracking() };
+    let stream = context.new_stream().unwrap();
+    let gpu = CudaBackend::on_stream(stream.clone(), &[&KERNEL_IMAGES]).unwrap();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+    let n = 4096;
+    let mut slice = stream.alloc_zeros::<f32>(n).unwrap();
+    let mut own = gpu.zeros::<f32>(n).unwrap();
+    stream.synchronize().unwrap();
+
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    let captured = fill_slice(&gpu, &kernels, (&mut slice).into(), n, 7.0);
+    // kda's own buffer is refused in the caller's capture.
+    let args = glm5next_kda::fill { dst: own.view_mut().into(), n: n as u32, value: 1.0 };
+    let refused = kernels.launch_fill(&gpu, launch::elementwise(n as u32), args);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph with one launch");
+    captured.unwrap();
+    assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    // Nothing ran during the capture.
+    assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![0.0; n]);
+    for _ in 0..2 {
+        graph.launch().unwrap();
+    }
+    assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![7.0; n]);
+    assert_eq!(gpu.download::<f32>(&own).unwrap(), vec![0.0; n]);
 }
 
 /// The all-reduce of a layer split by heads (`kda::all_reduce`) through a one-rank NCCL

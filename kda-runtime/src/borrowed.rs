@@ -126,3 +126,112 @@ pub(crate) fn overlapping(args: &[KernelArg<'_>]) -> Option<(usize, usize)> {
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cpu::CpuBackend;
+    use crate::fixtures::AXPY;
+    use crate::graph::Capture;
+    use crate::record::{RecordedArg, RecordingBackend};
+    use crate::{BackendError, DType, GpuBackend, GpuBackendExt, In, KernelArg, LaunchGeometry, Out};
+
+    /// `n` f32 elements at `address`, read and written.
+    fn at(address: u64, n: usize) -> (KernelArg<'static>, KernelArg<'static>) {
+        // SAFETY: no backend of these tests dereferences a device address: the fake records it,
+        // the others refuse it.
+        unsafe {
+            (In::<f32>::from_device_ptr(address, n).into(), Out::<f32>::from_device_ptr(address, n).into())
+        }
+    }
+
+    fn axpy_args(x: KernelArg<'static>, y: KernelArg<'static>, n: u32) -> [KernelArg<'static>; 4] {
+        [x, y, n.into(), 1.0f32.into()]
+    }
+
+    const GEOMETRY: LaunchGeometry =
+        LaunchGeometry { grid: (1, 1, 1), block: (32, 1, 1), shared_mem_bytes: 0 };
+
+    #[test]
+    fn borrowed_memory_is_checked_like_a_view_on_the_fake_and_recorded_as_a_buffer() {
+        let gpu = RecordingBackend::new().with_entry(&AXPY);
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let (x, _) = at(0x1000, 4);
+        let (_, short) = at(0x2000, 3);
+        let refused = gpu.launch(axpy, GEOMETRY, &mut axpy_args(x, short, 4));
+        assert!(matches!(refused, Err(BackendError::Argument { param: "y", .. })), "{refused:?}");
+        // SAFETY: as in `at`.
+        let halves = unsafe { In::<crate::bf16>::from_device_ptr(0x1000, 4) };
+        let (_, y) = at(0x2000, 4);
+        let refused = gpu.launch(axpy, GEOMETRY, &mut axpy_args(halves.into(), y, 4));
+        assert!(
+            refused.as_ref().is_err_and(|error| error.to_string().contains("f32 elements")),
+            "{refused:?}"
+        );
+        assert!(gpu.launches().is_empty());
+
+        let ((x, _), (_, y)) = (at(0x1000, 4), at(0x2000, 4));
+        gpu.launch(axpy, GEOMETRY, &mut axpy_args(x, y, 4)).unwrap();
+        let buffer = |writable| RecordedArg::Buffer { dtype: DType::F32, len: 4, writable };
+        assert_eq!(gpu.launches()[0].args[..2], [buffer(false), buffer(true)]);
+    }
+
+    #[test]
+    fn a_written_address_overlapping_another_argument_is_refused() {
+        let gpu = RecordingBackend::new().with_entry(&AXPY);
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        // `y` starts at `x`'s last element: 4 bytes in common.
+        let ((x, _), (_, y)) = (at(0x1000, 4), at(0x100c, 4));
+        let refused = gpu.launch(axpy, GEOMETRY, &mut axpy_args(x, y, 4));
+        assert!(
+            matches!(refused, Err(BackendError::Aliased { written: "y", other: "x", .. })),
+            "{refused:?}"
+        );
+        assert!(gpu.launches().is_empty());
+        // Adjacent, not overlapping: launched.
+        let ((x, _), (_, y)) = (at(0x1000, 4), at(0x1010, 4));
+        gpu.launch(axpy, GEOMETRY, &mut axpy_args(x, y, 4)).unwrap();
+        assert_eq!(gpu.launches().len(), 1);
+    }
+
+    #[test]
+    fn backends_that_are_not_cuda_refuse_borrowed_memory_after_the_checks() {
+        let gpu = CpuBackend::new().with_kernel(&AXPY, |_| panic!("the kernel ran on borrowed memory"));
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let x = gpu.zeros::<f32>(4).unwrap();
+        let (_, y) = at(0x2000, 4);
+        let refused = gpu.launch(axpy, GEOMETRY, &mut [x.view().into(), y, 4u32.into(), 1.0f32.into()]);
+        let Err(BackendError::ForeignResource { what, .. }) = refused else { panic!("{refused:?}") };
+        assert_eq!(what, "memory at device address 0x2000 (4 f32 elements)");
+    }
+
+    #[test]
+    fn a_capture_refuses_borrowed_memory() {
+        let gpu = RecordingBackend::new().with_entry(&AXPY);
+        let axpy = gpu.lookup(&AXPY).unwrap();
+        let capture = Capture::new(&gpu);
+        let ((x, _), (_, y)) = (at(0x1000, 4), at(0x2000, 4));
+        let refused = capture.launch(axpy, GEOMETRY, &mut axpy_args(x, y, 4));
+        assert!(
+            matches!(refused, Err(BackendError::Replay(ref reason)) if reason.contains("0x1000")),
+            "{refused:?}"
+        );
+        assert!(gpu.launches().is_empty());
+    }
+
+    /// A typed argument of a longer borrow is one of a shorter borrow (covariance), as a view is:
+    /// a test that fails by not compiling.
+    #[test]
+    fn typed_arguments_are_covariant_in_their_borrow() {
+        fn shorten<'short, 'long: 'short>(
+            input: In<'long, f32>,
+            output: Out<'long, f32>,
+        ) -> [KernelArg<'short>; 2] {
+            let (input, output): (In<'short, f32>, Out<'short, f32>) = (input, output);
+            [input.into(), output.into()]
+        }
+        // SAFETY: as in `at`.
+        let typed =
+            unsafe { (In::<f32>::from_device_ptr(0x1000, 1), Out::<f32>::from_device_ptr(0x2000, 1)) };
+        assert_eq!(shorten(typed.0, typed.1).len(), 2);
+    }
+}
