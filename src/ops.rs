@@ -128,30 +128,41 @@ pub fn dense_mm_bf16_into(
 ) -> Result<(), BackendError> {
     let StridedRows { view: x, ld } = x;
     match dense_mm_kernel(kernels, (m, n, k)) {
-        DenseKernel::Gemv => {
-            kernels.launch_gemv(gpu, launch::gemv(m, n), glm5next_kda::gemv { x, w, y, n, k })
-        }
+        DenseKernel::Gemv => kernels.launch_gemv(
+            gpu,
+            launch::gemv(m, n),
+            glm5next_kda::gemv { x: x.into(), w: w.into(), y: y.into(), n, k },
+        ),
         DenseKernel::GemvBatchM => kernels.launch_gemv_batchm(
             gpu,
             launch::gemv(m, n),
-            glm5next_kda::gemv_batchm { x, w, y, m, n, k, ldx: ld },
+            glm5next_kda::gemv_batchm { x: x.into(), w: w.into(), y: y.into(), m, n, k, ldx: ld },
         ),
         DenseKernel::Gemm => kernels.launch_gemm(
             gpu,
             launch::gemm(m, n),
-            glm5next_kda::gemm { a: x, b: w, c: y, m, n, k, lda: ld },
+            glm5next_kda::gemm { a: x.into(), b: w.into(), c: y.into(), m, n, k, lda: ld },
         ),
         DenseKernel::GemmSplitK { splits } => {
             let partial = partials.view_mut();
             kernels.launch_gemm_splitk(
                 gpu,
                 launch::gemm_splitk(m, n, splits),
-                glm5next_kda::gemm_splitk { a: x, b: w, partial, m, n, k, lda: ld, splits },
+                glm5next_kda::gemm_splitk {
+                    a: x.into(),
+                    b: w.into(),
+                    partial: partial.into(),
+                    m,
+                    n,
+                    k,
+                    lda: ld,
+                    splits,
+                },
             )?;
             kernels.launch_gemm_reduce(
                 gpu,
                 launch::elementwise(m.saturating_mul(n)),
-                glm5next_kda::gemm_reduce { partial: partials.view(), c: y, m, n, splits },
+                glm5next_kda::gemm_reduce { partial: partials.view().into(), c: y.into(), m, n, splits },
             )
         }
     }

@@ -24,7 +24,7 @@ fn fill_refuses_a_buffer_whose_storage_was_replaced_by_a_shorter_one() {
     let kernels = kda::kernels::Glm5NextKdaKernels::resolve(&gpu).unwrap();
     let mut dst = gpu.zeros::<f32>(N as usize).unwrap();
     *dst.storage_mut::<HostStorage>().unwrap() = HostStorage::from_slice(&[0.0f32; 16]).unwrap();
-    let args = glm5next_kda::fill { dst: dst.view_mut(), n: N, value: 2.0 };
+    let args = glm5next_kda::fill { dst: dst.view_mut().into(), n: N, value: 2.0 };
     let error = kernels.launch_fill(&gpu, LaunchGeometry::linear(N, 256), args).unwrap_err();
     assert!(error.to_string().contains("a view of 16 elements"), "{error}");
     assert_eq!(gpu.download::<f32>(&dst).unwrap(), [0.0; 16], "the kernel ran");

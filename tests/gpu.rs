@@ -2,9 +2,10 @@
 //! launch case (`kda::cases`) at small geometries and at GLM-5.3-Flash, within the tolerances of
 //! `docs/kernels.md`; the bit-identities the ABI promises on one backend (batched GEMV rows and the
 //! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
-//! streams of the device, also when one of them is written through a lent cudarc view; and, with
-//! the feature `nccl`, the all-reduce of a layer split by heads through a one-rank NCCL
-//! communicator.
+//! streams of the device, also when one of them is written through a lent cudarc view; the table
+//! resolved on every device of the machine, launching on each; a table on an engine's own stream and
+//! slices (`CudaBackend::on_stream`), and captured into the engine's own graph; and, with the feature `nccl`, the
+//! all-reduce of a layer split by heads through a one-rank NCCL communicator.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
 //! GPU machine (`--include-ignored`). Without a usable device a test panics with the backend's
@@ -16,21 +17,27 @@ mod support;
 
 use kda::cases::parity::{head_dim_64, head_dim_128};
 use kda::geometry::{GateLaw, KdaGeometry};
-use kda::kernels::{Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
+use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
 use kda::launch;
 use kda_runtime::cuda::CudaBackend;
-use kda_runtime::{GpuBackend, GpuBackendExt, bf16};
+use kda_runtime::cudarc::driver::CudaContext;
+use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt, Out, PerDevice, bf16};
 use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
     assert_recurrent_pair_identical, tiny,
 };
 
-/// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
-fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
+/// A panic that says why, where this test binary was built without CUDA kernel images.
+fn assert_images_built() {
     if let Some(why) = KERNEL_IMAGES.missing() {
         panic!("no CUDA kernel images in this test binary: {why}");
     }
+}
+
+/// The CUDA backend on device 0 with its resolved table, or a panic that says why there is none.
+fn cuda() -> (CudaBackend, Glm5NextKdaKernels) {
+    assert_images_built();
     let gpu = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap_or_else(|error| panic!("no GPU: {error}"));
     let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
     // Every module is built for the target, so the optional entries must resolve too.
@@ -147,7 +154,13 @@ fn a_buffer_written_on_one_stream_is_read_on_another_in_order() {
     // of the second.
     let mut x = a.upload(&first).unwrap();
     let mut y = b.zeros::<bf16>(n).unwrap();
-    let args = glm5next_kda::gemm_reduce { partial: x.view(), c: y.view_mut(), m: 1, n: n as u32, splits: 1 };
+    let args = glm5next_kda::gemm_reduce {
+        partial: x.view().into(),
+        c: y.view_mut().into(),
+        m: 1,
+        n: n as u32,
+        splits: 1,
+    };
     kernels.launch_gemm_reduce(&*b, launch::elementwise(n as u32), args).unwrap();
     a.write(&second, &mut x).unwrap();
     let got = b.download::<bf16>(&y).unwrap();
@@ -168,7 +181,13 @@ fn a_buffer_lent_as_a_cudarc_view_is_ordered_with_its_other_uses() {
     // the write must wait for the read.
     let mut x = gpu.upload(&first).unwrap();
     let mut y = b.zeros::<bf16>(n).unwrap();
-    let args = glm5next_kda::gemm_reduce { partial: x.view(), c: y.view_mut(), m: 1, n: n as u32, splits: 1 };
+    let args = glm5next_kda::gemm_reduce {
+        partial: x.view().into(),
+        c: y.view_mut().into(),
+        m: 1,
+        n: n as u32,
+        splits: 1,
+    };
     kernels.launch_gemm_reduce(&*b, launch::elementwise(n as u32), args).unwrap();
     // SAFETY: the one access, the copy, is issued on the stream the call gives.
     let copy =
@@ -182,11 +201,143 @@ fn a_buffer_lent_as_a_cudarc_view_is_ordered_with_its_other_uses() {
 
     // SAFETY (both): the closure does nothing.
     let wrong_type = unsafe { gpu.with_view_mut::<bf16, _>(&mut x, |_, _| ()) };
-    assert!(matches!(wrong_type, Err(kda_runtime::BackendError::DTypeMismatch { .. })), "{wrong_type:?}");
+    assert!(matches!(wrong_type, Err(BackendError::DTypeMismatch { .. })), "{wrong_type:?}");
     let other = CudaBackend::new(0, &[&KERNEL_IMAGES]).unwrap();
     let mut foreign = other.zeros::<f32>(4).unwrap();
     let foreign = unsafe { gpu.with_view_mut::<f32, _>(&mut foreign, |_, _| ()) };
-    assert!(matches!(foreign, Err(kda_runtime::BackendError::ForeignResource { .. })), "{foreign:?}");
+    assert!(matches!(foreign, Err(BackendError::ForeignResource { .. })), "{foreign:?}");
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn every_device_launches_the_table_resolved_on_it() {
+    assert_images_built();
+    let count = CudaBackend::device_count().unwrap_or_else(|error| panic!("no GPU: {error}"));
+    assert!(count > 0, "no GPU: the driver reports no CUDA device");
+    let backends = (0..count).map(|ordinal| {
+        CudaBackend::new(ordinal, &[&KERNEL_IMAGES])
+            .unwrap_or_else(|error| panic!("device {ordinal}: {error}"))
+    });
+    let devices = PerDevice::<_, Glm5NextKda>::resolve(backends).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(devices.len(), count);
+    let n = 1000;
+    // Each device's buffer filled with a value of its own, so a fill on the wrong device shows.
+    let value = |device: usize| device as f32 + 0.5;
+    let fill = |gpu: &dyn GpuBackend, handle, dst: &mut DeviceBuffer, value: f32| {
+        gpu.launch(
+            handle,
+            launch::elementwise(n as u32),
+            &mut [dst.view_mut().into(), (n as u32).into(), value.into()],
+        )
+    };
+    let mut filled = Vec::new();
+    for (device, (gpu, kernels)) in devices.iter().enumerate() {
+        let mut dst = gpu.zeros::<f32>(n).unwrap();
+        fill(gpu, kernels.fill, &mut dst, value(device))
+            .unwrap_or_else(|error| panic!("device {device}: {error}"));
+        filled.push(dst);
+    }
+    for (device, ((gpu, _), dst)) in devices.iter().zip(&filled).enumerate() {
+        assert_eq!(
+            gpu.download::<f32>(dst).unwrap(),
+            vec![value(device); n],
+            "device {device}: {}",
+            gpu.describe()
+        );
+        println!("device {device}: {}", gpu.describe());
+    }
+
+    // A backend apart from the table's, on the last device, refuses device 0's handle and writes
+    // nothing.
+    let (_, first) = devices.device(0).unwrap();
+    let other = CudaBackend::new(count - 1, &[&KERNEL_IMAGES]).unwrap();
+    let mut untouched = other.zeros::<f32>(n).unwrap();
+    let refused = fill(&other, first.fill, &mut untouched, 1.0);
+    assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    assert_eq!(other.download::<f32>(&untouched).unwrap(), vec![0.0; n]);
+}
+
+/// `fill` of `n` elements with `value` into `dst`, through `gpu`.
+fn fill_slice(
+    gpu: &CudaBackend,
+    kernels: &Glm5NextKdaKernels,
+    dst: Out<'_, f32>,
+    n: usize,
+    value: f32,
+) -> Result<(), BackendError> {
+    let args = glm5next_kda::fill { dst, n: n as u32, value };
+    kernels.launch_fill(gpu, launch::elementwise(n as u32), args)
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_table_launches_on_the_engine_s_stream_and_slices() {
+    assert_images_built();
+    let context = CudaContext::new(0).unwrap_or_else(|error| panic!("no GPU: {error:?}"));
+    let (first, second) = (context.new_stream().unwrap(), context.new_stream().unwrap());
+    let gpu = CudaBackend::on_stream(first.clone(), &[&KERNEL_IMAGES]).unwrap();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+    let n = 1000;
+    let mut slice = first.alloc_zeros::<f32>(n).unwrap();
+    fill_slice(&gpu, &kernels, (&mut slice).into(), n, 1.5).unwrap();
+    assert_eq!(first.clone_dtoh(&slice).unwrap(), vec![1.5; n]);
+
+    // A backend on another stream of the context shares the modules: the table resolved on the
+    // first launches there, and the launch is ordered after the first stream's by the slice's
+    // events (cudarc's tracking, on by default).
+    let other = CudaBackend::on_stream(second.clone(), &[&KERNEL_IMAGES]).unwrap();
+    fill_slice(&gpu, &kernels, (&mut slice).into(), n, 2.5).unwrap();
+    fill_slice(&other, &kernels, (&mut slice.slice_mut(..n / 2)).into(), n / 2, 3.5).unwrap();
+    let mut expected = vec![3.5; n / 2];
+    expected.resize(n, 2.5);
+    assert_eq!(second.clone_dtoh(&slice).unwrap(), expected);
+
+    // A slice shorter than the extent is refused and nothing is written.
+    let mut short = first.alloc_zeros::<f32>(n - 1).unwrap();
+    let refused = fill_slice(&gpu, &kernels, (&mut short).into(), n, 1.0);
+    assert!(matches!(refused, Err(BackendError::Argument { param: "dst", .. })), "{refused:?}");
+    assert_eq!(first.clone_dtoh(&short).unwrap(), vec![0.0; n - 1]);
+
+    // A slice of a context of another device is refused, where there is one.
+    if CudaBackend::device_count().unwrap() > 1 {
+        let elsewhere = CudaContext::new(1).unwrap().default_stream();
+        let mut foreign = elsewhere.alloc_zeros::<f32>(n).unwrap();
+        let refused = fill_slice(&gpu, &kernels, (&mut foreign).into(), n, 1.0);
+        assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
+    use kda_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    assert_images_built();
+    let context = CudaContext::new(0).unwrap_or_else(|error| panic!("no GPU: {error:?}"));
+    // SAFETY: every use of this context's slices below is on its one stream.
+    unsafe { context.disable_event_tracking() };
+    let stream = context.new_stream().unwrap();
+    let gpu = CudaBackend::on_stream(stream.clone(), &[&KERNEL_IMAGES]).unwrap();
+    let kernels = Glm5NextKdaKernels::resolve(&gpu).unwrap_or_else(|error| panic!("{error}"));
+    let n = 4096;
+    let mut slice = stream.alloc_zeros::<f32>(n).unwrap();
+    let mut own = gpu.zeros::<f32>(n).unwrap();
+    stream.synchronize().unwrap();
+
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    let captured = fill_slice(&gpu, &kernels, (&mut slice).into(), n, 7.0);
+    // kda's own buffer is refused in the caller's capture.
+    let args = glm5next_kda::fill { dst: own.view_mut().into(), n: n as u32, value: 1.0 };
+    let refused = kernels.launch_fill(&gpu, launch::elementwise(n as u32), args);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph with one launch");
+    captured.unwrap();
+    assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    // Nothing ran during the capture.
+    assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![0.0; n]);
+    for _ in 0..2 {
+        graph.launch().unwrap();
+    }
+    assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![7.0; n]);
+    assert_eq!(gpu.download::<f32>(&own).unwrap(), vec![0.0; n]);
 }
 
 /// The all-reduce of a layer split by heads (`kda::all_reduce`) through a one-rank NCCL

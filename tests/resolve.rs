@@ -140,7 +140,7 @@ fn a_handle_launches_only_on_the_backend_that_issued_it() {
     let geometry = LaunchGeometry::linear(8, 256);
     let mut buffer = first.alloc(kda_runtime::DType::F32, 8).unwrap();
     fn fill(dst: kda_runtime::ViewMut<'_>) -> glm5next_kda::fill<'_> {
-        glm5next_kda::fill { dst, n: 8, value: 0.0 }
+        glm5next_kda::fill { dst: dst.into(), n: 8, value: 0.0 }
     }
     kernels.launch_fill(&first, geometry, fill(buffer.view_mut())).unwrap();
     assert_eq!(first.launched(), ["kda_layer_ops::kda_fill_f32"]);
@@ -179,8 +179,15 @@ fn a_launch_of_an_absent_optional_entry_is_an_error() {
     let (x, w) =
         (gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap(), gpu.alloc(kda_runtime::DType::Bf16, 8).unwrap());
     let mut y = gpu.alloc(kda_runtime::DType::Bf16, 4).unwrap();
-    let args =
-        glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m: 2, n: 2, k: 4, ldx: 4 };
+    let args = glm5next_kda::gemv_batchm {
+        x: x.view().into(),
+        w: w.view().into(),
+        y: y.view_mut().into(),
+        m: 2,
+        n: 2,
+        k: 4,
+        ldx: 4,
+    };
     let error = kernels.launch_gemv_batchm(&gpu, kda::launch::gemv(2, 2), args).unwrap_err();
     assert_eq!(
         error.to_string(),

@@ -45,7 +45,7 @@ fn bench(backend: &str, gpu: &dyn GpuBackend) {
     let mut raw_dst = gpu.alloc(DType::F32, 1).unwrap();
     let mut unchecked_dst = gpu.alloc(DType::F32, 1).unwrap();
     let mut typed = || {
-        let args = table::fill { dst: typed_dst.view_mut(), n: 1, value: 1.0 };
+        let args = table::fill { dst: typed_dst.view_mut().into(), n: 1, value: 1.0 };
         kernels.launch_fill(gpu, geometry, args).unwrap()
     };
     let mut raw = || {

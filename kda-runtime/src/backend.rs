@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::borrowed::Borrowed;
 use crate::signature::ScalarKind;
 use crate::{
     BackendError, ConstBuffer, DType, DeviceBuffer, DeviceGraph, Element, KernelEntry, KernelHandle,
@@ -42,6 +43,10 @@ pub enum KernelArg<'a> {
     /// A null pointer, for a buffer parameter the manifest declares `nullable`: the kernel takes
     /// it as absent (no bias, "in place").
     Null,
+    /// Memory borrowed from its owner, an engine's cudarc slice or a device address (through
+    /// [`In`](crate::In) and [`Out`](crate::Out)): only the CUDA backend of its context launches on
+    /// it.
+    Borrowed(Borrowed<'a>),
 }
 
 impl KernelArg<'_> {
@@ -49,7 +54,7 @@ impl KernelArg<'_> {
     pub fn scalar_kind(&self) -> Option<ScalarKind> {
         match self {
             KernelArg::Scalar(scalar) => Some(scalar.kind()),
-            KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Null => None,
+            KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Null | KernelArg::Borrowed(_) => None,
         }
     }
 
@@ -58,6 +63,7 @@ impl KernelArg<'_> {
         match self {
             KernelArg::Read(view) => Some((view.dtype(), view.len(), false)),
             KernelArg::Write(view) => Some((view.dtype(), view.len(), true)),
+            KernelArg::Borrowed(borrowed) => Some((borrowed.dtype(), borrowed.len(), borrowed.is_writable())),
             _ => None,
         }
     }
@@ -66,6 +72,7 @@ impl KernelArg<'_> {
     pub fn describe(&self) -> String {
         match (self, self.view()) {
             (KernelArg::Null, _) => "a null pointer".to_owned(),
+            (KernelArg::Borrowed(borrowed), _) => borrowed.describe(),
             (_, Some((dtype, len, false))) => format!("a read-only view `const {dtype}[{len}]`"),
             (_, Some((dtype, len, true))) => format!("a mutable view `{dtype}[{len}]`"),
             (_, None) => format!("a `{}` scalar", self.scalar_kind().map_or("?", ScalarKind::name)),
@@ -76,7 +83,9 @@ impl KernelArg<'_> {
     pub(crate) fn describe_value(&self) -> String {
         match self {
             KernelArg::Scalar(scalar) => scalar.to_string(),
-            KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Null => self.describe(),
+            KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Null | KernelArg::Borrowed(_) => {
+                self.describe()
+            }
         }
     }
 }

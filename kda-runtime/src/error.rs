@@ -124,6 +124,16 @@ pub enum BackendError {
         /// The launch's scalars and geometry, or why the requirement could not be evaluated.
         detail: String,
     },
+    /// A written argument at a device address overlaps another argument of the launch.
+    #[error("`{}`: the written argument `{written}` overlaps `{other}` in device memory", entry.path())]
+    Aliased {
+        /// The entry.
+        entry: Box<KernelEntry>,
+        /// The parameter of the written argument.
+        written: &'static str,
+        /// The parameter of the argument it overlaps.
+        other: &'static str,
+    },
     /// A launch was refused or failed; names the kernel.
     #[error("launch of `{module}::{entry}` failed: {reason}")]
     Launch {

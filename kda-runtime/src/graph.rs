@@ -172,6 +172,11 @@ impl GpuBackend for Capture<'_> {
         geometry: LaunchGeometry,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
+        if let Some(KernelArg::Borrowed(borrowed)) =
+            args.iter().find(|arg| matches!(arg, KernelArg::Borrowed(_)))
+        {
+            return Err(self.refuse(&format!("a launch on {}", borrowed.describe())));
+        }
         self.gpu.launch(kernel, geometry, args)?;
         self.bindings.lock().unwrap_or_else(PoisonError::into_inner).note(args);
         Ok(())

@@ -77,7 +77,7 @@
 //!    let gpu = EMULATED_KERNELS.emulator()?; // or cuda::CudaBackend::new(0, &[&KERNEL_IMAGES])?
 //!    let kernels = ScalingKernels::resolve(&gpu)?;
 //!    let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
-//!    let args = scaling::scale { x: x.view_mut(), n: 3, factor: 2.0 };
+//!    let args = scaling::scale { x: x.view_mut().into(), n: 3, factor: 2.0 };
 //!    kernels.launch_scale(&gpu, LaunchGeometry::linear(3, 256), args)?;
 //!    assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
 //!    ```
@@ -92,7 +92,8 @@
 //! entries; [`emu::DriverBackend`] runs a driver of the caller's choosing, and `kda emulate`
 //! (kda-cli) launches every entry of any crate under a sanitizer at the edges its `requires`
 //! allow, with no test of the crate's. The repository's `examples/scale-model` is a larger crate
-//! built this way.
+//! built this way. An engine with several GPUs resolves its table once per device, on each
+//! device's backend, with [`PerDevice`].
 //!
 //! # Soundness
 //!
@@ -168,7 +169,9 @@
 // to resolve to.
 #![cfg_attr(not(all(feature = "cuda", feature = "emulation")), allow(rustdoc::broken_intra_doc_links))]
 
+mod argument;
 mod backend;
+mod borrowed;
 mod buffer;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -186,6 +189,7 @@ pub mod host;
 mod image;
 mod lookup;
 pub mod modules;
+pub mod per_device;
 pub mod profile;
 pub mod record;
 mod registry;
@@ -197,7 +201,9 @@ mod stream;
 mod table;
 mod trusted;
 
+pub use argument::{In, Out, Untyped};
 pub use backend::{GpuBackend, GpuBackendExt, KernelArg, LaunchGeometry};
+pub use borrowed::Borrowed;
 pub use buffer::{BufferStorage, ConstBuffer, DType, DeviceBuffer, Element, Fp8E4M3, Fp8E5M2, View, ViewMut};
 pub use entry::KernelEntry;
 pub use error::BackendError;
@@ -211,6 +217,7 @@ pub use image::{
     Incompatibility, KernelImage, PtxImage,
 };
 pub use lookup::{LookupError, try_kernel};
+pub use per_device::{DeviceResolveError, PerDevice};
 pub use resolve::{ResolveError, ResolveProblem, Resolver};
 pub use scalar::{Scalar, ScalarValue};
 pub use signature::Signature;

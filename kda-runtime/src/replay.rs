@@ -301,6 +301,9 @@ impl<'g> LaunchRecorder<'g> {
             KernelArg::Write(v) => view(v.buffer().id(), v.range(), true),
             KernelArg::Scalar(scalar) => Ok(ListedArg::Scalar(*scalar)),
             KernelArg::Null => Ok(ListedArg::Null),
+            KernelArg::Borrowed(_) => Err(BackendError::Replay(
+                "a launch uses borrowed memory, which a recording cannot bind".to_owned(),
+            )),
         }
     }
 

@@ -507,6 +507,15 @@ pub(crate) fn check_trusting(
             ));
         }
     }
+    if let Some((first, second)) = crate::borrowed::overlapping(args) {
+        let written = |index: usize| args[index].view().is_some_and(|(_, _, writable)| writable);
+        let (written, other) = if written(first) { (first, second) } else { (second, first) };
+        return Err(BackendError::Aliased {
+            entry: Box::new(*entry),
+            written: params[written].name,
+            other: params[other].name,
+        });
+    }
     Ok(())
 }
 

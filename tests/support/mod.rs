@@ -184,12 +184,12 @@ pub fn assert_prefill_conv_is_decode_conv(
     let inputs = gpu.upload(&x).unwrap();
     let [mut q, mut k, mut v] = [(); 3].map(|_| gpu.zeros::<f32>(rows * qkv as usize).unwrap());
     let prefill = args::conv_prefill {
-        state: state.view_mut(),
-        x: inputs.view(),
-        weight: weight.view(),
-        q: q.view_mut(),
-        k: k.view_mut(),
-        v: v.view_mut(),
+        state: state.view_mut().into(),
+        x: inputs.view().into(),
+        weight: weight.view().into(),
+        q: q.view_mut().into(),
+        k: k.view_mut().into(),
+        v: v.view_mut().into(),
         t,
         qkv,
         ldx: dim,
@@ -205,11 +205,11 @@ pub fn assert_prefill_conv_is_decode_conv(
     for (tau, token) in x.chunks(channels).enumerate() {
         let token = gpu.upload(token).unwrap();
         let step = args::conv_decode {
-            pool: pool.view_mut(),
-            slot: slot.view(),
-            x: token.view(),
-            weight: weight.view(),
-            out: out.view_mut(),
+            pool: pool.view_mut().into(),
+            slot: slot.view().into(),
+            x: token.view().into(),
+            weight: weight.view().into(),
+            out: out.view_mut().into(),
             b: 1,
             slots: 1,
             dim,

@@ -157,16 +157,20 @@ fn launch_unary<T: Real + neg_type + exp_type + relu_type>(
 ) -> Result<(), BackendError> {
     let (numel, num_dims, info, inp, out) = (12, 2, layout.view(), inp.view(), out.view_mut());
     match op {
-        Unary::Neg => {
-            kernels.launch_neg::<T>(gpu, GRID_STRIDE, kernel_library::neg { numel, num_dims, info, inp, out })
-        }
-        Unary::Exp => {
-            kernels.launch_exp::<T>(gpu, GRID_STRIDE, kernel_library::exp { numel, num_dims, info, inp, out })
-        }
+        Unary::Neg => kernels.launch_neg::<T>(
+            gpu,
+            GRID_STRIDE,
+            kernel_library::neg { numel, num_dims, info: info.into(), inp: inp.into(), out: out.into() },
+        ),
+        Unary::Exp => kernels.launch_exp::<T>(
+            gpu,
+            GRID_STRIDE,
+            kernel_library::exp { numel, num_dims, info: info.into(), inp: inp.into(), out: out.into() },
+        ),
         Unary::Relu => kernels.launch_relu::<T>(
             gpu,
             GRID_STRIDE,
-            kernel_library::relu { numel, num_dims, info, inp, out },
+            kernel_library::relu { numel, num_dims, info: info.into(), inp: inp.into(), out: out.into() },
         ),
     }
 }
@@ -252,10 +256,10 @@ fn check_add<T: Real + kernel_library::add_type>() {
         let args = kernel_library::add {
             numel: 12,
             num_dims: 2,
-            dims_and_strides: dims_and_strides.view(),
-            lhs: lhs.view(),
-            rhs,
-            out: out.view_mut(),
+            dims_and_strides: dims_and_strides.view().into(),
+            lhs: lhs.view().into(),
+            rhs: rhs.into(),
+            out: out.view_mut().into(),
         };
         kernels.launch_add::<T>(&gpu, GRID_STRIDE, args)
     };
@@ -282,7 +286,11 @@ fn add_of_a_transposed_and_a_broadcast_input_is_exact_in_every_type() {
 fn to_f32<T: Element + kernel_library::to_f32_type>(inp: &[T]) -> Vec<f32> {
     let (gpu, kernels) = library();
     let (input, mut out) = (gpu.upload(inp).unwrap(), gpu.zeros::<f32>(inp.len()).unwrap());
-    let args = kernel_library::to_f32 { inp: input.view(), out: out.view_mut(), numel: inp.len() as u64 };
+    let args = kernel_library::to_f32 {
+        inp: input.view().into(),
+        out: out.view_mut().into(),
+        numel: inp.len() as u64,
+    };
     kernels.launch_to_f32::<T>(&gpu, GRID_STRIDE, args).unwrap_or_else(|error| panic!("{error}"));
     gpu.download::<f32>(&out).unwrap()
 }
@@ -291,7 +299,11 @@ fn to_f32<T: Element + kernel_library::to_f32_type>(inp: &[T]) -> Vec<f32> {
 fn from_f32<T: Element + kernel_library::from_f32_type>(inp: &[f32]) -> Vec<T> {
     let (gpu, kernels) = library();
     let (input, mut out) = (gpu.upload(inp).unwrap(), gpu.zeros::<T>(inp.len()).unwrap());
-    let args = kernel_library::from_f32 { inp: input.view(), out: out.view_mut(), numel: inp.len() as u64 };
+    let args = kernel_library::from_f32 {
+        inp: input.view().into(),
+        out: out.view_mut().into(),
+        numel: inp.len() as u64,
+    };
     kernels.launch_from_f32::<T>(&gpu, GRID_STRIDE, args).unwrap_or_else(|error| panic!("{error}"));
     gpu.download::<T>(&out).unwrap()
 }
@@ -398,7 +410,7 @@ fn sum_rows_sums_each_of_the_grids_rows_exactly() {
     let input: Vec<f32> = (0..count as usize * d).map(|i| ((i * 7919) % 1021) as f32 - 510.0).collect();
     let (x, mut out) = (gpu.upload(&input).unwrap(), gpu.zeros::<f32>(count as usize).unwrap());
     for block in [64, 256] {
-        let args = kernel_library::sum_rows { x: x.view(), out: out.view_mut(), d: d as u64 };
+        let args = kernel_library::sum_rows { x: x.view().into(), out: out.view_mut().into(), d: d as u64 };
         kernels.launch_sum_rows(&gpu, rows(count, block), args).unwrap_or_else(|error| panic!("{error}"));
         let want: Vec<f32> = input.chunks(d).map(|row| row.iter().sum()).collect();
         assert_eq!(gpu.download::<f32>(&out).unwrap(), want, "{block} threads a row");
@@ -410,13 +422,13 @@ fn a_row_kernel_is_refused_for_an_output_short_of_the_grids_rows_or_too_little_s
     let (gpu, kernels) = library();
     let x = gpu.upload(&[1.0f32; 3 * 40]).unwrap();
     let mut out = gpu.upload(&[9.0f32; 2]).unwrap();
-    let args = kernel_library::sum_rows { x: x.view(), out: out.view_mut(), d: 40 };
+    let args = kernel_library::sum_rows { x: x.view().into(), out: out.view_mut().into(), d: 40 };
     let error = kernels.launch_sum_rows(&gpu, rows(3, 64), args).unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "out", .. }), "{error}");
     assert!(error.to_string().contains("`grid.x`"), "{error}");
     // Two rows fit it; the input needs 2 · 40 elements, which it has.
     let starved = LaunchGeometry { shared_mem_bytes: 4, ..rows(2, 64) };
-    let args = kernel_library::sum_rows { x: x.view(), out: out.view_mut(), d: 40 };
+    let args = kernel_library::sum_rows { x: x.view().into(), out: out.view_mut().into(), d: 40 };
     let error = kernels.launch_sum_rows(&gpu, starved, args).unwrap_err();
     assert!(
         matches!(error, BackendError::Requirement { requirement: "shared.bytes >= block.x / 32 * 4", .. }),
@@ -434,7 +446,7 @@ fn softmax_of_each_row_matches_an_f64_reference_even_where_exp_overflows_f32() {
     let input: Vec<f32> =
         (0..count as usize * d).map(|i| bits.f32_any() + if i / d == 2 { 1000.0 } else { 0.0 }).collect();
     let (x, mut y) = (gpu.upload(&input).unwrap(), gpu.zeros::<f32>(input.len()).unwrap());
-    let args = kernel_library::softmax { x: x.view(), y: y.view_mut(), d: d as u64 };
+    let args = kernel_library::softmax { x: x.view().into(), y: y.view_mut().into(), d: d as u64 };
     kernels.launch_softmax(&gpu, rows(count, 64), args).unwrap_or_else(|error| panic!("{error}"));
     let want: Vec<f64> = input
         .chunks(d)
@@ -461,9 +473,9 @@ fn check_rmsnorm<T: Real + kernel_library::rmsnorm_type>(weighted: bool, unit_of
     let (x, alpha) = (gpu.upload(&input).unwrap(), gpu.upload(&weights).unwrap());
     let mut y = gpu.zeros::<T>(input.len()).unwrap();
     let args = kernel_library::rmsnorm {
-        x: x.view(),
-        y: y.view_mut(),
-        alpha: weighted.then(|| alpha.view()),
+        x: x.view().into(),
+        y: y.view_mut().into(),
+        alpha: weighted.then(|| alpha.view().into()),
         d: d as u64,
         eps,
         unit_offset,
@@ -502,8 +514,8 @@ fn a_null_weight_changes_the_result_and_a_short_weight_is_refused() {
     let mut y = gpu.zeros::<f32>(64).unwrap();
     let mut normed = |alpha| {
         let args = kernel_library::rmsnorm_f32 {
-            x: x.view(),
-            y: y.view_mut(),
+            x: x.view().into(),
+            y: y.view_mut().into(),
             alpha,
             d: 64,
             eps: 0.0,
@@ -514,8 +526,8 @@ fn a_null_weight_changes_the_result_and_a_short_weight_is_refused() {
     };
     // A row of threes has RMS 3: normalised to ones, doubled by the weight.
     assert_eq!(normed(None).unwrap(), [1.0; 64]);
-    assert_eq!(normed(Some(two.view())).unwrap(), [2.0; 64]);
-    let error = normed(Some(short.view())).unwrap_err();
+    assert_eq!(normed(Some(two.view().into())).unwrap(), [2.0; 64]);
+    let error = normed(Some(short.view().into())).unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "alpha", .. }), "{error}");
 }
 
@@ -534,10 +546,10 @@ fn check_rope<T: Real + kernel_library::rope_type>() {
     let (src, c, s) = (gpu.upload(&input).unwrap(), gpu.upload(&cos).unwrap(), gpu.upload(&sin).unwrap());
     let mut dst = gpu.zeros::<T>(input.len()).unwrap();
     let args = kernel_library::rope {
-        src: src.view(),
-        cos: c.view(),
-        sin: s.view(),
-        dst: dst.view_mut(),
+        src: src.view().into(),
+        cos: c.view().into(),
+        sin: s.view().into(),
+        dst: dst.view_mut().into(),
         bh,
         td,
         d,
@@ -574,10 +586,10 @@ fn rope_is_refused_for_rows_that_are_not_whole_positions() {
     let src = gpu.upload(&[0.0f32; 20]).unwrap();
     let mut dst = gpu.zeros::<f32>(20).unwrap();
     let args = kernel_library::rope_f32 {
-        src: src.view(),
-        cos: table.view(),
-        sin: table.view(),
-        dst: dst.view_mut(),
+        src: src.view().into(),
+        cos: table.view().into(),
+        sin: table.view().into(),
+        dst: dst.view_mut().into(),
         bh: 1,
         td: 20,
         d: 8,
@@ -600,9 +612,9 @@ fn check_index_select<I: Element + kernel_library::index_select_type>(ids: &[I],
     let (index, src) = (gpu.upload(ids).unwrap(), gpu.upload(&table).unwrap());
     let mut out = gpu.zeros::<f32>(3 * ids.len()).unwrap();
     let args = kernel_library::index_select {
-        ids: index.view(),
-        src: src.view(),
-        out: out.view_mut(),
+        ids: index.view().into(),
+        src: src.view().into(),
+        out: out.view_mut().into(),
         n: ids.len() as u64,
         d: 3,
     };
@@ -627,9 +639,9 @@ fn a_trusted_launch_still_refuses_a_short_output() {
     let (ids, src) = (gpu.upload(&[1u32, 3]).unwrap(), gpu.upload(&five_rows()).unwrap());
     let mut out = gpu.upload(&[-1.0f32; 5]).unwrap();
     let args = kernel_library::index_select_u32 {
-        ids: ids.view(),
-        src: src.view(),
-        out: out.view_mut(),
+        ids: ids.view().into(),
+        src: src.view().into(),
+        out: out.view_mut().into(),
         n: 2,
         d: 3,
     };
@@ -652,9 +664,9 @@ fn check_scatter_add<T: Real + kernel_library::scatter_add_type>() {
     let (index, src, mut dst) =
         (gpu.upload(&ids).unwrap(), gpu.upload(&rows).unwrap(), gpu.upload(&start).unwrap());
     let args = kernel_library::scatter_add {
-        ids: index.view(),
-        src: src.view(),
-        dst: dst.view_mut(),
+        ids: index.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
         n: n as u64,
         d: d as u64,
     };
@@ -703,11 +715,11 @@ fn dequantize_decodes_q8_0_blocks_behind_a_void_pointer() {
     let (bytes, products) = q8_blocks();
     let vx = gpu.upload(&bytes).unwrap();
     let mut y = gpu.zeros::<f32>(96).unwrap();
-    let args = kernel_library::dequantize { vx: vx.view(), y: y.view_mut(), k: 96 };
+    let args = kernel_library::dequantize { vx: vx.view().into(), y: y.view_mut().into(), k: 96 };
     kernels.launch_dequantize::<f32>(&gpu, GRID_STRIDE, args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&y).unwrap(), products);
     let mut halves = gpu.zeros::<f16>(96).unwrap();
-    let args = kernel_library::dequantize { vx: vx.view(), y: halves.view_mut(), k: 96 };
+    let args = kernel_library::dequantize { vx: vx.view().into(), y: halves.view_mut().into(), k: 96 };
     kernels.launch_dequantize::<f16>(&gpu, GRID_STRIDE, args).unwrap_or_else(|error| panic!("{error}"));
     // The exact product, rounded once to f16.
     let want: Vec<f16> = products.iter().map(|&p| f16::from_f32(p)).collect();
@@ -721,11 +733,11 @@ fn dequantize_is_refused_for_bytes_short_of_the_blocks_and_a_partial_block() {
     // A view of any element type is a `void` buffer, measured in bytes: 101 of the 102.
     let short = gpu.upload(&bytes[..101]).unwrap();
     let mut y = gpu.zeros::<f32>(96).unwrap();
-    let args = kernel_library::dequantize_f32 { vx: short.view(), y: y.view_mut(), k: 96 };
+    let args = kernel_library::dequantize_f32 { vx: short.view().into(), y: y.view_mut().into(), k: 96 };
     let error = kernels.launch_dequantize_f32(&gpu, GRID_STRIDE, args).unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "vx", .. }), "{error}");
     let vx = gpu.upload(&bytes).unwrap();
-    let args = kernel_library::dequantize_f32 { vx: vx.view(), y: y.view_mut(), k: 80 };
+    let args = kernel_library::dequantize_f32 { vx: vx.view().into(), y: y.view_mut().into(), k: 80 };
     let error = kernels.launch_dequantize_f32(&gpu, GRID_STRIDE, args).unwrap_err();
     assert!(matches!(error, BackendError::Requirement { requirement: "k % 32 == 0", .. }), "{error}");
 }
@@ -741,8 +753,12 @@ fn compaction_keeps_the_positive_elements_in_each_warps_order() {
     let input: Vec<f32> = (0..n).map(|_| bits.f32_any()).collect();
     let x = gpu.upload(&input).unwrap();
     let (mut out, mut count) = (gpu.upload(&vec![-7.0f32; n]).unwrap(), gpu.zeros::<u32>(1).unwrap());
-    let args =
-        kernel_library::compact { x: x.view(), out: out.view_mut(), count: count.view_mut(), n: n as u64 };
+    let args = kernel_library::compact {
+        x: x.view().into(),
+        out: out.view_mut().into(),
+        count: count.view_mut().into(),
+        n: n as u64,
+    };
     kernels.launch_compact(&gpu, GRID_STRIDE, args).unwrap_or_else(|error| panic!("{error}"));
     let got = gpu.download::<f32>(&out).unwrap();
     let count = gpu.download::<u32>(&count).unwrap()[0] as usize;
@@ -772,7 +788,12 @@ fn the_histogram_counts_every_value_below_its_bins_across_blocks() {
     let start: Vec<u32> = (0..bins).map(|b| 1000 * b).collect();
     let (input, mut hist) = (gpu.upload(&values).unwrap(), gpu.upload(&start).unwrap());
     let geometry = LaunchGeometry { grid: (3, 1, 1), block: (128, 1, 1), shared_mem_bytes: bins * 4 };
-    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: n as u64, bins };
+    let args = kernel_library::histogram {
+        values: input.view().into(),
+        hist: hist.view_mut().into(),
+        n: n as u64,
+        bins,
+    };
     kernels.launch_histogram(&gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
     let mut want = start;
     for &value in values.iter().filter(|&&value| value < bins) {
@@ -781,7 +802,12 @@ fn the_histogram_counts_every_value_below_its_bins_across_blocks() {
     assert_eq!(gpu.download::<u32>(&hist).unwrap(), want);
     // Shared memory short of a bin a count is refused before the launch.
     let short = LaunchGeometry { shared_mem_bytes: bins * 4 - 1, ..geometry };
-    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: n as u64, bins };
+    let args = kernel_library::histogram {
+        values: input.view().into(),
+        hist: hist.view_mut().into(),
+        n: n as u64,
+        bins,
+    };
     let error = kernels.launch_histogram(&gpu, short, args).unwrap_err();
     assert!(
         matches!(error, BackendError::Requirement { requirement: "shared.bytes >= bins * 4", .. }),
@@ -803,7 +829,8 @@ fn check_affine<T: Real + kernel_library::affine_type>() {
     let mut y = gpu.zeros::<T>(n).unwrap();
     // 2 blocks of 128 threads, four elements each: 1,024 places for the 1,001.
     let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
-    let args = kernel_library::affine { x: x.view(), y: y.view_mut(), scale, shift, n: n as u64 };
+    let args =
+        kernel_library::affine { x: x.view().into(), y: y.view_mut().into(), scale, shift, n: n as u64 };
     kernels.launch_affine::<T>(&gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
     let want: Vec<f64> = input.iter().map(|x| x.get() * f64::from(scale) + f64::from(shift)).collect();
     let what = format!("affine of {:?}", T::DTYPE);
@@ -825,7 +852,13 @@ fn a_template_launch_is_refused_for_a_grid_short_of_its_elements() {
     let x = gpu.upload(&[1.0f32; 1025]).unwrap();
     let mut y = gpu.zeros::<f32>(1025).unwrap();
     let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
-    let args = kernel_library::affine_f32 { x: x.view(), y: y.view_mut(), scale: 2.0, shift: 0.0, n: 1025 };
+    let args = kernel_library::affine_f32 {
+        x: x.view().into(),
+        y: y.view_mut().into(),
+        scale: 2.0,
+        shift: 0.0,
+        n: 1025,
+    };
     let error = kernels.launch_affine_f32(&gpu, geometry, args).unwrap_err();
     assert!(
         matches!(error, BackendError::Requirement { requirement: "grid.x * block.x * 4 >= n", .. }),
@@ -844,15 +877,15 @@ fn a_template_per_block_size_gives_each_rows_largest_element() {
     let x = gpu.upload(&input).unwrap();
     let geometry = |block| LaunchGeometry { grid: (count, 1, 1), block: (block, 1, 1), shared_mem_bytes: 0 };
     let mut out = gpu.zeros::<f32>(count as usize).unwrap();
-    let args = kernel_library::max_rows_64 { x: x.view(), out: out.view_mut(), d: d as u64 };
+    let args = kernel_library::max_rows_64 { x: x.view().into(), out: out.view_mut().into(), d: d as u64 };
     kernels.launch_max_rows_64(&gpu, geometry(64), args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&out).unwrap(), want, "64 threads a row");
     let mut out = gpu.zeros::<f32>(count as usize).unwrap();
-    let args = kernel_library::max_rows_256 { x: x.view(), out: out.view_mut(), d: d as u64 };
+    let args = kernel_library::max_rows_256 { x: x.view().into(), out: out.view_mut().into(), d: d as u64 };
     kernels.launch_max_rows_256(&gpu, geometry(256), args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&out).unwrap(), want, "256 threads a row");
     // The block must be the instantiation's.
-    let args = kernel_library::max_rows_256 { x: x.view(), out: out.view_mut(), d: d as u64 };
+    let args = kernel_library::max_rows_256 { x: x.view().into(), out: out.view_mut().into(), d: d as u64 };
     let error = kernels.launch_max_rows_256(&gpu, geometry(64), args).unwrap_err();
     assert!(matches!(error, BackendError::Requirement { requirement: "block.x == BLOCK", .. }), "{error}");
 }

@@ -95,9 +95,9 @@ fn a_16_bit_float_op_one_element_past_its_output_is_an_err() {
     let args = kernel_library::neg_f16 {
         numel: 12,
         num_dims: 1,
-        info: info.view(),
-        inp: halves.view(),
-        out: half_out.view_mut(),
+        info: info.view().into(),
+        inp: halves.view().into(),
+        out: half_out.view_mut().into(),
     };
     assert_reported(
         "uneg_f16",
@@ -107,9 +107,9 @@ fn a_16_bit_float_op_one_element_past_its_output_is_an_err() {
     let args = kernel_library::neg_bf16 {
         numel: 12,
         num_dims: 1,
-        info: info.view(),
-        inp: brains.view(),
-        out: brain_out.view_mut(),
+        info: info.view().into(),
+        inp: brains.view().into(),
+        out: brain_out.view_mut().into(),
     };
     assert_reported(
         "uneg_bf16",
@@ -125,7 +125,12 @@ fn warp_vote_compaction_reading_one_past_its_input_is_an_err() {
     // 992, thread 1000 % 128 = 104 of the grid, 40 of block 1.
     let x = gpu.upload(&[1.0f32; 1000]).unwrap();
     let (mut out, mut count) = (gpu.zeros::<f32>(1000).unwrap(), gpu.zeros::<u32>(1).unwrap());
-    let args = kernel_library::compact { x: x.view(), out: out.view_mut(), count: count.view_mut(), n: 1000 };
+    let args = kernel_library::compact {
+        x: x.view().into(),
+        out: out.view_mut().into(),
+        count: count.view_mut().into(),
+        n: 1000,
+    };
     assert_reported(
         "compact",
         kernels.launch_compact(&gpu, TWO_BLOCKS, args),
@@ -142,7 +147,13 @@ fn a_template_instantiation_reading_one_past_its_input_is_an_err() {
     let x = gpu.upload(&[1.0f32; 1001]).unwrap();
     let mut y = gpu.zeros::<f32>(1001).unwrap();
     let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
-    let args = kernel_library::affine_f32 { x: x.view(), y: y.view_mut(), scale: 2.0, shift: 0.0, n: 1001 };
+    let args = kernel_library::affine_f32 {
+        x: x.view().into(),
+        y: y.view_mut().into(),
+        scale: 2.0,
+        shift: 0.0,
+        n: 1001,
+    };
     assert_reported(
         "affine<float, 4>",
         kernels.launch_affine_f32(&gpu, geometry, args),
@@ -166,9 +177,9 @@ fn a_scatter_add_without_its_atomics_is_a_race_on_every_architecture_path() {
     let index = gpu.upload(&ids).unwrap();
     let (src, mut dst) = (gpu.upload(&[0.5f32; 64]).unwrap(), gpu.zeros::<f32>(4).unwrap());
     let args = kernel_library::scatter_add_f32 {
-        ids: index.view(),
-        src: src.view(),
-        dst: dst.view_mut(),
+        ids: index.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
         n: 32,
         d: 2,
     };
@@ -181,9 +192,9 @@ fn a_scatter_add_without_its_atomics_is_a_race_on_every_architecture_path() {
     // The bf16 kernel, compiled for sm_80 and later only (the emulated device is sm_90).
     let (src, mut dst) = (gpu.upload(&[bf16::ONE; 64]).unwrap(), gpu.zeros::<bf16>(4).unwrap());
     let args = kernel_library::scatter_add_bf16 {
-        ids: index.view(),
-        src: src.view(),
-        dst: dst.view_mut(),
+        ids: index.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
         n: 32,
         d: 2,
     };
@@ -202,14 +213,14 @@ fn a_block_reduction_without_its_barrier_is_a_race() {
     let geometry = LaunchGeometry { grid: (2, 1, 1), block: (64, 1, 1), shared_mem_bytes: 8 };
     let x = gpu.upload(&[1.0f32; 200]).unwrap();
     let mut out = gpu.zeros::<f32>(2).unwrap();
-    let args = kernel_library::sum_rows { x: x.view(), out: out.view_mut(), d: 100 };
+    let args = kernel_library::sum_rows { x: x.view().into(), out: out.view_mut().into(), d: 100 };
     assert_race("sum_rows", kernels.launch_sum_rows(&gpu, geometry, args), "reduce");
     let mut y = gpu.zeros::<f32>(200).unwrap();
-    let args = kernel_library::softmax { x: x.view(), y: y.view_mut(), d: 100 };
+    let args = kernel_library::softmax { x: x.view().into(), y: y.view_mut().into(), d: 100 };
     assert_race("softmax", kernels.launch_softmax(&gpu, geometry, args), "reduce");
     let args = kernel_library::rmsnorm_f32 {
-        x: x.view(),
-        y: y.view_mut(),
+        x: x.view().into(),
+        y: y.view_mut().into(),
         alpha: None,
         d: 100,
         eps: 1e-5,
@@ -217,7 +228,7 @@ fn a_block_reduction_without_its_barrier_is_a_race() {
     };
     assert_race("rmsnorm", kernels.launch_rmsnorm_f32(&gpu, geometry, args), "norm");
     let mut out = gpu.zeros::<f32>(2).unwrap();
-    let args = kernel_library::max_rows_64 { x: x.view(), out: out.view_mut(), d: 100 };
+    let args = kernel_library::max_rows_64 { x: x.view().into(), out: out.view_mut().into(), d: 100 };
     let geometry = LaunchGeometry { shared_mem_bytes: 0, ..geometry };
     assert_race("max_rows<64>", kernels.launch_max_rows_64(&gpu, geometry, args), "templates");
 }
@@ -229,6 +240,11 @@ fn a_histogram_counting_before_its_bins_are_cleared_is_a_race() {
     let values: Vec<u32> = (0..256).map(|i| (i * 7) % 64).collect();
     let (input, mut hist) = (gpu.upload(&values).unwrap(), gpu.zeros::<u32>(64).unwrap());
     let geometry = LaunchGeometry { grid: (1, 1, 1), block: (64, 1, 1), shared_mem_bytes: 256 };
-    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: 256, bins: 64 };
+    let args = kernel_library::histogram {
+        values: input.view().into(),
+        hist: hist.view_mut().into(),
+        n: 256,
+        bins: 64,
+    };
     assert_race("histogram", kernels.launch_histogram(&gpu, geometry, args), "histogram");
 }

@@ -27,8 +27,13 @@ fn a_target_without_an_optional_variant_resolves_and_names_it_absent() {
     let geometry = LaunchGeometry::linear(4, 32);
     let (ids, src) = (gpu.upload(&[0u32, 1, 0, 1]).unwrap(), gpu.upload(&[bf16::ONE; 8]).unwrap());
     let mut dst = gpu.zeros::<bf16>(4).unwrap();
-    let args =
-        kernel_library::scatter_add { ids: ids.view(), src: src.view(), dst: dst.view_mut(), n: 4, d: 2 };
+    let args = kernel_library::scatter_add {
+        ids: ids.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
+        n: 4,
+        d: 2,
+    };
     // SAFETY: every id is a row of `dst` (2 rows of 2), and the launch is refused before it runs.
     let error = unsafe { kernels.launch_scatter_add::<bf16>(&gpu, geometry, args) }.unwrap_err();
     assert!(matches!(error, BackendError::Absent { .. }), "{error}");
@@ -36,8 +41,13 @@ fn a_target_without_an_optional_variant_resolves_and_names_it_absent() {
     assert!(gpu.launched().is_empty());
 
     let (src, mut dst) = (gpu.upload(&[1.0f32; 8]).unwrap(), gpu.zeros::<f32>(4).unwrap());
-    let args =
-        kernel_library::scatter_add { ids: ids.view(), src: src.view(), dst: dst.view_mut(), n: 4, d: 2 };
+    let args = kernel_library::scatter_add {
+        ids: ids.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
+        n: 4,
+        d: 2,
+    };
     // SAFETY: every id is a row of `dst` (2 rows of 2); the recording backend computes nothing.
     unsafe { kernels.launch_scatter_add::<f32>(&gpu, geometry, args) }
         .unwrap_or_else(|error| panic!("{error}"));

@@ -66,7 +66,7 @@ fn rows(rows: u32, block: u32) -> LaunchGeometry {
 /// is uniform, 1/100 each (`exp(0) / 100`, exact but for the division's rounding).
 fn check_softmax(gpu: &DriverBackend, kernels: &KernelLibraryKernels) {
     let (x, mut y) = (gpu.upload(&[0.25f32; 200]).unwrap(), gpu.zeros::<f32>(200).unwrap());
-    let args = kernel_library::softmax { x: x.view(), y: y.view_mut(), d: 100 };
+    let args = kernel_library::softmax { x: x.view().into(), y: y.view_mut().into(), d: 100 };
     kernels.launch_softmax(gpu, rows(2, 128), args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0f32 / 100.0; 200]);
 }
@@ -78,7 +78,7 @@ fn address_sanitizer_reports_nothing_for_reductions_strided_reads_and_a_gather()
     // memory the launch asks for.
     let input: Vec<f32> = (0..3).flat_map(|row| (1..=70).map(move |i| (i * (row + 1)) as f32)).collect();
     let (x, mut out) = (gpu.upload(&input).unwrap(), gpu.zeros::<f32>(3).unwrap());
-    let args = kernel_library::sum_rows { x: x.view(), out: out.view_mut(), d: 70 };
+    let args = kernel_library::sum_rows { x: x.view().into(), out: out.view_mut().into(), d: 70 };
     kernels.launch_sum_rows(&gpu, rows(3, 64), args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&out).unwrap(), [2485.0, 4970.0, 7455.0]);
     check_softmax(&gpu, &kernels);
@@ -90,9 +90,9 @@ fn address_sanitizer_reports_nothing_for_reductions_strided_reads_and_a_gather()
     let args = kernel_library::neg_f32 {
         numel: 6,
         num_dims: 2,
-        info: info.view(),
-        inp: inp.view(),
-        out: negated.view_mut(),
+        info: info.view().into(),
+        inp: inp.view().into(),
+        out: negated.view_mut().into(),
     };
     kernels.launch_neg_f32(&gpu, ONE_WARP, args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&negated).unwrap(), [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]);
@@ -102,9 +102,9 @@ fn address_sanitizer_reports_nothing_for_reductions_strided_reads_and_a_gather()
         (gpu.upload(&[2i64, 0]).unwrap(), gpu.upload(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap());
     let mut gathered = gpu.zeros::<f32>(4).unwrap();
     let args = kernel_library::index_select_i64 {
-        ids: ids.view(),
-        src: src.view(),
-        out: gathered.view_mut(),
+        ids: ids.view().into(),
+        src: src.view().into(),
+        out: gathered.view_mut().into(),
         n: 2,
         d: 2,
     };
@@ -124,9 +124,9 @@ fn thread_sanitizer_finds_no_race_in_the_atomics_or_between_a_rows_reductions() 
     let (index, src) = (gpu.upload(&ids).unwrap(), gpu.upload(&[0.5f32; 256]).unwrap());
     let mut dst = gpu.zeros::<f32>(4).unwrap();
     let args = kernel_library::scatter_add_f32 {
-        ids: index.view(),
-        src: src.view(),
-        dst: dst.view_mut(),
+        ids: index.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
         n: 128,
         d: 2,
     };
@@ -137,9 +137,9 @@ fn thread_sanitizer_finds_no_race_in_the_atomics_or_between_a_rows_reductions() 
     let src = gpu.upload(&[bf16::ONE; 256]).unwrap();
     let mut dst = gpu.zeros::<bf16>(4).unwrap();
     let args = kernel_library::scatter_add_bf16 {
-        ids: index.view(),
-        src: src.view(),
-        dst: dst.view_mut(),
+        ids: index.view().into(),
+        src: src.view().into(),
+        dst: dst.view_mut().into(),
         n: 128,
         d: 2,
     };
@@ -158,7 +158,12 @@ fn check_races_planted_elsewhere(gpu: &DriverBackend, kernels: &KernelLibraryKer
     let values: Vec<u32> = (0..256).map(|i| (i * 7) % 64).collect();
     let (input, mut hist) = (gpu.upload(&values).unwrap(), gpu.zeros::<u32>(64).unwrap());
     let geometry = LaunchGeometry { grid: (1, 1, 1), block: (64, 1, 1), shared_mem_bytes: 256 };
-    let args = kernel_library::histogram { values: input.view(), hist: hist.view_mut(), n: 256, bins: 64 };
+    let args = kernel_library::histogram {
+        values: input.view().into(),
+        hist: hist.view_mut().into(),
+        n: 256,
+        bins: 64,
+    };
     kernels.launch_histogram(gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
     // 7 is prime to 64: each bin gets 4 of the 256 values.
     assert_eq!(gpu.download::<u32>(&hist).unwrap(), [4; 64]);
@@ -166,8 +171,8 @@ fn check_races_planted_elsewhere(gpu: &DriverBackend, kernels: &KernelLibraryKer
     let x = gpu.upload(&[4.0f32; 200]).unwrap();
     let mut y = gpu.zeros::<f32>(200).unwrap();
     let args = kernel_library::rmsnorm_f32 {
-        x: x.view(),
-        y: y.view_mut(),
+        x: x.view().into(),
+        y: y.view_mut().into(),
         alpha: None,
         d: 100,
         eps: 0.0,
@@ -176,7 +181,7 @@ fn check_races_planted_elsewhere(gpu: &DriverBackend, kernels: &KernelLibraryKer
     kernels.launch_rmsnorm_f32(gpu, rows(2, 64), args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0; 200]);
     let mut out = gpu.zeros::<f32>(2).unwrap();
-    let args = kernel_library::max_rows_64 { x: x.view(), out: out.view_mut(), d: 100 };
+    let args = kernel_library::max_rows_64 { x: x.view().into(), out: out.view_mut().into(), d: 100 };
     kernels.launch_max_rows_64(gpu, rows(2, 64), args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&out).unwrap(), [4.0; 2]);
 }
@@ -189,7 +194,12 @@ fn address_sanitizer_reports_nothing_for_a_compaction_or_a_template_whose_last_l
     let input: Vec<f32> = (0..1000).map(|i| if i % 2 == 0 { i as f32 + 1.0 } else { -1.0 }).collect();
     let x = gpu.upload(&input).unwrap();
     let (mut out, mut count) = (gpu.zeros::<f32>(1000).unwrap(), gpu.zeros::<u32>(1).unwrap());
-    let args = kernel_library::compact { x: x.view(), out: out.view_mut(), count: count.view_mut(), n: 1000 };
+    let args = kernel_library::compact {
+        x: x.view().into(),
+        out: out.view_mut().into(),
+        count: count.view_mut().into(),
+        n: 1000,
+    };
     kernels.launch_compact(&gpu, ONE_WARP, args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<u32>(&count).unwrap(), [500]);
     // One warp: its rounds reserve in order, so the output is the kept elements in order.
@@ -199,7 +209,13 @@ fn address_sanitizer_reports_nothing_for_a_compaction_or_a_template_whose_last_l
     let x = gpu.upload(&[0.5f32; 1001]).unwrap();
     let mut y = gpu.zeros::<f32>(1001).unwrap();
     let geometry = LaunchGeometry { grid: (2, 1, 1), block: (128, 1, 1), shared_mem_bytes: 0 };
-    let args = kernel_library::affine_f32 { x: x.view(), y: y.view_mut(), scale: 4.0, shift: -1.0, n: 1001 };
+    let args = kernel_library::affine_f32 {
+        x: x.view().into(),
+        y: y.view_mut().into(),
+        scale: 4.0,
+        shift: -1.0,
+        n: 1001,
+    };
     kernels.launch_affine_f32(&gpu, geometry, args).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [1.0; 1001]);
 }
@@ -213,7 +229,7 @@ fn address_sanitizer_reports_nothing_for_void_blocks_read_to_their_last_byte() {
         .flat_map(|scale| kda_runtime::f16::from_f32(scale).to_le_bytes().into_iter().chain(0..32u8))
         .collect();
     let (vx, mut y) = (gpu.upload(&blocks).unwrap(), gpu.zeros::<f32>(64).unwrap());
-    let args = kernel_library::dequantize_f32 { vx: vx.view(), y: y.view_mut(), k: 64 };
+    let args = kernel_library::dequantize_f32 { vx: vx.view().into(), y: y.view_mut().into(), k: 64 };
     kernels.launch_dequantize_f32(&gpu, ONE_WARP, args).unwrap_or_else(|error| panic!("{error}"));
     let want: Vec<f32> =
         [2.0, -1.0].into_iter().flat_map(|scale| (0..32).map(move |i| scale * i as f32)).collect();

@@ -19,7 +19,7 @@ fn resolved() -> (CpuBackend, ScaleModelKernels) {
 fn scale_multiplies_the_first_n_elements() -> Result<(), BackendError> {
     let (gpu, kernels) = resolved();
     let mut x = gpu.upload(&X)?;
-    let args = scale_model::scale { x: x.view_mut(), n: 4, factor: 3.0 };
+    let args = scale_model::scale { x: x.view_mut().into(), n: 4, factor: 3.0 };
     kernels.launch_scale(&gpu, LaunchGeometry::linear(4, BLOCK), args)?;
     // The fifth element is beyond `n`: untouched.
     assert_eq!(gpu.download::<f32>(&x)?, [3.0, -6.0, 1.5, 12.0, 3.0]);
@@ -30,7 +30,7 @@ fn scale_multiplies_the_first_n_elements() -> Result<(), BackendError> {
 fn axpy_adds_a_multiple_of_x() -> Result<(), BackendError> {
     let (gpu, kernels) = resolved();
     let (x, mut y) = (gpu.upload(&X)?, gpu.upload(&Y)?);
-    let args = scale_model::axpy { x: x.view(), y: y.view_mut(), n: 5, a: -2.0 };
+    let args = scale_model::axpy { x: x.view().into(), y: y.view_mut().into(), n: 5, a: -2.0 };
     kernels.launch_axpy(&gpu, LaunchGeometry::linear(5, BLOCK), args)?;
     let expected: Vec<f32> = X.iter().zip(Y).map(|(x, y)| y - 2.0 * x).collect();
     assert_eq!(gpu.download::<f32>(&y)?, expected);
@@ -41,7 +41,7 @@ fn axpy_adds_a_multiple_of_x() -> Result<(), BackendError> {
 fn sum_squares_sums_the_squares_of_the_first_n() -> Result<(), BackendError> {
     let (gpu, kernels) = resolved();
     let (x, mut out) = (gpu.upload(&X)?, gpu.zeros::<f32>(1)?);
-    let args = scale_model::sum_squares { x: x.view(), out: out.view_mut(), n: 4 };
+    let args = scale_model::sum_squares { x: x.view().into(), out: out.view_mut().into(), n: 4 };
     kernels.launch_sum_squares(&gpu, LaunchGeometry::linear(1, BLOCK), args)?;
     // 1 + 4 + 0.25 + 16, all exact in f32.
     assert_eq!(gpu.download::<f32>(&out)?, [21.25]);
@@ -70,7 +70,7 @@ fn model_step_composes_the_three_kernels() -> Result<(), BackendError> {
 fn a_buffer_shorter_than_its_extent_is_refused_naming_the_parameter() -> Result<(), BackendError> {
     let (gpu, kernels) = resolved();
     let (x, mut y) = (gpu.upload(&X[..3])?, gpu.upload(&Y)?);
-    let args = scale_model::axpy { x: x.view(), y: y.view_mut(), n: 5, a: 1.0 };
+    let args = scale_model::axpy { x: x.view().into(), y: y.view_mut().into(), n: 5, a: 1.0 };
     let error = kernels.launch_axpy(&gpu, LaunchGeometry::linear(5, BLOCK), args).unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "x", .. }), "{error:?}");
     assert!(error.to_string().contains("`scale_model.axpy.x`"), "{error}");
@@ -86,7 +86,7 @@ fn a_buffer_shorter_than_its_extent_is_refused_naming_the_parameter() -> Result<
 fn a_launch_that_breaks_a_requirement_is_refused() -> Result<(), BackendError> {
     let (gpu, kernels) = resolved();
     let (x, mut out) = (gpu.upload(&X)?, gpu.zeros::<f32>(1)?);
-    let args = scale_model::sum_squares { x: x.view(), out: out.view_mut(), n: 5 };
+    let args = scale_model::sum_squares { x: x.view().into(), out: out.view_mut().into(), n: 5 };
     // Two blocks, where `sum_squares` requires one.
     let error = kernels.launch_sum_squares(&gpu, LaunchGeometry::linear(2 * BLOCK, BLOCK), args).unwrap_err();
     assert!(

@@ -36,7 +36,7 @@ fn the_emulator_refuses_what_the_manifest_refuses() -> Result<(), BackendError> 
     let (x, mut out) = (gpu.upload(&X)?, gpu.zeros::<f32>(1)?);
     // `sum_squares` requires one block of exactly `BLOCK` threads.
     let two_blocks = LaunchGeometry::linear(2 * BLOCK, BLOCK);
-    let args = scale_model::sum_squares { x: x.view(), out: out.view_mut(), n: 4 };
+    let args = scale_model::sum_squares { x: x.view().into(), out: out.view_mut().into(), n: 4 };
     let refused = kernels.launch_sum_squares(&gpu, two_blocks, args);
     assert!(matches!(refused, Err(BackendError::Requirement { .. })), "{refused:?}");
     assert_eq!(gpu.download::<f32>(&out)?, [0.0], "a refused launch wrote");

@@ -24,9 +24,9 @@ fn one_cpu_backend_runs_each_crates_own_scale() -> Result<(), BackendError> {
     assert_ne!(ours.scale, theirs.triple);
     let geometry = LaunchGeometry::linear(3, 256);
     let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
-    ours.launch_scale(&gpu, geometry, scale_model::scale { x: x.view_mut(), n: 3, factor: 2.0 })?;
+    ours.launch_scale(&gpu, geometry, scale_model::scale { x: x.view_mut().into(), n: 3, factor: 2.0 })?;
     assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
-    theirs.launch_triple(&gpu, geometry, twin_model::triple { x: x.view_mut(), n: 3 })?;
+    theirs.launch_triple(&gpu, geometry, twin_model::triple { x: x.view_mut().into(), n: 3 })?;
     assert_eq!(kda_example_twin::defines::FACTOR, 3);
     assert_eq!(gpu.download::<f32>(&x)?, [6.0, 12.0, 18.0]);
     Ok(())
@@ -45,9 +45,9 @@ fn one_emulated_backend_runs_each_crates_own_cuda_scale() -> Result<(), BackendE
     let theirs = TwinModelKernels::resolve(&gpu).expect("the twin's table resolves");
     let geometry = LaunchGeometry::linear(3, 256);
     let mut x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
-    ours.launch_scale(&gpu, geometry, scale_model::scale { x: x.view_mut(), n: 3, factor: 2.0 })?;
+    ours.launch_scale(&gpu, geometry, scale_model::scale { x: x.view_mut().into(), n: 3, factor: 2.0 })?;
     assert_eq!(gpu.download::<f32>(&x)?, [2.0, 4.0, 6.0]);
-    theirs.launch_triple(&gpu, geometry, twin_model::triple { x: x.view_mut(), n: 3 })?;
+    theirs.launch_triple(&gpu, geometry, twin_model::triple { x: x.view_mut().into(), n: 3 })?;
     assert_eq!(gpu.download::<f32>(&x)?, [6.0, 12.0, 18.0]);
     Ok(())
 }

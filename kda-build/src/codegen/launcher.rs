@@ -3,11 +3,14 @@
 //! them into the checked launch.
 //!
 //! ```text
-//! kernels.launch_gemm(gpu, geometry, my_model::gemm { a: x.view(), b: w.view(), c: y.view_mut(), m, n, k })?;
+//! kernels.launch_gemm(gpu, geometry, my_model::gemm { a: x.view().into(), b: w.view().into(), c: y.view_mut().into(), m, n, k })?;
 //! ```
 //!
-//! A wrong count of arguments, a scalar for a buffer or a shared borrow where the kernel writes is
-//! a type error at the call site; element types, extents and requirements are checked at launch.
+//! Each buffer field is a typed argument over the parameter's element type (`In<'a, f32>` for a
+//! `const float*`, `Out<'a, bf16>` for a `__nv_bfloat16*`), made with `.into()` from a kda view or
+//! an engine's cudarc memory. A wrong count of arguments, a scalar for a buffer, a shared borrow
+//! where the kernel writes, or cudarc memory of another element type is a type error at the call
+//! site; a kda view's element type, every extent and the requirements are checked at launch.
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -15,7 +18,7 @@ use quote::{format_ident, quote};
 use super::tokens::{Code, LOCAL_PREFIX, Str};
 use super::variants;
 
-use crate::manifest::{Entry, Param, ParamType, ScalarKind, Table};
+use crate::manifest::{DType, Entry, Param, ParamType, ScalarKind, Table};
 
 /// The doc of the arguments module of `table`.
 pub(super) fn module_doc(table: &Table, manifest: &str) -> String {
@@ -43,13 +46,13 @@ pub(super) fn macros(
 ) -> Result<TokenStream, String> {
     let (args_macro, launch_macro) =
         (format_ident!("{LOCAL_PREFIX}args"), format_ident!("{LOCAL_PREFIX}launch"));
-    let mut view_rules = TokenStream::new();
+    let mut buffer_rules = TokenStream::new();
     for (writable, nullable) in [(false, false), (true, false), (false, true), (true, true)] {
-        let (kind, ty) = view(writable, nullable);
+        let (kind, ty) = buffer(writable, nullable);
         let mut ty_code = Code::default();
-        ty_code.push(ty);
-        let (kind, ty) = (Ident::new(kind, Span::call_site()), ty_code.parse("a view's type")?);
-        view_rules.extend(quote!((@ty #kind) => { #ty };));
+        ty_code.push(&ty.replace(ELEMENT, "$element"));
+        let (kind, ty) = (Ident::new(kind, Span::call_site()), ty_code.parse("a buffer's type")?);
+        buffer_rules.extend(quote!((@ty [#kind $element:ty]) => { #ty };));
     }
     // Tokens, not text: the launcher's parameters and locals are mixed-site, so no constant of the
     // deriving module (`const geometry`) is read as their pattern, and the docs show their names.
@@ -69,9 +72,9 @@ pub(super) fn macros(
     Ok(quote! {
         #[allow(unused_macros)]
         macro_rules! #args_macro {
-            // A field's type, from its kind: a borrowed view, read or written, maybe nullable (its
-            // lifetime is the struct's `'a`), or the type written out.
-            #view_rules
+            // A field's type, from its kind: a buffer's typed argument over its element type, read or
+            // written, maybe nullable (its lifetime is the struct's `'a`), or the type written out.
+            #buffer_rules
             (@ty $ty:ident) => { $ty };
             (@ty ($($ty:tt)*)) => { $($ty)* };
             // A variant group's element-type trait: its items are provided, from the variant's
@@ -216,30 +219,46 @@ pub(super) fn scalar_type(kind: ScalarKind) -> String {
     }
 }
 
-/// A buffer's field: its kind as the arguments macro names it (see [`macros`]), and its Rust type.
-fn view(writable: bool, nullable: bool) -> (&'static str, &'static str) {
+/// What stands for a buffer's element type in [`buffer`]'s types.
+const ELEMENT: &str = "ELEMENT";
+
+/// A buffer's field: its kind as the arguments macro names it (see [`macros`]), and its Rust type,
+/// of element type [`ELEMENT`].
+fn buffer(writable: bool, nullable: bool) -> (&'static str, &'static str) {
     match (writable, nullable) {
-        (false, false) => ("view", "::kda_runtime::View<'a>"),
-        (true, false) => ("view_mut", "::kda_runtime::ViewMut<'a>"),
+        (false, false) => ("read", "::kda_runtime::In<'a, ELEMENT>"),
+        (true, false) => ("write", "::kda_runtime::Out<'a, ELEMENT>"),
         // `None` is the null pointer.
-        (false, true) => ("nullable_view", "::core::option::Option<::kda_runtime::View<'a>>"),
-        (true, true) => ("nullable_view_mut", "::core::option::Option<::kda_runtime::ViewMut<'a>>"),
+        (false, true) => ("nullable_read", "::core::option::Option<::kda_runtime::In<'a, ELEMENT>>"),
+        (true, true) => ("nullable_write", "::core::option::Option<::kda_runtime::Out<'a, ELEMENT>>"),
     }
 }
 
-/// The Rust type of an argument struct's field for `param`.
-pub(super) fn field_type(param: &Param) -> String {
-    match &param.ty {
-        ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).1.to_owned(),
-        ParamType::Scalar(scalar) => scalar_type(*scalar),
+/// The Rust type a typed argument takes for an element type: what kda-runtime names it
+/// ([`Untyped`](::kda_runtime::Untyped) for `void`).
+pub(super) fn element_type(dtype: DType) -> String {
+    match dtype {
+        DType::Bf16 | DType::F16 => format!("::kda_runtime::{}", dtype.name()),
+        DType::Fp8E4M3 => "::kda_runtime::Fp8E4M3".to_owned(),
+        DType::Fp8E5M2 => "::kda_runtime::Fp8E5M2".to_owned(),
+        DType::Void => "::kda_runtime::Untyped".to_owned(),
+        _ => dtype.name().to_owned(),
     }
 }
 
-/// The kind of an argument struct's field for `param`, as the arguments macro reads it: a view's
-/// (see [`view`]), a primitive's name, or a path type in parentheses.
+/// The Rust type of a buffer's field, of element type `element` (a Rust type).
+pub(super) fn buffer_type(writable: bool, nullable: bool, element: &str) -> String {
+    buffer(writable, nullable).1.replace(ELEMENT, element)
+}
+
+/// The kind of an argument struct's field for `param`, as the arguments macro reads it: a
+/// buffer's (see [`buffer`]) with its element type, a primitive's name, or a path type in
+/// parentheses.
 fn field_kind(param: &Param) -> String {
     match &param.ty {
-        ParamType::Buffer { writable, nullable, .. } => view(*writable, *nullable).0.to_owned(),
+        ParamType::Buffer { writable, nullable, element, .. } => {
+            format!("[{} {}]", buffer(*writable, *nullable).0, element_type(*element))
+        }
         ParamType::Scalar(scalar) => match scalar_type(*scalar) {
             ty if ty.contains("::") => format!("({ty})"),
             ty => ty,

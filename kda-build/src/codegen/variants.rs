@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 
-use super::launcher::{Launcher, borrows, field_type, write_field, write_launcher};
+use super::launcher::{
+    Launcher, borrows, buffer_type, element_type, scalar_type, write_field, write_launcher,
+};
 use super::tokens::{Code, LOCAL_PREFIX};
 use crate::manifest::{AxisValue, DType, Param, ParamType, Table};
 
@@ -67,19 +69,15 @@ fn groups(table: &Table) -> Vec<Group<'_>> {
     groups.into_iter().flatten().collect()
 }
 
-/// The Rust type a launcher takes for an element type: what kda-runtime names it.
-fn rust_type(dtype: DType) -> String {
-    match dtype {
-        DType::Bf16 | DType::F16 => format!("::kda_runtime::{}", dtype.name()),
-        DType::Fp8E4M3 => "::kda_runtime::Fp8E4M3".to_owned(),
-        DType::Fp8E5M2 => "::kda_runtime::Fp8E5M2".to_owned(),
-        _ => dtype.name().to_owned(),
-    }
-}
-
 /// Whether a parameter is a scalar of the group's type axis: a field of type `T`.
 fn generic_scalar(param: &Param, axis: &str) -> bool {
     matches!(param.ty, ParamType::Scalar(_)) && param.type_axis.as_deref() == Some(axis)
+}
+
+/// Whether a parameter is of the group's type axis: a scalar of type `T`, or a buffer of `T`
+/// elements (a field `In<'a, T>` or `Out<'a, T>`).
+fn generic(param: &Param, axis: &str) -> bool {
+    param.type_axis.as_deref() == Some(axis)
 }
 
 /// The group's trait, its impls for the declared types and its argument struct.
@@ -99,11 +97,11 @@ fn write_items(code: &mut Code, group: &Group<'_>, table: &str) {
     // trait's, with each variant's position, come from the macro.
     write!(code, " [{scalar_bound}] }}\n{p}args! {{ sealed {name}");
     for (index, dtype) in &group.variants {
-        write!(code, " ({}) {index}", rust_type(*dtype));
+        write!(code, " ({}) {index}", element_type(*dtype));
     }
     code.push(" }\n");
     for (_, dtype) in &group.variants {
-        writeln!(code, "impl {name}_type for {} {{}}", rust_type(*dtype));
+        writeln!(code, "impl {name}_type for {} {{}}", element_type(*dtype));
     }
     write!(code, "{p}args! {{ group ");
     code.doc_literal([format!(
@@ -111,7 +109,15 @@ fn write_items(code: &mut Code, group: &Group<'_>, table: &str) {
     )]);
     writeln!(code, " {name} [{}]", struct_generics(group, "'a"));
     for param in group.params {
-        let ty = if generic_scalar(param, group.axis) { "T".to_owned() } else { field_type(param) };
+        let generic = generic(param, group.axis);
+        let ty = match &param.ty {
+            ParamType::Scalar(_) if generic => "T".to_owned(),
+            ParamType::Scalar(kind) => scalar_type(*kind),
+            ParamType::Buffer { element, writable, nullable, .. } => {
+                let element = if generic { "T".to_owned() } else { element_type(*element) };
+                buffer_type(*writable, *nullable, &element)
+            }
+        };
         write_field(code, param, &format!("({ty})"));
     }
     code.push("}\n");
@@ -121,7 +127,7 @@ fn write_items(code: &mut Code, group: &Group<'_>, table: &str) {
 /// the lifetime where it borrows, `T` where a scalar is of type `T`.
 fn struct_generics(group: &Group<'_>, lifetime: &str) -> String {
     let lifetime = borrows(group.params).then_some(lifetime);
-    let ty = group.params.iter().any(|param| generic_scalar(param, group.axis)).then_some("T");
+    let ty = group.params.iter().any(|param| generic(param, group.axis)).then_some("T");
     let parts: Vec<&str> = lifetime.into_iter().chain(ty).collect();
     parts.join(", ")
 }

@@ -155,6 +155,7 @@ impl CpuBackend {
             }
             KernelArg::Scalar(scalar) => CpuArg::Scalar(*scalar),
             KernelArg::Null => CpuArg::Null,
+            KernelArg::Borrowed(borrowed) => return Err(crate::borrowed::refused(borrowed, self.describe())),
         })
     }
 

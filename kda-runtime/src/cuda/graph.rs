@@ -141,9 +141,11 @@ pub(super) fn capture(
     }
     let capturing = CudaBackend {
         id: gpu.id,
+        memory: gpu.memory,
         stream: context.per_thread_stream(),
         key: StreamKey::fresh(),
         modules: Arc::clone(&gpu.modules),
+        join_on_drop: true,
     };
     let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     capturing.stream.begin_capture(mode).map_err(|e| gpu.driver("beginning a capture", e))?;
@@ -158,7 +160,7 @@ pub(super) fn capture(
         Box::new(CudaDeviceGraph {
             graph: Mutex::new(SendGraph(graph)),
             _modules: Arc::clone(&gpu.modules),
-            backend: gpu.id,
+            backend: gpu.memory,
             stream: Arc::clone(&capturing.stream),
             key: capturing.key,
             bindings,

@@ -1,13 +1,15 @@
 //! Turning [`KernelArg`]s into a cudarc launch.
 
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::CUstreamCaptureStatus;
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg, SyncOnDrop};
 
 use std::sync::PoisonError;
 
 use super::modules::DEFAULT_SHARED_MEMORY;
 use super::reads::Reads;
 use super::{CudaBackend, CudaKernel};
+use crate::borrowed::Memory;
 use crate::{BackendError, KernelArg, LaunchGeometry};
 
 /// An argument ready to push: device memory borrowed for the launch, or a scalar.
@@ -15,6 +17,12 @@ enum Prepared<'a> {
     /// Memory the kernel reads, and its buffer's reads, to note the launch in.
     View(CudaView<'a, u8>, &'a Reads),
     ViewMut(CudaViewMut<'a, u8>),
+    /// Borrowed memory's device address, and the guard cudarc returned with it, which records
+    /// the use in the memory's events when dropped, after the launch.
+    Borrowed {
+        address: u64,
+        _guard: Option<SyncOnDrop<'a>>,
+    },
     /// A scalar's bits: the driver reads the parameter's size from their address, which on a
     /// little-endian host is the value's own bytes (`Scalar::bits`).
     Scalar(u64),
@@ -36,6 +44,7 @@ pub(super) unsafe fn launch(
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {
     let function = &kernel.function.function;
+    refuse_own_buffers_in_a_capture(gpu, args)?;
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {
         module: kernel.entry.module.to_owned(),
@@ -62,6 +71,7 @@ pub(super) unsafe fn launch(
         match arg {
             Prepared::View(view, _) => builder.arg(&*view),
             Prepared::ViewMut(view) => builder.arg(view),
+            Prepared::Borrowed { address, .. } => builder.arg(&*address),
             Prepared::Scalar(bits) => builder.arg(&*bits),
         };
     }
@@ -72,8 +82,13 @@ pub(super) unsafe fn launch(
     };
     // SAFETY: the caller guarantees the arguments are the kernel's parameters, in order, of its C
     // types, and that every view covers what the kernel touches; `prepare` made each view from a
-    // buffer of this backend and a range inside it; the `KernelArg` borrows keep the memory
-    // alive, and exclusive where the kernel writes, until the launch has been enqueued. On the
+    // buffer of this backend and a range inside it, and took each borrowed address from a cudarc
+    // slice or view of this context (whose length, which `Borrowed` carries, is the memory it
+    // holds: `cuda::borrowed` takes cudarc's own types only) or from a caller of
+    // `In::from_device_ptr`/`Out::from_device_ptr`, who vouched for it; the `KernelArg` borrows
+    // keep the memory alive, and exclusive where the kernel writes, until the launch has been
+    // enqueued, and cudarc's guards order it with the borrowed memory's other uses as a cudarc
+    // launch is. On the
     // device the launch runs after earlier writes to its buffers on any stream and, where it
     // writes, after earlier reads of them on other streams; later frees, copies and launches run
     // after it: cudarc's event tracking, with `Reads` for reads on several streams (the module's
@@ -85,7 +100,23 @@ pub(super) unsafe fn launch(
     })
 }
 
-fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
+/// Refuses kda's own buffers while the backend's stream is capturing a graph of the caller's
+/// (`CudaStream::begin_capture`): their ordering by events cannot be captured, and the replays
+/// of the caller's graph would use them unseen by that ordering (a buffer could be freed under a
+/// replay). Borrowed memory is the caller's to order, in a capture as outside one.
+fn refuse_own_buffers_in_a_capture(gpu: &CudaBackend, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
+    if !args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
+        return Ok(());
+    }
+    let status =
+        gpu.stream.capture_status().map_err(|error| gpu.driver("asking for the capture status", error))?;
+    if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    Err(gpu.foreign("a kda buffer, in a launch on a stream capturing a graph of the caller's (a capture takes borrowed memory only)"))
+}
+
+fn prepare<'a>(gpu: &'a CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
     Ok(match arg {
         KernelArg::Read(view) => {
             let range = view.checked_byte_range()?;
@@ -101,5 +132,27 @@ fn prepare<'a>(gpu: &CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared
         KernelArg::Scalar(scalar) => Prepared::Scalar(scalar.bits()),
         // A device pointer of 0, as CUDA's own null.
         KernelArg::Null => Prepared::Scalar(0),
+        KernelArg::Borrowed(borrowed) => {
+            let description = borrowed.describe();
+            let foreign = || gpu.foreign(&format!("{description}, of another CUDA context"));
+            match &mut borrowed.memory {
+                Memory::Address { address, .. } => Prepared::Borrowed { address: *address, _guard: None },
+                Memory::Read(memory) => {
+                    if !gpu.is_own_context(memory.context()) {
+                        return Err(foreign());
+                    }
+                    let (address, guard) = memory.read_on(&gpu.stream);
+                    Prepared::Borrowed { address, _guard: Some(guard) }
+                }
+                Memory::Write(memory) => {
+                    let memory = memory.get();
+                    if !gpu.is_own_context(memory.context()) {
+                        return Err(foreign());
+                    }
+                    let (address, guard) = memory.write_on(&gpu.stream);
+                    Prepared::Borrowed { address, _guard: Some(guard) }
+                }
+            }
+        }
     })
 }

@@ -36,10 +36,12 @@
 //! (`Drop for CudaStream`), after which only the default stream issues, and it must come after
 //! the work of the streams it no longer tracks.
 
+mod borrowed;
 mod graph;
 mod launch;
 mod modules;
 mod reads;
+mod shared;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +53,7 @@ use crate::{
     BackendError, BackendId, BufferStorage, DType, DeviceBuffer, Element, GpuBackend, ImageSet, KernelArg,
     KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
+pub(crate) use borrowed::{Exclusive, ReadableMemory};
 use modules::CudaLoader;
 use reads::{Reads, StreamKey};
 
@@ -58,12 +61,20 @@ use reads::{Reads, StreamKey};
 /// for the backend [`CudaBackend::new`] opens, a stream of its own for each one that
 /// [`GpuBackend::new_stream`] opens (see [Streams](self#streams)).
 pub struct CudaBackend {
+    /// What the handles it issues name: shared by every backend of its module cache.
     id: BackendId,
+    /// What the buffers it allocates name: the `id` where the context orders buffers between
+    /// streams by events, one per stream where it does not (see [Streams](self#streams)).
+    memory: BackendId,
     stream: Arc<CudaStream>,
     /// The stream, as the reads of buffers name it.
     key: StreamKey,
     /// Shared by every stream of the device.
     modules: Arc<ModuleCache<CudaLoader>>,
+    /// Whether dropping the backend joins its stream into the default stream: a stream kda issues
+    /// on besides the default one (one [`GpuBackend::new_stream`] opened, a capture's per-thread
+    /// stream), never a caller's.
+    join_on_drop: bool,
 }
 
 /// A function ready to launch, with the entry whose signature its layout was checked against.
@@ -128,7 +139,37 @@ impl CudaBackend {
         })??;
         let stream = loader.context.default_stream();
         let modules = Arc::new(ModuleCache::new(loader, sets)?);
-        Ok(Self { id: BackendId::fresh(), stream, key: StreamKey::fresh(), modules })
+        let id = BackendId::fresh();
+        Ok(Self { id, memory: id, stream, key: StreamKey::fresh(), modules, join_on_drop: false })
+    }
+
+    /// A backend over a context and stream the caller owns (an engine's), carrying the modules of
+    /// `sets`: launches and copies issue on `stream`, and nothing of the context is changed. The
+    /// modules are loaded into the context once, on their first lookup, and shared by every
+    /// backend `on_stream` makes on that context with the same sets while one of them lives, so a
+    /// table resolved on one is valid on all of them, whatever their stream, and resolving it
+    /// again finds every module loaded. Launches take the engine's memory
+    /// ([`In`](crate::In)/[`Out`](crate::Out) from its cudarc slices); buffers this backend
+    /// allocates are its own, used on other streams of the context only where the context orders
+    /// them by events (`CudaContext::is_event_tracking`, see [Streams](self#streams)).
+    ///
+    /// An `Err` where two distinct sets carry one module of one namespace, or the device cannot
+    /// be described (no compute capability, no driver version).
+    pub fn on_stream(stream: Arc<CudaStream>, sets: &[&'static ImageSet]) -> Result<Self, BackendError> {
+        crate::modules::check_sets(sets)?;
+        let context = Arc::clone(stream.context());
+        let (id, modules) = shared::modules(&context, sets, || {
+            let loader = describe_context(context.clone(), context.ordinal())?;
+            Ok(Arc::new(ModuleCache::new(loader, sets)?))
+        })?;
+        let memory = if context.is_event_tracking() { id } else { BackendId::fresh() };
+        Ok(Self { id, memory, stream, key: StreamKey::fresh(), modules, join_on_drop: false })
+    }
+
+    /// Whether `context` is this backend's (the same driver context: two cudarc handles of one
+    /// device's primary context are one).
+    fn is_own_context(&self, context: &CudaContext) -> bool {
+        context.cu_ctx() == self.modules.loader().context.cu_ctx()
     }
 
     /// The stream this backend issues on, for work of the caller's own through cudarc (the
@@ -219,14 +260,14 @@ impl CudaBackend {
     }
 
     fn storage<'b>(&self, buffer: &'b DeviceBuffer) -> Result<&'b CudaStorage, BackendError> {
-        if buffer.backend() != self.id {
+        if buffer.backend() != self.memory {
             return Err(self.foreign_buffer(buffer));
         }
         buffer.storage().ok_or_else(|| self.foreign_buffer(buffer))
     }
 
     fn storage_mut<'b>(&self, buffer: &'b mut DeviceBuffer) -> Result<&'b mut CudaStorage, BackendError> {
-        if buffer.backend() != self.id {
+        if buffer.backend() != self.memory {
             return Err(self.foreign_buffer(buffer));
         }
         let foreign = self.foreign_buffer(buffer);
@@ -277,7 +318,7 @@ impl CudaBackend {
         let bytes = dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
         let bytes =
             allocate(&self.stream, bytes.max(1)).map_err(|e| self.driver("allocating device memory", e))?;
-        DeviceBuffer::new(self.id, Box::new(CudaStorage { dtype, len, bytes, reads: Reads::default() }))
+        DeviceBuffer::new(self.memory, Box::new(CudaStorage { dtype, len, bytes, reads: Reads::default() }))
     }
 }
 
@@ -297,6 +338,11 @@ fn open_device(ordinal: usize) -> Result<CudaLoader, BackendError> {
     }
     let context =
         CudaContext::new(ordinal).map_err(|error| unavailable(format!("device {ordinal}: {error:?}")))?;
+    describe_context(context, ordinal)
+}
+
+/// The loader of `context`, device `ordinal`.
+fn describe_context(context: Arc<CudaContext>, ordinal: usize) -> Result<CudaLoader, BackendError> {
     let name = context.name().unwrap_or_else(|_| "unknown device".to_owned());
     let capability = context
         .compute_capability()
@@ -459,11 +505,15 @@ impl GpuBackend for CudaBackend {
     fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
         let stream =
             self.modules.loader().context.new_stream().map_err(|e| self.driver("opening a stream", e))?;
+        let context = &self.modules.loader().context;
+        let memory = if context.is_event_tracking() { self.memory } else { BackendId::fresh() };
         Ok(Box::new(Self {
             id: self.id,
+            memory,
             stream,
             key: StreamKey::fresh(),
             modules: Arc::clone(&self.modules),
+            join_on_drop: true,
         }))
     }
 }
@@ -474,7 +524,7 @@ impl Drop for CudaBackend {
     fn drop(&mut self) {
         let context = &self.modules.loader().context;
         let default = context.default_stream();
-        if self.stream != default {
+        if self.join_on_drop && self.stream != default {
             context.record_err(default.join(&self.stream));
         }
     }

@@ -156,7 +156,7 @@ impl Executor for InProcess {
                 let size = match arg {
                     KernelArg::Read(view) => view.dtype().size(),
                     KernelArg::Write(view) => view.dtype().size(),
-                    KernelArg::Scalar(_) | KernelArg::Null => 0,
+                    KernelArg::Scalar(_) | KernelArg::Null | KernelArg::Borrowed(_) => 0,
                 };
                 window.map_or(0, |window| (window.len() * size) as u64)
             })

@@ -246,7 +246,10 @@ fn windows(
             let range = match arg {
                 KernelArg::Read(view) => view.checked_range()?,
                 KernelArg::Write(view) => view.checked_range()?,
-                _ => return Ok(None),
+                KernelArg::Borrowed(borrowed) => {
+                    return Err(crate::borrowed::refused(borrowed, "the emulator".to_owned()));
+                }
+                KernelArg::Scalar(_) | KernelArg::Null => return Ok(None),
             };
             let extent = extents.and_then(|extents| extents.get(index).copied().flatten());
             // `check` proved every extent at most the view's length.
@@ -283,13 +286,14 @@ fn c_type_of(arg: &KernelArg<'_>, param: &str) -> String {
         KernelArg::Read(_) => param == "const void*",
         KernelArg::Write(_) => param == "void*" || param == "const void*",
         KernelArg::Null => param.ends_with('*'),
-        KernelArg::Scalar(_) => false,
+        KernelArg::Scalar(_) | KernelArg::Borrowed(_) => false,
     };
     match arg {
         _ if fills_void => param.to_owned(),
         KernelArg::Read(view) => format!("const {}*", view.dtype()),
         KernelArg::Write(view) => format!("{}*", view.dtype()),
         KernelArg::Null => "a null pointer".to_owned(),
+        KernelArg::Borrowed(borrowed) => borrowed.describe(),
         scalar => scalar.scalar_kind().map_or("?", |kind| kind.name()).to_owned(),
     }
 }
@@ -309,7 +313,7 @@ fn scalar_bits(arg: &KernelArg<'_>) -> Option<u64> {
         KernelArg::Scalar(scalar) => Some(scalar.bits()),
         // A null pointer is the bits of 0.
         KernelArg::Null => Some(0),
-        KernelArg::Read(_) | KernelArg::Write(_) => None,
+        KernelArg::Read(_) | KernelArg::Write(_) | KernelArg::Borrowed(_) => None,
     }
 }
 

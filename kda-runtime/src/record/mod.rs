@@ -259,6 +259,13 @@ impl RecordingBackend {
             }
             KernelArg::Scalar(scalar) => RecordedArg::Scalar(*scalar),
             KernelArg::Null => RecordedArg::Null,
+            // The fake never dereferences memory: it records borrowed memory as a buffer, after
+            // the launch's checks, which are every backend's.
+            KernelArg::Borrowed(borrowed) => RecordedArg::Buffer {
+                dtype: borrowed.dtype(),
+                len: borrowed.len(),
+                writable: borrowed.is_writable(),
+            },
         })
     }
 

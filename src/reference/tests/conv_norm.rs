@@ -62,11 +62,11 @@ fn try_decode(inputs: &ConvInputs, out: &[bf16], sizes: [usize; 3]) -> Launched<
     let (mut out, slot) = (dev.up(out), dev.up(&[0u32]));
     // A batch of one, the state a pool of one slot.
     let args = glm5next_kda::conv_decode {
-        pool: state.view_mut(),
-        slot: slot.view(),
-        x: x.view(),
-        weight: weight.view(),
-        out: out.view_mut(),
+        pool: state.view_mut().into(),
+        slot: slot.view().into(),
+        x: x.view().into(),
+        weight: weight.view().into(),
+        out: out.view_mut().into(),
         b: 1,
         slots: 1,
         dim,
@@ -90,12 +90,12 @@ fn try_prefill(inputs: &ConvInputs, parts: [&[f32]; 3], sizes: [usize; 3]) -> La
     let (mut state, x, weight) = (dev.up(&inputs.state), dev.up(&inputs.x), dev.up(&inputs.weight));
     let [mut q, mut k, mut v] = parts.map(|part| dev.up(part));
     let args = glm5next_kda::conv_prefill {
-        state: state.view_mut(),
-        x: x.view(),
-        weight: weight.view(),
-        q: q.view_mut(),
-        k: k.view_mut(),
-        v: v.view_mut(),
+        state: state.view_mut().into(),
+        x: x.view().into(),
+        weight: weight.view().into(),
+        q: q.view_mut().into(),
+        k: k.view_mut().into(),
+        v: v.view_mut().into(),
         t,
         qkv,
         ldx: 3 * qkv,

@@ -34,7 +34,8 @@ fn try_gemm(a: &[bf16], b: &[bf16], c: &[bf16], [m, n, k, lda]: [usize; 4]) -> L
     let [m, n, k, lda] = u32s([m, n, k, lda]);
     let dev = Device::new();
     let (a, b, mut c) = (dev.up(a), dev.up(b), dev.up(c));
-    let args = glm5next_kda::gemm { a: a.view(), b: b.view(), c: c.view_mut(), m, n, k, lda };
+    let args =
+        glm5next_kda::gemm { a: a.view().into(), b: b.view().into(), c: c.view_mut().into(), m, n, k, lda };
     let result = dev.kernels.launch_gemm(&dev.gpu, launch::gemm(m, n), args);
     Launched { result, written: dev.down(&c) }
 }
@@ -45,7 +46,7 @@ fn try_gemv<X: Element>(x: &[X], w: &[bf16], y: &[bf16], sizes: [usize; 2]) -> L
     let [n, k] = u32s(sizes);
     let dev = Device::new();
     let (x, w, mut y) = (dev.up(x), dev.up(w), dev.up(y));
-    let args = glm5next_kda::gemv { x: x.view(), w: w.view(), y: y.view_mut(), n, k };
+    let args = glm5next_kda::gemv { x: x.view().into(), w: w.view().into(), y: y.view_mut().into(), n, k };
     let result = dev.kernels.launch_gemv(&dev.gpu, launch::gemv(1, n), args);
     Launched { result, written: dev.down(&y) }
 }
@@ -56,7 +57,15 @@ fn try_batchm(x: &[bf16], w: &[bf16], y: &[bf16], [m, n, k, ldx]: [usize; 4]) ->
     let [m, n, k, ldx] = u32s([m, n, k, ldx]);
     let dev = Device::new();
     let (x, w, mut y) = (dev.up(x), dev.up(w), dev.up(y));
-    let args = glm5next_kda::gemv_batchm { x: x.view(), w: w.view(), y: y.view_mut(), m, n, k, ldx };
+    let args = glm5next_kda::gemv_batchm {
+        x: x.view().into(),
+        w: w.view().into(),
+        y: y.view_mut().into(),
+        m,
+        n,
+        k,
+        ldx,
+    };
     let result = dev.kernels.launch_gemv_batchm(&dev.gpu, launch::gemv(m.max(2), n), args);
     Launched { result, written: dev.down(&y) }
 }
@@ -144,7 +153,15 @@ fn a_gemm_launch_short_of_its_dynamic_shared_memory_is_refused() {
     let zeros = vec![bf16::ZERO; 6];
     let mut c = dev.up(&zeros);
     let short = LaunchGeometry { shared_mem_bytes: launch::GEMM_SHARED_BYTES - 16, ..launch::gemm(m, n) };
-    let args = glm5next_kda::gemm { a: a.view(), b: b.view(), c: c.view_mut(), m, n, k, lda: k };
+    let args = glm5next_kda::gemm {
+        a: a.view().into(),
+        b: b.view().into(),
+        c: c.view_mut().into(),
+        m,
+        n,
+        k,
+        lda: k,
+    };
     let reason = dev.kernels.launch_gemm(&dev.gpu, short, args).unwrap_err().to_string();
     assert!(
         reason.starts_with("`glm5next_kda.gemm`: the launch does not meet `shared.bytes >= "),

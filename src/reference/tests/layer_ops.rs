@@ -16,10 +16,10 @@ fn o_norm_is_a_sigmoid_gated_rms_norm_per_head() {
     let mut out = dev.up(&vec![bf16::ZERO; rows * d]);
     let [rows_u32, d_u32] = u32s([rows, d]);
     let args = glm5next_kda::o_norm {
-        x: x_buffer.view(),
-        gate: gate_buffer.view(),
-        weight: weight_buffer.view(),
-        out: out.view_mut(),
+        x: x_buffer.view().into(),
+        gate: gate_buffer.view().into(),
+        weight: weight_buffer.view().into(),
+        out: out.view_mut().into(),
         rows: rows_u32,
         d: d_u32,
         eps: 1e-5,
@@ -40,7 +40,7 @@ fn o_norm_is_a_sigmoid_gated_rms_norm_per_head() {
 fn try_fill(dst: &[f32], n: u32, value: f32) -> Launched<Vec<f32>> {
     let dev = Device::new();
     let mut buffer = dev.up(dst);
-    let args = glm5next_kda::fill { dst: buffer.view_mut(), n, value };
+    let args = glm5next_kda::fill { dst: buffer.view_mut().into(), n, value };
     let result = dev.kernels.launch_fill(&dev.gpu, launch::elementwise(n), args);
     Launched { result, written: dev.down(&buffer) }
 }

@@ -122,14 +122,14 @@ fn try_step(
         ($entry:ident) => {
             // A batch of one, the state a pool of one slot.
             glm5next_kda::$entry {
-                qkv: qkv.view(),
-                g_raw: g_raw.view(),
-                dt_bias: dt_bias.view(),
-                a_log: a_log.view(),
-                b_raw: b_raw.view(),
-                pool: state.view_mut(),
-                slot: slot.view(),
-                out: out.view_mut(),
+                qkv: qkv.view().into(),
+                g_raw: g_raw.view().into(),
+                dt_bias: dt_bias.view().into(),
+                a_log: a_log.view().into(),
+                b_raw: b_raw.view().into(),
+                pool: state.view_mut().into(),
+                slot: slot.view().into(),
+                out: out.view_mut().into(),
                 b: 1,
                 slots: 1,
                 h,

@@ -14,12 +14,12 @@ fn main() {
     let mut data = gpu.upload(&[1.0f32]).unwrap();
     let factor = gpu.upload(&[2.0f32]).unwrap();
 
-    let missing = launcher_arguments::scale { data: data.view_mut(), factor: factor.view() };
+    let missing = launcher_arguments::scale { data: data.view_mut().into(), factor: factor.view().into() };
     let _ = kernels.launch_scale(&gpu, geometry, missing);
 
-    let scalar = launcher_arguments::scale { data: data.view_mut(), factor: 2.0f32, n: 1 };
+    let scalar = launcher_arguments::scale { data: data.view_mut().into(), factor: 2.0f32, n: 1 };
     let _ = kernels.launch_scale(&gpu, geometry, scalar);
 
-    let shared = launcher_arguments::scale { data: data.view(), factor: factor.view(), n: 1 };
+    let shared = launcher_arguments::scale { data: data.view().into(), factor: factor.view().into(), n: 1 };
     let _ = kernels.launch_scale(&gpu, geometry, shared);
 }

@@ -12,6 +12,6 @@ fn main() {
     let kernels = GatherKernels::resolve(&gpu).unwrap();
     let geometry = LaunchGeometry { grid: (1, 1, 1), block: (32, 1, 1), shared_mem_bytes: 0 };
     let (ids, src, mut out) = (gpu.upload(&[0u32]).unwrap(), gpu.upload(&[1.0f32]).unwrap(), gpu.zeros::<f32>(1).unwrap());
-    let args = gather::rows { ids: ids.view(), src: src.view(), out: out.view_mut(), n: 1, d: 1 };
+    let args = gather::rows { ids: ids.view().into(), src: src.view().into(), out: out.view_mut().into(), n: 1, d: 1 };
     let _ = kernels.launch_rows(&gpu, geometry, args);
 }

@@ -12,5 +12,5 @@ fn main() {
     let kernels = ElementwiseKernels::resolve(&gpu).unwrap();
     let geometry = LaunchGeometry { grid: (1, 1, 1), block: (32, 1, 1), shared_mem_bytes: 0 };
     let (src, mut dst) = (gpu.upload(&[1i8]).unwrap(), gpu.zeros::<i8>(1).unwrap());
-    let _ = kernels.launch_copy::<i8>(&gpu, geometry, elementwise::copy { src: src.view(), dst: dst.view_mut(), n: 1 });
+    let _ = kernels.launch_copy::<i8>(&gpu, geometry, elementwise::copy { src: src.view().into(), dst: dst.view_mut().into(), n: 1 });
 }

@@ -24,7 +24,7 @@ fn main() {
     let kernels = LargeKernels::resolve(&gpu).unwrap();
     let x = gpu.alloc(DType::Bf16, 6).unwrap();
     let mut y = gpu.alloc(DType::F32, 4).unwrap();
-    let args = large::k0999 { x: x.view(), y: y.view_mut(), n: 3, k: 2, eps: 0.5 };
+    let args = large::k0999 { x: x.view().into(), y: y.view_mut().into(), n: 3, k: 2, eps: 0.5 };
     kernels.launch_k0999(&gpu, LaunchGeometry::linear(1, 32), args).unwrap();
     assert_eq!(gpu.launched(), ["module_9::kernel_999"]);
 }

@@ -30,26 +30,26 @@ fn main() {
     let transposed = gpu.upload_const(&[2u64, 3, 1, 2]).unwrap();
     let inp = gpu.upload(&[1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0]).unwrap();
     let mut out = gpu.zeros::<f32>(6).unwrap();
-    let args = unary::neg { numel: 6, num_dims: 2, info: transposed.view(), inp: inp.view(), out: out.view_mut() };
+    let args = unary::neg { numel: 6, num_dims: 2, info: transposed.view().into(), inp: inp.view().into(), out: out.view_mut().into() };
     kernels.launch_neg(&gpu, geometry, args).unwrap();
     assert_eq!(gpu.download::<f32>(&out).unwrap(), [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]);
 
     // One row broadcast over 2: strides [0, 1] reach 3 elements, so a 3-element input launches.
     let broadcast = gpu.upload_const(&[2u64, 3, 0, 1]).unwrap();
     let row = gpu.upload(&[1.0f32, 2.0, 3.0]).unwrap();
-    let args = unary::neg { numel: 6, num_dims: 2, info: broadcast.view(), inp: row.view(), out: out.view_mut() };
+    let args = unary::neg { numel: 6, num_dims: 2, info: broadcast.view().into(), inp: row.view().into(), out: out.view_mut().into() };
     kernels.launch_neg(&gpu, geometry, args).unwrap();
     assert_eq!(gpu.download::<f32>(&out).unwrap(), [-1.0, -2.0, -3.0, -1.0, -2.0, -3.0]);
 
     // The transposed layout over the 3-element row: it would read past it. Refused.
-    let args = unary::neg { numel: 6, num_dims: 2, info: transposed.view(), inp: row.view(), out: out.view_mut() };
+    let args = unary::neg { numel: 6, num_dims: 2, info: transposed.view().into(), inp: row.view().into(), out: out.view_mut().into() };
     let error = kernels.launch_neg(&gpu, geometry, args).unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "inp", .. }), "{error}");
     assert!(error.to_string().contains("at least 6 elements"), "{error}");
 
     // The same layout uploaded as a plain buffer, which a kernel could have rewritten: refused.
     let plain = gpu.upload(&[2u64, 3, 1, 2]).unwrap();
-    let args = unary::neg { numel: 6, num_dims: 2, info: plain.view(), inp: inp.view(), out: out.view_mut() };
+    let args = unary::neg { numel: 6, num_dims: 2, info: plain.view().into(), inp: inp.view().into(), out: out.view_mut().into() };
     let error = kernels.launch_neg(&gpu, geometry, args).unwrap_err().to_string();
     assert!(error.contains("`upload_const`"), "{error}");
 }

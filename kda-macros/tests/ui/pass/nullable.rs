@@ -20,12 +20,12 @@ fn main() {
     let geometry = LaunchGeometry { grid: (1, 1, 1), block: (32, 1, 1), shared_mem_bytes: 0 };
     let bias = gpu.upload(&[0.5f32, -1.0]).unwrap();
     let mut y = gpu.upload(&[1.0f32, 2.0]).unwrap();
-    kernels.launch_add(&gpu, geometry, bias::add { bias: Some(bias.view()), y: y.view_mut(), n: 2 }).unwrap();
+    kernels.launch_add(&gpu, geometry, bias::add { bias: Some(bias.view().into()), y: y.view_mut().into(), n: 2 }).unwrap();
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [2.5, 3.0]);
-    kernels.launch_add(&gpu, geometry, bias::add { bias: None, y: y.view_mut(), n: 2 }).unwrap();
+    kernels.launch_add(&gpu, geometry, bias::add { bias: None, y: y.view_mut().into(), n: 2 }).unwrap();
     assert_eq!(gpu.download::<f32>(&y).unwrap(), [5.0, 6.0]);
     // `Some` view is checked as any: one element short of `n`.
     let short = gpu.upload(&[0.5f32]).unwrap();
-    let error = kernels.launch_add(&gpu, geometry, bias::add { bias: Some(short.view()), y: y.view_mut(), n: 2 }).unwrap_err();
+    let error = kernels.launch_add(&gpu, geometry, bias::add { bias: Some(short.view().into()), y: y.view_mut().into(), n: 2 }).unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "bias", .. }), "{error}");
 }

@@ -26,14 +26,14 @@ fn main() {
     let src = gpu.upload(&[0.0f32, 1.0, 10.0, 11.0, 20.0, 21.0]).unwrap();
     let mut out = gpu.zeros::<f32>(4).unwrap();
 
-    let args = gather::rows { ids: ids.view(), src: src.view(), out: out.view_mut(), n: 2, d: 2 };
+    let args = gather::rows { ids: ids.view().into(), src: src.view().into(), out: out.view_mut().into(), n: 2, d: 2 };
     // SAFETY: ids 2 and 0 are rows of the three-row `src`.
     unsafe { kernels.launch_rows(&gpu, geometry, args) }.unwrap();
     assert_eq!(gpu.download::<f32>(&out).unwrap(), [20.0, 21.0, 0.0, 1.0]);
 
     // What kda can check still is: an output shorter than `n * d`.
     let mut short = gpu.zeros::<f32>(3).unwrap();
-    let args = gather::rows { ids: ids.view(), src: src.view(), out: short.view_mut(), n: 2, d: 2 };
+    let args = gather::rows { ids: ids.view().into(), src: src.view().into(), out: short.view_mut().into(), n: 2, d: 2 };
     // SAFETY: as above; the launch is refused before it runs.
     let error = unsafe { kernels.launch_rows(&gpu, geometry, args) }.unwrap_err();
     assert!(matches!(error, BackendError::Argument { param: "out", .. }), "{error}");
@@ -46,7 +46,7 @@ fn main() {
 
     // A table whose public field was overwritten with another entry's handle: refused.
     let forged = GatherKernels { rows: kernels.copy, ..kernels };
-    let args = gather::rows { ids: ids.view(), src: src.view(), out: out.view_mut(), n: 2, d: 2 };
+    let args = gather::rows { ids: ids.view().into(), src: src.view().into(), out: out.view_mut().into(), n: 2, d: 2 };
     // SAFETY: as the first launch; the handle is refused before anything runs.
     let error = unsafe { forged.launch_rows(&gpu, geometry, args) }.unwrap_err();
     assert!(matches!(error, BackendError::ForeignResource { .. }), "{error}");

@@ -37,8 +37,8 @@ fn main() {
     let (mut d, mut b, mut e) = (gpu.zeros::<f64>(2).unwrap(), gpu.zeros::<u8>(2).unwrap(), gpu.zeros::<u16>(2).unwrap());
     let (mut g, mut q) = (gpu.zeros::<u64>(2).unwrap(), gpu.zeros::<Fp8E5M2>(2).unwrap());
     let args = types::every {
-        h: h.view(), d: d.view_mut(), a: a.view(), b: b.view_mut(), c: c.view(), e: e.view_mut(),
-        f: f.view(), g: g.view_mut(), p: p.view(), q: q.view_mut(), n: 2, o: 0,
+        h: h.view().into(), d: d.view_mut().into(), a: a.view().into(), b: b.view_mut().into(), c: c.view().into(), e: e.view_mut().into(),
+        f: f.view().into(), g: g.view_mut().into(), p: p.view().into(), q: q.view_mut().into(), n: 2, o: 0,
         s: f16::from_f32(0.25), t: bf16::from_f32(2.0), u: 10.0, v: -3, w: 200, x: -300, y: 60_000, z: true,
     };
     kernels.launch_every(&gpu, geometry, args).unwrap();
@@ -50,8 +50,8 @@ fn main() {
 
     // An i64 that sizes nothing but takes part in a requirement: refused, naming it.
     let args = types::every {
-        h: h.view(), d: d.view_mut(), a: a.view(), b: b.view_mut(), c: c.view(), e: e.view_mut(),
-        f: f.view(), g: g.view_mut(), p: p.view(), q: q.view_mut(), n: 2, o: 1,
+        h: h.view().into(), d: d.view_mut().into(), a: a.view().into(), b: b.view_mut().into(), c: c.view().into(), e: e.view_mut().into(),
+        f: f.view().into(), g: g.view_mut().into(), p: p.view().into(), q: q.view_mut().into(), n: 2, o: 1,
         s: f16::ZERO, t: bf16::ZERO, u: 0.0, v: 0, w: 0, x: 0, y: 0, z: false,
     };
     let error = kernels.launch_every(&gpu, geometry, args).unwrap_err();
@@ -59,8 +59,8 @@ fn main() {
     // A buffer of another element type: refused.
     let wrong = gpu.upload(&[0.5f32, 1.5]).unwrap();
     let args = types::every {
-        h: wrong.view(), d: d.view_mut(), a: a.view(), b: b.view_mut(), c: c.view(), e: e.view_mut(),
-        f: f.view(), g: g.view_mut(), p: p.view(), q: q.view_mut(), n: 2, o: 0,
+        h: wrong.view().into(), d: d.view_mut().into(), a: a.view().into(), b: b.view_mut().into(), c: c.view().into(), e: e.view_mut().into(),
+        f: f.view().into(), g: g.view_mut().into(), p: p.view().into(), q: q.view_mut().into(), n: 2, o: 0,
         s: f16::ZERO, t: bf16::ZERO, u: 0.0, v: 0, w: 0, x: 0, y: 0, z: false,
     };
     let error = kernels.launch_every(&gpu, geometry, args).unwrap_err();
