@@ -3,7 +3,7 @@
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{CpuStorage, CudaStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
-use kda_runtime::bf16;
+use kda_runtime::{Element, bf16};
 
 use crate::candle_ops::{self, silu_mul_type};
 use crate::operands::{same_shape, unsupported};
@@ -45,7 +45,7 @@ impl CustomOp2 for SiluMul {
     }
 
     fn cuda_fwd(&self, gate: &CudaStorage, gate_layout: &Layout, up: &CudaStorage, up_layout: &Layout) -> Result<(CudaStorage, Shape)> {
-        fn run<T: CudaDType + silu_mul_type>(
+        fn run<T: CudaDType + Element + silu_mul_type>(
             op: &str,
             shape: &Shape,
             gate: &CudaStorage,

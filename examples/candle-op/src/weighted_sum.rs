@@ -6,7 +6,7 @@
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{CpuStorage, CudaStorage, CustomOp3, DType, Error, Layout, Result, Shape, Storage, Tensor, WithDType};
-use kda_runtime::bf16;
+use kda_runtime::{Element, bf16};
 
 use crate::candle_ops::{self, weighted_sum_type};
 use crate::operands::{same_shape, unsupported};
@@ -82,7 +82,7 @@ impl CustomOp3 for WeightedSum {
         z: &CudaStorage,
         z_layout: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
-        fn run<T: CudaDType + weighted_sum_type>(
+        fn run<T: CudaDType + Element + weighted_sum_type>(
             op: &WeightedSum,
             shape: &Shape,
             operands: [(&str, &CudaStorage, &Layout); 4],

@@ -78,12 +78,20 @@ fn run() -> Result<(), Box<dyn Error>> {
 
     // kda: a backend over the engine's stream (no context of its own), the table resolved once.
     let gpu = CudaBackend::on_stream(stream.clone(), &[&compiled::KERNEL_IMAGES])?;
-    let kernels = InteropKernels::resolve(&gpu)?;
-    println!("resolved the table on device 0 (sm_{}{})", gpu.compute_capability().0, gpu.compute_capability().1);
+    let kernels = Interop::resolve(&gpu)?;
+    println!(
+        "resolved the table on device 0 (sm_{}{})",
+        gpu.compute_capability().0,
+        gpu.compute_capability().1
+    );
 
     // y += 3·x over the whole slices, then the first half of y doubled through a view of it.
     let (a, factor, half) = (3.0, 2.0, N / 2);
-    kernels.launch_axpy(&gpu, LaunchGeometry::linear(N, BLOCK), interop::axpy { x: (&x).into(), y: (&mut y).into(), n: N, a })?;
+    kernels.launch_axpy(
+        &gpu,
+        LaunchGeometry::linear(N, BLOCK),
+        interop::axpy { x: (&x).into(), y: (&mut y).into(), n: N, a },
+    )?;
     let mut head = y.slice_mut(..half as usize);
     kernels.launch_scale(
         &gpu,
