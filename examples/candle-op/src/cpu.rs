@@ -6,7 +6,11 @@ use candle_core::{CpuStorage, Layout, Result, WithDType};
 use crate::operands::contiguous_range;
 
 /// The elements of the contiguous operand `name` (`layout` in `storage`).
-pub(crate) fn elements<'a, T: WithDType>(name: &str, storage: &'a CpuStorage, layout: &Layout) -> Result<&'a [T]> {
+pub(crate) fn elements<'a, T: WithDType>(
+    name: &str,
+    storage: &'a CpuStorage,
+    layout: &Layout,
+) -> Result<&'a [T]> {
     Ok(&storage.as_slice::<T>()?[contiguous_range(name, layout)?])
 }
 

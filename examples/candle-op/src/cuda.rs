@@ -31,7 +31,8 @@ pub(crate) fn kernels(device: &CudaDevice) -> Result<(CudaBackend, CandleOpsKern
         None => {
             // Kept on the context's default stream, on which it never issues: it holds none of
             // candle's streams.
-            let kept = CudaBackend::on_stream(context.default_stream(), &[&KERNEL_IMAGES]).map_err(Error::wrap)?;
+            let kept =
+                CudaBackend::on_stream(context.default_stream(), &[&KERNEL_IMAGES]).map_err(Error::wrap)?;
             let kernels = CandleOps::resolve(&kept).map_err(Error::wrap)?;
             resolved.push((kept, kernels));
             kernels
@@ -44,7 +45,11 @@ pub(crate) fn kernels(device: &CudaDevice) -> Result<(CudaBackend, CandleOpsKern
 
 /// The elements of the contiguous operand `name` (`layout` in `storage`), as a view of candle's
 /// slice.
-pub(crate) fn elements<'a, T: CudaDType>(name: &str, storage: &'a CudaStorage, layout: &Layout) -> Result<CudaView<'a, T>> {
+pub(crate) fn elements<'a, T: CudaDType>(
+    name: &str,
+    storage: &'a CudaStorage,
+    layout: &Layout,
+) -> Result<CudaView<'a, T>> {
     Ok(storage.as_cuda_slice::<T>()?.slice(contiguous_range(name, layout)?))
 }
 

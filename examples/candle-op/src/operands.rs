@@ -10,7 +10,12 @@ pub(crate) fn same_shape(op: &'static str, operands: &[(&str, &Layout)]) -> Resu
         return Err(Error::msg(format!("{op}: no operand")));
     };
     if let Some((_, differing)) = rest.iter().find(|(_, layout)| layout.shape() != first.shape()) {
-        return Err(Error::ShapeMismatchBinaryOp { lhs: first.shape().clone(), rhs: differing.shape().clone(), op }.bt());
+        return Err(Error::ShapeMismatchBinaryOp {
+            lhs: first.shape().clone(),
+            rhs: differing.shape().clone(),
+            op,
+        }
+        .bt());
     }
     Ok(first.shape().clone())
 }

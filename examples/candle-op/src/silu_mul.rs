@@ -29,10 +29,23 @@ impl CustomOp2 for SiluMul {
         "silu-mul"
     }
 
-    fn cpu_fwd(&self, gate: &CpuStorage, gate_layout: &Layout, up: &CpuStorage, up_layout: &Layout) -> Result<(CpuStorage, Shape)> {
-        fn run<T: WithDType>(gate: &CpuStorage, gate_layout: &Layout, up: &CpuStorage, up_layout: &Layout) -> Result<CpuStorage> {
-            let (gate, up) = (cpu::elements::<T>("gate", gate, gate_layout)?, cpu::elements::<T>("up", up, up_layout)?);
-            let out = gate.iter().zip(up).map(|(&g, &u)| cpu::from_f32(gated(cpu::to_f32(g), cpu::to_f32(u))));
+    fn cpu_fwd(
+        &self,
+        gate: &CpuStorage,
+        gate_layout: &Layout,
+        up: &CpuStorage,
+        up_layout: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        fn run<T: WithDType>(
+            gate: &CpuStorage,
+            gate_layout: &Layout,
+            up: &CpuStorage,
+            up_layout: &Layout,
+        ) -> Result<CpuStorage> {
+            let (gate, up) =
+                (cpu::elements::<T>("gate", gate, gate_layout)?, cpu::elements::<T>("up", up, up_layout)?);
+            let out =
+                gate.iter().zip(up).map(|(&g, &u)| cpu::from_f32(gated(cpu::to_f32(g), cpu::to_f32(u))));
             Ok(T::to_cpu_storage_owned(out.collect()))
         }
         let shape = same_shape(self.name(), &[("gate", gate_layout), ("up", up_layout)])?;
@@ -44,7 +57,13 @@ impl CustomOp2 for SiluMul {
         Ok((out, shape))
     }
 
-    fn cuda_fwd(&self, gate: &CudaStorage, gate_layout: &Layout, up: &CudaStorage, up_layout: &Layout) -> Result<(CudaStorage, Shape)> {
+    fn cuda_fwd(
+        &self,
+        gate: &CudaStorage,
+        gate_layout: &Layout,
+        up: &CudaStorage,
+        up_layout: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
         fn run<T: CudaDType + Element + silu_mul_type>(
             op: &str,
             shape: &Shape,
@@ -53,7 +72,8 @@ impl CustomOp2 for SiluMul {
             up: &CudaStorage,
             up_layout: &Layout,
         ) -> Result<CudaStorage> {
-            let (gate_view, up_view) = (cuda::elements::<T>("gate", gate, gate_layout)?, cuda::elements::<T>("up", up, up_layout)?);
+            let (gate_view, up_view) =
+                (cuda::elements::<T>("gate", gate, gate_layout)?, cuda::elements::<T>("up", up, up_layout)?);
             let (n, geometry) = cuda::linear(op, shape)?;
             let device = &gate.device;
             let (gpu, kernels) = cuda::kernels(device)?;
@@ -65,7 +85,12 @@ impl CustomOp2 for SiluMul {
                 .launch_silu_mul::<T>(
                     &gpu,
                     geometry,
-                    candle_ops::silu_mul { gate: (&gate_view).into(), up: (&up_view).into(), out: (&mut out).into(), n },
+                    candle_ops::silu_mul {
+                        gate: (&gate_view).into(),
+                        up: (&up_view).into(),
+                        out: (&mut out).into(),
+                        n,
+                    },
                 )
                 .map_err(candle_core::Error::wrap)?;
             Ok(CudaStorage::wrap_cuda_slice(out, device.clone()))

@@ -5,7 +5,10 @@
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::CudaDType;
-use candle_core::{CpuStorage, CudaStorage, CustomOp3, DType, Error, Layout, Result, Shape, Storage, Tensor, WithDType};
+use candle_core::{
+    CpuStorage, CudaStorage, CustomOp3, DType, Error, Layout, Result, Shape, Storage, Tensor, WithDType,
+};
+use kda_runtime::cudarc::driver::DeviceRepr;
 use kda_runtime::{Element, bf16};
 
 use crate::candle_ops::{self, weighted_sum_type};
@@ -52,18 +55,33 @@ impl CustomOp3 for WeightedSum {
         z: &CpuStorage,
         z_layout: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        fn run<T: WithDType>(op: &WeightedSum, operands: [(&str, &CpuStorage, &Layout); 4]) -> Result<CpuStorage> {
-            let [x, y, z, w] = operands.map(|(name, storage, layout)| cpu::elements::<T>(name, storage, layout));
+        fn run<T: WithDType>(
+            op: &WeightedSum,
+            operands: [(&str, &CpuStorage, &Layout); 4],
+        ) -> Result<CpuStorage> {
+            let [x, y, z, w] =
+                operands.map(|(name, storage, layout)| cpu::elements::<T>(name, storage, layout));
             let (x, y, z, w) = (x?, y?, z?, w?);
-            let out = (0..x.len())
-                .map(|i| cpu::from_f32(op.combine(cpu::to_f32(x[i]), cpu::to_f32(y[i]), cpu::to_f32(z[i]), cpu::to_f32(w[i]))));
+            let out = (0..x.len()).map(|i| {
+                cpu::from_f32(op.combine(
+                    cpu::to_f32(x[i]),
+                    cpu::to_f32(y[i]),
+                    cpu::to_f32(z[i]),
+                    cpu::to_f32(w[i]),
+                ))
+            });
             Ok(T::to_cpu_storage_owned(out.collect()))
         }
         let (w_storage, w_layout) = self.w.storage_and_layout();
         let Storage::Cpu(w) = &*w_storage else {
-            return Err(Error::msg(format!("{}: `w` is on {:?}, `x` on the CPU", self.name(), self.w.device().location())));
+            return Err(Error::msg(format!(
+                "{}: `w` is on {:?}, `x` on the CPU",
+                self.name(),
+                self.w.device().location()
+            )));
         };
-        let shape = same_shape(self.name(), &[("x", x_layout), ("y", y_layout), ("z", z_layout), ("w", w_layout)])?;
+        let shape =
+            same_shape(self.name(), &[("x", x_layout), ("y", y_layout), ("z", z_layout), ("w", w_layout)])?;
         let operands = [("x", x, x_layout), ("y", y, y_layout), ("z", z, z_layout), ("w", w, w_layout)];
         let out = match x.dtype() {
             DType::F32 => run::<f32>(self, operands),
@@ -82,12 +100,13 @@ impl CustomOp3 for WeightedSum {
         z: &CudaStorage,
         z_layout: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
-        fn run<T: CudaDType + Element + weighted_sum_type>(
+        fn run<T: CudaDType + DeviceRepr + Element + weighted_sum_type>(
             op: &WeightedSum,
             shape: &Shape,
             operands: [(&str, &CudaStorage, &Layout); 4],
         ) -> Result<CudaStorage> {
-            let [x, y, z, w] = operands.map(|(name, storage, layout)| cuda::elements::<T>(name, storage, layout));
+            let [x, y, z, w] =
+                operands.map(|(name, storage, layout)| cuda::elements::<T>(name, storage, layout));
             let (x, y, z, w) = (x?, y?, z?, w?);
             let (n, geometry) = cuda::linear(op.name(), shape)?;
             let device = &operands[0].1.device;
@@ -114,9 +133,14 @@ impl CustomOp3 for WeightedSum {
         }
         let (w_storage, w_layout) = self.w.storage_and_layout();
         let Storage::Cuda(w) = &*w_storage else {
-            return Err(Error::msg(format!("{}: `w` is on {:?}, `x` on a CUDA device", self.name(), self.w.device().location())));
+            return Err(Error::msg(format!(
+                "{}: `w` is on {:?}, `x` on a CUDA device",
+                self.name(),
+                self.w.device().location()
+            )));
         };
-        let shape = same_shape(self.name(), &[("x", x_layout), ("y", y_layout), ("z", z_layout), ("w", w_layout)])?;
+        let shape =
+            same_shape(self.name(), &[("x", x_layout), ("y", y_layout), ("z", z_layout), ("w", w_layout)])?;
         let operands = [("x", x, x_layout), ("y", y, y_layout), ("z", z, z_layout), ("w", w, w_layout)];
         let out = match x.dtype() {
             DType::F32 => run::<f32>(self, &shape, operands),
