@@ -3,6 +3,7 @@
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{CpuStorage, CudaStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, WithDType};
+use kda_runtime::cudarc::driver::DeviceRepr;
 use kda_runtime::{Element, bf16};
 
 use crate::candle_ops::{self, silu_mul_type};
@@ -64,7 +65,7 @@ impl CustomOp2 for SiluMul {
         up: &CudaStorage,
         up_layout: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
-        fn run<T: CudaDType + Element + silu_mul_type>(
+        fn run<T: CudaDType + DeviceRepr + Element + silu_mul_type>(
             op: &str,
             shape: &Shape,
             gate: &CudaStorage,
