@@ -79,11 +79,8 @@ fn run() -> Result<(), Box<dyn Error>> {
     // kda: a backend over the engine's stream (no context of its own), the table resolved once.
     let gpu = CudaBackend::on_stream(stream.clone(), &[&compiled::KERNEL_IMAGES])?;
     let kernels = Interop::resolve(&gpu)?;
-    println!(
-        "resolved the table on device 0 (sm_{}{})",
-        gpu.compute_capability().0,
-        gpu.compute_capability().1
-    );
+    let (major, minor) = gpu.compute_capability();
+    println!("resolved the table on device 0 (sm_{major}{minor})");
 
     // y += 3·x over the whole slices, then the first half of y doubled through a view of it.
     let (a, factor, half) = (3.0, 2.0, N / 2);
