@@ -8,6 +8,12 @@
 //!
 //! # Streams
 //!
+//! [`CudaBackend::on_stream`] issues on the caller's stream, in the caller's context, and shares
+//! its module cache and handles with every backend on that context (module `shared`). Buffers it
+//! allocates are ordered between streams as below only where the context tracks events
+//! (`CudaContext::is_event_tracking`, which an engine may have turned off): where it does not, each
+//! backend's buffers are its own (`CudaBackend::memory`), and no other stream uses them.
+//!
 //! The backend [`CudaBackend::new`] opens issues on the context's default stream;
 //! [`GpuBackend::new_stream`] opens a stream of its own (`CudaContext::new_stream`, a
 //! non-blocking stream: nothing orders it with the default stream implicitly), sharing the
