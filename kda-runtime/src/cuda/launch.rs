@@ -1,7 +1,6 @@
 //! Turning [`KernelArg`]s into a cudarc launch.
 
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg, SyncOnDrop};
 
 use std::sync::PoisonError;
@@ -44,7 +43,9 @@ pub(super) unsafe fn launch(
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {
     let function = &kernel.function.function;
-    refuse_own_buffers_in_a_capture(gpu, args)?;
+    if args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
+        gpu.outside_callers_capture("a launch on kda buffers")?;
+    }
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {
         module: kernel.entry.module.to_owned(),
@@ -98,22 +99,6 @@ pub(super) unsafe fn launch(
         Prepared::View(_, reads) => gpu.after_read(reads),
         _ => Ok(()),
     })
-}
-
-/// Refuses kda's own buffers while the backend's stream is capturing a graph of the caller's
-/// (`CudaStream::begin_capture`): their ordering by events cannot be captured, and the replays
-/// of the caller's graph would use them unseen by that ordering (a buffer could be freed under a
-/// replay). Borrowed memory is the caller's to order, in a capture as outside one.
-fn refuse_own_buffers_in_a_capture(gpu: &CudaBackend, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
-    if !args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
-        return Ok(());
-    }
-    let status =
-        gpu.stream.capture_status().map_err(|error| gpu.driver("asking for the capture status", error))?;
-    if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        return Ok(());
-    }
-    Err(gpu.foreign("a kda buffer, in a launch on a stream capturing a graph of the caller's (a capture takes borrowed memory only)"))
 }
 
 fn prepare<'a>(gpu: &'a CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
