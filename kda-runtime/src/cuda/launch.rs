@@ -89,11 +89,10 @@ pub(super) unsafe fn launch(
     // `In::from_device_ptr`/`Out::from_device_ptr`, who vouched for it; the `KernelArg` borrows
     // keep the memory alive, and exclusive where the kernel writes, until the launch has been
     // enqueued, and cudarc's guards order it with the borrowed memory's other uses as a cudarc
-    // launch is. On the
-    // device the launch runs after earlier writes to its buffers on any stream and, where it
-    // writes, after earlier reads of them on other streams; later frees, copies and launches run
-    // after it: cudarc's event tracking, with `Reads` for reads on several streams (the module's
-    // Streams section names the cudarc items).
+    // launch is. On the device the launch runs after earlier writes to its buffers on any stream
+    // and, where it writes, after earlier reads of them on other streams; later frees, copies and
+    // launches run after it: cudarc's event tracking, with `Reads` for reads on several streams
+    // (the module's Streams section names the cudarc items).
     unsafe { builder.launch(config) }.map_err(|error| gpu.driver("launching a kernel", error))?;
     prepared.iter().try_for_each(|arg| match arg {
         Prepared::View(_, reads) => gpu.after_read(reads),
@@ -118,26 +117,26 @@ fn prepare<'a>(gpu: &'a CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepa
         // A device pointer of 0, as CUDA's own null.
         KernelArg::Null => Prepared::Scalar(0),
         KernelArg::Borrowed(borrowed) => {
-            let description = borrowed.describe();
-            let foreign = || gpu.foreign(&format!("{description}, of another CUDA context"));
-            match &mut borrowed.memory {
-                Memory::Address { address, .. } => Prepared::Borrowed { address: *address, _guard: None },
+            let own = match &mut borrowed.memory {
+                Memory::Address { .. } => true,
+                Memory::Read(memory) => gpu.is_own_context(memory.context()),
+                Memory::Write(memory) => gpu.is_own_context(memory.get().context()),
+            };
+            if !own {
+                return Err(gpu.foreign(&format!("{}, of another CUDA context", borrowed.describe())));
+            }
+            let (address, guard) = match &mut borrowed.memory {
+                Memory::Address { address, .. } => (*address, None),
                 Memory::Read(memory) => {
-                    if !gpu.is_own_context(memory.context()) {
-                        return Err(foreign());
-                    }
                     let (address, guard) = memory.read_on(&gpu.stream);
-                    Prepared::Borrowed { address, _guard: Some(guard) }
+                    (address, Some(guard))
                 }
                 Memory::Write(memory) => {
-                    let memory = memory.get();
-                    if !gpu.is_own_context(memory.context()) {
-                        return Err(foreign());
-                    }
-                    let (address, guard) = memory.write_on(&gpu.stream);
-                    Prepared::Borrowed { address, _guard: Some(guard) }
+                    let (address, guard) = memory.get().write_on(&gpu.stream);
+                    (address, Some(guard))
                 }
-            }
+            };
+            Prepared::Borrowed { address, _guard: guard }
         }
     })
 }
