@@ -325,12 +325,14 @@ fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
 
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
     let captured = fill_slice(&gpu, &kernels, (&mut slice).into(), n, 7.0);
-    // kda's own buffer is refused in the caller's capture.
+    // kda's own memory is refused in the caller's capture: a launch on a kda buffer, an allocation.
     let args = glm5next_kda::fill { dst: own.view_mut().into(), n: n as u32, value: 1.0 };
     let refused = kernels.launch_fill(&gpu, launch::elementwise(n as u32), args);
+    let allocation = gpu.zeros::<f32>(n).map(drop);
     let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph with one launch");
     captured.unwrap();
     assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
+    assert!(matches!(allocation, Err(BackendError::ForeignResource { .. })), "{allocation:?}");
     // Nothing ran during the capture.
     assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![0.0; n]);
     for _ in 0..2 {

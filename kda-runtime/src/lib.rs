@@ -119,6 +119,12 @@
 //!   making does not resolve;
 //! - every argument against that signature: count, kinds, element types, access, requirements,
 //!   extents ([`signature::check`]);
+//! - memory borrowed from an engine ([`Borrowed`], made through [`In`] and [`Out`]) is cudarc's own
+//!   slices and views only, whose lengths are the memory they hold, of the backend's context
+//!   (`cuda::borrowed`); its element type is the typed argument's, and a written one is borrowed
+//!   exclusively; the CPU and emulation backends refuse it (the recording fake only records it),
+//!   and so does kda's own capture of a graph; a stream capturing a graph of the caller's refuses
+//!   kda's own buffers instead;
 //! - every buffer is the backend's own, of its own storage type, and every view lies inside its
 //!   buffer ([`host::HostMemory`], the CUDA backend's storage, `View::checked_range`); a buffer's
 //!   element type and length are its storage's ([`BufferStorage`]), so replacing a storage
@@ -146,7 +152,10 @@
 //!   with bounds checks and written only into the launch's views. [`emu::EmuBackend::new`] loads
 //!   into this process only sets built without a sanitizer (as the sets record), and runs the
 //!   others in their driver.
-//! - [`ImageSet::from_build`], [`EmulatedSet::from_build`] and [`EmulatedSet::leak`] are `unsafe`:
+//! - [`In`] and [`Out`] are made from kda's views (checked at launch) or cudarc's own types;
+//!   [`Borrowed`] has no public constructor. [`In::from_device_ptr`] and [`Out::from_device_ptr`]
+//!   are `unsafe`, as are [`ImageSet::from_build`], [`EmulatedSet::from_build`] and
+//!   [`EmulatedSet::leak`]:
 //!   their `# Safety` sections say what the caller vouches for.
 //!
 //! Every `unsafe` block in this crate says what it relies on and which of the code above ensures

@@ -22,7 +22,7 @@
 //! let kernels = Glm5NextKdaKernels::resolve(&gpu)?;
 //! let mut dst = gpu.zeros::<f32>(3)?;
 //! let geometry = LaunchGeometry::linear(3, 256);
-//! kernels.launch_fill(&gpu, geometry, glm5next_kda::fill { dst: dst.view_mut(), n: 3, value: 0.5 })?;
+//! kernels.launch_fill(&gpu, geometry, glm5next_kda::fill { dst: dst.view_mut().into(), n: 3, value: 0.5 })?;
 //! assert_eq!(gpu.download::<f32>(&dst)?, [0.5; 3]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -46,13 +46,22 @@ pub(super) fn macros(
 ) -> Result<TokenStream, String> {
     let (args_macro, launch_macro) =
         (format_ident!("{LOCAL_PREFIX}args"), format_ident!("{LOCAL_PREFIX}launch"));
+    // One rule per kind of buffer field the table has, so that each field is one token.
+    let mut kinds: Vec<(bool, bool, DType)> = Vec::new();
+    for param in table.entries.iter().filter_map(|entry| entry.params.as_deref()).flatten() {
+        if let ParamType::Buffer { writable, nullable, element, .. } = param.ty
+            && !kinds.contains(&(writable, nullable, element))
+        {
+            kinds.push((writable, nullable, element));
+        }
+    }
     let mut buffer_rules = TokenStream::new();
-    for (writable, nullable) in [(false, false), (true, false), (false, true), (true, true)] {
-        let (kind, ty) = buffer(writable, nullable);
+    for (writable, nullable, element) in kinds {
         let mut ty_code = Code::default();
-        ty_code.push(&ty.replace(ELEMENT, "$element"));
-        let (kind, ty) = (Ident::new(kind, Span::call_site()), ty_code.parse("a buffer's type")?);
-        buffer_rules.extend(quote!((@ty [#kind $element:ty]) => { #ty };));
+        ty_code.push(&buffer_type(writable, nullable, &element_type(element)));
+        let kind = Ident::new(&buffer_kind(writable, nullable, element), Span::call_site());
+        let ty = ty_code.parse("a buffer's type")?;
+        buffer_rules.extend(quote!((@ty #kind) => { #ty };));
     }
     // Tokens, not text: the launcher's parameters and locals are mixed-site, so no constant of the
     // deriving module (`const geometry`) is read as their pattern, and the docs show their names.
@@ -73,7 +82,8 @@ pub(super) fn macros(
         #[allow(unused_macros)]
         macro_rules! #args_macro {
             // A field's type, from its kind: a buffer's typed argument over its element type, read or
-            // written, maybe nullable (its lifetime is the struct's `'a`), or the type written out.
+            // written, maybe nullable (its lifetime is the struct's `'a`), a primitive, or the type
+            // written out.
             #buffer_rules
             (@ty $ty:ident) => { $ty };
             (@ty ($($ty:tt)*)) => { $($ty)* };
@@ -222,16 +232,23 @@ pub(super) fn scalar_type(kind: ScalarKind) -> String {
 /// What stands for a buffer's element type in [`buffer`]'s types.
 const ELEMENT: &str = "ELEMENT";
 
-/// A buffer's field: its kind as the arguments macro names it (see [`macros`]), and its Rust type,
-/// of element type [`ELEMENT`].
-fn buffer(writable: bool, nullable: bool) -> (&'static str, &'static str) {
+/// A buffer's field: its Rust type, of element type [`ELEMENT`].
+fn buffer(writable: bool, nullable: bool) -> &'static str {
     match (writable, nullable) {
-        (false, false) => ("read", "::kda_runtime::In<'a, ELEMENT>"),
-        (true, false) => ("write", "::kda_runtime::Out<'a, ELEMENT>"),
+        (false, false) => "::kda_runtime::In<'a, ELEMENT>",
+        (true, false) => "::kda_runtime::Out<'a, ELEMENT>",
         // `None` is the null pointer.
-        (false, true) => ("nullable_read", "::core::option::Option<::kda_runtime::In<'a, ELEMENT>>"),
-        (true, true) => ("nullable_write", "::core::option::Option<::kda_runtime::Out<'a, ELEMENT>>"),
+        (false, true) => "::core::option::Option<::kda_runtime::In<'a, ELEMENT>>",
+        (true, true) => "::core::option::Option<::kda_runtime::Out<'a, ELEMENT>>",
     }
+}
+
+/// A buffer field's kind, as the arguments macro names it (see [`macros`]): `read_f32`,
+/// `nullable_write_bf16`.
+fn buffer_kind(writable: bool, nullable: bool, element: DType) -> String {
+    let access = if writable { "write" } else { "read" };
+    let nullable = if nullable { "nullable_" } else { "" };
+    format!("{nullable}{access}_{}", element.name())
 }
 
 /// The Rust type a typed argument takes for an element type: what kda-runtime names it
@@ -248,17 +265,14 @@ pub(super) fn element_type(dtype: DType) -> String {
 
 /// The Rust type of a buffer's field, of element type `element` (a Rust type).
 pub(super) fn buffer_type(writable: bool, nullable: bool, element: &str) -> String {
-    buffer(writable, nullable).1.replace(ELEMENT, element)
+    buffer(writable, nullable).replace(ELEMENT, element)
 }
 
 /// The kind of an argument struct's field for `param`, as the arguments macro reads it: a
-/// buffer's (see [`buffer`]) with its element type, a primitive's name, or a path type in
-/// parentheses.
+/// buffer's (see [`buffer_kind`]), a primitive's name, or a path type in parentheses.
 fn field_kind(param: &Param) -> String {
     match &param.ty {
-        ParamType::Buffer { writable, nullable, element, .. } => {
-            format!("[{} {}]", buffer(*writable, *nullable).0, element_type(*element))
-        }
+        ParamType::Buffer { writable, nullable, element, .. } => buffer_kind(*writable, *nullable, *element),
         ParamType::Scalar(scalar) => match scalar_type(*scalar) {
             ty if ty.contains("::") => format!("({ty})"),
             ty => ty,

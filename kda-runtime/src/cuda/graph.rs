@@ -146,6 +146,7 @@ pub(super) fn capture(
         key: StreamKey::fresh(),
         modules: Arc::clone(&gpu.modules),
         join_on_drop: true,
+        own_capture: true,
     };
     let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     capturing.stream.begin_capture(mode).map_err(|e| gpu.driver("beginning a capture", e))?;

@@ -1,7 +1,6 @@
 //! Turning [`KernelArg`]s into a cudarc launch.
 
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg, SyncOnDrop};
 
 use std::sync::PoisonError;
@@ -44,7 +43,9 @@ pub(super) unsafe fn launch(
     args: &mut [KernelArg<'_>],
 ) -> Result<(), BackendError> {
     let function = &kernel.function.function;
-    refuse_own_buffers_in_a_capture(gpu, args)?;
+    if args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
+        gpu.outside_callers_capture("a launch on kda buffers")?;
+    }
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {
         module: kernel.entry.module.to_owned(),
@@ -88,32 +89,15 @@ pub(super) unsafe fn launch(
     // `In::from_device_ptr`/`Out::from_device_ptr`, who vouched for it; the `KernelArg` borrows
     // keep the memory alive, and exclusive where the kernel writes, until the launch has been
     // enqueued, and cudarc's guards order it with the borrowed memory's other uses as a cudarc
-    // launch is. On the
-    // device the launch runs after earlier writes to its buffers on any stream and, where it
-    // writes, after earlier reads of them on other streams; later frees, copies and launches run
-    // after it: cudarc's event tracking, with `Reads` for reads on several streams (the module's
-    // Streams section names the cudarc items).
+    // launch is. On the device the launch runs after earlier writes to its buffers on any stream
+    // and, where it writes, after earlier reads of them on other streams; later frees, copies and
+    // launches run after it: cudarc's event tracking, with `Reads` for reads on several streams
+    // (the module's Streams section names the cudarc items).
     unsafe { builder.launch(config) }.map_err(|error| gpu.driver("launching a kernel", error))?;
     prepared.iter().try_for_each(|arg| match arg {
         Prepared::View(_, reads) => gpu.after_read(reads),
         _ => Ok(()),
     })
-}
-
-/// Refuses kda's own buffers while the backend's stream is capturing a graph of the caller's
-/// (`CudaStream::begin_capture`): their ordering by events cannot be captured, and the replays
-/// of the caller's graph would use them unseen by that ordering (a buffer could be freed under a
-/// replay). Borrowed memory is the caller's to order, in a capture as outside one.
-fn refuse_own_buffers_in_a_capture(gpu: &CudaBackend, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
-    if !args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
-        return Ok(());
-    }
-    let status =
-        gpu.stream.capture_status().map_err(|error| gpu.driver("asking for the capture status", error))?;
-    if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        return Ok(());
-    }
-    Err(gpu.foreign("a kda buffer, in a launch on a stream capturing a graph of the caller's (a capture takes borrowed memory only)"))
 }
 
 fn prepare<'a>(gpu: &'a CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepared<'a>, BackendError> {
@@ -133,26 +117,26 @@ fn prepare<'a>(gpu: &'a CudaBackend, arg: &'a mut KernelArg<'_>) -> Result<Prepa
         // A device pointer of 0, as CUDA's own null.
         KernelArg::Null => Prepared::Scalar(0),
         KernelArg::Borrowed(borrowed) => {
-            let description = borrowed.describe();
-            let foreign = || gpu.foreign(&format!("{description}, of another CUDA context"));
-            match &mut borrowed.memory {
-                Memory::Address { address, .. } => Prepared::Borrowed { address: *address, _guard: None },
+            let own = match &mut borrowed.memory {
+                Memory::Address { .. } => true,
+                Memory::Read(memory) => gpu.is_own_context(memory.context()),
+                Memory::Write(memory) => gpu.is_own_context(memory.get().context()),
+            };
+            if !own {
+                return Err(gpu.foreign(&format!("{}, of another CUDA context", borrowed.describe())));
+            }
+            let (address, guard) = match &mut borrowed.memory {
+                Memory::Address { address, .. } => (*address, None),
                 Memory::Read(memory) => {
-                    if !gpu.is_own_context(memory.context()) {
-                        return Err(foreign());
-                    }
                     let (address, guard) = memory.read_on(&gpu.stream);
-                    Prepared::Borrowed { address, _guard: Some(guard) }
+                    (address, Some(guard))
                 }
                 Memory::Write(memory) => {
-                    let memory = memory.get();
-                    if !gpu.is_own_context(memory.context()) {
-                        return Err(foreign());
-                    }
-                    let (address, guard) = memory.write_on(&gpu.stream);
-                    Prepared::Borrowed { address, _guard: Some(guard) }
+                    let (address, guard) = memory.get().write_on(&gpu.stream);
+                    (address, Some(guard))
                 }
-            }
+            };
+            Prepared::Borrowed { address, _guard: guard }
         }
     })
 }

@@ -8,6 +8,12 @@
 //!
 //! # Streams
 //!
+//! [`CudaBackend::on_stream`] issues on the caller's stream, in the caller's context, and shares
+//! its module cache and handles with every backend on that context (module `shared`). Buffers it
+//! allocates are ordered between streams as below only where the context tracks events
+//! (`CudaContext::is_event_tracking`, which an engine may have turned off): where it does not, each
+//! backend's buffers are its own (`CudaBackend::memory`), and no other stream uses them.
+//!
 //! The backend [`CudaBackend::new`] opens issues on the context's default stream;
 //! [`GpuBackend::new_stream`] opens a stream of its own (`CudaContext::new_stream`, a
 //! non-blocking stream: nothing orders it with the default stream implicitly), sharing the
@@ -46,6 +52,7 @@ mod shared;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut, DriverError};
 
 use crate::modules::{ModuleCache, Resolved};
@@ -75,6 +82,9 @@ pub struct CudaBackend {
     /// on besides the default one (one [`GpuBackend::new_stream`] opened, a capture's per-thread
     /// stream), never a caller's.
     join_on_drop: bool,
+    /// Whether the stream is capturing a graph of kda's own ([`GpuBackend::capture`], which binds
+    /// its buffers), not of the caller's, in which a launch takes borrowed memory only.
+    own_capture: bool,
 }
 
 /// A function ready to launch, with the entry whose signature its layout was checked against.
@@ -140,7 +150,15 @@ impl CudaBackend {
         let stream = loader.context.default_stream();
         let modules = Arc::new(ModuleCache::new(loader, sets)?);
         let id = BackendId::fresh();
-        Ok(Self { id, memory: id, stream, key: StreamKey::fresh(), modules, join_on_drop: false })
+        Ok(Self {
+            id,
+            memory: id,
+            stream,
+            key: StreamKey::fresh(),
+            modules,
+            join_on_drop: false,
+            own_capture: false,
+        })
     }
 
     /// A backend over a context and stream the caller owns (an engine's), carrying the modules of
@@ -163,7 +181,15 @@ impl CudaBackend {
             Ok(Arc::new(ModuleCache::new(loader, sets)?))
         })?;
         let memory = if context.is_event_tracking() { id } else { BackendId::fresh() };
-        Ok(Self { id, memory, stream, key: StreamKey::fresh(), modules, join_on_drop: false })
+        Ok(Self {
+            id,
+            memory,
+            stream,
+            key: StreamKey::fresh(),
+            modules,
+            join_on_drop: false,
+            own_capture: false,
+        })
     }
 
     /// Whether `context` is this backend's (the same driver context: two cudarc handles of one
@@ -207,6 +233,7 @@ impl CudaBackend {
             return Err(BackendError::DTypeMismatch { expected: T::DTYPE, found: buffer.dtype() });
         }
         let storage = self.storage_mut(buffer)?;
+        self.outside_callers_capture("a buffer lent as a cudarc view")?;
         self.before_write(&storage.reads)?;
         let len = storage.len;
         // SAFETY: `transmute_mut` reinterprets the buffer's bytes as `len` elements of `T`:
@@ -274,6 +301,27 @@ impl CudaBackend {
         buffer.storage_mut().ok_or(foreign)
     }
 
+    /// Refuses `what`, an operation on kda's own memory, while the stream is capturing a graph of
+    /// the caller's (`CudaStream::begin_capture`): the capture would record it (an allocation, a
+    /// copy from or to host memory borrowed for the call only, a launch), the caller's replays
+    /// would repeat it unseen by the buffers' ordering by events, and those events cannot be waited
+    /// for inside a capture. Borrowed memory is the caller's to order, in a capture as outside one.
+    fn outside_callers_capture(&self, what: &str) -> Result<(), BackendError> {
+        if self.own_capture {
+            return Ok(());
+        }
+        let status = self
+            .stream
+            .capture_status()
+            .map_err(|error| self.driver("asking for the capture status", error))?;
+        if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Ok(());
+        }
+        Err(self.foreign(&format!(
+            "{what}, on a stream capturing a graph of the caller's (a capture takes borrowed memory only)"
+        )))
+    }
+
     /// Before a write of a buffer on this stream: waits for its reads on the other streams.
     fn before_write(&self, reads: &Reads) -> Result<(), BackendError> {
         reads
@@ -316,6 +364,7 @@ impl CudaBackend {
         allocate: impl FnOnce(&Arc<CudaStream>, usize) -> Result<CudaSlice<u8>, DriverError>,
     ) -> Result<DeviceBuffer, BackendError> {
         let bytes = dtype.bytes(len).ok_or(BackendError::TooLarge { dtype, len })?;
+        self.outside_callers_capture("an allocation")?;
         let bytes =
             allocate(&self.stream, bytes.max(1)).map_err(|e| self.driver("allocating device memory", e))?;
         DeviceBuffer::new(self.memory, Box::new(CudaStorage { dtype, len, bytes, reads: Reads::default() }))
@@ -405,6 +454,7 @@ impl GpuBackend for CudaBackend {
             return Ok(());
         }
         let storage = self.storage_mut(dst)?;
+        self.outside_callers_capture("a copy to the device")?;
         self.before_write(&storage.reads)?;
         let mut target = storage.bytes.slice_mut(..expected);
         self.stream.memcpy_htod(src, &mut target).map_err(|e| self.driver("copying to the device", e))
@@ -419,6 +469,7 @@ impl GpuBackend for CudaBackend {
             return Ok(());
         }
         let storage = self.storage(src)?;
+        self.outside_callers_capture("a copy to the host")?;
         self.stream
             .memcpy_dtoh(&storage.bytes.slice(..expected), dst)
             .map_err(|e| self.driver("copying to the host", e))?;
@@ -433,6 +484,7 @@ impl GpuBackend for CudaBackend {
         }
         let source = self.storage(src.buffer())?;
         let target = self.storage_mut(dst.buffer_mut())?;
+        self.outside_callers_capture("a copy on the device")?;
         self.before_write(&target.reads)?;
         self.stream
             .memcpy_dtod(&source.bytes.slice(from), &mut target.bytes.slice_mut(to))
@@ -514,6 +566,7 @@ impl GpuBackend for CudaBackend {
             key: StreamKey::fresh(),
             modules: Arc::clone(&self.modules),
             join_on_drop: true,
+            own_capture: false,
         }))
     }
 }
