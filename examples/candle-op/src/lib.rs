@@ -2,9 +2,9 @@
 //! stream and candle's memory: what a candle extension crate (flash-attn, layer-norm) does with its
 //! hand-written kernels, with kda's typed, checked launches in place of raw pointers.
 //!
-//! - [`silu_mul`]: a [`CustomOp2`](candle_core::CustomOp2), the SwiGLU gate `silu(gate) · up` of
+//! - [`silu_mul()`]: a [`CustomOp2`](candle_core::CustomOp2), the SwiGLU gate `silu(gate) · up` of
 //!   two tensors in one kernel.
-//! - [`weighted_sum`]: `a·x + b·y + c·z + w` of four tensors in one kernel: a
+//! - [`weighted_sum()`]: `a·x + b·y + c·z + w` of four tensors in one kernel: a
 //!   [`CustomOp3`](candle_core::CustomOp3) over three, the fourth carried in the op, as candle's
 //!   extension crates carry what does not fit the trait.
 //!
