@@ -331,8 +331,8 @@ fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
     let allocation = gpu.zeros::<f32>(n).map(drop);
     let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph with one launch");
     captured.unwrap();
-    assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
-    assert!(matches!(allocation, Err(BackendError::ForeignResource { .. })), "{allocation:?}");
+    assert!(matches!(refused, Err(BackendError::InCallersCapture { .. })), "{refused:?}");
+    assert!(matches!(allocation, Err(BackendError::InCallersCapture { .. })), "{allocation:?}");
     // Nothing ran during the capture.
     assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![0.0; n]);
     for _ in 0..2 {

@@ -124,6 +124,18 @@ pub enum BackendError {
         /// The launch's scalars and geometry, or why the requirement could not be evaluated.
         detail: String,
     },
+    /// An operation on kda's own memory (a launch on kda buffers, an allocation, a copy) on a
+    /// stream capturing a graph of the caller's, which takes borrowed memory only.
+    #[error(
+        "{operation} on {backend}: its stream is capturing a graph of the caller's, which takes the \
+         caller's memory only (In/Out from its cudarc slices), no kda buffer, allocation or copy"
+    )]
+    InCallersCapture {
+        /// What was refused.
+        operation: String,
+        /// The backend, described.
+        backend: String,
+    },
     /// A written argument at a device address overlaps another argument of the launch.
     #[error("`{}`: the written argument `{written}` overlaps `{other}` in device memory", entry.path())]
     Aliased {

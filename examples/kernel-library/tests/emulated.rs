@@ -3,6 +3,14 @@
 //! where the kernel's arithmetic is exact and within a stated tolerance elsewhere: strided
 //! (transposed and broadcast) inputs, every cast's type, rows counted by the grid, a null weight,
 //! trusted ids and atomics; and the launches the manifest refuses before they run.
+//!
+//! Under `KDA_EMULATOR_SANITIZER=address` and `=thread` (CI runs both) the same tests launch each
+//! kernel in the sanitized driver, its buffers and dynamic shared memory cut to their extents:
+//! ASan + UBSan finds no access past a buffer (the reductions' shared partials, strided and
+//! broadcast reads, a gather's last row, a void block's last byte, a compaction's and a template's
+//! partial last round), TSan no race (the atomics, the barriers of the histogram and of the row
+//! reductions), and each result check shows the launch ran. `tests/planted.rs` plants each kind
+//! of bug and shows it reported.
 #![cfg(feature = "emulation")]
 
 use std::fmt::Debug;

@@ -3,8 +3,8 @@
 //! header makes `kernels/utils.cuh` turn a loop bound `i < n` into `i <= n`, leave a
 //! `__syncthreads` out and write an atomic add as a plain `+=`. Each overrun is an `Err` of the
 //! default emulator (no sanitizer) naming the kernel, the thread, the parameter and the element;
-//! each race a ThreadSanitizer report. `tests/emulated.rs` and `tests/sanitized.rs` run the
-//! clean build of the same launches, which give the right answer and no report.
+//! each race a ThreadSanitizer report. `tests/emulated.rs` launches the clean build of the same
+//! kernels, plainly and under each sanitizer: the right answer and no report.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -13,7 +13,7 @@ use kda_build::cuda::KernelBuild;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_example_library::{KernelLibraryKernels, kernel_library};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
-use kda_runtime::{EmulatedSet, GpuBackendExt, LaunchGeometry, bf16, f16};
+use kda_runtime::{Element, EmulatedSet, GpuBackendExt, LaunchGeometry, bf16, f16};
 use kda_test_support::emulator::{assert_built, emulated_set};
 
 /// The crate's manifest and kernels built with the bugs planted (once for every test), under
@@ -82,40 +82,29 @@ fn assert_reported<T: std::fmt::Debug>(
 /// Two blocks of 64 threads.
 const TWO_BLOCKS: LaunchGeometry = LaunchGeometry { grid: (2, 1, 1), block: (64, 1, 1), shared_mem_bytes: 0 };
 
+/// Asserts that `neg` of `T` over 12 contiguous elements (dims [12], strides [1]) is an `Err`
+/// naming `kernel`: the planted loop runs on to i = 12, thread 12.
+fn assert_neg_writes_one_past<T: Element + kernel_library::neg_type>(one: T, kernel: &str) {
+    let (gpu, kernels) = planted();
+    let info = gpu.upload_const(&[12u64, 1]).unwrap();
+    let (inp, mut out) = (gpu.upload(&[one; 12]).unwrap(), gpu.zeros::<T>(12).unwrap());
+    let args = kernel_library::neg {
+        numel: 12,
+        num_dims: 1,
+        info: info.view().into(),
+        inp: inp.view().into(),
+        out: out.view_mut().into(),
+    };
+    let want = format!(
+        "{kernel}: block (0, 0, 0), thread (12, 0, 0): a write of element 12 of parameter 4 `out`, outside its 12 elements"
+    );
+    assert_reported(kernel, kernels.launch_neg::<T>(&gpu, TWO_BLOCKS, args), &[&want]);
+}
+
 #[test]
 fn a_16_bit_float_op_one_element_past_its_output_is_an_err() {
-    let (gpu, kernels) = planted();
-    // 12 contiguous elements: dims [12], strides [1]. The loop runs on to i = 12, thread 12.
-    let info = gpu.upload_const(&[12u64, 1]).unwrap();
-    let (halves, brains) = (gpu.upload(&[f16::ONE; 12]).unwrap(), gpu.upload(&[bf16::ONE; 12]).unwrap());
-    let (mut half_out, mut brain_out) = (gpu.zeros::<f16>(12).unwrap(), gpu.zeros::<bf16>(12).unwrap());
-    let want = [
-        "block (0, 0, 0), thread (12, 0, 0): a write of element 12 of parameter 4 `out`, outside its 12 elements",
-    ];
-    let args = kernel_library::neg_f16 {
-        numel: 12,
-        num_dims: 1,
-        info: info.view().into(),
-        inp: halves.view().into(),
-        out: half_out.view_mut().into(),
-    };
-    assert_reported(
-        "uneg_f16",
-        kernels.launch_neg_f16(&gpu, TWO_BLOCKS, args),
-        &[&["uneg_f16: ", want[0]].concat()],
-    );
-    let args = kernel_library::neg_bf16 {
-        numel: 12,
-        num_dims: 1,
-        info: info.view().into(),
-        inp: brains.view().into(),
-        out: brain_out.view_mut().into(),
-    };
-    assert_reported(
-        "uneg_bf16",
-        kernels.launch_neg_bf16(&gpu, TWO_BLOCKS, args),
-        &[&["uneg_bf16: ", want[0]].concat()],
-    );
+    assert_neg_writes_one_past(f16::ONE, "uneg_f16");
+    assert_neg_writes_one_past(bf16::ONE, "uneg_bf16");
 }
 
 #[test]
@@ -168,42 +157,31 @@ fn assert_race<T: std::fmt::Debug>(what: &str, result: Result<T, impl std::fmt::
     assert_reported(what, result, &["ThreadSanitizer: data race", &format!("{module}.cu")]);
 }
 
-#[test]
-fn a_scatter_add_without_its_atomics_is_a_race_on_every_architecture_path() {
+/// Asserts that scatter_add of `T` without its atomics is a race: 64 threads of one block adding
+/// 32 rows of 2 `value`s into 2 rows, each element contended by 16.
+fn assert_scatter_add_races<T: Element + kernel_library::scatter_add_type>(value: T) {
     let (gpu, kernels) = planted_under_thread_sanitizer();
-    // 64 threads of one block adding 32 rows of 2 into 2 rows: each element contended by 16.
     let ids: Vec<u32> = (0..32).map(|i| i % 2).collect();
     let one_block = LaunchGeometry { grid: (1, 1, 1), block: (64, 1, 1), shared_mem_bytes: 0 };
-    let index = gpu.upload(&ids).unwrap();
-    let (src, mut dst) = (gpu.upload(&[0.5f32; 64]).unwrap(), gpu.zeros::<f32>(4).unwrap());
-    let args = kernel_library::scatter_add_f32 {
+    let (index, src) = (gpu.upload(&ids).unwrap(), gpu.upload(&[value; 64]).unwrap());
+    let mut dst = gpu.zeros::<T>(4).unwrap();
+    let args = kernel_library::scatter_add {
         ids: index.view().into(),
         src: src.view().into(),
         dst: dst.view_mut().into(),
         n: 32,
         d: 2,
     };
+    let what = format!("scatter_add of {:?}", T::DTYPE);
     // SAFETY: every id is 0 or 1, the rows of the two-row `dst`.
-    assert_race(
-        "scatter_add_f32",
-        unsafe { kernels.launch_scatter_add_f32(&gpu, one_block, args) },
-        "indexing",
-    );
+    assert_race(&what, unsafe { kernels.launch_scatter_add::<T>(&gpu, one_block, args) }, "indexing");
+}
+
+#[test]
+fn a_scatter_add_without_its_atomics_is_a_race_on_every_architecture_path() {
+    assert_scatter_add_races(0.5f32);
     // The bf16 kernel, compiled for sm_80 and later only (the emulated device is sm_90).
-    let (src, mut dst) = (gpu.upload(&[bf16::ONE; 64]).unwrap(), gpu.zeros::<bf16>(4).unwrap());
-    let args = kernel_library::scatter_add_bf16 {
-        ids: index.view().into(),
-        src: src.view().into(),
-        dst: dst.view_mut().into(),
-        n: 32,
-        d: 2,
-    };
-    // SAFETY: as above.
-    assert_race(
-        "scatter_add_bf16",
-        unsafe { kernels.launch_scatter_add_bf16(&gpu, one_block, args) },
-        "indexing",
-    );
+    assert_scatter_add_races(bf16::ONE);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use kda_example_library::{KernelLibrary, KernelLibraryEntry, KernelLibraryKernels, kernel_library};
 use kda_runtime::record::RecordingBackend;
-use kda_runtime::{BackendError, GpuBackendExt, LaunchGeometry, bf16, try_kernel};
+use kda_runtime::{BackendError, Element, GpuBackendExt, LaunchGeometry, bf16, try_kernel};
 
 #[test]
 fn a_target_without_an_optional_variant_resolves_and_names_it_absent() {
@@ -24,23 +24,22 @@ fn a_target_without_an_optional_variant_resolves_and_names_it_absent() {
         .collect();
     assert_eq!(absent, ["scatter_add_bf16"]);
 
-    let geometry = LaunchGeometry::linear(4, 32);
-    let (ids, src) = (gpu.upload(&[0u32, 1, 0, 1]).unwrap(), gpu.upload(&[bf16::ONE; 8]).unwrap());
-    let mut dst = gpu.zeros::<bf16>(4).unwrap();
-    let args = kernel_library::scatter_add {
-        ids: ids.view().into(),
-        src: src.view().into(),
-        dst: dst.view_mut().into(),
-        n: 4,
-        d: 2,
-    };
-    // SAFETY: every id is a row of `dst` (2 rows of 2), and the launch is refused before it runs.
-    let error = unsafe { kernels.launch_scatter_add::<bf16>(&gpu, geometry, args) }.unwrap_err();
+    let error = launch_scatter_add(&gpu, &kernels, bf16::ONE).unwrap_err();
     assert!(matches!(error, BackendError::Absent { .. }), "{error}");
     assert!(error.to_string().contains("scatter_add_bf16"), "{error}");
     assert!(gpu.launched().is_empty());
+    launch_scatter_add(&gpu, &kernels, 1.0f32).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(gpu.launched(), ["indexing::scatter_add_f32"]);
+}
 
-    let (src, mut dst) = (gpu.upload(&[1.0f32; 8]).unwrap(), gpu.zeros::<f32>(4).unwrap());
+/// scatter_add of `T` on the recording backend: 4 rows of 2 `value`s into 2 rows.
+fn launch_scatter_add<T: Element + kernel_library::scatter_add_type>(
+    gpu: &RecordingBackend,
+    kernels: &KernelLibraryKernels,
+    value: T,
+) -> Result<(), BackendError> {
+    let (ids, src) = (gpu.upload(&[0u32, 1, 0, 1]).unwrap(), gpu.upload(&[value; 8]).unwrap());
+    let mut dst = gpu.zeros::<T>(4).unwrap();
     let args = kernel_library::scatter_add {
         ids: ids.view().into(),
         src: src.view().into(),
@@ -49,7 +48,5 @@ fn a_target_without_an_optional_variant_resolves_and_names_it_absent() {
         d: 2,
     };
     // SAFETY: every id is a row of `dst` (2 rows of 2); the recording backend computes nothing.
-    unsafe { kernels.launch_scatter_add::<f32>(&gpu, geometry, args) }
-        .unwrap_or_else(|error| panic!("{error}"));
-    assert_eq!(gpu.launched(), ["indexing::scatter_add_f32"]);
+    unsafe { kernels.launch_scatter_add::<T>(gpu, LaunchGeometry::linear(4, 32), args) }
 }

@@ -317,9 +317,10 @@ impl CudaBackend {
         if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             return Ok(());
         }
-        Err(self.foreign(&format!(
-            "{what}, on a stream capturing a graph of the caller's (a capture takes borrowed memory only)"
-        )))
+        Err(BackendError::InCallersCapture {
+            operation: what.to_owned(),
+            backend: self.description().to_owned(),
+        })
     }
 
     /// Before a write of a buffer on this stream: waits for its reads on the other streams.
