@@ -11,9 +11,10 @@
 #                                  GPU machine). nvcc: $NVCC, else `nvcc` on PATH, else the project's
 #                                  pinned one (scripts/install-cuda.sh).
 #                                  It also builds the two engine examples: examples/cudarc-interop's
-#                                  binary, and examples/candle-op's tests (its own workspace; candle
-#                                  links CUDA's libraries at build time: where they are not here, a
-#                                  warning, and the GPU check leaves them out).
+#                                  binary, and examples/candle-op's tests into gpu-check/bin/candle/,
+#                                  xz-compressed (candle embeds its kernels' PTX: 64 MB a binary,
+#                                  2 MB packed). candle links CUDA's libraries at build time: where
+#                                  they are not here, a warning, and the GPU check leaves them out.
 #                                  It also fetches the pinned `fla-core` wheel (a public chunked KDA
 #                                  in Triton) into gpu-check/wheels/ for the baseline below; without
 #                                  pip or the index the baseline is left out, with a warning.
@@ -24,7 +25,7 @@
 #                                  `kda-block --backend cuda` on the default preset and on glm5-flash, and
 #                                  batched at glm5-flash; `kda-block bench --backend cuda`; the
 #                                  engine examples (cudarc-interop `--require-gpu`, candle-op's
-#                                  tests/gpu.rs); then, where the
+#                                  tests, unpacked into a temporary folder); then, where the
 #                                  machine has them, fla-core's `chunk_kda` timed at the same layer
 #                                  (scripts/fla_kda_baseline.py, PyTorch's python3), Nsight Compute's
 #                                  speed of light and occupancy of every kda launch of one bench run
@@ -92,8 +93,8 @@ build() {
     cargo build --release -p kda-example-cudarc-interop
 
     rm -rf "$BIN"
-    mkdir -p "$BIN/tests"
-    copy_tests "$JSON"
+    mkdir -p "$BIN/tests" "$BIN/candle"
+    copy_tests "$JSON" "$BIN/tests"
     cp target/release/kda-block "$BIN/kda-block"
     cp target/release/kda-example-cudarc-interop "$BIN/cudarc-interop"
     # The candle example: its own workspace and lock file, built in a folder of this target. candle's
@@ -109,7 +110,7 @@ build() {
         CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}" RUSTFLAGS="--remap-path-prefix=$ROOT=kda" \
         cargo test --release --locked --no-run --target-dir "$ROOT/target/candle-op" \
         --message-format=json >"$JSON"); then
-        copy_tests "$JSON"
+        copy_tests "$JSON" "$BIN/candle"
     else
         echo "warning: examples/candle-op's tests did not build: the GPU check leaves them out" >&2
     fi
@@ -117,10 +118,10 @@ build() {
     if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$WHEELS" "$FLA_CORE"; then
         echo "warning: could not fetch $FLA_CORE: the GPU check will leave out the fla baseline" >&2
     fi
-    strip "$BIN"/kda-block "$BIN"/cudarc-interop "$BIN"/tests/* 2>/dev/null || true
+    strip "$BIN"/kda-block "$BIN"/cudarc-interop "$BIN"/tests/* "$BIN"/candle/* 2>/dev/null || true
 
     local unfit=()
-    for binary in "$BIN"/kda-block "$BIN"/cudarc-interop "$BIN"/tests/*; do
+    for binary in "$BIN"/kda-block "$BIN"/cudarc-interop "$BIN"/tests/* "$BIN"/candle/*; do
         if grep -qaF "$ROOT" "$binary"; then
             unfit+=("$binary: holds the checkout's path $ROOT")
         fi
@@ -132,6 +133,9 @@ build() {
         echo "error: binaries that cannot run on the GPU machine (add them to EXCLUDED, or fix them):" >&2
         printf '  %s\n' "${unfit[@]}" >&2
         exit 1
+    fi
+    if compgen -G "$BIN/candle/*" >/dev/null; then
+        xz -T0 "$BIN"/candle/*
     fi
     echo "gpu-check --build: $(du -sh gpu-check | cut -f1) in gpu-check/ ($(find "$BIN" -type f | wc -l) binaries)"
     echo "next: on the GPU machine, from the repo root with gpu-check/ carried: scripts/gpu-check.sh"
@@ -151,10 +155,10 @@ candle_libraries_missing() {
     echo "${missing[*]}"
 }
 
-# Copies each test executable of cargo's JSON messages in file $1 into $BIN/tests as
+# Copies each test executable of cargo's JSON messages in file $1 into folder $2 as
 # <package>--<lib | bin-NAME | test NAME>, less the excluded ones.
 copy_tests() {
-    python3 - "$1" "$BIN/tests" "${EXCLUDED[@]}" <<'PY'
+    python3 - "$1" "$2" "${EXCLUDED[@]}" <<'PY'
 import json, shutil, sys
 
 json_path, dest, excluded = sys.argv[1], sys.argv[2], set(sys.argv[3:])
@@ -222,9 +226,19 @@ run() {
     step "kda-block bench" "$BIN/kda-block" bench --backend cuda
     # The engine examples: kda's launches on an engine's context, stream and memory.
     step "cudarc-interop example" "$BIN/cudarc-interop" --require-gpu
-    local candle_tests="$BIN/tests/kda-example-candle-op--gpu"
-    if [[ -x "$candle_tests" ]]; then
-        step "test kda-example-candle-op--gpu" "$candle_tests" --include-ignored --test-threads=1 --nocapture
+    if compgen -G "$BIN/candle/*.xz" >/dev/null; then
+        local unpacked packed test
+        unpacked="$(mktemp -d)"
+        for packed in "$BIN"/candle/*.xz; do
+            test="$unpacked/$(basename "$packed" .xz)"
+            if unpack "$packed" "$test"; then
+                step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
+            else
+                note "$packed: does not unpack here (neither xz nor python3's lzma)"
+                FAILED+=("unpack $(basename "$packed")")
+            fi
+        done
+        rm -rf "$unpacked"
     else
         note "candle-op example: its tests were not built (see --build)"
     fi
@@ -262,7 +276,7 @@ run() {
         note "compute-sanitizer: not on this machine"
     fi
     for test in "$BIN"/tests/*; do
-        [[ "$test" == "$gpu_tests" || "$test" == "$candle_tests" ]] && continue
+        [[ "$test" == "$gpu_tests" ]] && continue
         step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
     done
 
@@ -296,6 +310,17 @@ nccl_on_library_path() {
     else
         note "nccl: no libnccl.so on the loader's path and no nvidia-nccl wheel: the all-reduce test will say so"
     fi
+}
+
+# Unpacks the xz file $1 into the executable $2: with xz, else with python3's lzma.
+unpack() {
+    if command -v xz >/dev/null; then
+        xz -dc "$1" >"$2" || return 1
+    else
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+            "$1" "$2" 2>/dev/null || return 1
+    fi
+    chmod +x "$2"
 }
 
 # The path of the CUDA tool `name`: on PATH, else where the toolkit or Nsight Compute installs it.
