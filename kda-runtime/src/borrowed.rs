@@ -1,25 +1,27 @@
-//! Memory a launch borrows from its owner instead of a kda buffer: an engine's cudarc slices and
-//! views (feature `cuda`), or a device address of the caller's own allocator. Only the CUDA
-//! backend of the memory's context launches on it; every other backend refuses it, after the
-//! same checks of the launch as for a view ([`signature::check`](crate::signature::check)).
-//!
-//! # Ordering and aliasing
-//!
-//! A cudarc slice's launch is ordered as cudarc orders a launch of its own on that slice, by the
-//! slice's read and write events, where its context tracks them (`DevicePtr::device_ptr` before the
-//! launch, the returned guard dropped after it): the engine's rules for its memory stay its rules.
-//! A device address is ordered by nothing but the stream: its `unsafe` constructor's caller vouches
-//! for the rest. Borrowed cudarc memory cannot alias a written argument: a written slice or view
-//! is borrowed exclusively (`&mut`), and two slices are two allocations. Device addresses can, so a
-//! launch refuses a written one that overlaps another argument's address range.
+//! Memory a launch borrows from its owner instead of a kda buffer: [`Borrowed`], and the aliasing
+//! check of a launch's device addresses.
 
 use std::fmt;
 use std::marker::PhantomData;
 
 use crate::{BackendError, DType, KernelArg};
 
-/// Device memory borrowed for one launch: its element type, length, whether the kernel may write
-/// it, and the memory itself (see the [module](self)).
+/// Device memory borrowed for one launch instead of a kda buffer: an engine's cudarc slice or view
+/// (feature `cuda`), or a device address of the caller's own allocator, with its element type,
+/// length and whether the kernel may write it. Every backend checks a launch of it as of a view
+/// ([`signature::check`](crate::signature::check)); only the CUDA backend of the memory's context
+/// then launches on it, the CPU and emulation backends refuse it, and the recording backend
+/// records it. Made through [`In`](crate::In) and [`Out`](crate::Out) only.
+///
+/// # Ordering and aliasing
+///
+/// A cudarc slice's launch is ordered as cudarc orders a launch of its own on that slice, by the
+/// slice's read and write events, where its context tracks them (`DevicePtr::device_ptr` before the
+/// launch, the returned guard dropped after it): the engine's rules for its memory stay its rules.
+/// A device address is ordered by nothing but the stream: its `unsafe` constructor's caller vouches
+/// for the rest. Borrowed cudarc memory cannot alias a written argument: a written slice or view
+/// is borrowed exclusively (`&mut`), and two slices are two allocations. Device addresses can, so a
+/// launch refuses a written one that overlaps another argument's address range.
 pub struct Borrowed<'a> {
     dtype: DType,
     len: usize,
