@@ -25,14 +25,37 @@ use crate::{ConstBuffer, DeviceBuffer, Element, KernelArg, View, ViewMut};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Untyped {}
 
-/// Elements of `T` a kernel reads: the field of a `const T*` parameter.
+/// Elements of `T` a kernel reads: the field of a `const T*` parameter in a generated argument
+/// struct, `T` the element type the manifest declares ([`Untyped`] for `void`).
+///
+/// Made with `.into()` from kda's [`View`], [`ViewMut`], [`DeviceBuffer`] or [`ConstBuffer`] (whose
+/// element type a launch checks), or, with the feature `cuda`, from an engine's `&CudaSlice<T>`,
+/// `&CudaView<T>` or `&CudaViewMut<T>`, whose element type the compiler checks; from a device
+/// address with [`In::from_device_ptr`]. A launch checks the extent against the length and the
+/// entry's requirements, whatever holds the elements.
+///
+/// ```
+/// use kda_runtime::record::RecordingBackend;
+/// use kda_runtime::{GpuBackendExt, In, KernelArg};
+///
+/// let gpu = RecordingBackend::new();
+/// let x = gpu.upload(&[1.0f32, 2.0])?;
+/// let input: In<'_, f32> = x.view().into();
+/// assert!(matches!(input.into_arg(), KernelArg::Read(view) if view.len() == 2));
+/// # Ok::<(), kda_runtime::BackendError>(())
+/// ```
 pub struct In<'a, T> {
     arg: KernelArg<'a>,
     element: PhantomData<fn() -> T>,
 }
 
-/// Elements of `T` a kernel writes (and may read): the field of a `T*` parameter. It borrows its
-/// memory exclusively, so no other argument of the launch views it.
+/// Elements of `T` a kernel writes (and may read): the field of a `T*` parameter in a generated
+/// argument struct. It borrows its memory exclusively, so no other argument of the launch views it.
+///
+/// Made with `.into()` from kda's [`ViewMut`] or `&mut` [`DeviceBuffer`], or, with the feature
+/// `cuda`, from an engine's `&mut CudaSlice<T>` or `&mut CudaViewMut<T>`; from a device address with
+/// [`Out::from_device_ptr`]. A shared borrow does not convert: a kernel that writes does not compile
+/// with one.
 pub struct Out<'a, T> {
     arg: KernelArg<'a>,
     element: PhantomData<fn() -> T>,
