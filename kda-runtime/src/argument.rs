@@ -41,7 +41,7 @@ pub enum Untyped {}
 /// let gpu = RecordingBackend::new();
 /// let x = gpu.upload(&[1.0f32, 2.0])?;
 /// let input: In<'_, f32> = x.view().into();
-/// assert!(matches!(input.into_arg(), KernelArg::Read(view) if view.len() == 2));
+/// assert!(matches!(KernelArg::from(input), KernelArg::Read(view) if view.len() == 2));
 /// # Ok::<(), kda_runtime::BackendError>(())
 /// ```
 pub struct In<'a, T> {
@@ -69,11 +69,6 @@ macro_rules! typed_argument {
             /// launch checks).
             pub(crate) fn wrap(arg: KernelArg<'a>) -> Self {
                 Self { arg, element: PhantomData }
-            }
-
-            /// The argument a launch receives.
-            pub fn into_arg(self) -> KernelArg<'a> {
-                self.arg
             }
         }
 

@@ -180,7 +180,7 @@ impl CudaBackend {
             let loader = describe_context(context.clone(), context.ordinal())?;
             Ok(Arc::new(ModuleCache::new(loader, sets)?))
         })?;
-        let memory = if context.is_event_tracking() { id } else { BackendId::fresh() };
+        let memory = memory_id(&context, id);
         Ok(Self {
             id,
             memory,
@@ -372,6 +372,13 @@ impl CudaBackend {
     }
 }
 
+/// The id the buffers of a backend on `context` carry: `shared`, the id of the buffers of its
+/// other streams, where the context orders buffers between streams by events; one of its own
+/// where it does not (see [Streams](self#streams)).
+fn memory_id(context: &CudaContext, shared: BackendId) -> BackendId {
+    if context.is_event_tracking() { shared } else { BackendId::fresh() }
+}
+
 fn unavailable(reason: String) -> BackendError {
     BackendError::Unavailable { backend: "CUDA".to_owned(), reason }
 }
@@ -559,7 +566,7 @@ impl GpuBackend for CudaBackend {
         let stream =
             self.modules.loader().context.new_stream().map_err(|e| self.driver("opening a stream", e))?;
         let context = &self.modules.loader().context;
-        let memory = if context.is_event_tracking() { self.memory } else { BackendId::fresh() };
+        let memory = memory_id(context, self.memory);
         Ok(Box::new(Self {
             id: self.id,
             memory,
