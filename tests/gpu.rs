@@ -4,7 +4,8 @@
 //! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
 //! streams of the device, also when one of them is written through a lent cudarc view; the table
 //! resolved on every device of the machine, launching on each; a table on an engine's own stream and
-//! slices (`CudaBackend::on_stream`), and captured into the engine's own graph; and, with the feature `nccl`, the
+//! slices (`CudaBackend::on_stream`), and captured into the engine's own graph, a decode step of the
+//! block too; and, with the feature `nccl`, the
 //! all-reduce of a layer split by heads through a one-rank NCCL communicator.
 //!
 //! Every test needs a CUDA device, so every test is ignored: `scripts/gpu-check.sh` runs them on a
@@ -15,14 +16,18 @@
 
 mod support;
 
+use kda::block::{BlockError, Glm5NextKdaBlock};
 use kda::cases::parity::{head_dim_64, head_dim_128};
 use kda::geometry::{GateLaw, KdaGeometry};
 use kda::kernels::{Glm5NextKda, Glm5NextKdaKernels, KERNEL_IMAGES, glm5next_kda};
 use kda::launch;
+use kda::weights::{HostWeights, synthetic_hidden};
 use kda_runtime::cuda::CudaBackend;
 use kda_runtime::cudarc::driver::CudaContext;
 use kda_runtime::{BackendError, DeviceBuffer, GpuBackend, GpuBackendExt, Out, PerDevice, bf16};
-use support::decode::{assert_batch_agrees, assert_replay_is_decode_batch};
+use support::decode::{
+    assert_batch_agrees, assert_replay_is_decode_batch, pool_bits, prefilled_pool, scrambled_slots,
+};
 use support::{
     assert_batchm_rows_are_gemv, assert_block_agrees, assert_parity, assert_prefill_conv_is_decode_conv,
     assert_recurrent_pair_identical, tiny,
@@ -340,6 +345,55 @@ fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
     }
     assert_eq!(stream.clone_dtoh(&slice).unwrap(), vec![7.0; n]);
     assert_eq!(gpu.download::<f32>(&own).unwrap(), vec![0.0; n]);
+}
+
+/// An engine's capture of a decode step of the block it owns (`DecodeReplay::launch_staged`,
+/// within `CudaBackend::admitting_own_buffers`), replayed on inputs staged outside the capture:
+/// each replay is `decode_batch` on the same input, bit for bit, output and pool; without the
+/// admission the capture refuses the step.
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn an_engine_captures_a_decode_step_of_the_block_and_replays_it() {
+    use kda_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    assert_images_built();
+    let context = CudaContext::new(0).unwrap_or_else(|error| panic!("no GPU: {error:?}"));
+    // SAFETY: every use of this context's memory below is on its one stream.
+    unsafe { context.disable_event_tracking() };
+    let stream = context.new_stream().unwrap();
+    let gpu = CudaBackend::on_stream(stream.clone(), &[&KERNEL_IMAGES]).unwrap();
+    let geometry = tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 5)).unwrap();
+    let (mut captured, mut direct) = (prefilled_pool(&block, &gpu, 6), prefilled_pool(&block, &gpu, 6));
+    let slots = scrambled_slots(6, 3);
+    let mut replay = block.decode_replay(4).unwrap();
+    let first = gpu.upload(&synthetic_hidden(&geometry, 3, 1)).unwrap();
+    replay.stage(&mut captured, &slots, &first).unwrap();
+
+    stream.begin_capture(mode).unwrap();
+    let refused = replay.launch_staged(&mut captured).map(drop);
+    drop(stream.end_capture(CUgraphInstantiate_flags(0)));
+    assert!(
+        matches!(refused, Err(BlockError::Backend(BackendError::InCallersCapture { .. }))),
+        "{refused:?}"
+    );
+
+    stream.begin_capture(mode).unwrap();
+    // SAFETY: the graph launches on `stream` only (`CudaGraph::launch`), and it is dropped before
+    // `block`, `captured` and `replay`, which hold every buffer the step names.
+    let step = unsafe { gpu.admitting_own_buffers(|| replay.launch_staged(&mut captured).map(drop)) };
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph of the step");
+    step.unwrap().unwrap();
+    assert_eq!(pool_bits(&gpu, &captured), pool_bits(&gpu, &direct), "the capture ran the step");
+    for seed in [1, 2, 3] {
+        let hidden = gpu.upload(&synthetic_hidden(&geometry, 3, seed)).unwrap();
+        replay.stage(&mut captured, &slots, &hidden).unwrap();
+        graph.launch().unwrap();
+        let want = gpu.download::<bf16>(&block.decode_batch(&mut direct, &slots, &hidden).unwrap()).unwrap();
+        let got = replay.output().unwrap();
+        assert_eq!(gpu.download::<bf16>(got.buffer()).unwrap()[got.range()], want[..], "replay {seed}");
+        assert_eq!(pool_bits(&gpu, &captured), pool_bits(&gpu, &direct), "replay {seed}");
+    }
 }
 
 /// The all-reduce of a layer split by heads (`kda::all_reduce`) through a one-rank NCCL

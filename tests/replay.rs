@@ -168,3 +168,53 @@ fn preparing_a_class_moves_no_sequence_and_a_copied_pool_steps_on_its_own() {
     assert_eq!(replayed, gpu.download::<half::bf16>(&out).unwrap());
     assert_eq!(pool_bits(&gpu, &pool), pool_bits(&gpu, &copy), "the same step from the same states");
 }
+
+#[test]
+fn a_staged_step_launches_as_decode_does_each_time_from_the_input_staged() {
+    let gpu = kda::reference::backend();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 8)).unwrap();
+    let (mut staged, mut direct) = (prefilled_pool(&block, &gpu, 6), prefilled_pool(&block, &gpu, 6));
+    let mut replay = block.decode_replay(4).unwrap();
+    let before = pool_bits(&gpu, &staged);
+    let unstaged = replay.launch_staged(&mut staged).err();
+    assert!(matches!(unstaged, Some(BlockError::Input { .. })), "{unstaged:?}");
+    assert!(replay.output().is_none());
+    assert_eq!(pool_bits(&gpu, &staged), before, "a launch with nothing staged moved a sequence");
+
+    let slots = scrambled_slots(6, 3);
+    let mut hidden = gpu.upload(&synthetic_hidden(&geometry, 3, 11)).unwrap();
+    replay.stage(&mut staged, &slots, &hidden).unwrap();
+    let input = synthetic_hidden(&geometry, 3, 11);
+    // What the caller's buffer holds after staging is not the step's input: the workspace is.
+    gpu.write(&synthetic_hidden(&geometry, 3, 12), &mut hidden).unwrap();
+    let same_input = gpu.upload(&input).unwrap();
+    for launch in 0..2 {
+        let want = block.decode_batch(&mut direct, &slots, &same_input).unwrap();
+        let got = replay.launch_staged(&mut staged).unwrap();
+        let got = gpu.download::<half::bf16>(got.buffer()).unwrap()[got.range()].to_vec();
+        assert_eq!(got, gpu.download::<half::bf16>(&want).unwrap(), "launch {launch}");
+        assert_eq!(pool_bits(&gpu, &staged), pool_bits(&gpu, &direct), "launch {launch}");
+        let output = replay.output().unwrap();
+        assert_eq!(gpu.download::<half::bf16>(output.buffer()).unwrap()[output.range()], got[..]);
+    }
+    let mut other = block.new_pool(5).unwrap();
+    let refused = replay.launch_staged(&mut other).err();
+    assert!(matches!(refused, Some(BlockError::Input { .. })), "another pool's capacity: {refused:?}");
+}
+
+#[test]
+fn launching_a_staged_step_allocates_nothing() {
+    let gpu = RecordingBackend::new().with_table::<Glm5NextKda>();
+    let geometry = KdaGeometry::tiny();
+    let block = Glm5NextKdaBlock::new(&gpu, geometry, &HostWeights::synthetic(&geometry, 3)).unwrap();
+    let mut pool = held_pool(&block, 8);
+    let mut replay = block.decode_replay(8).unwrap();
+    let hidden = gpu.upload(&synthetic_hidden(&geometry, 5, 5)).unwrap();
+    replay.stage(&mut pool, &scrambled_slots(8, 5), &hidden).unwrap();
+    let (allocated, launched) = (gpu.allocations(), gpu.launches().len());
+    replay.launch_staged(&mut pool).unwrap();
+    replay.launch_staged(&mut pool).unwrap();
+    assert_eq!(gpu.allocations(), allocated);
+    assert!(gpu.launches().len() > launched, "nothing launched");
+}

@@ -125,14 +125,27 @@ pub enum BackendError {
         detail: String,
     },
     /// An operation on kda's own memory (a launch on kda buffers, an allocation, a copy) on a
-    /// stream capturing a graph of the caller's, which takes borrowed memory only.
+    /// stream capturing a graph of the caller's, which takes borrowed memory only, and kda's
+    /// buffers within `CudaBackend::admitting_own_buffers`.
     #[error(
         "{operation} on {backend}: its stream is capturing a graph of the caller's, which takes the \
-         caller's memory only (In/Out from its cudarc slices), no kda buffer, allocation or copy"
+         caller's memory (In/Out from its cudarc slices); kda buffers only within \
+         CudaBackend::admitting_own_buffers, and never an allocation or a copy from or to the host"
     )]
     InCallersCapture {
         /// What was refused.
         operation: String,
+        /// The backend, described.
+        backend: String,
+    },
+    /// Buffers admitted into a graph of the caller's (`CudaBackend::admitting_own_buffers`) by a
+    /// backend whose buffers are ordered between streams by events, which a capture cannot take.
+    #[error(
+        "{backend} orders its buffers between streams by events, which a graph the caller captures \
+         can neither wait for nor record: make the backend on a stream of a context whose event \
+         tracking is off (CudaContext::disable_event_tracking) to capture its buffers"
+    )]
+    OrderedByEvents {
         /// The backend, described.
         backend: String,
     },

@@ -124,7 +124,8 @@
 //!   (`cuda::borrowed`); its element type is the typed argument's, and a written one is borrowed
 //!   exclusively; the CPU and emulation backends refuse it (the recording fake only records it),
 //!   and so does kda's own capture of a graph; a stream capturing a graph of the caller's refuses
-//!   kda's own buffers instead;
+//!   kda's own buffers instead, but within the `unsafe` `CudaBackend::admitting_own_buffers`, whose
+//!   caller vouches that its graphs outlive none of them;
 //! - every buffer is the backend's own, of its own storage type, and every view lies inside its
 //!   buffer ([`host::HostMemory`], the CUDA backend's storage, `View::checked_range`); a buffer's
 //!   element type and length are its storage's ([`BufferStorage`]), so replacing a storage

@@ -37,6 +37,15 @@ pub struct DecodeReplay<'b, 'g> {
     slot_rows: Vec<u32>,
     /// Whether to capture device graphs: until the backend first makes none.
     graphs: bool,
+    /// The step whose input the workspace of its class holds.
+    staged: Option<Staged>,
+}
+
+/// A step staged ([`DecodeReplay::stage`]): its class and batch size.
+#[derive(Clone, Copy)]
+struct Staged {
+    class: usize,
+    b: u32,
 }
 
 /// One class's recording and the buffers it is bound to.
@@ -108,7 +117,14 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
                 found: format!("{max_batch}"),
             });
         }
-        Ok(Self { block, max_batch, classes: [None, None, None, None], slot_rows: Vec::new(), graphs: true })
+        Ok(Self {
+            block,
+            max_batch,
+            classes: [None, None, None, None],
+            slot_rows: Vec::new(),
+            graphs: true,
+            staged: None,
+        })
     }
 
     /// The most sequences one step takes.
@@ -134,15 +150,34 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
     /// One token for each of `slots.len()` sequences of `pool`, as
     /// [`Glm5NextKdaBlock::decode_batch`] (the same checks, before anything runs, and the same
     /// results); returns the `[B, hidden]` bf16 output, which the next step overwrites.
+    /// [`Self::stage`] then [`Self::launch_staged`].
     pub fn decode(
         &mut self,
         pool: &mut KdaStatePool,
         slots: &[u32],
         hidden: &DeviceBuffer,
     ) -> Result<View<'_>, BlockError> {
+        self.stage(pool, slots, hidden)?;
+        self.launch_staged(pool)
+    }
+
+    /// The first half of [`Self::decode`]: checks the step as it does, records its class if it is
+    /// not yet recorded, and copies `slots` and `hidden` into the class's workspace, launching
+    /// nothing. The step is then [`Self::launch_staged`], as often as the caller likes.
+    ///
+    /// This is how an engine replays the step in a CUDA graph of its own: it stages each step's
+    /// input outside its capture (a capture cannot take a copy from the host), and captures
+    /// `launch_staged` once (see `docs/engines.md`, "A model's step in the engine's graph").
+    pub fn stage(
+        &mut self,
+        pool: &mut KdaStatePool,
+        slots: &[u32],
+        hidden: &DeviceBuffer,
+    ) -> Result<(), BlockError> {
         let block = self.block;
         let b = block.check_decode(pool, slots, hidden, self.max_batch)?;
         let (class, rows) = self.class_of(b);
+        self.staged = None;
         let step = recorded_step(&mut self.classes[class], block, rows, pool)?;
         let slot_rows = &mut self.slot_rows;
         slot_rows.clear();
@@ -151,6 +186,27 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
         let gpu = block.gpu;
         gpu.write(slot_rows, &mut step.workspace.slot)?;
         gpu.copy_on_device(hidden.view(), step.workspace.hidden.slice_mut(0..hidden.len()))?;
+        self.staged = Some(Staged { class, b });
+        Ok(())
+    }
+
+    /// The second half of [`Self::decode`]: the launches of the step last staged
+    /// ([`Self::stage`]) on `pool`, with no copy and no allocation; returns the step's output,
+    /// as [`Self::output`]. An `Err` where no step is staged, or `pool` is not one of the
+    /// capacity the step was staged for.
+    pub fn launch_staged(&mut self, pool: &mut KdaStatePool) -> Result<View<'_>, BlockError> {
+        let block = self.block;
+        block.check_pool(pool)?;
+        let staged = self.staged.ok_or_else(|| BlockError::Input {
+            expected: "a staged step (DecodeReplay::stage)".to_owned(),
+            found: "none".to_owned(),
+        })?;
+        let step = self.classes[staged.class].as_mut().filter(|step| step.pool_capacity == pool.capacity());
+        let step = step.ok_or_else(|| BlockError::Input {
+            expected: "the pool the step was staged for".to_owned(),
+            found: format!("a pool of {} slots", pool.capacity()),
+        })?;
+        let (gpu, width) = (block.gpu, staged.b as usize * block.geometry.hidden as usize);
         let Bindings { shared, mut exclusive } = step.workspace.bindings(block, pool);
         // A device graph where the backend has graphs, captured again for another pool's buffers;
         // else the launches one by one. A backend that made no graph is not asked again, so steps
@@ -164,7 +220,14 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
             Some(graph) => graph.launch(&shared, &mut exclusive)?,
             None => step.launches.replay(gpu, &shared, &mut exclusive)?,
         }
-        Ok(step.workspace.out.slice(0..hidden.len()))
+        Ok(step.workspace.out.slice(0..width))
+    }
+
+    /// The `[B, hidden]` bf16 output of the step last staged, as its last launch left it.
+    pub fn output(&self) -> Option<View<'_>> {
+        let staged = self.staged?;
+        let step = self.classes[staged.class].as_ref()?;
+        Some(step.workspace.out.slice(0..staged.b as usize * self.block.geometry.hidden as usize))
     }
 
     /// Records the step of `b` sequences on pools of `pool`'s capacity now, if it is not yet
@@ -179,6 +242,11 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
             });
         }
         let (class, rows) = self.class_of(b);
+        let recorded = self.classes[class].as_ref().is_some_and(|step| step.pool_capacity == pool.capacity());
+        if !recorded && self.staged.is_some_and(|staged| staged.class == class) {
+            // Recording the class again makes its workspace anew: the staged input is gone.
+            self.staged = None;
+        }
         recorded_step(&mut self.classes[class], self.block, rows, pool).map(drop)
     }
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaStream, DevicePtr, DevicePtrMut};
 
-use super::{CudaBackend, CudaStorage, StreamKey};
+use super::{CudaBackend, CudaStorage, StreamKey, StreamRole};
 use crate::graph::{BoundBuffer, Capture};
 use crate::{BackendError, BackendId, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings};
 
@@ -139,15 +139,9 @@ pub(super) fn capture(
     if context.is_managing_stream_synchronization() || gpu.stream != context.default_stream() {
         return Ok(None);
     }
-    let capturing = CudaBackend {
-        id: gpu.id,
-        memory: gpu.memory,
-        stream: context.per_thread_stream(),
-        key: StreamKey::fresh(),
-        modules: Arc::clone(&gpu.modules),
-        join_on_drop: true,
-        own_capture: true,
-    };
+    let stream = context.per_thread_stream();
+    let capturing =
+        CudaBackend::issuing(gpu.id, gpu.memory, stream, Arc::clone(&gpu.modules), StreamRole::OwnCapture);
     let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     capturing.stream.begin_capture(mode).map_err(|e| gpu.driver("beginning a capture", e))?;
     let capture = Capture::new(&capturing);

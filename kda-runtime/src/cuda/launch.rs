@@ -44,7 +44,7 @@ pub(super) unsafe fn launch(
 ) -> Result<(), BackendError> {
     let function = &kernel.function.function;
     if args.iter().any(|arg| matches!(arg, KernelArg::Read(_) | KernelArg::Write(_))) {
-        gpu.outside_callers_capture("a launch on kda buffers")?;
+        gpu.admitted_in_callers_capture("a launch on kda buffers")?;
     }
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {

@@ -50,6 +50,7 @@ mod reads;
 mod shared;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cudarc::driver::sys::CUstreamCaptureStatus;
@@ -78,13 +79,27 @@ pub struct CudaBackend {
     key: StreamKey,
     /// Shared by every stream of the device.
     modules: Arc<ModuleCache<CudaLoader>>,
-    /// Whether dropping the backend joins its stream into the default stream: a stream kda issues
-    /// on besides the default one (one [`GpuBackend::new_stream`] opened, a capture's per-thread
-    /// stream), never a caller's.
-    join_on_drop: bool,
-    /// Whether the stream is capturing a graph of kda's own ([`GpuBackend::capture`], which binds
-    /// its buffers), not of the caller's, in which a launch takes borrowed memory only.
-    own_capture: bool,
+    /// Whose the stream is, which decides what a capture on it takes and whether dropping the
+    /// backend joins it into the default stream.
+    role: StreamRole,
+    /// How many calls of [`CudaBackend::admitting_own_buffers`] are running: while one is, a
+    /// graph of the caller's takes launches on this backend's buffers and copies between them.
+    admitting: AtomicUsize,
+}
+
+/// Whose stream a backend issues on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StreamRole {
+    /// The context's default stream ([`CudaBackend::new`]) or the caller's
+    /// ([`CudaBackend::on_stream`]): never joined into another, and a capture on it is the
+    /// caller's, which takes borrowed memory only (but see [`CudaBackend::admitting_own_buffers`]).
+    Given,
+    /// A stream kda opened ([`GpuBackend::new_stream`]): joined into the default stream when the
+    /// backend drops, so what is issued there later runs after it.
+    Opened,
+    /// The per-thread stream capturing a graph of kda's own ([`GpuBackend::capture`], which binds
+    /// its buffers): joined as an opened one, and every operation on kda's buffers is captured.
+    OwnCapture,
 }
 
 /// A function ready to launch, with the entry whose signature its layout was checked against.
@@ -150,15 +165,7 @@ impl CudaBackend {
         let stream = loader.context.default_stream();
         let modules = Arc::new(ModuleCache::new(loader, sets)?);
         let id = BackendId::fresh();
-        Ok(Self {
-            id,
-            memory: id,
-            stream,
-            key: StreamKey::fresh(),
-            modules,
-            join_on_drop: false,
-            own_capture: false,
-        })
+        Ok(Self::issuing(id, id, stream, modules, StreamRole::Given))
     }
 
     /// A backend over a context and stream the caller owns (an engine's), carrying the modules of
@@ -180,16 +187,19 @@ impl CudaBackend {
             let loader = describe_context(context.clone(), context.ordinal())?;
             Ok(Arc::new(ModuleCache::new(loader, sets)?))
         })?;
-        let memory = memory_id(&context, id);
-        Ok(Self {
-            id,
-            memory,
-            stream,
-            key: StreamKey::fresh(),
-            modules,
-            join_on_drop: false,
-            own_capture: false,
-        })
+        Ok(Self::issuing(id, memory_id(&context, id), stream, modules, StreamRole::Given))
+    }
+
+    /// A backend issuing on `stream` in the role `role`, with handles of `id` and buffers of
+    /// `memory`.
+    fn issuing(
+        id: BackendId,
+        memory: BackendId,
+        stream: Arc<CudaStream>,
+        modules: Arc<ModuleCache<CudaLoader>>,
+        role: StreamRole,
+    ) -> Self {
+        Self { id, memory, stream, key: StreamKey::fresh(), modules, role, admitting: AtomicUsize::new(0) }
     }
 
     /// Whether `context` is this backend's (the same driver context: two cudarc handles of one
@@ -307,7 +317,7 @@ impl CudaBackend {
     /// would repeat it unseen by the buffers' ordering by events, and those events cannot be waited
     /// for inside a capture. Borrowed memory is the caller's to order, in a capture as outside one.
     fn outside_callers_capture(&self, what: &str) -> Result<(), BackendError> {
-        if self.own_capture {
+        if self.role == StreamRole::OwnCapture {
             return Ok(());
         }
         let status = self
@@ -321,6 +331,59 @@ impl CudaBackend {
             operation: what.to_owned(),
             backend: self.description().to_owned(),
         })
+    }
+
+    /// [`Self::outside_callers_capture`] for `what`, a launch on this backend's buffers or a copy
+    /// between them, which a graph of the caller's takes while [`Self::admitting_own_buffers`]
+    /// runs.
+    fn admitted_in_callers_capture(&self, what: &str) -> Result<(), BackendError> {
+        if self.admitting.load(Ordering::Acquire) > 0 {
+            return Ok(());
+        }
+        self.outside_callers_capture(what)
+    }
+
+    /// Runs `work` with this backend's buffers admitted into a graph the caller captures on its
+    /// stream (`CudaStream::begin_capture`): while `work` runs, a launch on them and a copy between
+    /// them are captured as the caller's own launches are, where they are otherwise refused
+    /// ([`BackendError::InCallersCapture`]). An allocation and a copy from or to the host are
+    /// still refused: the capture would keep an address of memory the replays do not own, or of
+    /// host memory borrowed for the call only. Outside a capture, `work` runs as it would anyway.
+    /// This is how an engine captures a step of a model built on kda (its weights, its state and
+    /// its workspace in kda buffers) into a graph of its own.
+    ///
+    /// An `Err`, and `work` is not called, where the backend's buffers are ordered between
+    /// streams by events ([`BackendError::OrderedByEvents`]): a capture can neither wait for
+    /// events recorded outside it nor leave events its replays record. The engine turns event
+    /// tracking off (`CudaContext::disable_event_tracking`) before it makes the backend
+    /// [`on_stream`](Self::on_stream), as it does for its own captured slices; then the
+    /// backend's buffers are its own (every other backend refuses them), so everything issued on
+    /// them, to their free, is on this one stream, in order with the graph's launches there.
+    ///
+    /// # Safety
+    ///
+    /// For each graph captured on this backend's stream while `work` runs, as long as the graph
+    /// exists, the caller guarantees:
+    /// - it is launched on this backend's stream only (cudarc's `CudaGraph::launch` launches on
+    ///   the stream it was captured on);
+    /// - it is not launched after a buffer that a launch or copy named during `work` is dropped
+    ///   (or its storage replaced): the graph holds the buffers' device addresses, not the
+    ///   buffers, and a launch after the free would reach freed memory.
+    pub unsafe fn admitting_own_buffers<R>(&self, work: impl FnOnce() -> R) -> Result<R, BackendError> {
+        let context = &self.modules.loader().context;
+        if self.memory == self.id || context.is_event_tracking() {
+            return Err(BackendError::OrderedByEvents { backend: self.description().to_owned() });
+        }
+        /// Ends the admission when `work` returns or unwinds.
+        struct Admission<'a>(&'a AtomicUsize);
+        impl Drop for Admission<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Release);
+            }
+        }
+        self.admitting.fetch_add(1, Ordering::AcqRel);
+        let _admission = Admission(&self.admitting);
+        Ok(work())
     }
 
     /// Before a write of a buffer on this stream: waits for its reads on the other streams.
@@ -492,7 +555,7 @@ impl GpuBackend for CudaBackend {
         }
         let source = self.storage(src.buffer())?;
         let target = self.storage_mut(dst.buffer_mut())?;
-        self.outside_callers_capture("a copy on the device")?;
+        self.admitted_in_callers_capture("a copy on the device")?;
         self.before_write(&target.reads)?;
         self.stream
             .memcpy_dtod(&source.bytes.slice(from), &mut target.bytes.slice_mut(to))
@@ -550,9 +613,6 @@ impl GpuBackend for CudaBackend {
         Ok(Duration::from_secs_f64(f64::from(milliseconds) / 1e3))
     }
 
-    /// A stream of its own on the device's context (`CudaContext::new_stream`), with this
-    /// backend's id and module cache. Opening the first one waits for the device to finish what
-    /// was issued so far.
     /// A CUDA graph, captured on the calling thread's per-thread stream, while the device has no
     /// stream of its own open (see the module `graph`).
     fn capture(
@@ -562,20 +622,15 @@ impl GpuBackend for CudaBackend {
         graph::capture(self, work)
     }
 
+    /// A stream of its own on the device's context (`CudaContext::new_stream`), with this
+    /// backend's id and module cache. Opening the first one waits for the device to finish what
+    /// was issued so far.
     fn new_stream(&self) -> Result<Box<dyn GpuBackend + '_>, BackendError> {
         let stream =
             self.modules.loader().context.new_stream().map_err(|e| self.driver("opening a stream", e))?;
         let context = &self.modules.loader().context;
         let memory = memory_id(context, self.memory);
-        Ok(Box::new(Self {
-            id: self.id,
-            memory,
-            stream,
-            key: StreamKey::fresh(),
-            modules: Arc::clone(&self.modules),
-            join_on_drop: true,
-            own_capture: false,
-        }))
+        Ok(Box::new(Self::issuing(self.id, memory, stream, Arc::clone(&self.modules), StreamRole::Opened)))
     }
 }
 
@@ -585,7 +640,7 @@ impl Drop for CudaBackend {
     fn drop(&mut self) {
         let context = &self.modules.loader().context;
         let default = context.default_stream();
-        if self.join_on_drop && self.stream != default {
+        if self.role != StreamRole::Given && self.stream != default {
             context.record_err(default.join(&self.stream));
         }
     }
