@@ -350,7 +350,8 @@ fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
 /// An engine's capture of a decode step of the block it owns (`DecodeReplay::launch_staged`,
 /// within `CudaBackend::admitting_own_buffers`), replayed on inputs staged outside the capture:
 /// each replay is `decode_batch` on the same input, bit for bit, output and pool; without the
-/// admission the capture refuses the step.
+/// admission the capture refuses the step, and a backend ordering its buffers by events admits
+/// nothing.
 #[test]
 #[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
 fn an_engine_captures_a_decode_step_of_the_block_and_replays_it() {
@@ -385,6 +386,11 @@ fn an_engine_captures_a_decode_step_of_the_block_and_replays_it() {
     let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph of the step");
     step.unwrap().unwrap();
     assert_eq!(pool_bits(&gpu, &captured), pool_bits(&gpu, &direct), "the capture ran the step");
+    // A backend whose buffers are ordered by events (its context tracks them) admits nothing.
+    let (tracking, _) = cuda();
+    // SAFETY: `work` is not called: the admission is refused before it.
+    let admitted: Result<(), _> = unsafe { tracking.admitting_own_buffers(|| panic!("admitted")) };
+    assert!(matches!(admitted, Err(BackendError::OrderedByEvents { .. })), "{admitted:?}");
     for seed in [1, 2, 3] {
         let hidden = gpu.upload(&synthetic_hidden(&geometry, 3, seed)).unwrap();
         replay.stage(&mut captured, &slots, &hidden).unwrap();

@@ -366,9 +366,10 @@ impl CudaBackend {
     /// exists, the caller guarantees:
     /// - it is launched on this backend's stream only (cudarc's `CudaGraph::launch` launches on
     ///   the stream it was captured on);
-    /// - it is not launched after a buffer that a launch or copy named during `work` is dropped
-    ///   (or its storage replaced): the graph holds the buffers' device addresses, not the
-    ///   buffers, and a launch after the free would reach freed memory.
+    /// - it is not launched after a buffer that a launch or copy on this backend named while
+    ///   `work` ran (on any thread) is dropped or its storage replaced: the graph holds the
+    ///   buffers' device addresses, not the buffers, and a launch after the free would reach freed
+    ///   memory.
     pub unsafe fn admitting_own_buffers<R>(&self, work: impl FnOnce() -> R) -> Result<R, BackendError> {
         let context = &self.modules.loader().context;
         if self.memory == self.id || context.is_event_tracking() {
