@@ -13,8 +13,9 @@
 #                                  It also builds the two engine examples: examples/cudarc-interop's
 #                                  binary, and examples/candle-op's tests into gpu-check/bin/candle/,
 #                                  xz-compressed (candle embeds its kernels' PTX: 64 MB a binary,
-#                                  2 MB packed). candle links CUDA's libraries at build time: where
-#                                  they are not here, a warning, and the GPU check leaves them out.
+#                                  2 MB packed). candle links CUDA's libraries at build time: it
+#                                  links stand-ins with their sonames here (cuda_link_stubs), and
+#                                  the GPU machine's own libraries at run time.
 #                                  It also fetches the pinned `fla-core` wheel (a public chunked KDA
 #                                  in Triton) into gpu-check/wheels/ for the baseline below; without
 #                                  pip or the index the baseline is left out, with a warning.
@@ -25,7 +26,9 @@
 #                                  `kda-block --backend cuda` on the default preset and on glm5-flash, and
 #                                  batched at glm5-flash; `kda-block bench --backend cuda`; the
 #                                  engine examples (cudarc-interop `--require-gpu`, candle-op's
-#                                  tests, unpacked into a temporary folder); then, where the
+#                                  tests, unpacked into a temporary folder, with the CUDA libraries
+#                                  of PyTorch's nvidia wheels on LD_LIBRARY_PATH where the loader
+#                                  lacks them); then, where the
 #                                  machine has them, fla-core's `chunk_kda` timed at the same layer
 #                                  (scripts/fla_kda_baseline.py, PyTorch's python3), Nsight Compute's
 #                                  speed of light and occupancy of every kda launch of one bench run
@@ -101,13 +104,14 @@ build() {
     # kernels build for the cap CUDA_COMPUTE_CAP names (sm_90: the H100 and H200), and the checkout's
     # path is remapped in what the binaries embed (kda's sources, outside that workspace, are
     # named by absolute path).
-    local missing
-    missing="$(candle_libraries_missing)"
-    if [[ -n "$missing" ]]; then
-        echo "warning: examples/candle-op's tests need $missing to link, not found here: the GPU check" \
-            "leaves them out" >&2
+    # candle's own kernels build unoptimized (as CI checks them): its tests only compare with them.
+    local stubs="$ROOT/target/cuda-link-stubs"
+    if ! cuda_link_stubs "$stubs"; then
+        echo "warning: no link-time CUDA libraries for examples/candle-op (see cuda_link_stubs): the GPU" \
+            "check leaves its tests out" >&2
     elif (cd examples/candle-op && PATH="$(dirname "${NVCC:-$(command -v nvcc)}"):$PATH" \
-        CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}" RUSTFLAGS="--remap-path-prefix=$ROOT=kda" \
+        CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}" NVCC_APPEND_FLAGS="-Xcicc -O0 -Xptxas -O0" \
+        RUSTFLAGS="--remap-path-prefix=$ROOT=kda -L native=$stubs" \
         cargo test --release --locked --no-run --target-dir "$ROOT/target/candle-op" \
         --message-format=json >"$JSON"); then
         copy_tests "$JSON" "$BIN/candle"
@@ -141,18 +145,32 @@ build() {
     echo "next: on the GPU machine, from the repo root with gpu-check/ carried: scripts/gpu-check.sh"
 }
 
-# The libraries candle links at build time (cudarc's `dynamic-linking`: the driver, NVRTC, cuBLAS,
-# cuBLASLt, cuRAND; candle-kernels: the runtime) that the C compiler cannot link here, by name,
-# looked for where cudarc looks too (the toolkit of $NVCC): a link that would fail after the whole
-# build is a warning before it.
-candle_libraries_missing() {
-    local root missing=()
+# Link-time stand-ins, in folder $1, for the CUDA libraries candle links (cudarc's
+# `dynamic-linking`: the driver, NVRTC, cuBLAS, cuBLASLt, cuRAND) where the pinned toolkit has only
+# nvcc and the runtime. Each is a shared library with the real one's soname (CUDA 13's) defining
+# every function cudarc's bindings of it load (`void f(void) {}`: nothing here calls them), so a
+# binary links, records the real sonames, and binds the real libraries on the GPU machine, as
+# linking against the toolkit's own `stubs/libcuda.so` does. The runtime (candle-kernels' `cudart`)
+# is the toolkit's own, linked under its link name.
+cuda_link_stubs() {
+    local dir="$1" root cudarc spec module name soname
     root="$(dirname "$(dirname "${NVCC:-$(command -v nvcc)}")")"
-    for library in cuda nvrtc cublas cublasLt curand cudart; do
-        echo 'int main(void) { return 0; }' | cc -x c - -o /dev/null -L"$root/lib64" -L"$root/lib" \
-            -L"$root/lib64/stubs" -l"$library" 2>/dev/null || missing+=("lib$library")
+    cudarc="$(cd examples/candle-op && cargo metadata --locked --format-version 1 | python3 -c \
+        'import json, sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "cudarc"))')" \
+        || return 1
+    cudarc="$(dirname "$cudarc")/src"
+    rm -rf "$dir" && mkdir -p "$dir" || return 1
+    for spec in driver:cuda:libcuda.so.1 nvrtc:nvrtc:libnvrtc.so.13 cublas:cublas:libcublas.so.13 \
+        cublaslt:cublasLt:libcublasLt.so.13 curand:curand:libcurand.so.10; do
+        IFS=: read -r module name soname <<<"$spec"
+        sed -n 's/.*load::<_F>("\([A-Za-z0-9_]*\)").*/void \1(void) {}/p' "$cudarc/$module/sys/mod.rs" \
+            | sort -u >"$dir/$name.c"
+        [[ -s "$dir/$name.c" ]] || return 1
+        cc -shared -fPIC -Wl,-soname,"$soname" -o "$dir/lib$name.so" "$dir/$name.c" || return 1
     done
-    echo "${missing[*]}"
+    local runtime
+    runtime="$(find "$root/lib" "$root/lib64" -maxdepth 1 -name 'libcudart.so*' 2>/dev/null | head -n 1)"
+    [[ -n "$runtime" ]] && ln -s "$runtime" "$dir/libcudart.so"
 }
 
 # Copies each test executable of cargo's JSON messages in file $1 into folder $2 as
@@ -227,12 +245,16 @@ run() {
     # The engine examples: kda's launches on an engine's context, stream and memory.
     step "cudarc-interop example" "$BIN/cudarc-interop" --require-gpu
     if compgen -G "$BIN/candle/*.xz" >/dev/null; then
-        local unpacked packed test
+        local unpacked packed test libraries
         unpacked="$(mktemp -d)"
+        libraries="$(cuda_wheel_libraries)"
         for packed in "$BIN"/candle/*.xz; do
             test="$unpacked/$(basename "$packed" .xz)"
             if unpack "$packed" "$test"; then
-                step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
+                LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+                    ldd "$test" 2>/dev/null | grep 'not found' | sed "s|^|$(basename "$test"): |" | tee -a "$LOG"
+                LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+                    step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
             else
                 note "$packed: does not unpack here (neither xz nor python3's lzma)"
                 FAILED+=("unpack $(basename "$packed")")
@@ -310,6 +332,22 @@ nccl_on_library_path() {
     else
         note "nccl: no libnccl.so on the loader's path and no nvidia-nccl wheel: the all-reduce test will say so"
     fi
+}
+
+# The folders of the CUDA libraries in the GPU machine's nvidia wheels (PyTorch's: cuBLAS, NVRTC,
+# cuRAND, the runtime), joined by ':', for the candle example's tests, which link them by soname.
+cuda_wheel_libraries() {
+    python3 - 2>/dev/null <<'PY'
+import glob, os
+import nvidia
+names = ("libcublas.so.", "libcublasLt.so.", "libnvrtc.so.", "libcurand.so.", "libcudart.so.")
+folders = set()
+for root in nvidia.__path__:
+    for library in glob.glob(os.path.join(root, "**", "lib*.so.*"), recursive=True):
+        if os.path.basename(library).startswith(names):
+            folders.add(os.path.dirname(library))
+print(":".join(sorted(folders)))
+PY
 }
 
 # Unpacks the xz file $1 into the executable $2: with xz, else with python3's lzma.
