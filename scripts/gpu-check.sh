@@ -58,6 +58,11 @@
 #   kda--readme            reads README.md and the manifests through its compile-time source path
 #   kda-build--lib         reads scripts/install-cuda.sh through its compile-time source path
 #   kda-example--emulated  loads the example's emulated libraries from its compile-time OUT_DIR
+#   kda--quick_start       runs cargo on a model crate it writes
+#   kda-cli--census        runs the kda binary on a fixture library through its compile-time paths
+#   kda-emu--device_api    builds fixture kernels from its compile-time source path
+#   kda-emu--planted_overruns  the same
+#   kda-example-library--planted  builds the library's kernels from its compile-time source path
 #   kda-example-cudarc-interop--runs  runs the example binary through its compile-time path (the
 #                          check runs that binary itself, `--require-gpu`)
 #   kda-macros--lib        a proc-macro crate's tests link the toolchain's libstd-*.so
@@ -72,7 +77,7 @@ WHEELS="gpu-check/wheels"
 # The public chunked KDA the baseline times: pure Python and Triton, its one other need (einops)
 # on the GPU machine's image.
 FLA_CORE="fla-core==0.6.0"
-EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-cli--list_manifest kda-cli--emulate kda--main_job kda--readme kda-build--lib kda-example--emulated kda-example-cudarc-interop--runs kda-emu--emulator kda-macros--lib)
+EXCLUDED=(kda-macros--compiletest kda--layout kda--sass kda-build--fuzz_manifest kda-build--cuda_build kda-build--front_end kda-build--manifest kda-cli--fuzz_list kda-cli--list_pipe kda-cli--list_manifest kda-cli--emulate kda--main_job kda--readme kda-build--lib kda-example--emulated kda--quick_start kda-cli--census kda-emu--device_api kda-emu--planted_overruns kda-example-library--planted kda-example-cudarc-interop--runs kda-emu--emulator kda-macros--lib)
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
