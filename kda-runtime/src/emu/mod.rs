@@ -38,6 +38,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use kda_types::ParamCType;
+
 use crate::host::HostMemory;
 use crate::modules::{ModuleCache, ModuleLoader, Resolved};
 use crate::signature::{Access, ParamKind};
@@ -290,8 +292,8 @@ fn c_type_of(arg: &KernelArg<'_>, param: &str) -> String {
     };
     match arg {
         _ if fills_void => param.to_owned(),
-        KernelArg::Read(view) => format!("const {}*", view.dtype()),
-        KernelArg::Write(view) => format!("{}*", view.dtype()),
+        KernelArg::Read(view) => pointer(view.dtype(), false),
+        KernelArg::Write(view) => pointer(view.dtype(), true),
         KernelArg::Null => "a null pointer".to_owned(),
         KernelArg::Borrowed(borrowed) => borrowed.describe(),
         scalar => scalar.scalar_kind().map_or("?", |kind| kind.name()).to_owned(),
@@ -300,11 +302,18 @@ fn c_type_of(arg: &KernelArg<'_>, param: &str) -> String {
 
 /// The C spelling of a parameter, as the emulator's runtime reports it: `const bf16*`, `u32`.
 fn c_type(kind: &ParamKind) -> String {
-    match kind {
-        ParamKind::Buffer { dtype, access: Access::Read, .. } => format!("const {dtype}*"),
-        ParamKind::Buffer { dtype, access: Access::Write, .. } => format!("{dtype}*"),
-        ParamKind::Scalar(scalar) => scalar.name().to_owned(),
-    }
+    let ty = match *kind {
+        ParamKind::Buffer { dtype, access, .. } => {
+            ParamCType::Pointer { element: dtype, writable: access == Access::Write }
+        }
+        ParamKind::Scalar(scalar) => ParamCType::Scalar(scalar),
+    };
+    ty.manifest_spelling().to_string()
+}
+
+/// The emulator's runtime's spelling of a pointer parameter: `const bf16*`.
+fn pointer(element: DType, writable: bool) -> String {
+    ParamCType::Pointer { element, writable }.manifest_spelling().to_string()
 }
 
 /// A scalar's bits, widened to 64 (little-endian: the value's own bytes come first).
