@@ -179,6 +179,10 @@ impl<X: Executor> GpuBackend for Emulator<X> {
         self.modules.lookup(entry).map(|index| KernelHandle::new(self.id, index))
     }
 
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        self.modules.is_handle_of(self.id, kernel, entry)
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         self.memory.alloc(dtype, len)
     }
