@@ -57,7 +57,9 @@ pub type DriverBackend = Emulator<Driver>;
 /// one launch of them. Sealed: [`InProcess`] and [`Driver`] are the two.
 pub trait Executor: ModuleLoader<Set = EmulatedSet> + sealed::Sealed {
     /// Runs one launch with block-order seed `seed`. `extents` are the buffers' extents of a
-    /// checked launch (`signature::extents` accepted it), `None` for an unchecked one.
+    /// checked launch (`signature::extents` accepted it), `None` for an unchecked one. The
+    /// emulator has refused borrowed memory before (were one passed, its C type would match no
+    /// parameter, which the executors refuse too).
     ///
     /// # Safety
     ///
@@ -137,6 +139,18 @@ impl<X: Executor> Emulator<X> {
         self.modules.resolved(self.id, &self.describe(), kernel)
     }
 
+    /// Refuses borrowed memory, as every backend but CUDA's does: it lies on a device, and the
+    /// emulator's memory is this process's.
+    fn refuse_borrowed(&self, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
+        match args
+            .iter()
+            .find_map(|arg| if let KernelArg::Borrowed(borrowed) = arg { Some(borrowed) } else { None })
+        {
+            Some(borrowed) => Err(crate::borrowed::refused(borrowed, self.describe())),
+            None => Ok(()),
+        }
+    }
+
     /// The next launch's block-order seed.
     fn next_seed(&self) -> u64 {
         self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed))
@@ -207,6 +221,7 @@ impl<X: Executor> GpuBackend for Emulator<X> {
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
         let extents = signature::extents(&resolved.entry, &geometry, args)?;
+        self.refuse_borrowed(args)?;
         // SAFETY: `signature::extents` just checked the launch (every view at least as long as
         // its extent at these scalar values, every requirement of the entry at this geometry) and
         // the extents go with it.
@@ -229,6 +244,7 @@ impl<X: Executor> GpuBackend for Emulator<X> {
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
+        self.refuse_borrowed(args)?;
         // SAFETY: the caller upholds `launch_unchecked`'s contract, which is `run`'s without
         // extents.
         unsafe { self.modules.loader().run(&self.memory, &resolved, geometry, args, self.next_seed(), None) }
@@ -252,10 +268,8 @@ fn windows(
             let range = match arg {
                 KernelArg::Read(view) => view.checked_range()?,
                 KernelArg::Write(view) => view.checked_range()?,
-                KernelArg::Borrowed(borrowed) => {
-                    return Err(crate::borrowed::refused(borrowed, "the emulator".to_owned()));
-                }
-                KernelArg::Scalar(_) | KernelArg::Null => return Ok(None),
+                // Borrowed memory never reaches an executor (`Emulator::refuse_borrowed`).
+                KernelArg::Scalar(_) | KernelArg::Null | KernelArg::Borrowed(_) => return Ok(None),
             };
             let extent = extents.and_then(|extents| extents.get(index).copied().flatten());
             // `check` proved every extent at most the view's length.
