@@ -25,8 +25,8 @@ use kda_emu::fault::{self, Place};
 use kda_runtime::emu::{DriverBackend, EmuBackend};
 use kda_runtime::signature::{Access, KernelParam, Op, ScalarKind, Signature};
 use kda_runtime::{
-    DType, Element, EmulatedSet, Fp8E4M3, Fp8E5M2, GpuBackend, GpuBackendExt, KernelArg, KernelEntry,
-    LaunchGeometry, LookupError,
+    BackendError, DType, Element, EmulatedSet, Fp8E4M3, Fp8E5M2, GpuBackend, GpuBackendExt, In, KernelArg,
+    KernelEntry, LaunchGeometry, LookupError,
 };
 use kda_test_support::emulator::{Bits, assert_built, emulated_set};
 
@@ -2004,4 +2004,36 @@ fn code_gated_on_the_architecture_is_compiled_for_the_emulated_device() {
         .unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(gpu.download::<u32>(&out).unwrap(), [kda_emu::DeviceLimits::SM_90.arch]);
     assert_eq!(kda_emu::DeviceLimits::SM_90.arch, 900);
+}
+
+#[test]
+fn borrowed_device_memory_is_refused_naming_the_backend_checked_or_not() {
+    on_both(32, |backend, gpu| {
+        let kernel = gpu.lookup(&PAIR_SUM).unwrap_or_else(|error| panic!("{error}"));
+        let mut y = gpu.zeros::<f32>(2).unwrap();
+        // SAFETY: the emulator dereferences no device address: it refuses it.
+        let x = || unsafe { In::<f32>::from_device_ptr(0x1000, 4) };
+        let expected = format!(
+            "memory at device address 0x1000 (4 f32 elements) does not belong to {}, which refuses it",
+            gpu.describe()
+        );
+        let checked = gpu.launch(
+            kernel,
+            geometry((1, 1, 1), (32, 1, 1)),
+            &mut [x().into(), (&mut y).into(), 4u32.into()],
+        );
+        // SAFETY: `pair_sum`'s parameters in order, `x` of n = 4 elements and `y` of cdiv(4, 2).
+        let unchecked = unsafe {
+            gpu.launch_unchecked(
+                kernel,
+                geometry((1, 1, 1), (32, 1, 1)),
+                &mut [x().into(), (&mut y).into(), 4u32.into()],
+            )
+        };
+        for refused in [checked, unchecked] {
+            let error = refused.expect_err(backend);
+            assert!(matches!(error, BackendError::ForeignResource { .. }), "{backend}: {error}");
+            assert_eq!(error.to_string(), expected, "{backend}");
+        }
+    });
 }

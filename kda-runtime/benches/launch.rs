@@ -1,7 +1,10 @@
 //! The typed launcher against the raw launch of the same trivial kernel (`fill` of one element),
 //! in interleaved rounds, on the CPU backend and on the recording backend. The launcher checks the
 //! same contract the raw checked launch does, so the goal is typed / raw ≤ 1.05; the unchecked
-//! launch is measured too, to show what the check itself costs.
+//! launch is measured too, to show what the check itself costs. The trusted launch
+//! (`launch_trusting`, what the launcher of an entry with `safety` conditions calls) is measured
+//! against the raw checked launch: it checks the same, and also looks the entry up again to prove
+//! the handle is the entry's.
 //!
 //! `cargo bench -p kda-runtime --bench launch`. The raw positional argument lists below exist only to measure
 //! against; model code launches through the generated launchers.
@@ -11,7 +14,7 @@ mod interleave;
 
 use kda_runtime::cpu::CpuBackend;
 use kda_runtime::record::RecordingBackend;
-use kda_runtime::{DType, GpuBackend, KernelArg, KernelTable, LaunchGeometry};
+use kda_runtime::{DType, GpuBackend, KernelArg, KernelTable, LaunchGeometry, launch_trusting};
 
 #[derive(KernelTable)]
 #[kernel_table(manifest = "benches/kernels.toml")]
@@ -44,6 +47,7 @@ fn bench(backend: &str, gpu: &dyn GpuBackend) {
     let mut typed_dst = gpu.alloc(DType::F32, 1).unwrap();
     let mut raw_dst = gpu.alloc(DType::F32, 1).unwrap();
     let mut unchecked_dst = gpu.alloc(DType::F32, 1).unwrap();
+    let mut trusted_dst = gpu.alloc(DType::F32, 1).unwrap();
     let mut typed = || {
         let args = table::fill { dst: typed_dst.view_mut().into(), n: 1, value: 1.0 };
         kernels.launch_fill(gpu, geometry, args).unwrap()
@@ -69,5 +73,17 @@ fn bench(backend: &str, gpu: &dyn GpuBackend) {
         &format!("fill of one element, {backend}"),
         "typed launcher",
         "unchecked launch",
+    );
+    let mut trusted = || {
+        let args =
+            &mut [KernelArg::Write(trusted_dst.view_mut()), KernelArg::from(1u32), KernelArg::from(1.0f32)];
+        // SAFETY: `fill` has no `safety` conditions, so there is nothing for the caller to
+        // guarantee.
+        unsafe { launch_trusting(gpu, table::fill::ENTRY, kernels.fill, geometry, args) }.unwrap()
+    };
+    interleave::compare(ROUNDS, CALLS, &mut trusted, &mut raw).report(
+        &format!("fill of one element, {backend}"),
+        "trusted launch",
+        "raw checked launch",
     );
 }

@@ -160,6 +160,15 @@ pub trait GpuBackend: Send + Sync {
     /// launches are checked against the entry's signature.
     fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError>;
 
+    /// Whether `kernel` is the handle [`lookup`](Self::lookup) gives for `entry`: what
+    /// [`launch_trusting`](crate::launch_trusting) proves before it checks a launch against
+    /// `entry`'s signature, on every launch. It answers as a lookup would, so it is as trusted as
+    /// `lookup` is. The default looks `entry` up again; a backend that keeps the entry each handle
+    /// was issued for compares with that instead, which costs a fraction of a lookup.
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        self.lookup(entry).ok() == Some(kernel)
+    }
+
     /// Allocates `len` zeroed elements of `dtype`; dropping the buffer frees them. A size whose
     /// bytes overflow, or that the device cannot hold, is an `Err`.
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError>;

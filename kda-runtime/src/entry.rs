@@ -49,6 +49,11 @@ impl KernelEntry {
     pub fn path(&self) -> String {
         if self.table.is_empty() { self.field.to_owned() } else { format!("{}.{}", self.table, self.field) }
     }
+
+    /// What a backend looks it up by: `(namespace, module, entry)`.
+    pub(crate) const fn names(&self) -> (&'static str, &'static str, &'static str) {
+        (self.namespace, self.module, self.entry)
+    }
 }
 
 impl std::fmt::Display for KernelEntry {

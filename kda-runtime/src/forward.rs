@@ -8,7 +8,7 @@
 
 /// The [`GpuBackend`](crate::GpuBackend) methods named, each calling the same method of the
 /// wrapped backend `self.$inner` with the same arguments:
-/// `forwarded_methods!(gpu: describe, has_module, lookup);`.
+/// `forwarded_methods!(gpu: describe, has_module, lookup, is_handle_of);`.
 macro_rules! forwarded_methods {
     ($inner:tt: $($method:ident),+ $(,)?) => {
         $($crate::forward::forwarded_methods!(@method $inner $method);)+
@@ -29,6 +29,11 @@ macro_rules! forwarded_methods {
             entry: &$crate::KernelEntry,
         ) -> Result<$crate::KernelHandle, $crate::LookupError> {
             self.$inner.lookup(entry)
+        }
+    };
+    (@method $inner:tt is_handle_of) => {
+        fn is_handle_of(&self, kernel: $crate::KernelHandle, entry: &$crate::KernelEntry) -> bool {
+            self.$inner.is_handle_of(kernel, entry)
         }
     };
     (@method $inner:tt alloc) => {

@@ -162,7 +162,7 @@ impl GpuBackend for Capture<'_> {
         format!("{} (capturing)", self.gpu.describe())
     }
 
-    crate::forward::forwarded_methods!(gpu: has_module, lookup);
+    crate::forward::forwarded_methods!(gpu: has_module, lookup, is_handle_of);
 
     refused_memory_methods!();
 

@@ -82,6 +82,10 @@ impl GpuBackend for LaunchTimer<'_> {
         Ok(handle)
     }
 
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        self.gpu.is_handle_of(kernel, entry)
+    }
+
     fn launch(
         &self,
         kernel: KernelHandle,

@@ -108,6 +108,17 @@ impl<K> KernelRegistry<K> {
         Ok(KernelHandle::new(self.backend, index))
     }
 
+    /// Whether `handle` is what [`lookup`](Self::lookup) gives for `entry`, without looking it up:
+    /// this registry issued it, and the kernel at its index is carried under `entry`'s names and
+    /// takes its signature.
+    pub fn is_handle_of(&self, handle: KernelHandle, entry: &KernelEntry) -> bool {
+        let registered = self.kernels.get(handle.index() as usize).and_then(Option::as_ref);
+        handle.backend() == self.backend
+            && registered.is_some_and(|registered| {
+                registered.entry.names() == entry.names() && registered.takes(entry.signature)
+            })
+    }
+
     /// The kernel behind `handle`, if this registry issued it and still carries the kernel.
     pub fn get(&self, handle: KernelHandle, backend: &str) -> Result<&Registered<K>, BackendError> {
         if handle.backend() != self.backend {
@@ -212,6 +223,36 @@ mod tests {
         );
         let unknown = ours.get(KernelHandle::new(own.backend(), 2), "ours");
         assert!(matches!(unknown, Err(BackendError::UnknownHandle { index: 2, .. })), "{unknown:?}");
+    }
+
+    #[test]
+    fn a_handle_is_the_handle_of_exactly_the_entries_whose_lookup_gives_it() {
+        let (mut ours, theirs) = (registry(), registry());
+        let noop = KernelEntry::named("blas", "noop");
+        let copy = signed("blas", "axpy", copy_of(&AXPY_SIGNATURE));
+        let (axpy, noop_handle) = (ours.lookup(&AXPY).unwrap(), ours.lookup(&noop).unwrap());
+        let foreign = theirs.lookup(&AXPY).unwrap();
+        assert!(ours.is_handle_of(axpy, &AXPY) && ours.is_handle_of(axpy, &copy));
+        assert!(!ours.is_handle_of(noop_handle, &AXPY), "another entry's handle");
+        assert!(!ours.is_handle_of(foreign, &AXPY), "another registry's handle");
+        assert!(!ours.is_handle_of(axpy, &signed("blas", "axpy", &EMPTY)), "another contract");
+        // Every pairing answers as a lookup does.
+        let asked = [
+            AXPY,
+            copy,
+            signed("blas", "axpy", &EMPTY),
+            KernelEntry { namespace: "other@1.0.0:kernels.toml", ..AXPY },
+            noop,
+            signed("blas", "noop", &AXPY_SIGNATURE),
+        ];
+        for handle in [axpy, noop_handle, foreign, KernelHandle::new(axpy.backend(), 7)] {
+            for entry in &asked {
+                let looked_up = ours.lookup(entry).ok() == Some(handle);
+                assert_eq!(ours.is_handle_of(handle, entry), looked_up, "{handle} for {entry:?}");
+            }
+        }
+        ours.remove("blas", "axpy");
+        assert!(!ours.is_handle_of(axpy, &AXPY), "a retired handle");
     }
 
     #[test]

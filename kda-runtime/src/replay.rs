@@ -317,7 +317,7 @@ impl GpuBackend for LaunchRecorder<'_> {
         format!("{} (recording)", self.gpu.describe())
     }
 
-    crate::forward::forwarded_methods!(gpu: has_module, lookup, synchronize);
+    crate::forward::forwarded_methods!(gpu: has_module, lookup, is_handle_of, synchronize);
 
     crate::graph::refused_memory_methods!();
 

@@ -378,28 +378,19 @@ fn apply(op: Op, a: u64, b: u64) -> Result<u64, EvalError> {
     }
 }
 
-/// The extent of every buffer argument of a launch that [`check`] accepted, in elements of its
-/// view (`None` for a scalar): how much of each view the kernel may touch. A `void` parameter's
-/// extent, in bytes, is rounded up to whole elements of the view.
+/// The extent of every buffer argument of a launch that [`check`] accepts, in elements of its
+/// view (`None` for a scalar and a null pointer): how much of each view the kernel may touch. A
+/// `void` parameter's extent, in bytes, is rounded up to whole elements of the view. A launch
+/// `check` refuses is the same `Err`.
 pub fn extents(
     entry: &KernelEntry,
     geometry: &LaunchGeometry,
     args: &[KernelArg<'_>],
 ) -> Result<Vec<Option<u64>>, BackendError> {
-    check(entry, geometry, args)?;
-    let params = entry.signature.map_or(&[][..], |signature| signature.params);
-    Ok(params
-        .iter()
-        .zip(args)
-        .map(|(param, arg)| match (param.kind, arg.view()) {
-            (ParamKind::Buffer { dtype: DType::Void, extent, .. }, Some((view_dtype, ..))) => {
-                let bytes = evaluate(extent.program, args, geometry).ok()?;
-                Some(bytes.div_ceil(view_dtype.size() as u64))
-            }
-            (ParamKind::Buffer { extent, .. }, _) => evaluate(extent.program, args, geometry).ok(),
-            (ParamKind::Scalar(_), _) => None,
-        })
-        .collect())
+    refuse_trusted(entry)?;
+    let mut extents = vec![None; args.len()];
+    checked(entry, geometry, args, |index, extent| extents[index] = Some(extent))?;
+    Ok(extents)
 }
 
 /// Checks a launch of `entry` with `geometry` and `args` against the entry's signature: the
@@ -417,10 +408,16 @@ pub fn check(
     geometry: &LaunchGeometry,
     args: &[KernelArg<'_>],
 ) -> Result<(), BackendError> {
-    if let Some((param, condition)) = entry.signature.and_then(Signature::trust) {
-        return Err(BackendError::Trusted { entry: Box::new(*entry), param, condition });
-    }
+    refuse_trusted(entry)?;
     check_trusting(entry, geometry, args)
+}
+
+/// The refusal of a safe launch of an entry with `safety` conditions.
+fn refuse_trusted(entry: &KernelEntry) -> Result<(), BackendError> {
+    match entry.signature.and_then(Signature::trust) {
+        Some((param, condition)) => Err(BackendError::Trusted { entry: Box::new(*entry), param, condition }),
+        None => Ok(()),
+    }
 }
 
 /// [`check`], for a launch whose caller guarantees the entry's `safety` conditions: everything
@@ -429,6 +426,18 @@ pub(crate) fn check_trusting(
     entry: &KernelEntry,
     geometry: &LaunchGeometry,
     args: &[KernelArg<'_>],
+) -> Result<(), BackendError> {
+    checked(entry, geometry, args, |_, _| {})
+}
+
+/// [`check_trusting`], handing `proved` each buffer argument's position and extent (in elements
+/// of its view) once it has proved the view holds that extent: the one evaluation of the extents
+/// that [`check`] and [`extents`] share. A refused launch may have handed over some of them.
+fn checked(
+    entry: &KernelEntry,
+    geometry: &LaunchGeometry,
+    args: &[KernelArg<'_>],
+    mut proved: impl FnMut(usize, u64),
 ) -> Result<(), BackendError> {
     let Some(signature) = entry.signature else {
         return Err(BackendError::NoSignature { entry: Box::new(*entry) });
@@ -473,7 +482,7 @@ pub(crate) fn check_trusting(
             }
         }
     }
-    for (param, arg) in params.iter().zip(args) {
+    for (index, (param, arg)) in params.iter().zip(args).enumerate() {
         let ParamKind::Buffer { dtype, access, extent, nullable } = param.kind else { continue };
         if matches!(arg, KernelArg::Null) {
             // A null pointer touches nothing: a `nullable` parameter takes it whatever its extent.
@@ -506,6 +515,7 @@ pub(crate) fn check_trusting(
                 format!("a view of {have} {unit}"),
             ));
         }
+        proved(index, if dtype == DType::Void { needed.div_ceil(view_dtype.size() as u64) } else { needed });
     }
     if let Some((first, second)) = crate::borrowed::overlapping(args) {
         let written = |index: usize| args[index].view().is_some_and(|(_, _, writable)| writable);

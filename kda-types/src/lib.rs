@@ -8,6 +8,8 @@
 //!
 //! - [`DType`]: the element type of a buffer parameter (`const bf16 x[n]`).
 //! - [`ScalarKind`]: the type of a scalar parameter (`u32 n`).
+//! - [`ParamCType`]: a parameter's type as the kernel declares it (`const bf16*`, `u32`), spelled
+//!   once for the build's proof and the emulator's check.
 //! - [`LaunchDim`]: a dimension of the launch geometry a requirement can test (`block.x`).
 //! - [`Op`]: one instruction of the postfix programs extents and requirements compile to.
 //! - [`Sanitizer`]: a sanitizer the emulated kernels can be built with, which the build records
@@ -19,12 +21,14 @@
 mod dtype;
 mod launch;
 mod op;
+mod param_c_type;
 mod sanitizer;
 mod scalar;
 
 pub use dtype::DType;
 pub use launch::LaunchDim;
 pub use op::Op;
+pub use param_c_type::ParamCType;
 pub use sanitizer::Sanitizer;
 pub use scalar::ScalarKind;
 

@@ -1,7 +1,10 @@
 //! What a CPU kernel receives (typed host slices and scalars, in the entry's parameter order),
 //! plus the error a kernel returns when it refuses a launch.
 
+use std::fmt;
+
 use half::bf16;
+use kda_types::ParamCType;
 
 use crate::{DType, Element, Scalar, ScalarValue};
 
@@ -23,9 +26,9 @@ impl<'a> CpuArg<'a> {
     /// The C spelling of the parameter this argument fills (`const bf16*`, `u32`).
     pub fn describe(&self) -> String {
         match self {
-            CpuArg::Const(dtype, _) => format!("const {dtype}*"),
-            CpuArg::Mut(dtype, _) => format!("{dtype}*"),
-            CpuArg::Scalar(scalar) => scalar.kind().to_string(),
+            CpuArg::Const(dtype, _) => pointer(*dtype, false).to_string(),
+            CpuArg::Mut(dtype, _) => pointer(*dtype, true).to_string(),
+            CpuArg::Scalar(scalar) => ParamCType::Scalar(scalar.kind()).manifest_spelling().to_string(),
             CpuArg::Null => "null pointer".to_owned(),
         }
     }
@@ -118,7 +121,7 @@ impl<'a> CpuArgs<'a> {
     pub fn slice<T: Element>(&mut self, index: usize) -> Result<&'a [T], KernelError> {
         match self.take(index)? {
             CpuArg::Const(dtype, data) if dtype == T::DTYPE => cast(index, data),
-            other => Err(wrong(index, &other, format!("const {}*", T::DTYPE))),
+            other => Err(wrong(index, &other, pointer(T::DTYPE, false))),
         }
     }
 
@@ -146,7 +149,7 @@ impl<'a> CpuArgs<'a> {
             CpuArg::Mut(dtype, data) if dtype == T::DTYPE => {
                 bytemuck::try_cast_slice_mut(data).map_err(|error| misaligned(index, error))
             }
-            other => Err(wrong(index, &other, format!("{}*", T::DTYPE))),
+            other => Err(wrong(index, &other, pointer(T::DTYPE, true))),
         }
     }
 
@@ -154,9 +157,9 @@ impl<'a> CpuArgs<'a> {
     pub fn scalar<T: ScalarValue>(&mut self, index: usize) -> Result<T, KernelError> {
         match self.take(index)? {
             CpuArg::Scalar(scalar) => {
-                scalar.get().ok_or_else(|| wrong(index, &CpuArg::Scalar(scalar), T::KIND.to_string()))
+                scalar.get().ok_or_else(|| wrong(index, &CpuArg::Scalar(scalar), T::KIND))
             }
-            other => Err(wrong(index, &other, T::KIND.to_string())),
+            other => Err(wrong(index, &other, T::KIND)),
         }
     }
 
@@ -205,7 +208,12 @@ fn misaligned(index: usize, error: bytemuck::PodCastError) -> KernelError {
     KernelError::new(format!("argument {index} cannot be read in place: {error:?}"))
 }
 
+/// The manifest's spelling of a pointer parameter: `const bf16*`, `f32*`.
+fn pointer(element: DType, writable: bool) -> impl fmt::Display {
+    ParamCType::Pointer { element, writable }.manifest_spelling()
+}
+
 /// Argument `index` is `found` where the kernel asked for `asked`.
-fn wrong(index: usize, found: &CpuArg<'_>, asked: String) -> KernelError {
+fn wrong(index: usize, found: &CpuArg<'_>, asked: impl fmt::Display) -> KernelError {
     KernelError::new(format!("argument {index} is a `{}`, not a `{asked}`", found.describe()))
 }

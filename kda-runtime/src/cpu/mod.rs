@@ -194,6 +194,10 @@ impl GpuBackend for CpuBackend {
         self.kernels.lookup(entry)
     }
 
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        self.kernels.is_handle_of(kernel, entry)
+    }
+
     fn alloc(&self, dtype: crate::DType, len: usize) -> Result<crate::DeviceBuffer, BackendError> {
         self.memory.alloc(dtype, len)
     }

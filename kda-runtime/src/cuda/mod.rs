@@ -504,6 +504,10 @@ impl GpuBackend for CudaBackend {
         self.modules.lookup(entry).map(|index| KernelHandle::new(self.id, index))
     }
 
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        self.modules.is_handle_of(self.id, kernel, entry)
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         self.device_buffer(dtype, len, |stream, bytes| stream.alloc_zeros::<u8>(bytes))
     }

@@ -147,6 +147,10 @@ impl GpuBackend for EmuBackend {
         on_chosen!(self, gpu => gpu.lookup(entry))
     }
 
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        on_chosen!(self, gpu => gpu.is_handle_of(kernel, entry))
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         on_chosen!(self, gpu => gpu.alloc(dtype, len))
     }

@@ -38,6 +38,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use kda_types::ParamCType;
+
 use crate::host::HostMemory;
 use crate::modules::{ModuleCache, ModuleLoader, Resolved};
 use crate::signature::{Access, ParamKind};
@@ -55,7 +57,9 @@ pub type DriverBackend = Emulator<Driver>;
 /// one launch of them. Sealed: [`InProcess`] and [`Driver`] are the two.
 pub trait Executor: ModuleLoader<Set = EmulatedSet> + sealed::Sealed {
     /// Runs one launch with block-order seed `seed`. `extents` are the buffers' extents of a
-    /// checked launch (`signature::extents` accepted it), `None` for an unchecked one.
+    /// checked launch (`signature::extents` accepted it), `None` for an unchecked one. The
+    /// emulator has refused borrowed memory before (were one passed, its C type would match no
+    /// parameter, which the executors refuse too).
     ///
     /// # Safety
     ///
@@ -135,6 +139,18 @@ impl<X: Executor> Emulator<X> {
         self.modules.resolved(self.id, &self.describe(), kernel)
     }
 
+    /// Refuses borrowed memory, as every backend but CUDA's does: it lies on a device, and the
+    /// emulator's memory is this process's.
+    fn refuse_borrowed(&self, args: &[KernelArg<'_>]) -> Result<(), BackendError> {
+        match args
+            .iter()
+            .find_map(|arg| if let KernelArg::Borrowed(borrowed) = arg { Some(borrowed) } else { None })
+        {
+            Some(borrowed) => Err(crate::borrowed::refused(borrowed, self.describe())),
+            None => Ok(()),
+        }
+    }
+
     /// The next launch's block-order seed.
     fn next_seed(&self) -> u64 {
         self.seed.wrapping_add(self.launches.fetch_add(1, Ordering::Relaxed))
@@ -177,6 +193,10 @@ impl<X: Executor> GpuBackend for Emulator<X> {
         self.modules.lookup(entry).map(|index| KernelHandle::new(self.id, index))
     }
 
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        self.modules.is_handle_of(self.id, kernel, entry)
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         self.memory.alloc(dtype, len)
     }
@@ -201,6 +221,7 @@ impl<X: Executor> GpuBackend for Emulator<X> {
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
         let extents = signature::extents(&resolved.entry, &geometry, args)?;
+        self.refuse_borrowed(args)?;
         // SAFETY: `signature::extents` just checked the launch (every view at least as long as
         // its extent at these scalar values, every requirement of the entry at this geometry) and
         // the extents go with it.
@@ -223,6 +244,7 @@ impl<X: Executor> GpuBackend for Emulator<X> {
         args: &mut [KernelArg<'_>],
     ) -> Result<(), BackendError> {
         let resolved = self.resolved(kernel)?;
+        self.refuse_borrowed(args)?;
         // SAFETY: the caller upholds `launch_unchecked`'s contract, which is `run`'s without
         // extents.
         unsafe { self.modules.loader().run(&self.memory, &resolved, geometry, args, self.next_seed(), None) }
@@ -246,10 +268,8 @@ fn windows(
             let range = match arg {
                 KernelArg::Read(view) => view.checked_range()?,
                 KernelArg::Write(view) => view.checked_range()?,
-                KernelArg::Borrowed(borrowed) => {
-                    return Err(crate::borrowed::refused(borrowed, "the emulator".to_owned()));
-                }
-                KernelArg::Scalar(_) | KernelArg::Null => return Ok(None),
+                // Borrowed memory never reaches an executor (`Emulator::refuse_borrowed`).
+                KernelArg::Scalar(_) | KernelArg::Null | KernelArg::Borrowed(_) => return Ok(None),
             };
             let extent = extents.and_then(|extents| extents.get(index).copied().flatten());
             // `check` proved every extent at most the view's length.
@@ -290,8 +310,8 @@ fn c_type_of(arg: &KernelArg<'_>, param: &str) -> String {
     };
     match arg {
         _ if fills_void => param.to_owned(),
-        KernelArg::Read(view) => format!("const {}*", view.dtype()),
-        KernelArg::Write(view) => format!("{}*", view.dtype()),
+        KernelArg::Read(view) => pointer(view.dtype(), false),
+        KernelArg::Write(view) => pointer(view.dtype(), true),
         KernelArg::Null => "a null pointer".to_owned(),
         KernelArg::Borrowed(borrowed) => borrowed.describe(),
         scalar => scalar.scalar_kind().map_or("?", |kind| kind.name()).to_owned(),
@@ -300,11 +320,18 @@ fn c_type_of(arg: &KernelArg<'_>, param: &str) -> String {
 
 /// The C spelling of a parameter, as the emulator's runtime reports it: `const bf16*`, `u32`.
 fn c_type(kind: &ParamKind) -> String {
-    match kind {
-        ParamKind::Buffer { dtype, access: Access::Read, .. } => format!("const {dtype}*"),
-        ParamKind::Buffer { dtype, access: Access::Write, .. } => format!("{dtype}*"),
-        ParamKind::Scalar(scalar) => scalar.name().to_owned(),
-    }
+    let ty = match *kind {
+        ParamKind::Buffer { dtype, access, .. } => {
+            ParamCType::Pointer { element: dtype, writable: access == Access::Write }
+        }
+        ParamKind::Scalar(scalar) => ParamCType::Scalar(scalar),
+    };
+    ty.manifest_spelling().to_string()
+}
+
+/// The emulator's runtime's spelling of a pointer parameter: `const bf16*`.
+fn pointer(element: DType, writable: bool) -> String {
+    ParamCType::Pointer { element, writable }.manifest_spelling().to_string()
 }
 
 /// A scalar's bits, widened to 64 (little-endian: the value's own bytes come first).

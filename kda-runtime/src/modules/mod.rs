@@ -265,6 +265,15 @@ struct Slot<I: 'static, M> {
     loaded: OnceLock<Result<M, LoadError>>,
 }
 
+/// Whether two signatures are one contract, as a [`FunctionKey`] compares them: equal, whether
+/// at one address or two (the build's proved copy and a table's).
+fn same_contract(a: Option<&Signature>, b: Option<&Signature>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => std::ptr::eq(a, b) || a == b,
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
 /// What a handle index is issued for: one per distinct contract of one entry point.
 type FunctionKey = (&'static str, &'static str, &'static str, Option<&'static Signature>);
 
@@ -370,6 +379,19 @@ impl<L: ModuleLoader> ModuleCache<L> {
     /// The function behind handle index `index`, and the entry it was found for.
     pub fn function(&self, index: u32) -> Option<Resolved<L::Function>> {
         self.functions.read().unwrap_or_else(PoisonError::into_inner).table.get(index as usize).cloned()
+    }
+
+    /// Whether `kernel` is the handle backend `backend` issues from this cache for `entry`,
+    /// without looking it up: the function at its index was looked up under `entry`'s names and a
+    /// signature equal to its own (the key [`lookup`](Self::lookup) finds the index by).
+    pub fn is_handle_of(&self, backend: BackendId, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        let functions = self.functions.read().unwrap_or_else(PoisonError::into_inner);
+        let resolved = functions.table.get(kernel.index() as usize);
+        kernel.backend() == backend
+            && resolved.is_some_and(|resolved| {
+                resolved.entry.names() == entry.names()
+                    && same_contract(resolved.entry.signature, entry.signature)
+            })
     }
 
     /// The function behind `kernel`, a handle that backend `backend` (described as `describe`

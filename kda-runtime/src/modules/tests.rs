@@ -238,6 +238,39 @@ fn one_index_per_distinct_signature_of_an_entry_point() {
 }
 
 #[test]
+fn a_handle_is_the_handle_of_exactly_the_entries_whose_lookup_gives_it() {
+    let (cache, ours, theirs) = (cache(), BackendId::fresh(), BackendId::fresh());
+    let plain = entry(&OURS, "gemm", "a");
+    let signed = KernelEntry { signature: Some(&AXPY_SIGNATURE), ..plain };
+    let copy = KernelEntry { signature: Some(Box::leak(Box::new(AXPY_SIGNATURE))), ..plain };
+    let asked = [
+        plain,
+        signed,
+        copy,
+        KernelEntry { signature: Some(&EMPTY), ..plain },
+        entry(&OURS, "gemm", "b"),
+        entry(&OURS, "norm", "a"),
+        entry(&THEIRS, "gemm", "a"),
+    ];
+    let issued = asked.map(|entry| KernelHandle::new(ours, cache.lookup(&entry).unwrap()));
+    assert!(cache.is_handle_of(ours, issued[1], &signed) && cache.is_handle_of(ours, issued[1], &copy));
+    assert!(
+        !cache.is_handle_of(ours, issued[0], &signed),
+        "the same entry point's handle for another contract"
+    );
+    assert!(!cache.is_handle_of(ours, issued[5], &plain), "the same entry point in another module");
+    assert!(!cache.is_handle_of(ours, issued[6], &plain), "the same module in another namespace");
+    assert!(!cache.is_handle_of(theirs, issued[1], &signed), "another backend's handle");
+    // Every pairing answers as a lookup does, an index never issued included.
+    for handle in issued.into_iter().chain([KernelHandle::new(ours, 99)]) {
+        for entry in &asked {
+            let looked_up = cache.lookup(entry).ok() == Some(handle.index());
+            assert_eq!(cache.is_handle_of(ours, handle, entry), looked_up, "{handle} for {entry}");
+        }
+    }
+}
+
+#[test]
 fn a_signature_the_build_did_not_prove_does_not_resolve() {
     let cache = cache();
     let forged = Box::leak(Box::new(Signature { requires: &[], ..AXPY_SIGNATURE }));

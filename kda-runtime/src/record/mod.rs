@@ -365,6 +365,11 @@ impl GpuBackend for RecordingBackend {
         self.kernels.lookup(entry)
     }
 
+    /// Answers as `lookup` would, without recording a lookup.
+    fn is_handle_of(&self, kernel: KernelHandle, entry: &KernelEntry) -> bool {
+        !self.failing.contains_key(entry.module) && self.kernels.is_handle_of(kernel, entry)
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         self.alloc_on(0, dtype, len)
     }
@@ -468,7 +473,7 @@ impl GpuBackend for RecordingStream<'_> {
         format!("{}, stream {}", self.backend.describe(), self.index)
     }
 
-    crate::forward::forwarded_methods!(backend: has_module, lookup, synchronize, new_stream);
+    crate::forward::forwarded_methods!(backend: has_module, lookup, is_handle_of, synchronize, new_stream);
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         self.backend.alloc_on(self.index, dtype, len)

@@ -627,3 +627,45 @@ fn a_void_parameter_takes_a_view_of_any_element_type_measured_in_bytes() {
     let error = launch(DType::F32, 4, 18).unwrap_err();
     assert!(error.ends_with("expected at least 18 bytes (`nbytes`), found a view of 16 bytes"), "{error}");
 }
+
+#[test]
+fn extents_are_the_ones_the_check_proved_and_a_refused_launch_is_the_checks_err() {
+    let mut chunk = Chunk::new();
+    let args = chunk.args();
+    let accepted = extents(&CHUNK, &GEOMETRY, &args).unwrap();
+    assert_eq!(accepted, [None, None, None, None, None, Some(1024), Some(200)]);
+    // `t = 101` makes `out`'s extent 202, past its 200 elements.
+    let mut args = chunk.args();
+    args[T] = 101u32.into();
+    let refused = extents(&CHUNK, &GEOMETRY, &args).unwrap_err().to_string();
+    assert_eq!(refused, check_chunk(&args).unwrap_err().to_string());
+    assert!(refused.contains(".out`: expected at least 202 elements"), "{refused}");
+}
+
+#[test]
+fn a_null_pointer_has_no_extent_and_an_entry_with_safety_conditions_has_none_either() {
+    const BIAS: Signature = Signature {
+        params: &[
+            KernelParam::scalar("n", ScalarKind::U32),
+            read("bias", DType::F32, "n", &[Op::Scalar(0)]).nullable(),
+        ],
+        requires: &[],
+    };
+    const ENTRY: KernelEntry = signed("ops", "bias", &BIAS);
+    let bias = buffer(DType::F32, 4);
+    let present = [KernelArg::from(4u32), KernelArg::Read(bias.view())];
+    assert_eq!(extents(&ENTRY, &GEOMETRY, &present).unwrap(), [None, Some(4)]);
+    let absent = [KernelArg::from(4u32), KernelArg::Null];
+    assert_eq!(extents(&ENTRY, &GEOMETRY, &absent).unwrap(), [None, None]);
+    // A safe launch of an entry whose reach the caller must guarantee is refused, so are its extents.
+    const GATHER: Signature = Signature {
+        params: &[
+            KernelParam::scalar("n", ScalarKind::U32),
+            read("src", DType::F32, "n", &[Op::Scalar(0)]).trusting("every id is a row of src"),
+        ],
+        requires: &[],
+    };
+    let gather = signed("ops", "gather", &GATHER);
+    let refused = extents(&gather, &GEOMETRY, &present).unwrap_err();
+    assert!(matches!(refused, BackendError::Trusted { param: "src", .. }), "{refused:?}");
+}

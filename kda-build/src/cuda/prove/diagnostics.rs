@@ -2,7 +2,7 @@
 //! module, the emulator's C++ compiler's for the entries its unit of a module registers.
 
 use super::unit::checked_entries;
-use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
+use super::{SignatureMismatch, SignatureProblem, c_type};
 use crate::cuda::problem::{is_error, listed_at};
 use crate::{Entry, Manifest};
 
@@ -113,7 +113,7 @@ fn mismatch_of(check: Check, args: &[String], entry: &Entry) -> Option<Signature
                 index,
                 name: param.name.clone(),
                 // From the manifest rather than the compiler's text: the message uses one spelling.
-                declared: manifest_spelling(&param.ty),
+                declared: c_type(&param.ty).manifest_spelling().to_string(),
                 found: spelling(found),
             })
         }

@@ -22,6 +22,8 @@ pub(super) use ptx::check_ptx_params;
 pub use ptx::{PtxParam, ptx_params};
 pub(super) use unit::{entry_checks, translation_unit};
 
+use kda_types::ParamCType;
+
 use crate::cuda::problem::listed_line;
 use crate::manifest::ParamType;
 
@@ -104,23 +106,11 @@ fn parameters(count: usize) -> String {
     if count == 1 { "1 parameter".to_owned() } else { format!("{count} parameters") }
 }
 
-/// The manifest's spelling of a parameter's type as the kernel sees it: `const bf16*`, `u32`.
-fn manifest_spelling(ty: &ParamType) -> String {
-    match ty {
-        ParamType::Buffer { element, writable, .. } => {
-            format!("{}{}*", if *writable { "" } else { "const " }, element.name())
-        }
-        ParamType::Scalar(scalar) => scalar.name().to_owned(),
-    }
-}
-
-/// The exact C type the manifest means: `const __nv_bfloat16*`, `unsigned int`.
-fn c_spelling(ty: &ParamType) -> String {
-    match ty {
-        ParamType::Buffer { element, writable, .. } => {
-            format!("{}{}*", if *writable { "" } else { "const " }, element.c_type())
-        }
-        ParamType::Scalar(scalar) => scalar.c_type().to_owned(),
+/// A parameter's type as the kernel declares it, which spells it for the C check and its messages.
+fn c_type(ty: &ParamType) -> ParamCType {
+    match *ty {
+        ParamType::Buffer { element, writable, .. } => ParamCType::Pointer { element, writable },
+        ParamType::Scalar(scalar) => ParamCType::Scalar(scalar),
     }
 }
 

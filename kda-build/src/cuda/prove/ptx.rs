@@ -1,7 +1,7 @@
 //! The parameter layout of a kernel, read from its PTX `.entry`, and the width check against the
 //! manifest.
 
-use super::{SignatureMismatch, SignatureProblem, manifest_spelling};
+use super::{SignatureMismatch, SignatureProblem, c_type};
 use crate::Manifest;
 use crate::cuda::problem::listed_at;
 use crate::cuda::symbols::{exported_symbol, ptx_entries};
@@ -126,7 +126,7 @@ pub(in crate::cuda) fn check_ptx_params(
                 problems.push(problem(SignatureMismatch::Width {
                     index,
                     name: param.name.clone(),
-                    declared: manifest_spelling(&param.ty),
+                    declared: c_type(&param.ty).manifest_spelling().to_string(),
                     declared_size: param.ty.size(),
                     found_size: found.size,
                 }));

@@ -25,7 +25,8 @@ use std::path::Path;
 
 use kda_types::DType;
 
-use super::c_spelling;
+use super::c_type;
+
 use crate::manifest::TemplateId;
 use crate::{Entry, Manifest};
 
@@ -190,7 +191,7 @@ fn checks(manifest_name: &str, entries: &[&Entry], presence: bool) -> String {
                 out,
                 "static_assert(kda_param_check<{ordinal}, {index}, {}, kda_entry_{ordinal}>::ok, \
                  \"{symbol} parameter {index} {}\");",
-                c_spelling(&param.ty),
+                c_type(&param.ty).c_spelling(),
                 param.name
             );
         }
