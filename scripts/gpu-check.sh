@@ -250,16 +250,21 @@ run() {
     # The engine examples: kda's launches on an engine's context, stream and memory.
     step "cudarc-interop example" "$BIN/cudarc-interop" --require-gpu
     if compgen -G "$BIN/candle/*.xz" >/dev/null; then
-        local unpacked packed test libraries
+        local unpacked packed test libraries path="${LD_LIBRARY_PATH:-}"
         unpacked="$(mktemp -d)"
         libraries="$(cuda_wheel_libraries)"
+        if [[ -n "$libraries" ]]; then
+            path="$libraries${path:+:$path}"
+            note "candle-op example: CUDA libraries of the nvidia wheels in $libraries"
+        fi
         for packed in "$BIN"/candle/*.xz; do
             test="$unpacked/$(basename "$packed" .xz)"
             if unpack "$packed" "$test"; then
-                LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-                    ldd "$test" 2>/dev/null | grep 'not found' | sed "s|^|$(basename "$test"): |" | tee -a "$LOG"
-                LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-                    step "test $(basename "$test")" "$test" --include-ignored --test-threads=1 --nocapture
+                # A library the loader cannot find is named before the test fails to start.
+                LD_LIBRARY_PATH="$path" ldd "$test" 2>/dev/null | grep 'not found' \
+                    | sed "s|^|$(basename "$test") needs|" | tee -a "$LOG"
+                LD_LIBRARY_PATH="$path" step "test $(basename "$test")" "$test" --include-ignored \
+                    --test-threads=1 --nocapture
             else
                 note "$packed: does not unpack here (neither xz nor python3's lzma)"
                 FAILED+=("unpack $(basename "$packed")")
