@@ -77,12 +77,16 @@ fn write_crate(root: &Path, files: &[(String, String)]) {
 
 /// A cargo command in the crate at `root`, offline, in this workspace's target directory, with
 /// this test's toolchain (outside the workspace, its `rust-toolchain.toml` does not apply).
+/// The workspace's target directory, which the crates share so as not to build kda again.
+fn target() -> &'static Path {
+    // `CARGO_TARGET_TMPDIR` is `<target>/tmp`.
+    Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("the target directory")
+}
+
 fn cargo(root: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO"));
     command.args(args).args(["--offline", "--color=never", "--manifest-path"]).arg(root.join("Cargo.toml"));
-    // `CARGO_TARGET_TMPDIR` is `<target>/tmp`.
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("the target directory");
-    command.env("CARGO_TARGET_DIR", target);
+    command.env("CARGO_TARGET_DIR", target());
     let rustc = Path::new(env!("CARGO")).with_file_name("rustc");
     if rustc.is_file() {
         command.env("RUSTC", rustc);
@@ -91,10 +95,31 @@ fn cargo(root: &Path, args: &[&str]) -> Command {
 }
 
 /// Held by each test that builds a crate for its whole run: the crates share the package name
-/// `my-model` and the target directory, and `cargo clean -p my-model` cleans every one of them.
+/// `my-model` and the target directory, and [`clean`] cleans every one of them.
 fn one_crate_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static CRATES: std::sync::Mutex<()> = std::sync::Mutex::new(());
     CRATES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Makes the next build of `my-model` a clean one: its fingerprints and build-script outputs go
+/// from the shared target directory, so cargo builds it, its kernels and its tests again. Not
+/// `cargo clean -p my-model`: that removes every artifact named like one of the crate's targets,
+/// so its `emulated` test takes the `emulated` test binaries of the workspace's packages with it
+/// while `cargo test --workspace` is running them.
+fn clean() {
+    for kind in [".fingerprint", "build"] {
+        let dir = target().join("debug").join(kind);
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("my-model-"))
+            {
+                std::fs::remove_dir_all(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            }
+        }
+    }
 }
 
 /// Runs `command`, asserting it succeeds, and prints how long it took as `step`; its stderr.
@@ -152,8 +177,6 @@ fn a_crate_made_from_the_readme_quick_start_builds_and_passes_its_test_on_the_em
     let build = || cargo(&root, &["test", "--no-run"]);
     let nvcc = kda_build::cuda::Nvcc::find(&[]).is_ok();
     println!("quick start in {}; nvcc {}", root.display(), if nvcc { "found" } else { "absent" });
-
-    let clean = || assert!(cargo(&root, &["clean", "-p", "my-model"]).status().unwrap().success());
 
     timed("first build (with the dependencies the shared target directory lacks)", build());
     clean();
