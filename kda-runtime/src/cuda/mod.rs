@@ -49,6 +49,7 @@ mod modules;
 mod reads;
 mod shared;
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -111,7 +112,8 @@ type CudaKernel = Resolved<Arc<modules::LoadedFunction>>;
 struct CudaStorage {
     dtype: DType,
     len: usize,
-    bytes: CudaSlice<u8>,
+    /// Dropped by `Drop for CudaStorage` alone, which may leave it allocated.
+    bytes: ManuallyDrop<CudaSlice<u8>>,
     reads: Reads,
 }
 
@@ -126,11 +128,19 @@ impl BufferStorage for CudaStorage {
 }
 
 impl Drop for CudaStorage {
-    /// Makes the allocating stream wait for the reads on every stream before `Drop for
-    /// CudaSlice` (which runs after this) frees the memory on it.
+    /// Makes the allocating stream wait for the reads on every stream, then frees the memory on
+    /// it (`Drop for CudaSlice`). While that stream is capturing a graph of the caller's, the
+    /// memory stays allocated (it leaks): the free would be captured as a node of the caller's
+    /// graph, which may free only what the graph allocated, and would run at each replay.
     fn drop(&mut self) {
         let stream = self.bytes.stream();
+        let status = stream.capture_status();
+        if status.is_ok_and(|status| status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) {
+            return;
+        }
         stream.context().record_err(self.reads.wait(stream, None));
+        // SAFETY: `bytes` is dropped here once, in the storage's own drop, and never used after.
+        unsafe { ManuallyDrop::drop(&mut self.bytes) };
     }
 }
 
@@ -432,7 +442,10 @@ impl CudaBackend {
         self.outside_callers_capture("an allocation")?;
         let bytes =
             allocate(&self.stream, bytes.max(1)).map_err(|e| self.driver("allocating device memory", e))?;
-        DeviceBuffer::new(self.memory, Box::new(CudaStorage { dtype, len, bytes, reads: Reads::default() }))
+        DeviceBuffer::new(
+            self.memory,
+            Box::new(CudaStorage { dtype, len, bytes: ManuallyDrop::new(bytes), reads: Reads::default() }),
+        )
     }
 }
 
