@@ -326,10 +326,13 @@ fn an_engine_captures_kda_launches_on_its_slices_and_replays_them() {
     let n = 4096;
     let mut slice = stream.alloc_zeros::<f32>(n).unwrap();
     let mut own = gpu.zeros::<f32>(n).unwrap();
+    let dropped = gpu.zeros::<f32>(n).unwrap();
     stream.synchronize().unwrap();
 
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
     let captured = fill_slice(&gpu, &kernels, (&mut slice).into(), n, 7.0);
+    // A kda buffer dropped in the capture is not freed into the graph, which then still ends.
+    drop(dropped);
     // kda's own memory is refused in the caller's capture: a launch on a kda buffer, an allocation.
     let args = glm5next_kda::fill { dst: own.view_mut().into(), n: n as u32, value: 1.0 };
     let refused = kernels.launch_fill(&gpu, launch::elementwise(n as u32), args);
