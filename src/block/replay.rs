@@ -14,6 +14,7 @@ use kda_runtime::{DType, DeviceBuffer, GpuBackendExt, View};
 
 use super::workspace::DecodeScratch;
 use super::{BlockError, DecodeRows, Glm5NextKdaBlock, KdaStatePool, elements};
+use crate::geometry::KdaGeometry;
 use crate::kernels::defines::{DENSE_GEMV_BATCHM_MAX_M, GEMM_TILE_M};
 use crate::launch;
 
@@ -46,6 +47,13 @@ pub struct DecodeReplay<'b, 'g> {
 struct Staged {
     class: usize,
     b: u32,
+}
+
+impl Staged {
+    /// The elements of the step's output, `[b, hidden]`, the first of its class's workspace.
+    fn output_len(self, g: &KdaGeometry) -> usize {
+        self.b as usize * g.hidden as usize
+    }
 }
 
 /// One class's recording and the buffers it is bound to.
@@ -206,7 +214,7 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
             expected: "the pool the step was staged for".to_owned(),
             found: format!("a pool of {} slots", pool.capacity()),
         })?;
-        let (gpu, width) = (block.gpu, staged.b as usize * block.geometry.hidden as usize);
+        let (gpu, width) = (block.gpu, staged.output_len(&block.geometry));
         let Bindings { shared, mut exclusive } = step.workspace.bindings(block, pool);
         // A device graph where the backend has graphs, captured again for another pool's buffers;
         // else the launches one by one. A backend that made no graph is not asked again, so steps
@@ -227,7 +235,7 @@ impl<'b, 'g> DecodeReplay<'b, 'g> {
     pub fn output(&self) -> Option<View<'_>> {
         let staged = self.staged?;
         let step = self.classes[staged.class].as_ref()?;
-        Some(step.workspace.out.slice(0..staged.b as usize * self.block.geometry.hidden as usize))
+        Some(step.workspace.out.slice(0..staged.output_len(&self.block.geometry)))
     }
 
     /// Records the step of `b` sequences on pools of `pool`'s capacity now, if it is not yet
