@@ -178,13 +178,35 @@ pub trait GpuBackend: Send + Sync {
     /// a pass over the memory). A backend may leave the memory as it was or fill it with a poison
     /// (the emulator fills it with NaN, so that a read before the write shows). Reading it first
     /// reads arbitrary values, never undefined behaviour: every bit pattern is a valid element of
-    /// every [`DType`]. By default, [`Self::alloc`].
+    /// every [`DType`] but `bool`, whose elements a backend leaves 0 or 1 (the emulator's poison
+    /// is `true`). By default, [`Self::alloc`].
     fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
         self.alloc(dtype, len)
     }
 
-    /// Copies `src` (exactly `dst.byte_len()` bytes) into `dst`.
+    /// Copies `src` (exactly `dst.byte_len()` bytes) into `dst`. Bytes that are no element of
+    /// `dst`'s type (a `bool` other than 0 or 1) are refused ([`BackendError::InvalidElement`]).
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError>;
+
+    /// A new buffer of `dtype` holding `contents` (whole elements), which nothing writes
+    /// afterwards: the memory behind a [`ConstBuffer`], whose contents a launch check reads on the
+    /// host (a layout of dims and strides that an extent's `strided` reads). Typed:
+    /// [`GpuBackendExt::upload_const`].
+    ///
+    /// Only this crate's backends make one, with their own allocation and copy, so that the bytes
+    /// a check reads are the bytes the kernel will: a backend of the caller's making could copy
+    /// other bytes than it is given. Such a backend forwards this call to the backend whose memory
+    /// it uses; by default it makes none ([`BackendError::Unavailable`]).
+    fn upload_const_bytes(&self, dtype: DType, contents: &[u8]) -> Result<ConstBuffer, BackendError> {
+        let _ = (dtype, contents);
+        Err(BackendError::Unavailable {
+            backend: self.describe(),
+            reason: "only kda's own backends make a ConstBuffer (a launch check trusts its device bytes \
+                     to be its host copy): forward `upload_const_bytes` to the backend whose memory \
+                     this one uses"
+                .to_owned(),
+        })
+    }
 
     /// Copies `src` into `dst` (exactly `src.byte_len()` bytes).
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError>;
@@ -309,10 +331,10 @@ pub trait GpuBackendExt: GpuBackend {
     }
 
     /// A new buffer holding a copy of `data` that nothing writes afterwards, whose contents the
-    /// launch check can read: a layout of dims and strides that an extent's `strided` reads.
+    /// launch check can read: a layout of dims and strides that an extent's `strided` reads
+    /// ([`GpuBackend::upload_const_bytes`], which only this crate's backends answer).
     fn upload_const<T: Element>(&self, data: &[T]) -> Result<ConstBuffer, BackendError> {
-        let buffer = self.upload(data)?;
-        Ok(ConstBuffer::new(buffer, bytemuck::cast_slice(data)))
+        self.upload_const_bytes(T::DTYPE, bytemuck::cast_slice(data))
     }
 
     /// A new zeroed buffer of `len` elements of `T`.

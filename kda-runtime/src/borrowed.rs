@@ -78,11 +78,18 @@ impl<'a> Borrowed<'a> {
         }
     }
 
+    /// Its device address, where it is known without asking the driver (memory at a device
+    /// address), for the aliasing and alignment checks.
+    pub(crate) fn address(&self) -> Option<u64> {
+        #[cfg_attr(not(feature = "cuda"), allow(irrefutable_let_patterns))]
+        let Memory::Address { address, .. } = self.memory else { return None };
+        Some(address)
+    }
+
     /// The device addresses it spans, where they are known without asking the driver (memory at
     /// a device address), for the aliasing check.
     fn address_range(&self) -> Option<(u64, u64)> {
-        #[cfg_attr(not(feature = "cuda"), allow(irrefutable_let_patterns))]
-        let Memory::Address { address, .. } = self.memory else { return None };
+        let address = self.address()?;
         let bytes = self.dtype.bytes(self.len).and_then(|bytes| u64::try_from(bytes).ok())?;
         Some((address, address.saturating_add(bytes)))
     }

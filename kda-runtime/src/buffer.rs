@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{BackendError, BackendId};
+use crate::{BackendError, BackendId, GpuBackend};
 
 pub use kda_types::DType;
 
@@ -283,10 +283,26 @@ pub struct ConstBuffer {
 }
 
 impl ConstBuffer {
-    /// `buffer`, just filled with `contents` (its exact bytes).
-    pub(crate) fn new(mut buffer: DeviceBuffer, contents: &[u8]) -> Self {
+    /// A new buffer of `dtype` on `gpu` holding `contents`, for the `upload_const_bytes` of this
+    /// crate's backends alone: `gpu`'s `alloc` and `copy_to_device` must be this crate's own code
+    /// (never forwarded to a backend of the caller's), so that the memory holds exactly the
+    /// bytes kept as the host's copy, which launch checks read in its place.
+    pub(crate) fn upload(
+        gpu: &(impl GpuBackend + ?Sized),
+        dtype: DType,
+        contents: &[u8],
+    ) -> Result<Self, BackendError> {
+        let size = dtype.size();
+        if !contents.len().is_multiple_of(size) {
+            return Err(BackendError::SizeMismatch {
+                expected: contents.len().next_multiple_of(size),
+                found: contents.len(),
+            });
+        }
+        let mut buffer = gpu.alloc(dtype, contents.len() / size)?;
+        gpu.copy_to_device(contents, &mut buffer)?;
         buffer.mirror = Some(contents.into());
-        Self { buffer }
+        Ok(Self { buffer })
     }
 
     /// The whole buffer, read only.
@@ -308,6 +324,20 @@ impl ConstBuffer {
 impl<'a> From<&'a ConstBuffer> for View<'a> {
     fn from(buffer: &'a ConstBuffer) -> Self {
         buffer.view()
+    }
+}
+
+/// Refuses host bytes, for elements of `dtype`, that hold a byte which is no element. Every bit
+/// pattern is an element of every [`DType`] but `bool`, which is 0 or 1: a kernel that reads
+/// another byte as a `bool` has undefined behaviour, and one that indexes with it reaches past
+/// what its extent allows. Every backend of this crate checks what `copy_to_device` is given.
+pub(crate) fn check_elements(dtype: DType, bytes: &[u8]) -> Result<(), BackendError> {
+    if dtype != DType::Bool {
+        return Ok(());
+    }
+    match bytes.iter().position(|&byte| byte > 1) {
+        Some(index) => Err(BackendError::InvalidElement { dtype, index, byte: bytes[index] }),
+        None => Ok(()),
     }
 }
 

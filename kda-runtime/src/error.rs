@@ -54,6 +54,18 @@ pub enum BackendError {
         /// The buffer's element type.
         found: DType,
     },
+    /// Host data holding a byte that is no element of the buffer's type: a `bool` is 0 or 1.
+    #[error(
+        "byte {index} of the data for a {dtype} buffer is {byte:#04x}, which is no {dtype} (a {dtype} is 0 or 1)"
+    )]
+    InvalidElement {
+        /// The buffer's element type.
+        dtype: DType,
+        /// The first byte that is no element.
+        index: usize,
+        /// Its value.
+        byte: u8,
+    },
     /// A buffer whose byte size overflows, or that the device cannot hold.
     #[error("{len} elements of {dtype} cannot be allocated: the size overflows or exceeds the device")]
     TooLarge {

@@ -55,6 +55,15 @@ macro_rules! forwarded_methods {
             self.$inner.copy_to_device(src, dst)
         }
     };
+    (@method $inner:tt upload_const_bytes) => {
+        fn upload_const_bytes(
+            &self,
+            dtype: $crate::DType,
+            contents: &[u8],
+        ) -> Result<$crate::ConstBuffer, $crate::BackendError> {
+            self.$inner.upload_const_bytes(dtype, contents)
+        }
+    };
     (@method $inner:tt copy_to_host) => {
         fn copy_to_host(&self, src: &$crate::DeviceBuffer, dst: &mut [u8]) -> Result<(), $crate::BackendError> {
             self.$inner.copy_to_host(src, dst)

@@ -121,6 +121,14 @@ macro_rules! refused_memory_methods {
             Err(self.refuse("a copy"))
         }
 
+        fn upload_const_bytes(
+            &self,
+            _: $crate::DType,
+            _: &[u8],
+        ) -> Result<$crate::ConstBuffer, $crate::BackendError> {
+            Err(self.refuse("an allocation"))
+        }
+
         fn copy_on_device(
             &self,
             _: $crate::View<'_>,

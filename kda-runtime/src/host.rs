@@ -45,8 +45,10 @@ impl HostStorage {
     }
 
     /// `len` elements of `dtype` with every byte `byte` (0xFF: NaN for the float types,
-    /// `u32::MAX`), or an error where the host cannot hold them.
+    /// `u32::MAX`), or an error where the host cannot hold them. A `bool` is 0 or 1, so its
+    /// elements are `true` for any `byte` but 0.
     pub fn filled(dtype: DType, len: usize, byte: u8) -> Result<Self, BackendError> {
+        let byte = if dtype == DType::Bool { byte.min(1) } else { byte };
         let too_large = || BackendError::TooLarge { dtype, len };
         let bytes = dtype.bytes(len).filter(|bytes| isize::try_from(*bytes).is_ok()).ok_or_else(too_large)?;
         let mut words = Vec::new();
@@ -70,8 +72,10 @@ impl HostStorage {
         &bytemuck::cast_slice::<u128, u8>(&self.words)[..self.len * self.dtype.size()]
     }
 
-    /// The elements as mutable bytes.
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
+    /// The elements as mutable bytes, for this crate's backends alone: a `bool` element must stay
+    /// 0 or 1 whoever writes it ([`crate::buffer::check_elements`]), and [`Self::slice_mut`]
+    /// lends only element types whose every bit pattern is an element.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         let bytes = self.len * self.dtype.size();
         &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.words)[..bytes]
     }
@@ -88,9 +92,18 @@ impl HostStorage {
 }
 
 /// The copy methods of [`GpuBackend`](crate::GpuBackend) for a backend whose memory is the
-/// [`HostMemory`] in its field `$memory`.
+/// [`HostMemory`] in its field `$memory`, and its constant buffers, uploaded by its own allocation
+/// and copy.
 macro_rules! host_copy_methods {
     ($memory:ident) => {
+        fn upload_const_bytes(
+            &self,
+            dtype: $crate::DType,
+            contents: &[u8],
+        ) -> Result<$crate::ConstBuffer, $crate::BackendError> {
+            $crate::ConstBuffer::upload(self, dtype, contents)
+        }
+
         fn copy_to_device(
             &self,
             src: &[u8],
@@ -156,6 +169,7 @@ impl HostMemory {
 
     /// Copies `src` into `dst`, which must have exactly its size.
     pub fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        crate::buffer::check_elements(dst.dtype(), src)?;
         let dst = self.storage_mut(dst)?.bytes_mut();
         check_size(dst.len(), src.len())?;
         dst.copy_from_slice(src);

@@ -70,6 +70,7 @@ impl GpuBackend for LaunchTimer<'_> {
         alloc,
         alloc_for_write,
         copy_to_device,
+        upload_const_bytes,
         copy_to_host,
         copy_on_device,
         synchronize,

@@ -125,12 +125,29 @@ pub enum Access {
     Write,
 }
 
+/// The alignment, in bytes, of the first byte of a `void` parameter's argument: what the widest
+/// loads of CUDA's own vector types (`float4`, `int4`, `double2`) and a 16-byte `cp.async` need.
+/// A kernel behind `const void*` reads structs or vectors of its own choosing, which kda cannot
+/// see, so it is given the alignment that covers them all.
+pub const VOID_ALIGNMENT: u64 = 16;
+
 impl ParamKind {
     /// Bytes the parameter takes in the kernel's parameter buffer: a device pointer is 8.
     pub const fn size(&self) -> usize {
         match self {
             ParamKind::Buffer { .. } => 8,
             ParamKind::Scalar(scalar) => scalar.size(),
+        }
+    }
+
+    /// The alignment, in bytes, a buffer argument's first element must have: its element type's
+    /// size (every element type CUDA has is aligned to its size), or [`VOID_ALIGNMENT`] for
+    /// `void`. `None` for a scalar.
+    pub const fn alignment(&self) -> Option<u64> {
+        match self {
+            ParamKind::Buffer { dtype: DType::Void, .. } => Some(VOID_ALIGNMENT),
+            ParamKind::Buffer { dtype, .. } => Some(dtype.size() as u64),
+            ParamKind::Scalar(_) => None,
         }
     }
 }
@@ -219,6 +236,8 @@ pub enum EvalError {
     ShortLayout,
     /// A layout holds a negative dim or stride.
     NegativeLayout,
+    /// A layout holds a dim of 0, which a strided kernel divides by (`i % dims[axis]`).
+    ZeroDim,
 }
 
 impl std::error::Error for EvalError {}
@@ -238,6 +257,9 @@ impl fmt::Display for EvalError {
                 "a layout holds fewer values than its dims and the strides it is read for"
             }
             EvalError::NegativeLayout => "a layout holds a negative dim or stride",
+            EvalError::ZeroDim => {
+                "a layout holds a dim of 0, which a strided kernel divides by (an empty tensor needs no launch)"
+            }
         })
     }
 }
@@ -308,8 +330,12 @@ pub fn evaluate(program: &[Op], args: &[KernelArg<'_>], geometry: &LaunchGeometr
 }
 
 /// The reach of a strided layout of `rank` dims then runs of `rank` strides (the run `part`, from
-/// one, taken), held as `dtype` integers in `bytes`: one past the largest offset it addresses, 0
-/// when it addresses nothing.
+/// one, taken), held as `dtype` integers in `bytes`: one past the largest offset it addresses.
+///
+/// A dim of 0 is refused rather than read as a layout that addresses nothing: a strided kernel
+/// takes each axis of a flat index modulo its dim (`i % dims[axis]`), and its element count is a
+/// scalar of the launch that nothing ties to the dims, so a zero dim is a division by zero in the
+/// kernel whatever the extent.
 fn strided_reach(dtype: DType, bytes: &[u8], rank: u64, part: u16) -> Result<u64, EvalError> {
     if part == 0 {
         return Err(EvalError::Malformed);
@@ -340,7 +366,7 @@ fn strided_reach(dtype: DType, bytes: &[u8], rank: u64, part: u16) -> Result<u64
     for axis in 0..rank {
         let (dim, stride) = (value(axis)?, value(strides + axis)?);
         if dim == 0 {
-            return Ok(0);
+            return Err(EvalError::ZeroDim);
         }
         let span = (dim - 1).checked_mul(stride).ok_or(EvalError::Overflow)?;
         reach = reach.checked_add(span).ok_or(EvalError::Overflow)?;
@@ -515,6 +541,9 @@ fn checked(
                 format!("a view of {have} {unit}"),
             ));
         }
+        if let Some(start) = known_start(arg) {
+            check_alignment(entry, param, start)?;
+        }
         proved(index, if dtype == DType::Void { needed.div_ceil(view_dtype.size() as u64) } else { needed });
     }
     if let Some((first, second)) = crate::borrowed::overlapping(args) {
@@ -527,6 +556,42 @@ fn checked(
         });
     }
     Ok(())
+}
+
+/// Where a buffer argument starts, as far as its alignment goes: a view's byte offset in its
+/// buffer, or borrowed memory's device address where it is known. Every backend of this crate
+/// starts a buffer at a multiple of [`VOID_ALIGNMENT`] or more (host memory at 16 bytes, CUDA's
+/// allocations at 256, the emulator's staged views at their offset modulo 16), so a view's
+/// offset aligns its address. `None` where only the launch learns the address (an engine's
+/// cudarc slice): the CUDA backend checks it with [`check_alignment`] then.
+fn known_start(arg: &KernelArg<'_>) -> Option<u64> {
+    let offset =
+        |range: std::ops::Range<usize>, dtype: DType| (range.start as u64).checked_mul(dtype.size() as u64);
+    match arg {
+        KernelArg::Read(view) => offset(view.range(), view.dtype()),
+        KernelArg::Write(view) => offset(view.range(), view.dtype()),
+        KernelArg::Borrowed(borrowed) => borrowed.address(),
+        KernelArg::Scalar(_) | KernelArg::Null => None,
+    }
+}
+
+/// Refuses an argument of `param` starting at `start` (a byte offset or a device address) that
+/// is not aligned as the kernel reads it ([`ParamKind::alignment`]): on a GPU a misaligned load
+/// is a fault that leaves the context unusable.
+pub(crate) fn check_alignment(
+    entry: &KernelEntry,
+    param: &KernelParam,
+    start: u64,
+) -> Result<(), BackendError> {
+    match param.kind.alignment() {
+        Some(alignment) if !start.is_multiple_of(alignment) => Err(BackendError::Argument {
+            entry: Box::new(*entry),
+            param: param.name,
+            expected: format!("memory starting at a multiple of {alignment} bytes (`{}`)", param.kind),
+            found: format!("memory starting at byte {start} ({start} % {alignment} = {})", start % alignment),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `params` spelled out, for a count that differs: `const f32[n] x, u32 n`.

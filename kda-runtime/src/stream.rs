@@ -26,6 +26,7 @@ impl<B: GpuBackend + ?Sized> GpuBackend for InOrder<'_, B> {
         alloc,
         alloc_for_write,
         copy_to_device,
+        upload_const_bytes,
         copy_to_host,
         copy_on_device,
         launch,

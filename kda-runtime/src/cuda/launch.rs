@@ -47,6 +47,15 @@ pub(super) unsafe fn launch(
         gpu.admitted_in_callers_capture("a launch on kda buffers")?;
     }
     let mut prepared = args.iter_mut().map(|arg| prepare(gpu, arg)).collect::<Result<Vec<_>, _>>()?;
+    // An engine's cudarc slice has its address only now: aligned as the kernel reads it, or
+    // refused before anything is launched (`signature::check` aligned every other argument).
+    if let Some(signature) = kernel.entry.signature {
+        for (param, arg) in signature.params.iter().zip(&prepared) {
+            if let Prepared::Borrowed { address, .. } = arg {
+                crate::signature::check_alignment(&kernel.entry, param, *address)?;
+            }
+        }
+    }
     let shared_mem_bytes = i32::try_from(geometry.shared_mem_bytes).map_err(|_| BackendError::Launch {
         module: kernel.entry.module.to_owned(),
         entry: kernel.entry.entry.to_owned(),

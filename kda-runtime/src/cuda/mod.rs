@@ -59,8 +59,8 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaViewMut, DevicePtrM
 
 use crate::modules::{ModuleCache, Resolved};
 use crate::{
-    BackendError, BackendId, BufferStorage, DType, DeviceBuffer, Element, GpuBackend, ImageSet, KernelArg,
-    KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
+    BackendError, BackendId, BufferStorage, ConstBuffer, DType, DeviceBuffer, Element, GpuBackend, ImageSet,
+    KernelArg, KernelEntry, KernelHandle, LaunchGeometry, LookupError, View, ViewMut, signature,
 };
 pub(crate) use borrowed::{Exclusive, ReadableMemory};
 use modules::CudaLoader;
@@ -526,15 +526,20 @@ impl GpuBackend for CudaBackend {
     }
 
     fn alloc_for_write(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        // A `bool` is 0 or 1, which unset memory need not be: zeroed, as `alloc` leaves it.
+        if dtype == DType::Bool {
+            return self.alloc(dtype, len);
+        }
         // SAFETY: cudarc's `alloc` is unsafe only because it leaves the memory unset. These bytes
         // are never a Rust value: the host sees them only through `copy_to_host`, as bytes, into
-        // elements of which every bit pattern is valid (bf16, f32, u32), so unset memory reads as
-        // arbitrary values, which is `GpuBackend::alloc_for_write`'s contract, not as undefined
-        // behaviour.
+        // elements of which every bit pattern is valid (every element type but `bool`, zeroed
+        // above), so unset memory reads as arbitrary values, which is
+        // `GpuBackend::alloc_for_write`'s contract, not as undefined behaviour.
         self.device_buffer(dtype, len, |stream, bytes| unsafe { stream.alloc::<u8>(bytes) })
     }
 
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        crate::buffer::check_elements(dst.dtype(), src)?;
         let expected = dst.byte_len();
         if src.len() != expected {
             return Err(BackendError::SizeMismatch { expected, found: src.len() });
@@ -547,6 +552,10 @@ impl GpuBackend for CudaBackend {
         self.before_write(&storage.reads)?;
         let mut target = storage.bytes.slice_mut(..expected);
         self.stream.memcpy_htod(src, &mut target).map_err(|e| self.driver("copying to the device", e))
+    }
+
+    fn upload_const_bytes(&self, dtype: DType, contents: &[u8]) -> Result<ConstBuffer, BackendError> {
+        ConstBuffer::upload(self, dtype, contents)
     }
 
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
@@ -653,12 +662,31 @@ impl GpuBackend for CudaBackend {
 }
 
 impl Drop for CudaBackend {
-    /// A stream of its own is joined into the default stream: whatever is issued there later
-    /// runs after the stream's work, even once no stream is left open to track buffers.
+    /// A stream other than the default one is joined into the default stream, if its work may
+    /// touch buffers other streams use: whatever is issued there later runs after the stream's
+    /// work, even once no stream is left open to track buffers. That is a stream of its own
+    /// ([`GpuBackend::new_stream`], a capture's), and a caller's stream
+    /// ([`CudaBackend::on_stream`]) whose buffers are shared by events with the context's other
+    /// streams: the caller may drop that stream as soon as this backend is gone, and when it was
+    /// the last stream open, cudarc stops waiting for buffers' events (`Drop for CudaSlice`
+    /// frees without waiting where the context no longer manages streams), so a free or a read on
+    /// the default stream would not wait for a write still running there. Where the buffers are
+    /// the backend's own (event tracking off) every use of them, to the free, is on its stream,
+    /// in order, and nothing is joined; nor is a stream capturing a graph of the caller's, into
+    /// which the join would be captured.
     fn drop(&mut self) {
         let context = &self.modules.loader().context;
         let default = context.default_stream();
-        if self.role != StreamRole::Given && self.stream != default {
+        if self.stream == default {
+            return;
+        }
+        let shares_buffers = self.role != StreamRole::Given || self.memory == self.id;
+        let capturing = self
+            .stream
+            .capture_status()
+            .ok()
+            .is_none_or(|status| status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+        if shares_buffers && !(self.role == StreamRole::Given && capturing) {
             context.record_err(default.join(&self.stream));
         }
     }

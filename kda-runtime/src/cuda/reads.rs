@@ -56,11 +56,10 @@ impl Reads {
     }
 
     /// Makes `stream` wait for the reads noted on every stream but `except`: before a write on
-    /// stream `except`, or, with `None`, before the buffer is freed.
+    /// stream `except`, or, with `None`, before the buffer is freed. Every noted read is waited
+    /// for, also once the context has stopped managing streams (the streams that read are all
+    /// dropped): their work may still be running, and an event outlives its stream.
     pub(super) fn wait(&self, stream: &CudaStream, except: Option<StreamKey>) -> Result<(), DriverError> {
-        if !stream.context().is_managing_stream_synchronization() {
-            return Ok(());
-        }
         self.events()
             .iter()
             .filter(|(reader, _)| Some(*reader) != except)

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::{Driver, Emulator, InProcess, fresh_seed, parse_seed};
 use crate::{
-    BackendError, DType, DeviceBuffer, DeviceGraph, EmulatedSet, GpuBackend, KernelArg, KernelEntry,
-    KernelHandle, LaunchGeometry, LookupError, Sanitizer, View, ViewMut,
+    BackendError, ConstBuffer, DType, DeviceBuffer, DeviceGraph, EmulatedSet, GpuBackend, KernelArg,
+    KernelEntry, KernelHandle, LaunchGeometry, LookupError, Sanitizer, View, ViewMut,
 };
 
 /// The emulation backend over one or more crates' emulated kernels, each in its namespace, with
@@ -161,6 +161,10 @@ impl GpuBackend for EmuBackend {
 
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
         on_chosen!(self, gpu => gpu.copy_to_device(src, dst))
+    }
+
+    fn upload_const_bytes(&self, dtype: DType, contents: &[u8]) -> Result<ConstBuffer, BackendError> {
+        on_chosen!(self, gpu => gpu.upload_const_bytes(dtype, contents))
     }
 
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {

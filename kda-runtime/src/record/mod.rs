@@ -16,8 +16,8 @@ use crate::registry::KernelRegistry;
 use crate::signature::{self, Access};
 use crate::stream::StreamOrder;
 use crate::{
-    BackendError, BackendId, DType, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings, KernelArg,
-    KernelEntry, KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
+    BackendError, BackendId, ConstBuffer, DType, DeviceBuffer, DeviceGraph, GpuBackend, GraphBindings,
+    KernelArg, KernelEntry, KernelHandle, KernelTable, LaunchGeometry, LookupError, View, ViewMut,
 };
 use crate::{Scalar, ScalarValue};
 
@@ -378,6 +378,10 @@ impl GpuBackend for RecordingBackend {
         self.copy_to_device_on(0, src, dst)
     }
 
+    fn upload_const_bytes(&self, dtype: DType, contents: &[u8]) -> Result<ConstBuffer, BackendError> {
+        ConstBuffer::upload(self, dtype, contents)
+    }
+
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
         self.copy_to_host_on(0, src, dst)
     }
@@ -481,6 +485,10 @@ impl GpuBackend for RecordingStream<'_> {
 
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
         self.backend.copy_to_device_on(self.index, src, dst)
+    }
+
+    fn upload_const_bytes(&self, dtype: DType, contents: &[u8]) -> Result<ConstBuffer, BackendError> {
+        ConstBuffer::upload(self, dtype, contents)
     }
 
     fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {

@@ -539,12 +539,14 @@ fn strided_reads_a_host_known_layout_of_dims_then_strides() {
         evaluate(&program, &[KernelArg::Read(layout), KernelArg::from(rank)], &GEOMETRY)
     };
     let layout = |values: &[u64]| gpu.upload_const(values).unwrap();
-    // A contiguous 2 × 3, its transpose, a broadcast row, an empty dim, a scalar (rank 0).
+    // A contiguous 2 × 3, its transpose, a broadcast row, a scalar (rank 0).
     assert_eq!(reach(layout(&[2, 3, 3, 1]).view(), 2), Ok(6));
     assert_eq!(reach(layout(&[3, 2, 1, 3]).view(), 2), Ok(6));
     assert_eq!(reach(layout(&[4, 3, 0, 1]).view(), 2), Ok(3));
-    assert_eq!(reach(layout(&[4, 0, 5, 1]).view(), 2), Ok(0));
     assert_eq!(reach(layout(&[]).view(), 0), Ok(1));
+    // A dim of 0, which the kernel divides by, in any axis: refused, whatever its stride.
+    assert_eq!(reach(layout(&[4, 0, 5, 1]).view(), 2), Err(EvalError::ZeroDim));
+    assert_eq!(reach(layout(&[0, 3, 0, 0]).view(), 2), Err(EvalError::ZeroDim));
     // A slice of a layout buffer is the layout it views.
     let padded = layout(&[9, 9, 2, 3, 3, 1]);
     assert_eq!(reach(padded.slice(2..6), 2), Ok(6));
