@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::brackets::Closes;
 use super::lex::{Kind, Token};
 use super::{Kernel, KernelParam, Linkage, TypeDecl};
 
@@ -37,11 +38,17 @@ const TYPE_WORDS: &[&str] = &[
 
 /// The `__global__` functions of a preprocessed source, once per name (and per template
 /// arguments: each explicit instantiation of a template is one).
+///
+/// Linear in the tokens: each bracket is matched through [`Closes`], a declaration's prefix is read
+/// only for a kernel found (and the prefixes of the kernels found do not overlap), and the open
+/// `extern "C"` blocks are counted, not searched.
 pub(super) fn kernels(tokens: &[Token]) -> Vec<Kernel> {
+    let brackets = Brackets { parens: Closes::parens(tokens), angles: Closes::angles(tokens) };
     let mut found: Vec<Kernel> = Vec::new();
     let mut names = HashSet::new();
-    // Per open brace: whether it opens an `extern "C" { ... }` block.
+    // Per open brace: whether it opens an `extern "C" { ... }` block; and how many of those are open.
     let mut braces: Vec<bool> = Vec::new();
+    let mut c_blocks = 0usize;
     let mut start = 0;
     let mut at = 0;
     while let Some(token) = tokens.get(at) {
@@ -50,40 +57,85 @@ pub(super) fn kernels(tokens: &[Token]) -> Vec<Kernel> {
                 "{" => {
                     let c_block = at >= 2 && tokens[at - 2].is("extern") && &*tokens[at - 1].text == "\"C\"";
                     braces.push(c_block);
+                    c_blocks += usize::from(c_block);
                     start = at + 1;
                 }
                 "}" => {
-                    braces.pop();
+                    if braces.pop() == Some(true) {
+                        c_blocks -= 1;
+                    }
                     start = at + 1;
                 }
                 ";" => start = at + 1,
                 _ => {}
             }
-        } else if token.is("__global__") {
-            let in_c_block = braces.iter().any(|&c_block| c_block);
-            if let Some((kernel, next)) = kernel_at(tokens, start, at, in_c_block) {
-                if names.insert((kernel.name.clone(), kernel.template_args.clone())) {
-                    found.push(kernel);
-                }
-                (at, start) = (next, next);
-                continue;
+        } else if token.is("__global__")
+            && let Some((kernel, next)) = kernel_at(tokens, &brackets, start, at, c_blocks > 0)
+        {
+            if names.insert((kernel.name.clone(), kernel.template_args.clone())) {
+                found.push(kernel);
             }
+            (at, start) = (next, next);
+            continue;
         }
         at += 1;
     }
     found
 }
 
+/// Where the brackets of the tokens a declaration is read from close.
+struct Brackets {
+    parens: Closes,
+    angles: Closes,
+}
+
 /// The kernel whose declaration starts at `tokens[start]` and has its `__global__` at
 /// `tokens[global]`, and where the tokens after its parameter list start.
-fn kernel_at(tokens: &[Token], start: usize, global: usize, in_c_block: bool) -> Option<(Kernel, usize)> {
+fn kernel_at(
+    tokens: &[Token],
+    brackets: &Brackets,
+    start: usize,
+    global: usize,
+    in_c_block: bool,
+) -> Option<(Kernel, usize)> {
+    // The name: the first word followed by its parameter list (or its template arguments),
+    // past the return type and any `__launch_bounds__(...)`.
+    let mut at = global + 1;
+    let (name, template_args, open) = loop {
+        let token = tokens.get(at)?;
+        let next = tokens.get(at + 1);
+        if at > global + 64 || [";", "{", "}"].iter().any(|end| token.is(end)) {
+            return None;
+        }
+        if ATTRIBUTES.iter().any(|attribute| token.is(attribute)) && next.is_some_and(|next| next.is("(")) {
+            at = brackets.parens.get(at + 1)? + 1;
+            continue;
+        }
+        match (token.ident(), next) {
+            (Some(name), Some(next)) if next.is("(") => break (name, None, at + 1),
+            (Some(name), Some(next)) if next.is("<") => {
+                let close = brackets.angles.get(at + 1)?;
+                if tokens.get(close + 1).is_some_and(|open| open.is("(")) {
+                    break (name, Some(spell(&tokens[at + 2..close])), close + 1);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    };
+    let close = brackets.parens.get(open)?;
+    // What precedes `__global__` in the declaration, read once the declaration is a kernel's.
     let prefix = tokens.get(start..global)?;
     let template = prefix.iter().rposition(|token| token.is("template")).map(|at| {
         let rest = &prefix[at + 1..];
         match rest.first() {
             Some(open) if open.is("<") => {
-                let close = matching(rest, 0, "<", ">").unwrap_or(rest.len());
-                spell(rest.get(1..close).unwrap_or_default())
+                // A `>` past `__global__` does not close the parameter list.
+                let close = brackets.angles.get(start + at + 1).filter(|&close| close < global);
+                spell(
+                    rest.get(1..close.map_or(rest.len(), |close| close - (start + at + 1)))
+                        .unwrap_or_default(),
+                )
             }
             _ => String::new(),
         }
@@ -96,32 +148,6 @@ fn kernel_at(tokens: &[Token], start: usize, global: usize, in_c_block: bool) ->
     } else {
         Linkage::Cxx
     };
-    // The name: the first word followed by its parameter list (or its template arguments),
-    // past the return type and any `__launch_bounds__(...)`.
-    let mut at = global + 1;
-    let (name, template_args, open) = loop {
-        let token = tokens.get(at)?;
-        let next = tokens.get(at + 1);
-        if at > global + 64 || [";", "{", "}"].iter().any(|end| token.is(end)) {
-            return None;
-        }
-        if ATTRIBUTES.iter().any(|attribute| token.is(attribute)) && next.is_some_and(|next| next.is("(")) {
-            at = matching(tokens, at + 1, "(", ")")? + 1;
-            continue;
-        }
-        match (token.ident(), next) {
-            (Some(name), Some(next)) if next.is("(") => break (name, None, at + 1),
-            (Some(name), Some(next)) if next.is("<") => {
-                let close = matching(tokens, at + 1, "<", ">")?;
-                if tokens.get(close + 1).is_some_and(|open| open.is("(")) {
-                    break (name, Some(spell(&tokens[at + 2..close])), close + 1);
-                }
-            }
-            _ => {}
-        }
-        at += 1;
-    };
-    let close = matching(tokens, open, "(", ")")?;
     let kernel = Kernel {
         name: name.to_owned(),
         linkage,
@@ -132,39 +158,6 @@ fn kernel_at(tokens: &[Token], start: usize, global: usize, in_c_block: bool) ->
         macro_name: tokens[global].origin.as_deref().map(str::to_owned),
     };
     Some((kernel, close + 1))
-}
-
-/// The index of the `close` that matches the `open` at `tokens[at]`, counting parentheses too
-/// when matching angle brackets.
-fn matching(tokens: &[Token], at: usize, open: &str, close: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut parens = 0usize;
-    for (index, token) in tokens.iter().enumerate().skip(at) {
-        if token.kind != Kind::Punct {
-            continue;
-        }
-        if open != "(" {
-            match &*token.text {
-                "(" => parens += 1,
-                ")" => parens = parens.checked_sub(1)?,
-                _ => {}
-            }
-            if parens > 0 {
-                continue;
-            }
-        }
-        if token.is(open) {
-            depth += 1;
-        } else if token.is(close) {
-            depth = depth.checked_sub(1)?;
-            if depth == 0 {
-                return Some(index);
-            }
-        } else if open != "(" && [";", "{", "}"].iter().any(|end| token.is(end)) {
-            return None;
-        }
-    }
-    None
 }
 
 /// The tokens as text, one space where the source had whitespace.
@@ -247,6 +240,7 @@ fn is_base_word(token: &Token) -> bool {
 
 /// The typedefs, `using` aliases, structs, classes, unions and enums the tokens declare.
 pub(super) fn declared_types(tokens: &[Token]) -> BTreeMap<String, TypeDecl> {
+    let parens = Closes::parens(tokens);
     let mut types = BTreeMap::new();
     let mut at = 0;
     while let Some(token) = tokens.get(at) {
@@ -296,9 +290,7 @@ pub(super) fn declared_types(tokens: &[Token]) -> BTreeMap<String, TypeDecl> {
                     .is_some_and(|token| ATTRIBUTES.iter().any(|attribute| token.is(attribute)))
                 {
                     let argument = tokens.get(at + 1).filter(|open| open.is("("));
-                    at = argument
-                        .and_then(|_| matching(tokens, at + 1, "(", ")"))
-                        .map_or(at + 1, |close| close + 1);
+                    at = argument.and_then(|_| parens.get(at + 1)).map_or(at + 1, |close| close + 1);
                 }
                 let name = tokens.get(at).and_then(Token::ident);
                 let follows = tokens

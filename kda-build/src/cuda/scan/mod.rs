@@ -27,23 +27,35 @@
 //! - **Headers.** A quoted `#include` is read from the including file's folder (once per scan,
 //!   at most [`MAX_INCLUDE_DEPTH`] deep, [`MAX_SOURCE_BYTES`] each) for its macros and types; the
 //!   kernels a header declares are its own scan's, not its includer's. `<...>` includes are the
-//!   toolkit's, whose typedefs the caller knows.
+//!   toolkit's, whose typedefs the caller knows. A [`SourceReader`] decides which files a scan may
+//!   read: only regular files (no device, FIFO or socket), at most [`MAX_TOTAL_BYTES`] in all the
+//!   scans it makes, and for a census only inside the folders it is given: an absolute include,
+//!   or one that leaves them through `..` or a symbolic link, is not read and is listed in
+//!   [`SourceScan::unread`].
+//!
+//! Its time is linear in the bytes it reads (times the bounded macro expansion): brackets are
+//! matched through tables built in one pass, and no scan restarts from each `__global__`, macro
+//! name or `#if`.
 
+mod brackets;
 mod declarations;
 mod lex;
 mod preprocess;
+mod reader;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use self::lex::lex;
-use self::preprocess::Preprocessor;
+pub use self::reader::{SourceReader, Unread};
 
 /// The most bytes read of one source or header: past it the rest is not scanned.
 pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+/// The most bytes one [`SourceReader`] reads, every source and header of every scan it makes
+/// together: what bounds the time and the memory of a census of a folder, whatever it holds. A
+/// scan holds some tens of bytes per byte it read, as tokens.
+pub const MAX_TOTAL_BYTES: u64 = 64 << 20;
 /// The most tokens macro expansion may produce in one scan; past it macros stay unexpanded.
 pub const MAX_EXPANDED_TOKENS: usize = 1 << 20;
 /// The most macro expansions nested in one another (an argument's included).
@@ -59,6 +71,23 @@ pub struct SourceScan {
     /// The types the source and the headers it includes declare, by name: what a parameter's
     /// type may name besides the C and CUDA types.
     pub types: BTreeMap<String, TypeDecl>,
+    /// The quoted includes the scan did not read, in the order met: the macros and types of those
+    /// headers are missing from it.
+    pub unread: Vec<UnreadInclude>,
+}
+
+/// A quoted `#include` a scan did not read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnreadInclude {
+    /// The header whose `#include` it is (its path as read), `None` where it is the scanned
+    /// source's own.
+    pub header: Option<PathBuf>,
+    /// The line of the `#include`.
+    pub line: u32,
+    /// The path as written between the quotes.
+    pub path: String,
+    /// Why it was not read.
+    pub why: Unread,
 }
 
 /// A type a source declares.
@@ -131,24 +160,14 @@ pub struct KernelParam {
 }
 
 /// Scans the source at `path`, reading the headers it includes with `#include "..."` from its
-/// folder. Only reading `path` itself can fail.
+/// folder, wherever they are, as a compiler would (regular files only, [`MAX_TOTAL_BYTES`] in all).
+/// Only reading `path` itself can fail. A census, which reads folders it does not trust, scans
+/// with [`SourceReader::within`] instead.
 pub fn scan_file(path: &Path) -> std::io::Result<SourceScan> {
-    let bytes = read_capped(path)?;
-    let mut preprocessor = Preprocessor::default();
-    preprocessor.included.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()));
-    let tokens = preprocessor.run(lex(&bytes), path.parent(), 0);
-    Ok(preprocessor.finish(&tokens))
+    SourceReader::anywhere().scan_file(path)
 }
 
 /// Scans `source`, which includes no header.
 pub fn scan_source(source: &[u8]) -> SourceScan {
-    let mut preprocessor = Preprocessor::default();
-    let tokens = preprocessor.run(lex(source), None, 0);
-    preprocessor.finish(&tokens)
-}
-
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(MAX_SOURCE_BYTES).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    SourceReader::anywhere().scan_bytes(source)
 }

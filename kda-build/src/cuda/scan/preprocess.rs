@@ -6,9 +6,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use super::brackets::Closes;
 use super::declarations::{declared_types, kernels};
 use super::lex::{Kind, Token, lex};
-use super::{MAX_EXPANDED_TOKENS, MAX_INCLUDE_DEPTH, MAX_MACRO_DEPTH, SourceScan, read_capped};
+use super::reader::SourceReader;
+use super::{MAX_EXPANDED_TOKENS, MAX_INCLUDE_DEPTH, MAX_MACRO_DEPTH, SourceScan, UnreadInclude};
 
 /// The words a scan reads as declarations, which a `#define` does not change.
 const DECLARATION_KEYWORDS: &[&str] = &[
@@ -54,9 +56,50 @@ impl Conditional {
     }
 }
 
-/// The directives and macros of one scan: the source's and its headers'.
+/// The `#if`s open where a file is read.
 #[derive(Default)]
-pub(super) struct Preprocessor {
+struct Conditionals {
+    open: Vec<Conditional>,
+    /// How many of them are in a branch that is not read: counted, so that whether a token is
+    /// read costs the same however many `#if`s are open.
+    dead: usize,
+}
+
+impl Conditionals {
+    /// Whether the tokens here are read.
+    fn live(&self) -> bool {
+        self.dead == 0
+    }
+
+    /// `#if`: its first branch's condition is `value`.
+    fn open(&mut self, value: Option<bool>) {
+        let mut conditional = Conditional { live: true, taken: false };
+        conditional.branch(value);
+        self.dead += usize::from(!conditional.live);
+        self.open.push(conditional);
+    }
+
+    /// `#elif` or `#else`: the next branch of the innermost `#if`.
+    fn branch(&mut self, value: Option<bool>) {
+        if let Some(conditional) = self.open.last_mut() {
+            self.dead -= usize::from(!conditional.live);
+            conditional.branch(value);
+            self.dead += usize::from(!conditional.live);
+        }
+    }
+
+    /// `#endif`.
+    fn close(&mut self) {
+        if let Some(conditional) = self.open.pop() {
+            self.dead -= usize::from(!conditional.live);
+        }
+    }
+}
+
+/// The directives and macros of one scan: the source's and its headers'.
+pub(super) struct Preprocessor<'r> {
+    /// What reads the headers.
+    reader: &'r mut SourceReader,
     macros: HashMap<Rc<str>, Rc<Macro>>,
     /// The tokens expansion has produced.
     expanded: usize,
@@ -64,21 +107,40 @@ pub(super) struct Preprocessor {
     nesting: usize,
     /// The files read, so that each is read once.
     pub(super) included: HashSet<PathBuf>,
+    /// The quoted includes met, by their includer's folder and the path written: each is located
+    /// once, however often it is written.
+    tried: HashSet<(PathBuf, Rc<str>)>,
     /// The expanded tokens of every included header: read for their types, not their kernels.
     headers: Vec<Token>,
+    /// The quoted includes not read.
+    unread: Vec<UnreadInclude>,
 }
 
-impl Preprocessor {
-    /// The tokens of a file after its directives, with its macros expanded; `dir` is where its
-    /// quoted includes are, if anywhere, and `includes` how many includes deep the file is.
-    pub(super) fn run(&mut self, tokens: Vec<Token>, dir: Option<&Path>, includes: usize) -> Vec<Token> {
+impl<'r> Preprocessor<'r> {
+    pub(super) fn new(reader: &'r mut SourceReader) -> Self {
+        Preprocessor {
+            reader,
+            macros: HashMap::new(),
+            expanded: 0,
+            nesting: 0,
+            included: HashSet::new(),
+            tried: HashSet::new(),
+            headers: Vec::new(),
+            unread: Vec::new(),
+        }
+    }
+
+    /// The tokens of a file after its directives, with its macros expanded; `file` is its path
+    /// as read, beside which its quoted includes are, and `includes` how many includes deep it
+    /// is.
+    pub(super) fn run(&mut self, tokens: Vec<Token>, file: Option<&Path>, includes: usize) -> Vec<Token> {
         let mut out = Vec::new();
         let mut pending = Vec::new();
-        let mut conditionals: Vec<Conditional> = Vec::new();
+        let mut conditionals = Conditionals::default();
         let mut tokens = tokens.into_iter().peekable();
         while let Some(token) = tokens.next() {
             if !(token.line_start && token.is("#")) {
-                if conditionals.iter().all(|conditional| conditional.live) {
+                if conditionals.live() {
                     pending.push(token);
                 }
                 continue;
@@ -88,40 +150,29 @@ impl Preprocessor {
                 directive.push(token);
             }
             self.expand(&std::mem::take(&mut pending), &mut Vec::new(), &mut out);
-            self.directive(&directive, &mut conditionals, dir, includes);
+            self.directive(&directive, &mut conditionals, file, includes);
         }
         self.expand(&pending, &mut Vec::new(), &mut out);
         out
     }
 
-    /// Carries out one directive (its tokens after the `#`) of a file `includes` includes deep.
+    /// Carries out one directive (its tokens after the `#`) of the file `file`, `includes`
+    /// includes deep.
     fn directive(
         &mut self,
         directive: &[Token],
-        conditionals: &mut Vec<Conditional>,
-        dir: Option<&Path>,
+        conditionals: &mut Conditionals,
+        file: Option<&Path>,
         includes: usize,
     ) {
         let Some((name, rest)) = directive.split_first() else { return };
-        let live = conditionals.iter().all(|conditional| conditional.live);
         match &*name.text {
-            "if" | "ifdef" | "ifndef" => {
-                let mut conditional = Conditional { live: true, taken: false };
-                conditional.branch(if name.is("if") { trivial_condition(rest) } else { None });
-                conditionals.push(conditional);
-            }
-            "elif" | "elifdef" | "elifndef" => {
-                if let Some(conditional) = conditionals.last_mut() {
-                    conditional.branch(if name.is("elif") { trivial_condition(rest) } else { None });
-                }
-            }
-            "else" => {
-                if let Some(conditional) = conditionals.last_mut() {
-                    conditional.branch(None);
-                }
-            }
-            "endif" => drop(conditionals.pop()),
-            _ if !live => {}
+            "if" => conditionals.open(trivial_condition(rest)),
+            "ifdef" | "ifndef" => conditionals.open(None),
+            "elif" => conditionals.branch(trivial_condition(rest)),
+            "elifdef" | "elifndef" | "else" => conditionals.branch(None),
+            "endif" => conditionals.close(),
+            _ if !conditionals.live() => {}
             "define" => self.define(rest),
             "undef" => {
                 if let Some(name) = rest.first() {
@@ -129,12 +180,12 @@ impl Preprocessor {
                 }
             }
             "include" => {
-                if let (Some(dir), Some(header)) = (dir, rest.first()) {
+                if let (Some(file), Some(header)) = (file, rest.first()) {
                     let quoted = header.text.strip_prefix('"').and_then(|text| text.strip_suffix('"'));
-                    if let Some(file) =
+                    if let Some(written) =
                         quoted.filter(|_| header.kind == Kind::Literal && includes < MAX_INCLUDE_DEPTH)
                     {
-                        self.include(&dir.join(file), includes + 1);
+                        self.include(file, written, name.line, includes);
                     }
                 }
             }
@@ -142,17 +193,34 @@ impl Preprocessor {
         }
     }
 
-    /// Reads the header at `path` for its macros and types, unless it was read; one that cannot
-    /// be read is left out, as the compiler's own headers are.
-    fn include(&mut self, path: &Path, includes: usize) {
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        if !self.included.insert(canonical) {
+    /// Reads the header that `#include "written"` at `line` of `includer` (`includes` includes
+    /// deep) names for its macros and types, unless it was read. One that is not there is left
+    /// out, as the compiler's own headers are; one the reader does not read is listed unread.
+    fn include(&mut self, includer: &Path, written: &str, line: u32, includes: usize) {
+        let dir = includer.parent().unwrap_or(Path::new(""));
+        if !self.tried.insert((dir.to_owned(), written.into())) {
             return;
         }
-        if let Ok(bytes) = read_capped(path) {
-            let tokens = self.run(lex(&bytes), path.parent(), includes);
-            self.headers.extend(tokens);
-        }
+        let why = match self.reader.locate(dir, written) {
+            Ok(None) => return,
+            Ok(Some(path)) => {
+                let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                if !self.included.insert(canonical) {
+                    return;
+                }
+                match self.reader.read(&path) {
+                    Ok(bytes) => {
+                        let tokens = self.run(lex(&bytes), Some(&path), includes + 1);
+                        self.headers.extend(tokens);
+                        return;
+                    }
+                    Err(why) => why,
+                }
+            }
+            Err(why) => why,
+        };
+        let header = (includes > 0).then(|| includer.to_owned());
+        self.unread.push(UnreadInclude { header, line, path: written.to_owned(), why });
     }
 
     /// Records `#define` (its tokens after `define`), unless it defines a declaration keyword.
@@ -178,6 +246,9 @@ impl Preprocessor {
     /// expansion is being read, which are not expanded again.
     fn expand(&mut self, tokens: &[Token], active: &mut Vec<Rc<str>>, out: &mut Vec<Token>) {
         self.nesting += 1;
+        // Where each `(` closes, built at the first call of a function-like macro: a call left
+        // open then costs no walk to the end of `tokens`.
+        let mut parens: Option<Closes> = None;
         let mut at = 0;
         while let Some(token) = tokens.get(at) {
             at += 1;
@@ -187,12 +258,20 @@ impl Preprocessor {
             };
             let body = match &definition.params {
                 None => Some(definition.body.clone()),
-                Some(params) => macro_args(tokens, at).and_then(|(args, next)| {
-                    let args = group_args(args, params.len(), definition.variadic);
-                    let body = self.substitute(&definition.body, params, &args, active)?;
-                    at = next;
-                    Some(body)
-                }),
+                Some(params) => {
+                    let parens = parens.get_or_insert_with(|| Closes::parens(tokens));
+                    macro_args(tokens, parens, at).and_then(|(args, next)| {
+                        let args = group_args(args, params.len(), definition.variadic);
+                        let body = self.substitute(&definition.body, params, &args, active);
+                        match body {
+                            Some(_) => at = next,
+                            // The budget is spent: no macro after this one expands either, so
+                            // that none collects its arguments only to be left unexpanded.
+                            None => self.expanded = MAX_EXPANDED_TOKENS,
+                        }
+                        body
+                    })
+                }
             };
             // A function-like macro's name without arguments is a plain word; an expansion past
             // the budget is left unexpanded.
@@ -209,11 +288,12 @@ impl Preprocessor {
             // An expansion that ends in a function-like macro's name takes its arguments from
             // what follows (`#define OP BINARY_OP` then `OP(float, add_f32)`).
             let calls_on = replacement.last().and_then(|last| self.definition(last, active));
-            if let Some((_, next)) =
-                calls_on.filter(|called| called.params.is_some()).and_then(|_| macro_args(tokens, at))
-            {
-                replacement.extend(tokens[at..next].iter().cloned());
-                at = next;
+            if calls_on.is_some_and(|called| called.params.is_some()) {
+                let parens = parens.get_or_insert_with(|| Closes::parens(tokens));
+                if let Some((_, next)) = macro_args(tokens, parens, at) {
+                    replacement.extend(tokens[at..next].iter().cloned());
+                    at = next;
+                }
             }
             self.expanded = self.expanded.saturating_add(replacement.len());
             active.push(token.text.clone());
@@ -244,6 +324,8 @@ impl Preprocessor {
             |token: &Token| token.ident().and_then(|name| params.iter().position(|param| &**param == name));
         let arg = |index: usize| args.get(index).map(Vec::as_slice).unwrap_or_default();
         let mut expanded_args: Vec<Option<Vec<Token>>> = vec![None; args.len()];
+        // Each argument spelled once, however often `#` spells it.
+        let mut stringized_args: Vec<Option<Rc<str>>> = vec![None; params.len()];
         let mut out: Vec<Token> = Vec::new();
         let mut at = 0;
         while let Some(token) = body.get(at) {
@@ -254,7 +336,11 @@ impl Preprocessor {
             let stringized = body.get(at).and_then(param).filter(|_| token.is("#"));
             if let Some(index) = stringized {
                 at += 1;
-                out.push(stringize(arg(index), token));
+                let text = match stringized_args.get_mut(index) {
+                    Some(slot) => slot.get_or_insert_with(|| stringize(arg(index))).clone(),
+                    None => stringize(arg(index)),
+                };
+                out.push(Token { kind: Kind::Literal, text, paste: false, ..token.clone() });
                 continue;
             }
             let Some(index) = param(token) else {
@@ -291,7 +377,7 @@ impl Preprocessor {
     pub(super) fn finish(self, tokens: &[Token]) -> SourceScan {
         let mut types = declared_types(&self.headers);
         types.extend(declared_types(tokens));
-        SourceScan { kernels: kernels(tokens), types }
+        SourceScan { kernels: kernels(tokens), types, unread: self.unread }
     }
 }
 
@@ -337,29 +423,30 @@ fn macro_params(tokens: &[Token]) -> Option<(Vec<Rc<str>>, bool)> {
 }
 
 /// The arguments of a function-like macro whose name is before `tokens[at]`, and where the
-/// tokens after its `)` start; `None` where no `(` follows or it is not closed.
-fn macro_args(tokens: &[Token], at: usize) -> Option<(Vec<Vec<Token>>, usize)> {
+/// tokens after its `)` start; `None` where no `(` follows or it is not closed (`parens` says
+/// where each `(` of `tokens` closes).
+fn macro_args(tokens: &[Token], parens: &Closes, at: usize) -> Option<(Vec<Vec<Token>>, usize)> {
     if !tokens.get(at)?.is("(") {
         return None;
     }
+    let close = parens.get(at)?;
     let mut args = vec![Vec::new()];
     let mut depth = 0usize;
-    for (offset, token) in tokens.get(at + 1..)?.iter().enumerate() {
+    for token in tokens.get(at + 1..close)? {
         if token.kind == Kind::Punct {
             match (&*token.text, depth) {
-                (")", 0) => return Some((args, at + offset + 2)),
                 (",", 0) => {
                     args.push(Vec::new());
                     continue;
                 }
                 ("(", _) => depth += 1,
-                (")", _) => depth -= 1,
+                (")", _) => depth = depth.saturating_sub(1),
                 _ => {}
             }
         }
         args.last_mut()?.push(token.clone());
     }
-    None
+    Some((args, close + 1))
 }
 
 /// `args` as `params` parameters take them: `F()` has no argument, and the arguments from the
@@ -388,7 +475,7 @@ fn group_args(mut args: Vec<Vec<Token>>, params: usize, variadic: bool) -> Vec<V
 }
 
 /// `#arg`: the argument's spelling as a string literal.
-fn stringize(arg: &[Token], hash: &Token) -> Token {
+fn stringize(arg: &[Token]) -> Rc<str> {
     let mut text = String::from("\"");
     for (index, token) in arg.iter().enumerate() {
         if index > 0 && token.space_before {
@@ -402,35 +489,49 @@ fn stringize(arg: &[Token], hash: &Token) -> Token {
         }
     }
     text.push('"');
-    Token { kind: Kind::Literal, text: text.into(), paste: false, ..hash.clone() }
+    text.into()
 }
 
-/// `tokens` with each `##` of the body replaced by the token its two sides spell together.
+/// `tokens` with each `##` of the body replaced by the token its two sides spell together. A run
+/// `a ## b ## c ...` is spelled in one buffer and lexed once it ends: spelled and lexed anew at
+/// each `##`, it would cost the square of its length.
 fn paste(tokens: Vec<Token>) -> Vec<Token> {
     let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    // The spelling of `out`'s last token while `##`s join onto it.
+    let mut joined: Option<String> = None;
     let mut tokens = tokens.into_iter();
     while let Some(token) = tokens.next() {
         if !token.paste {
+            end_join(&mut out, &mut joined);
             out.push(token);
             continue;
         }
-        let (Some(left), Some(right)) = (out.pop(), tokens.next()) else { continue };
-        let joined = match (left.kind, right.kind) {
-            (Kind::Placemarker, _) => right,
-            (_, Kind::Placemarker) => left,
-            _ => {
-                let text = format!("{}{}", left.text, right.text);
-                let relexed = lex(text.as_bytes());
-                let kind = match relexed.as_slice() {
-                    [one] => one.kind,
-                    // Not one token (`+` and `-` pasted): kept together, as a compiler would refuse it.
-                    _ => Kind::Punct,
-                };
-                Token { kind, text: text.into(), paste: false, ..left }
-            }
+        let (Some(left), Some(right)) = (out.pop(), tokens.next()) else {
+            joined = None;
+            continue;
         };
-        out.push(joined);
+        match (left.kind, right.kind) {
+            (Kind::Placemarker, _) => out.push(right),
+            (_, Kind::Placemarker) => out.push(left),
+            _ => {
+                joined.get_or_insert_with(|| left.text.to_string()).push_str(&right.text);
+                // Its kind is the whole run's, known once the run ends; a placemarker it is not.
+                out.push(Token { kind: Kind::Punct, paste: false, ..left });
+            }
+        }
     }
+    end_join(&mut out, &mut joined);
     out.retain(|token| token.kind != Kind::Placemarker);
     out
+}
+
+/// Gives `out`'s last token the spelling `joined` that `##`s made, and its kind.
+fn end_join(out: &mut [Token], joined: &mut Option<String>) {
+    let (Some(text), Some(last)) = (joined.take(), out.last_mut()) else { return };
+    last.kind = match lex(text.as_bytes()).as_slice() {
+        [one] => one.kind,
+        // Not one token (`+` and `-` pasted): kept together, as a compiler would refuse it.
+        _ => Kind::Punct,
+    };
+    last.text = text.into();
 }

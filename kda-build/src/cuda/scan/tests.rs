@@ -2,6 +2,8 @@
 
 use proptest::prelude::*;
 
+use super::lex::lex;
+use super::preprocess::Preprocessor;
 use super::*;
 
 fn kernel(source: &str, name: &str) -> Kernel {
@@ -104,7 +106,7 @@ fn kernels_declared_in_macros_are_found_at_their_invocation() {
     assert_eq!(kernel(source, "copy_f64").macro_name.as_deref(), Some("PASTED"));
     let through_alias = kernel(source, "neg_f64");
     assert_eq!((through_alias.line, through_alias.macro_name.as_deref()), (10, Some("ALIAS")));
-    let tokens = Preprocessor::default().run(lex(source.as_bytes()), None, 0);
+    let tokens = Preprocessor::new(&mut SourceReader::anywhere()).run(lex(source.as_bytes()), None, 0);
     assert!(tokens.iter().any(|token| &*token.text == "\"a \\\"b\\\"\""), "{tokens:?}");
 }
 
