@@ -81,9 +81,11 @@ __attribute__((constructor)) void register_the_libraries_entry() {
 // Without a sanitizer the runtime checks a kernel's accesses itself: every view of a launch and
 // its dynamic shared memory are staged between guards (LaunchMemory); the module's unit is compiled
 // with a call before each load and store (check_access) and with UBSan's array bounds check, whose
-// handlers are defined here; and what escapes the calls faults in a guard, which the SIGSEGV
-// handler turns into the launch's failure. Under a sanitizer its runtime checks them (byte for byte
-// under AddressSanitizer), so the runtime stays out of its way.
+// handlers are defined here; and what escapes the calls faults in a guard, which the fault
+// handler turns into the launch's failure. The same handler makes the kernel's other faults (an
+// integer division by zero, a wild or null pointer, a trap) the launch's failure, where they would
+// end the process. Under a sanitizer its runtime checks them (byte for byte under
+// AddressSanitizer, UBSan a division by zero), so the runtime stays out of its way.
 #if !defined(KDA_EMU_ASAN) && !defined(KDA_EMU_TSAN)
 #define KDA_EMU_CHECKED 1
 #endif
@@ -222,15 +224,21 @@ struct PendingCopy {
 
 struct Region;
 
-// Where a thread's kernel went outside its memory, as the SIGSEGV handler or the bounds handler
-// found it before jumping back to the thread's runtime (which formats it: no allocation, no lock
-// in a handler).
+// Where a thread's kernel went outside its memory or raised a fault, as the fault handler or the
+// bounds handler found it before jumping back to the thread's runtime (which formats it: no
+// allocation, no lock in a handler).
 struct AccessFault {
     // A guard page: the region it guards, the address, and whether the access wrote (1), read (0)
     // or either (-1, where the fault does not tell).
     const Region* region = nullptr;
     uintptr_t address = 0;
     int write = -1;
+    // The signal the fault handler caught and its si_code (0 from the access checks and the
+    // bounds handler, which raise none). Without a region, the kernel's fault outside the guard
+    // pages: `address` is the signal's si_addr (the faulting instruction's for SIGFPE and SIGILL),
+    // `write` as for a guard page.
+    int signal = 0;
+    int code = 0;
     // UBSan's bounds check: the index expression's place, the array's type as the compiler names
     // it (quoted), and the index.
     const char* file = nullptr;
@@ -245,13 +253,35 @@ struct ThreadState {
     std::vector<PendingCopy> uncommitted;
     std::vector<std::vector<PendingCopy>> groups;  // committed, oldest first
 #ifdef KDA_EMU_CHECKED
-    // While the kernel runs (`armed`), where the handlers jump back to, and what they found.
+    // While the kernel runs (`armed`; not while the thread is in the monitor, see InRuntime),
+    // where the handlers jump back to, and what they found.
     sigjmp_buf jump;
     volatile sig_atomic_t armed = 0;
     AccessFault fault;
 #endif
 };
 thread_local ThreadState* self = nullptr;
+
+#ifdef KDA_EMU_CHECKED
+// While one lives, the calling kernel thread runs the monitor's code (which holds the block's lock
+// or waits), not the kernel's: it is disarmed, so the fault handlers do not jump out of it, which
+// would leave the lock held and the block hung. A fault there is the emulator's own and goes to
+// the handler the runtime's replaced, as any fault outside a kernel does.
+class InRuntime {
+   public:
+    InRuntime() : armed_(self->armed) { self->armed = 0; }
+    ~InRuntime() { self->armed = armed_; }
+    InRuntime(const InRuntime&) = delete;
+    InRuntime& operator=(const InRuntime&) = delete;
+
+   private:
+    const sig_atomic_t armed_;
+};
+#else
+struct InRuntime {
+    InRuntime() {}  // user-provided: a scope is not an unused variable
+};
+#endif
 
 // The most bytes one lane deposits in a gather (kda_emu::gather).
 constexpr unsigned kMaxGatherRecord = 32;
@@ -298,6 +328,7 @@ class Monitor {
     }
 
     void barrier() {
+        InRuntime in_runtime;
         MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
@@ -324,6 +355,7 @@ class Monitor {
     // `orders_memory`: the exchange is a __syncwarp, which orders the memory accesses of its lanes.
     // A `source` of kBallot: the exchange is a vote.
     uint64_t exchange(const char* op, unsigned mask, uint64_t value, int source, bool orders_memory) {
+        InRuntime in_runtime;
         MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
@@ -358,6 +390,7 @@ class Monitor {
     // every lane gets all 32 records, lane by lane, in `all` (32 * bytes). One wait, whatever the
     // size, where a word-by-word exchange would take one per word and source lane.
     void gather(const char* op, const void* record, unsigned bytes, void* all) {
+        InRuntime in_runtime;
         MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         if (failed_) throw Abort{};
@@ -408,6 +441,7 @@ class Monitor {
 
     // The lanes of the caller's warp that have not returned.
     unsigned active_lanes() {
+        InRuntime in_runtime;
         MonitorScope scope;
         std::unique_lock<std::mutex> lock(mutex_);
         const Warp& warp = warp_of_self();
@@ -427,6 +461,7 @@ class Monitor {
 
     // Called by a thread that did not raise the failure itself but saw something fail.
     void fail_here(std::string message) {
+        InRuntime in_runtime;
         std::unique_lock<std::mutex> lock(mutex_);
         fail(lock, std::move(message));
     }
@@ -551,7 +586,7 @@ struct DynamicShared {
 // guards (kGuardBytes of PROT_NONE), and the kernel's loads and stores are checked against the
 // regions' bytes before they happen (check_access), so a read or write outside its extent, on
 // either side, is the launch's failure naming the thread, the parameter and the element. An access
-// the instrumentation does not see faults in the guard past the region, and the SIGSEGV handler
+// the instrumentation does not see faults in the guard past the region, and the fault handler
 // below makes that fault the failure. A view ends exactly at its guard, so its address modulo 16
 // is fixed by its end, except a view off 16-byte alignment that would land on it: it keeps its
 // offset modulo 16 (the kernel's unaligned path stays the one taken, as the emulated suite's views
@@ -578,7 +613,7 @@ struct Region {
     unsigned char* guard;
 };
 
-// The running launch's staged memory, for the SIGSEGV handler, which runs on whatever thread
+// The running launch's staged memory, for the fault handler, which runs on whatever thread
 // faults: [guarded_begin, guarded_end) is its mapping (empty between launches, one launch at a
 // time per library: launch_mutex); `live_regions` and `page_size` are read only by a thread of the
 // launch, which started after they were set.
@@ -618,9 +653,57 @@ long long element_index(const Region& region, uintptr_t address) {
 // The most bytes a view may be staged with: far beyond any host memory, and far from overflow.
 constexpr unsigned long long kMaxStagedBytes = 1ull << 46;
 
-// The SIGSEGV handler this library's replaced (Rust's, or another library's), for faults that are
-// not this library's.
-struct sigaction previous_segv;
+// The signals a kernel's own faults raise, which the fault handler makes its launch's failure:
+// an access the processor refuses (SIGSEGV in a guard page, through a wild or null pointer, or at
+// an address outside the address space; SIGBUS), an integer division by zero (SIGFPE), and a trap
+// (SIGILL: `__builtin_trap`, or what the compiler puts on a path it proves undefined, such as one
+// dereferencing a null pointer). Unhandled, each would end the process, the test binary with all
+// its other tests, where the caller needs the launch's Err. Each with the handler this library's
+// replaced (Rust's, another library's, or the default action), for the faults that are not this
+// library's.
+struct FaultSignal {
+    int number;
+    struct sigaction previous;
+};
+FaultSignal fault_signals[] = {{SIGSEGV, {}}, {SIGBUS, {}}, {SIGFPE, {}}, {SIGILL, {}}};
+
+// The running launch's worker threads, for the fault handler, which must tell whether the thread
+// that faults is one of them without touching thread-local storage: a thread's first access to a
+// dlopen'ed library's (on a thread of Rust or of another library) may allocate in the C library,
+// which a handler may not. One launch at a time per library (launch_mutex), so one table; a slot
+// names its worker by kernel thread id for as long as the worker runs blocks.
+struct WorkerSlot {
+    std::atomic<pid_t> tid{0};
+    std::atomic<ThreadState*> state{nullptr};
+};
+WorkerSlot worker_slots[kMaxThreads];
+
+// Names the calling worker, thread `linear` of the block, in its slot for as long as it lives.
+class Enlisted {
+   public:
+    Enlisted(unsigned linear, ThreadState& state) : slot_(worker_slots[linear]) {
+        slot_.state.store(&state, std::memory_order_relaxed);
+        slot_.tid.store(gettid(), std::memory_order_release);
+    }
+    ~Enlisted() { slot_.tid.store(0, std::memory_order_release); }
+    Enlisted(const Enlisted&) = delete;
+    Enlisted& operator=(const Enlisted&) = delete;
+
+   private:
+    WorkerSlot& slot_;
+};
+
+// The calling thread's state if it is a worker of this library's running launch and runs the
+// kernel (armed), else null. Async-signal-safe: a system call and atomics, no thread-local storage.
+ThreadState* armed_worker() {
+    const pid_t tid = gettid();
+    for (const WorkerSlot& slot : worker_slots) {
+        if (slot.tid.load(std::memory_order_acquire) != tid) continue;
+        ThreadState* const state = slot.state.load(std::memory_order_relaxed);
+        return state->armed ? state : nullptr;
+    }
+    return nullptr;
+}
 
 // The region an `address` outside every region's bytes belongs to: the one whose bytes it lies
 // closest to (a guard between two regions lies past the first and before the second).
@@ -649,41 +732,72 @@ int fault_was_write(void* context) {
 #endif
 }
 
-// A fault in a guard page of this library's running launch, on one of its threads while it runs
-// the kernel: recorded for the thread, which leaves the kernel. Any other goes to the handler this
-// one replaced. Async-signal-safe: atomics, the thread's own state, siglongjmp.
-void on_segv(int number, siginfo_t* info, void* context) {
-    const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
-    // The range first: a thread of another library or of Rust never touches it, and only a thread
-    // of the launch may read its thread_local state here (a first access could allocate).
-    if (address >= guarded_begin.load(std::memory_order_acquire) &&
-        address < guarded_end.load(std::memory_order_acquire) && self != nullptr && self->armed) {
-        self->fault = AccessFault{};
-        self->fault.region = region_nearest(address);
-        self->fault.address = address;
-        self->fault.write = fault_was_write(context);
-        siglongjmp(self->jump, 1);
-    }
-    if (previous_segv.sa_flags & SA_SIGINFO) {
-        previous_segv.sa_sigaction(number, info, context);
-    } else if (previous_segv.sa_handler == SIG_DFL || previous_segv.sa_handler == SIG_IGN) {
-        // A fault cannot be ignored: on return the access faults again, now with the default
-        // action.
-        signal(SIGSEGV, SIG_DFL);
+// Whether the signal came from a fault of the thread's own (si_code > 0: the processor's, through
+// the kernel): one another thread or process sent (kill, tgkill, sigqueue) is never a launch's
+// failure, even when it lands on a kernel's thread.
+bool raised_by_fault(const siginfo_t* info) { return info->si_code > 0; }
+
+// Hands a signal that is not this library's to the handler this one replaced, as if this one had
+// never been installed.
+void chain(int number, siginfo_t* info, void* context) {
+    struct sigaction previous {};  // SIG_DFL
+    for (const FaultSignal& handled : fault_signals)
+        if (handled.number == number) previous = handled.previous;
+    if (previous.sa_flags & SA_SIGINFO) {
+        previous.sa_sigaction(number, info, context);
+    } else if (previous.sa_handler == SIG_IGN && !raised_by_fault(info)) {
+        // A signal sent to a process that ignores it.
+    } else if (previous.sa_handler == SIG_DFL || previous.sa_handler == SIG_IGN) {
+        // A fault cannot be ignored: on return the faulting instruction runs again, now with the
+        // default action. A sent signal does not repeat, so it is sent again, to that action.
+        signal(number, SIG_DFL);
+        if (!raised_by_fault(info)) raise(number);
     } else {
-        previous_segv.sa_handler(number);
+        previous.sa_handler(number);
     }
 }
 
-// Installs on_segv, once per library: each library has its own runtime and guard pages. Libraries
-// are linked -z nodelete, so a handler another one chained to stays mapped. Whether it is.
-bool segv_handler_installed() {
+// A fault of a thread of this library's running launch while it runs the kernel: recorded for the
+// thread, which leaves the kernel (run_kernel makes it the launch's failure). One in a guard page
+// is an access out of bounds, attributed to the nearest region; any other is the kernel's fault,
+// told by its signal and code. Any other thread's fault, or a signal sent, goes to the handler
+// this one replaced. Async-signal-safe: a system call, atomics, the thread's state through the
+// worker table, siglongjmp.
+void on_fault(int number, siginfo_t* info, void* context) {
+    ThreadState* const thread = raised_by_fault(info) ? armed_worker() : nullptr;
+    if (thread == nullptr) {
+        chain(number, info, context);
+        return;
+    }
+    const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
+    AccessFault& fault = thread->fault;
+    fault = AccessFault{};
+    fault.address = address;
+    fault.signal = number;
+    fault.code = info->si_code;
+    // A page fault's error code tells a write from a read; a general-protection fault's does not.
+    const bool page_fault = number == SIGSEGV && (info->si_code == SEGV_MAPERR || info->si_code == SEGV_ACCERR);
+    if (page_fault) fault.write = fault_was_write(context);
+    if (number == SIGSEGV && address >= guarded_begin.load(std::memory_order_acquire) &&
+        address < guarded_end.load(std::memory_order_acquire))
+        fault.region = region_nearest(address);
+    siglongjmp(thread->jump, 1);
+}
+
+// Installs on_fault for each of fault_signals, once per library: each library has its own runtime,
+// guard pages and workers. Libraries are linked -z nodelete, so a handler another one chained to
+// stays mapped. Whether they are.
+bool fault_handlers_installed() {
     static const bool installed = [] {
         struct sigaction action {};
-        action.sa_sigaction = on_segv;
+        action.sa_sigaction = on_fault;
+        // On the alternate stack where the thread has one: Rust's handler, to which a fault on a
+        // Rust thread chains, tells a stack overflow there.
         action.sa_flags = SA_SIGINFO | SA_ONSTACK;
         sigemptyset(&action.sa_mask);
-        return sigaction(SIGSEGV, &action, &previous_segv) == 0;
+        for (FaultSignal& handled : fault_signals)
+            if (sigaction(handled.number, &action, &handled.previous) != 0) return false;
+        return true;
     }();
     return installed;
 }
@@ -706,7 +820,7 @@ class LaunchMemory {
     // bytes) and `dynamic_bytes` of dynamic shared memory: "", or what the emulator could not do.
     std::string prepare(const std::vector<ParamLayout>& layouts, void* const* args, const unsigned long long* sizes,
                         unsigned dynamic_bytes) {
-        if (!segv_handler_installed()) return format("install its SIGSEGV handler: %s", strerror(errno));
+        if (!fault_handlers_installed()) return format("install its fault handlers: %s", strerror(errno));
         page_size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
         values_.assign(layouts.size(), nullptr);
         pointers_.assign(args, args + layouts.size());
@@ -808,17 +922,20 @@ class LaunchMemory {
 // The failure of a thread that left its kernel through `fault` (defined with the bounds handler).
 Failure access_failure(const AccessFault& fault);
 
-// Runs the kernel on the calling thread, where the SIGSEGV and bounds handlers can jump back to:
-// the out-of-bounds failure when one did, else none.
+// Runs the kernel on the calling thread, where the fault handler, the access checks and the bounds
+// handler can jump back to: the failure when one did, else none.
 Failure run_kernel(const RegisteredEntry& entry, void* const* args) {
     if (sigsetjmp(self->jump, 0) != 0) {
         self->armed = 0;
-        // From the SIGSEGV handler, its signal still blocked: sigsetjmp kept no mask (which costs
-        // a system call per block), so unblock it here.
-        sigset_t segv;
-        sigemptyset(&segv);
-        sigaddset(&segv, SIGSEGV);
-        pthread_sigmask(SIG_UNBLOCK, &segv, nullptr);
+        if (self->fault.signal != 0) {
+            // From the fault handler, its signal still blocked: sigsetjmp kept no mask (which
+            // costs a system call per block), so unblock it here, or the thread's next fault of
+            // that kind would end the process.
+            sigset_t raised;
+            sigemptyset(&raised);
+            sigaddset(&raised, self->fault.signal);
+            pthread_sigmask(SIG_UNBLOCK, &raised, nullptr);
+        }
         return access_failure(self->fault);
     }
     self->armed = 1;
@@ -830,6 +947,11 @@ Failure run_kernel(const RegisteredEntry& entry, void* const* args) {
 // The kernel has left (returned, faulted or unwound): the handlers no longer jump back into it.
 void disarm() { self->armed = 0; }
 #else
+// Without the runtime's checks there is no fault handler to find the workers.
+struct Enlisted {
+    Enlisted(unsigned, ThreadState&) {}
+};
+
 class LaunchMemory {
    public:
     LaunchMemory() = default;
@@ -961,6 +1083,7 @@ Failure run_blocks(const RegisteredEntry& entry, const LaunchMemory& memory, con
         state.warp = linear / 32;
         state.lane = linear % 32;
         self = &state;
+        const Enlisted enlisted(linear, state);
         threadIdx = {linear % blockDim.x, (linear / blockDim.x) % blockDim.y, linear / (blockDim.x * blockDim.y)};
         for (uint64_t position = 0; position < order.size(); ++position) {
             {
@@ -1154,7 +1277,88 @@ std::string array_name(const char* file, unsigned line, unsigned column) {
     return text.substr(i, end - i);
 }
 
+// The names and meanings of the si_codes a kernel's fault may carry (signal.h), for its message.
+struct FaultCode {
+    int signal, code;
+    const char* name;
+    const char* meaning;
+};
+constexpr FaultCode kFaultCodes[] = {
+    // x86 raises one divide error for both, which the kernel reports as FPE_INTDIV.
+    {SIGFPE, FPE_INTDIV, "FPE_INTDIV", "integer division by zero (or of the least signed integer by -1)"},
+    {SIGFPE, FPE_INTOVF, "FPE_INTOVF", "integer overflow"},
+    {SIGFPE, FPE_FLTDIV, "FPE_FLTDIV", "floating-point division by zero"},
+    {SIGFPE, FPE_FLTOVF, "FPE_FLTOVF", "floating-point overflow"},
+    {SIGFPE, FPE_FLTUND, "FPE_FLTUND", "floating-point underflow"},
+    {SIGFPE, FPE_FLTRES, "FPE_FLTRES", "an inexact floating-point result"},
+    {SIGFPE, FPE_FLTINV, "FPE_FLTINV", "an invalid floating-point operation"},
+    {SIGFPE, FPE_FLTSUB, "FPE_FLTSUB", "a subscript out of range"},
+    {SIGSEGV, SEGV_MAPERR, "SEGV_MAPERR", "nothing is mapped there"},
+    {SIGSEGV, SEGV_ACCERR, "SEGV_ACCERR", "its pages' protection refuses the access"},
+    // A general-protection or stack-segment fault: the processor refused the access before any
+    // page was looked up, and gives no address. The stack segment's is an access through a base
+    // register it takes for the stack's (rsp, rbp), which GCC also uses for any pointer.
+    {SIGSEGV, SI_KERNEL, "a general-protection fault",
+     "an address outside the address space, as a pointer far off its memory makes, or a misaligned vector access"},
+    {SIGBUS, SI_KERNEL, "a stack-segment fault",
+     "an address outside the address space, as a pointer far off its memory makes"},
+    {SIGBUS, BUS_ADRALN, "BUS_ADRALN", "a misaligned address"},
+    {SIGBUS, BUS_ADRERR, "BUS_ADRERR", "an address no memory backs (a file's mapping past its end)"},
+    {SIGBUS, BUS_OBJERR, "BUS_OBJERR", "a hardware error"},
+    {SIGILL, ILL_ILLOPC, "ILL_ILLOPC", "an illegal opcode"},
+    {SIGILL, ILL_ILLOPN, "ILL_ILLOPN", "an illegal operand"},
+    {SIGILL, ILL_ILLADR, "ILL_ILLADR", "an illegal addressing mode"},
+    {SIGILL, ILL_ILLTRP, "ILL_ILLTRP", "an illegal trap"},
+    {SIGILL, ILL_PRVOPC, "ILL_PRVOPC", "a privileged opcode"},
+    {SIGILL, ILL_PRVREG, "ILL_PRVREG", "a privileged register"},
+    {SIGILL, ILL_COPROC, "ILL_COPROC", "a coprocessor error"},
+    {SIGILL, ILL_BADSTK, "ILL_BADSTK", "an internal stack error"},
+};
+
+// The failure of a kernel that raised `fault`'s signal outside the guard pages, named by the
+// signal and its code, with the address where the fault has one.
+Failure signal_failure(const AccessFault& fault) {
+    const FaultCode* known = nullptr;
+    for (const FaultCode& code : kFaultCodes)
+        if (code.signal == fault.signal && code.code == fault.code) known = &code;
+    const unsigned long long address = fault.address;
+    // "(SIGBUS, BUS_ADRALN: a misaligned address)", or the code's number where it is not known.
+    const auto code = [&](const char* signal) {
+        return known ? format("(%s, %s: %s)", signal, known->name, known->meaning)
+                     : format("(%s, si_code %d)", signal, fault.code);
+    };
+    if (known && fault.code == SI_KERNEL)
+        return Failure::of(KDA_EMU_FAULT_KERNEL,
+                           format("a memory access the processor refused without giving its address %s",
+                                  code(fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV").c_str()));
+    std::string message;
+    switch (fault.signal) {
+        case SIGFPE:
+            // The exception first: "integer division by zero (SIGFPE, FPE_INTDIV)".
+            message = known ? format("%s (SIGFPE, %s)", known->meaning, known->name)
+                            : "an arithmetic exception " + code("SIGFPE");
+            break;
+        case SIGILL:
+            message = "an illegal instruction " + code("SIGILL") +
+                      ": a trap, as __builtin_trap compiles to and the compiler puts on a path it proves undefined "
+                      "(a null pointer's dereference among them)";
+            break;
+        case SIGBUS:
+            message = format("a bus error at address 0x%llx %s", address, code("SIGBUS").c_str());
+            break;
+        default: {  // SIGSEGV
+            const char* access = fault.write == 1 ? "a write of" : fault.write == 0 ? "a read of" : "an access to";
+            // The first page is never mapped: an address in it is a null pointer's, or near one.
+            const char* null = address < page_size ? " (through a null pointer)" : "";
+            message = format("%s address 0x%llx%s, outside the launch's memory %s", access, address, null,
+                             code("SIGSEGV").c_str());
+        }
+    }
+    return Failure::of(KDA_EMU_FAULT_KERNEL, message);
+}
+
 Failure access_failure(const AccessFault& fault) {
+    if (!fault.region && fault.signal != 0) return signal_failure(fault);
     Failure failure = Failure::of(KDA_EMU_FAULT_OUT_OF_BOUNDS, "");
     if (fault.region) {
         const Region& region = *fault.region;

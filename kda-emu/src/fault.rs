@@ -14,7 +14,9 @@ pub enum FaultKind {
     /// memory size the device refuses, a parameter type the kernel does not take.
     Refused = 1,
     /// A thread did what CUDA forbids: a barrier or warp collective some threads miss, a
-    /// deadlock, a misaligned or misplaced `cp.async` or `ldmatrix`, an exception.
+    /// deadlock, a misaligned or misplaced `cp.async` or `ldmatrix`, an exception; or it faulted
+    /// (an integer division by zero, an access the processor refuses outside the launch's memory
+    /// such as through a null pointer, a trap), the message naming the signal and the address.
     Kernel = 2,
     /// A thread read or wrote outside the memory it reached it through.
     OutOfBounds = 3,

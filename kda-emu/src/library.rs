@@ -93,7 +93,9 @@ impl Library {
     /// to its value and, for a buffer, the bytes of its view the kernel may reach (0 for a
     /// scalar): without a sanitizer the runtime stages each view at that size between guards and
     /// checks the kernel's loads and stores against it, so an access outside it, either side, is
-    /// the launch's [`FaultKind::OutOfBounds`](crate::FaultKind::OutOfBounds) fault.
+    /// the launch's [`FaultKind::OutOfBounds`](crate::FaultKind::OutOfBounds) fault, and a fault of
+    /// the kernel's own (a division by zero, an access the processor refuses, a trap) its
+    /// [`FaultKind::Kernel`](crate::FaultKind::Kernel) fault, the process left running.
     ///
     /// # Safety
     ///

@@ -22,7 +22,8 @@
 //! module's unit is also compiled with UBSan's array bounds check (an index past a `__shared__`
 //! array) and with a call of the runtime's before each load and store (`ACCESS_CHECKS`: an access
 //! outside a launch's views), whose handlers are the runtime's, and libraries are linked `-z
-//! nodelete`: the runtime installs a SIGSEGV handler for its guard pages, which must stay mapped.
+//! nodelete`: the runtime installs fault handlers (SIGSEGV in its guard pages and a kernel's other
+//! faults), which must stay mapped.
 //! ELF platforms only (the linker script and `dlopen`).
 //!
 //! `extern __shared__ T name[];`, CUDA's dynamic shared memory, which the shim's `__shared__` (a

@@ -1751,6 +1751,237 @@ fn an_out_of_bounds_launch_fills_the_fault_record_with_its_access() {
     assert_eq!(fault.access, Some(expected), "{fault:?}");
 }
 
+// ---- A kernel's own faults: without a sanitizer an integer division by zero, an access outside
+// any memory the launch has (far off a view, through a null pointer) and a trap are the launch's
+// failure, not the end of the test process; the next launch runs. ----
+
+/// The namespace of `tests/fixtures/faults`.
+const FAULTS_NAMESPACE: &str = "faults@0:kernels.toml";
+
+const fn faults_entry(name: &'static str, signature: &'static Signature) -> KernelEntry {
+    KernelEntry { namespace: FAULTS_NAMESPACE, table: "faults", ..entry("faults", name, signature) }
+}
+
+/// `u32 out[n], u32 n, u32 period`.
+const WRAP: KernelEntry = faults_entry(
+    "wrap",
+    &Signature {
+        params: &[
+            write("out", DType::U32, "n", &[Op::Scalar(1)]),
+            KernelParam::scalar("n", U32),
+            KernelParam::scalar("period", U32),
+        ],
+        requires: &[],
+    },
+);
+
+/// `const f32 x[n], f32 y[n], u32 n, u64 <last>`.
+macro_rules! read_through {
+    ($name:literal, $last:literal) => {
+        faults_entry(
+            $name,
+            &Signature {
+                params: &[
+                    read("x", DType::F32, "n", N),
+                    write("y", DType::F32, "n", N),
+                    KernelParam::scalar("n", U32),
+                    KernelParam::scalar($last, ScalarKind::U64),
+                ],
+                requires: &[],
+            },
+        )
+    };
+}
+const FAR_READ: KernelEntry = read_through!("far_read", "offset");
+const MASKED_READ: KernelEntry = read_through!("masked_read", "mask");
+
+/// `u32 out[32], u32 at`.
+const TRAP_AT: KernelEntry = faults_entry(
+    "trap_at",
+    &Signature {
+        params: &[write("out", DType::U32, "32", &[Op::Literal(32)]), KernelParam::scalar("at", U32)],
+        requires: &[],
+    },
+);
+
+const FAULTS: [KernelEntry; 4] = [WRAP, FAR_READ, MASKED_READ, TRAP_AT];
+
+/// The build of `tests/fixtures/faults` without a sanitizer, once for every test.
+fn faults_build() -> &'static BuildOutput {
+    static OUTPUT: OnceLock<BuildOutput> = OnceLock::new();
+    OUTPUT.get_or_init(|| {
+        let output = build(&fixture_dir("fixtures").join("faults"), "emulator-faults");
+        assert_built(&output, "the fixtures of faults");
+        output
+    })
+}
+
+/// Runs `check` on the faults fixtures in process and through the plain driver, named for
+/// messages.
+fn on_both_faulting(seed: u64, check: impl Fn(&str, &dyn GpuBackend) + Send + 'static) {
+    static SET: OnceLock<&'static EmulatedSet> = OnceLock::new();
+    without_hanging(move || {
+        let output = faults_build();
+        let driver = output.emulation_driver.as_deref().expect("the emulated build makes its driver");
+        let set =
+            *SET.get_or_init(|| emulated_set(FAULTS_NAMESPACE, &output.emulated, &FAULTS, Some(driver)));
+        let emu = EmuBackend::new(&[set]).unwrap_or_else(|error| panic!("{error}")).with_seed(seed);
+        let plain = DriverBackend::new(driver, &[set], seed).unwrap_or_else(|error| panic!("{error}"));
+        check("in process", &emu);
+        check("through the driver", &plain);
+    });
+}
+
+/// `wrap` over `n` elements on blocks of 32 threads: `out`, or the launch's message.
+fn wrap(gpu: &dyn GpuBackend, n: u32, period: u32) -> Result<Vec<u32>, String> {
+    let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+    launch_on(
+        gpu,
+        &WRAP,
+        geometry((n.div_ceil(32), 1, 1), (32, 1, 1)),
+        &mut [(&mut out).into(), n.into(), period.into()],
+    )?;
+    Ok(gpu.download::<u32>(&out).unwrap())
+}
+
+/// `entry` (`far_read` or `masked_read`, its last argument `last`) over 32 elements of x on one
+/// block: `y`, or the launch's message.
+fn read_through(gpu: &dyn GpuBackend, entry: &KernelEntry, last: u64) -> Result<Vec<f32>, String> {
+    let x: Vec<f32> = (0..32).map(|i| i as f32 + 0.5).collect();
+    let x = gpu.upload(&x).unwrap();
+    let mut y = gpu.zeros::<f32>(32).unwrap();
+    launch_on(
+        gpu,
+        entry,
+        geometry((1, 1, 1), (32, 1, 1)),
+        &mut [(&x).into(), (&mut y).into(), 32u32.into(), last.into()],
+    )?;
+    Ok(gpu.download::<f32>(&y).unwrap())
+}
+
+/// Asserts that a launch message names the kernel, then the block and a thread of it, and the seed.
+fn assert_names_the_kernel_and_a_thread(message: &str, kernel: &str, backend: &str) {
+    assert!(message.contains(&format!("failed: {kernel}: block (")), "{backend}: {message}");
+    assert!(thread_named(message)[0] < 32, "{backend}: {message}");
+    assert!(message.contains("in the order of seed"), "{backend}: {message}");
+}
+
+#[test]
+fn an_integer_division_by_zero_is_an_err_naming_the_kernel_and_the_thread_and_the_next_launch_runs() {
+    on_both_faulting(41, |backend, gpu| {
+        let message = wrap(gpu, 64, 0).expect_err(backend);
+        assert_names_the_kernel_and_a_thread(&message, "wrap", backend);
+        assert!(message.contains("): integer division by zero"), "{backend}: {message}");
+        assert!(message.contains("(SIGFPE, FPE_INTDIV)"), "{backend}: {message}");
+        let wrapped: Vec<u32> = (0..64).map(|i| i % 7).collect();
+        assert_eq!(wrap(gpu, 64, 7), Ok(wrapped), "{backend}: the launch after the fault");
+    });
+}
+
+#[test]
+fn a_read_far_off_a_parameter_is_an_err_naming_the_kernel_and_the_thread_and_the_next_launch_runs() {
+    on_both_faulting(42, |backend, gpu| {
+        // 2^45 elements of 4 bytes past x: 2^47 bytes, past every address a process maps. Without
+        // 5-level paging it is outside the address space, which the processor refuses before any
+        // page is looked up, with no address (a general-protection or stack-segment fault).
+        let message = read_through(gpu, &FAR_READ, 1 << 45).expect_err(backend);
+        assert_names_the_kernel_and_a_thread(&message, "far_read", backend);
+        assert!(
+            message.contains("a memory access the processor refused without giving its address (SIG")
+                || message
+                    .contains("outside the launch's memory (SIGSEGV, SEGV_MAPERR: nothing is mapped there)"),
+            "{backend}: {message}"
+        );
+        let x: Vec<f32> = (0..32).map(|i| i as f32 + 0.5).collect();
+        assert_eq!(read_through(gpu, &FAR_READ, 0), Ok(x), "{backend}: the launch after the fault");
+    });
+}
+
+#[test]
+fn a_null_pointer_a_kernel_computes_is_an_err_naming_the_address_and_the_thread() {
+    on_both_faulting(43, |backend, gpu| {
+        let message = read_through(gpu, &MASKED_READ, 0).expect_err(backend);
+        assert_names_the_kernel_and_a_thread(&message, "masked_read", backend);
+        // Thread t reads p[t], at 4t.
+        let [t, _, _] = thread_named(&message);
+        let expected = format!(
+            "a read of address {:#x} (through a null pointer), outside the launch's memory (SIGSEGV, \
+             SEGV_MAPERR: nothing is mapped there)",
+            4 * t
+        );
+        assert!(message.contains(&expected), "{backend}: {message}");
+        let x: Vec<f32> = (0..32).map(|i| i as f32 + 0.5).collect();
+        assert_eq!(read_through(gpu, &MASKED_READ, u64::MAX), Ok(x), "{backend}: the launch after the fault");
+    });
+}
+
+#[test]
+fn a_trap_is_an_err_naming_the_thread_that_trapped() {
+    on_both_faulting(44, |backend, gpu| {
+        let run = |at: u32| {
+            let mut out = gpu.zeros::<u32>(32).unwrap();
+            launch_on(gpu, &TRAP_AT, geometry((1, 1, 1), (32, 1, 1)), &mut [(&mut out).into(), at.into()])
+                .map(|()| gpu.download::<u32>(&out).unwrap())
+        };
+        let message = run(5).expect_err(backend);
+        assert!(
+            message.contains("failed: trap_at: block (0, 0, 0), thread (5, 0, 0): "),
+            "{backend}: {message}"
+        );
+        assert!(message.contains("an illegal instruction"), "{backend}: {message}");
+        assert!(message.contains("(SIGILL, "), "{backend}: {message}");
+        assert_eq!(run(32), Ok((0..32).collect::<Vec<u32>>()), "{backend}: the launch after the fault");
+    });
+}
+
+#[test]
+fn a_kernels_fault_fills_the_fault_record_with_its_kind_and_the_thread_its_message_names() {
+    let output = faults_build();
+    let built = output.emulated.iter().find(|library| library.entry == "wrap").expect("the fixture library");
+    let path = built.path.to_str().expect("a UTF-8 path");
+    // SAFETY: a library the emulated build just wrote from the fixtures.
+    let library = unsafe { kda_emu::library::Library::open(path) }.unwrap_or_else(|error| panic!("{error}"));
+    let index = library.find("wrap").expect("the kernel is registered");
+    let mut out = [0u32; 32];
+    let mut wrap = |period: u32| {
+        let (mut pointer, mut n, mut period) = (out.as_mut_ptr() as u64, 32u32, period);
+        let args =
+            [((&raw mut pointer).cast(), 128), ((&raw mut n).cast(), 0), ((&raw mut period).cast(), 0)];
+        // SAFETY: the kernel takes `unsigned int*, unsigned, unsigned` and writes out[0..32] (128
+        // bytes) at a block of 32; `out` outlives the call.
+        unsafe { library.launch(index, &args, [1, 1, 1], [32, 1, 1], 0, 3) }
+    };
+    let fault = wrap(0).expect_err("a division by zero launched");
+    assert_eq!(fault.kind, FaultKind::Kernel, "{fault:?}");
+    let place = fault.place.expect("a thread's fault has its place");
+    assert_eq!(place, Place { block: [0, 0, 0], thread: thread_named(&fault.message) }, "{fault:?}");
+    assert_eq!(fault.access, None, "{fault:?}");
+    assert!(fault.message.starts_with("wrap: block (0, 0, 0), thread ("), "{fault:?}");
+    // The library stays usable.
+    wrap(5).unwrap_or_else(|fault| panic!("{fault}"));
+    assert_eq!(out, std::array::from_fn(|i| i as u32 % 5));
+}
+
+#[test]
+fn undefined_behaviour_sanitizer_reports_an_integer_division_by_zero() {
+    let gpu = sanitized_fixtures("faults", FAULTS_NAMESPACE, &FAULTS, Sanitizer::Address, 45);
+    let run = |period: u32| {
+        let mut out = gpu.zeros::<u32>(32).unwrap();
+        launch_on(
+            &gpu,
+            &WRAP,
+            geometry((1, 1, 1), (32, 1, 1)),
+            &mut [(&mut out).into(), 32u32.into(), period.into()],
+        )
+        .map(|()| gpu.download::<u32>(&out).unwrap())
+    };
+    assert_eq!(run(3), Ok((0..32).map(|i| i % 3).collect::<Vec<u32>>()));
+    let report = run(0).expect_err("a division by zero went unreported");
+    assert!(report.contains("reported an error in this launch"), "{report}");
+    assert!(report.contains("division by zero"), "{report}");
+    assert!(report.contains("faults.cu:7"), "the report names the kernel's line: {report}");
+}
+
 // ---- The raw layer's fault record. ----
 
 /// The fixture library of `module::entry`, opened by kda-emu's raw layer.

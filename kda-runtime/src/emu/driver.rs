@@ -279,8 +279,9 @@ impl Executor for Driver {
             let (status, report) = (output.status, report.trim_end());
             return Err(failed(match self.sanitizer {
                 // Every sanitizer's report names it (`ERROR: AddressSanitizer`,
-                // `SUMMARY: UndefinedBehaviorSanitizer`, `WARNING: ThreadSanitizer`).
-                Some(sanitizer) if report.contains("Sanitizer") => {
+                // `WARNING: ThreadSanitizer`) but UBSan's, which halts at its first
+                // `<file>:<line>:<column>: runtime error: ...` without a summary.
+                Some(sanitizer) if report.contains("Sanitizer") || report.contains(": runtime error: ") => {
                     format!(
                         "{sanitizer} reported an error in this launch (the driver exited with {status}):\n{report}"
                     )
