@@ -125,6 +125,10 @@ pub struct Entry {
     pub requires: Vec<Requirement>,
     /// Which instantiation of its kernel it is, for an entry the manifest's `variants` expanded.
     pub variant: Option<Variant>,
+    /// Why `kda emulate` draws no launch of it (`unlaunched`), in the manifest's words: a kernel
+    /// whose launches drawn from its contract would test nothing or could not end, an entry without
+    /// `params`. The derive and the build ignore it.
+    pub unlaunched: Option<String>,
     /// Where the key is written.
     pub location: Location,
 }

@@ -11,8 +11,8 @@ use super::variants::{self, RawOptional, RawVariants, Variant};
 use super::{BUILD_TABLE, BuildSettings, DEFINES_TABLE, Define, Diagnostic, Entry, LineIndex, Table};
 
 /// The keys of an entry: [`RawEntry`]'s fields.
-const ENTRY_KEYS: [&str; 8] =
-    ["module", "entry", "optional", "doc", "params", "requires", "safety", "variants"];
+const ENTRY_KEYS: [&str; 9] =
+    ["module", "entry", "optional", "doc", "params", "requires", "safety", "variants", "unlaunched"];
 
 /// One entry as written, with the spans later checks blame.
 #[derive(Clone, Deserialize)]
@@ -36,6 +36,9 @@ pub(super) struct RawEntry {
     /// The axes of the kernel's instantiations; expanded away as the entry is read.
     #[serde(default)]
     pub variants: Option<Spanned<RawVariants>>,
+    /// Why `kda emulate` draws no launch of the entry, in words.
+    #[serde(default)]
+    pub unlaunched: Option<Spanned<String>>,
     /// Which instantiation this entry is, once expanded.
     #[serde(skip)]
     pub variant: Option<Variant>,
@@ -211,7 +214,18 @@ fn read_entry(
         value_span.clone(),
         DeValue::Table(keys),
     ))) {
-        Ok(entry) => (diagnostics.len() == errors_before).then_some((field, entry)),
+        Ok(entry) => {
+            // Before `variants` expand it, so a group's empty reason is one error.
+            if let Some(reason) = &entry.unlaunched
+                && reason.get_ref().trim().is_empty()
+            {
+                let message = format!(
+                    "entry `{name}`: `unlaunched` is empty: say in words why `kda emulate` does not launch it"
+                );
+                diagnostics.push(Diagnostic::new(source, reason.span(), message));
+            }
+            (diagnostics.len() == errors_before).then_some((field, entry))
+        }
         Err(error) => {
             let span = error.span().unwrap_or(value_span);
             diagnostics.push(Diagnostic::new(source, span, format!("entry `{name}`: {}", error.message())));
@@ -249,6 +263,7 @@ impl RawTable {
                     params: contract.params,
                     requires: contract.requires,
                     variant: raw.variant,
+                    unlaunched: raw.unlaunched.map(|reason| reason.into_inner().trim().to_owned()),
                 })
                 .collect(),
         }
@@ -258,4 +273,33 @@ impl RawTable {
 /// The validated model of a define.
 pub(super) fn into_define(source: &LineIndex<'_>, (name, value): (Spanned<String>, u32)) -> Define {
     Define { location: source.location(name.span().start), name: name.into_inner(), value }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Manifest;
+
+    #[test]
+    fn unlaunched_is_each_variants_reason_and_an_empty_one_is_one_located_error() {
+        let text = r#"[t]
+neg = { module = "m", entry = "neg_{T}", variants = { T = ["f32", "f16"] },
+        unlaunched = " reads ids only the model makes " }
+plain = { module = "m", entry = "plain" }
+"#;
+        let manifest = Manifest::parse("k.toml", text).expect("a valid manifest");
+        let reasons: Vec<Option<&str>> =
+            manifest.tables[0].entries.iter().map(|entry| entry.unlaunched.as_deref()).collect();
+        let reason = Some("reads ids only the model makes");
+        assert_eq!(reasons, [reason, reason, None]);
+
+        let empty = text.replace(" reads ids only the model makes ", " ");
+        let error = Manifest::parse("k.toml", &empty).expect_err("an empty reason");
+        let lines: Vec<String> = error.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "k.toml:3:22: entry `neg`: `unlaunched` is empty: say in words why `kda emulate` does not launch it"
+            ]
+        );
+    }
 }

@@ -20,13 +20,13 @@ use kda_build::cuda::KernelBuild;
 use kda_build::cuda::emulation::{Emulation, Sanitizer};
 use kda_build::manifest::read_manifest;
 use kda_runtime::emu::EmuBackend;
-use kda_runtime::signature::{Access, ParamKind};
+use kda_runtime::signature::{self, Access, ParamKind};
 use kda_runtime::{
-    BackendError, DType, DeviceBuffer, EmulatedSet, GpuBackend, KernelArg, KernelEntry, LaunchGeometry,
-    Signature, bf16, f16,
+    BackendError, ConstBuffer, DType, DeviceBuffer, EmulatedSet, GpuBackend, KernelArg, KernelEntry,
+    LaunchGeometry, Scalar, Signature, bf16, f16,
 };
 
-use launches::{Draw, Launch};
+use launches::{Draw, Drawn, Launch};
 
 /// What `kda emulate` runs.
 #[derive(Clone, Debug)]
@@ -50,25 +50,30 @@ pub struct EmulateOptions {
 /// Candidates drawn for one launch before an entry counts as having none its `requires` allow.
 const TRIES: u32 = 4000;
 
+/// Launches drawn for each launch asked before an entry stops: the check refuses some drawn
+/// launches (a layout with a dim of 0), which are drawn again.
+const DRAWS_PER_LAUNCH: u32 = 4;
+
 /// What became of one entry.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// Every launch ran.
-    Passed {
-        /// How many.
-        launches: u32,
-    },
+    Passed,
     /// A launch failed: the launch and why.
     Failed {
-        /// The launch, spelled as scalars and geometry.
+        /// The launch, spelled as scalars, layouts and geometry.
         launch: String,
         /// The backend's error, a sanitizer's report among them.
         error: String,
     },
     /// The lookup failed (the library's C types contradict the manifest, say).
     NotResolved(String),
-    /// No drawn launch kept every requirement.
-    NoLaunch,
+    /// No launch ran: no drawn launch kept every requirement, or the check refused each one
+    /// drawn (the first refusal).
+    NoLaunch {
+        /// The check's first refusal, if it refused any.
+        refusal: Option<String>,
+    },
     /// The entry has no `params`, so no launch of it can be checked.
     NoContract,
     /// What the kernel touches through this parameter depends on data the caller guarantees
@@ -76,7 +81,11 @@ pub enum Outcome {
     Trusted {
         /// The parameter.
         param: &'static str,
+        /// What the caller guarantees, in the manifest's words.
+        condition: &'static str,
     },
+    /// Not launched, for the reason the manifest's `unlaunched` gives.
+    Unlaunched(String),
 }
 
 /// One entry's report.
@@ -86,34 +95,56 @@ pub struct EntryReport {
     pub name: String,
     /// Its line in the manifest.
     pub line: u32,
+    /// The launches that ran, a failed one included.
+    pub launches: u32,
+    /// The drawn launches the launch check refused, which did not run (a layout with a dim of 0).
+    pub refused: u32,
     /// What became of it.
     pub outcome: Outcome,
 }
 
 impl EntryReport {
-    /// Whether it is a finding (a failed launch or lookup).
+    /// Whether it fails the run: a failed launch or lookup, or no launch with no reason the
+    /// manifest gives (its `unlaunched`, or a `safety` condition).
     pub fn failed(&self) -> bool {
-        matches!(self.outcome, Outcome::Failed { .. } | Outcome::NotResolved(_))
+        matches!(
+            self.outcome,
+            Outcome::Failed { .. } | Outcome::NotResolved(_) | Outcome::NoLaunch { .. } | Outcome::NoContract
+        )
     }
 }
 
 impl fmt::Display for EntryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (line {}): ", self.name, self.line)?;
-        match &self.outcome {
-            Outcome::Passed { launches } => write!(f, "ok, {launches} launches"),
-            Outcome::Failed { launch, error } => write!(f, "FAILED at {launch}:\n{error}"),
-            Outcome::NotResolved(error) => write!(f, "FAILED to resolve: {error}"),
-            Outcome::NoLaunch => {
-                write!(f, "not run: no launch of {TRIES} drawn keeps every `requires`")
-            }
-            Outcome::NoContract => write!(f, "not run: no `params`, so no launch can be checked"),
-            Outcome::Trusted { param } => {
-                write!(
-                    f,
-                    "not run: its reach through `{param}` depends on data its `safety` guarantees, not drawn data"
-                )
-            }
+        let Self { name, line, launches, refused, outcome } = self;
+        write!(f, "{name} (line {line}): ")?;
+        let refused = match refused {
+            0 => String::new(),
+            refused => format!(", {refused} refused by the check"),
+        };
+        const SAY_WHY: &str = "or say why in its entry: `unlaunched = \"...\"`";
+        match outcome {
+            Outcome::Passed => write!(f, "ok, {launches} launches{refused}"),
+            Outcome::Failed { launch, error } => write!(f, "FAILED at launch {launches}: {launch}:\n{error}"),
+            Outcome::NotResolved(error) => write!(f, "FAILED to resolve, 0 launches: {error}"),
+            Outcome::NoLaunch { refusal: None } => write!(
+                f,
+                "FAILED, 0 launches: no launch of {TRIES} drawn keeps every `requires` (loosen them, {SAY_WHY})"
+            ),
+            Outcome::NoLaunch { refusal: Some(refusal) } => write!(
+                f,
+                "FAILED, 0 launches{refused}, the first: {refusal}\n(draw launches the check allows, {SAY_WHY})"
+            ),
+            Outcome::NoContract => write!(
+                f,
+                "FAILED, 0 launches: no `params`, so no launch can be checked (declare them, {SAY_WHY})"
+            ),
+            Outcome::Trusted { param, condition } => write!(
+                f,
+                "0 launches, by its `safety`: its reach through `{param}` depends on data the caller \
+                 guarantees, not drawn data: \"{condition}\""
+            ),
+            Outcome::Unlaunched(reason) => write!(f, "0 launches, unlaunched: \"{reason}\""),
         }
     }
 }
@@ -139,11 +170,19 @@ pub fn run(options: &EmulateOptions, log: &mut dyn FnMut(&str)) -> anyhow::Resul
     log(&format!("{} entries of {file} on {}", entries.len(), gpu.describe()));
     let mut draw = Draw::new(options.seed);
     let mut reports = Vec::new();
-    for entry in &entries {
-        let report = EntryReport {
-            name: format!("{}::{}", entry.module, entry.entry),
-            line: entry.line,
-            outcome: run_entry(&gpu, entry, options.launches, options.full_reports, &mut draw),
+    // `entries` are the manifest's, in its order.
+    let reasons =
+        manifest.tables.iter().flat_map(|table| &table.entries).map(|entry| entry.unlaunched.clone());
+    for (entry, reason) in entries.iter().zip(reasons) {
+        let report = match reason {
+            Some(reason) => EntryReport {
+                name: format!("{}::{}", entry.module, entry.entry),
+                line: entry.line,
+                launches: 0,
+                refused: 0,
+                outcome: Outcome::Unlaunched(reason),
+            },
+            None => run_entry(&gpu, entry, options, &mut draw),
         };
         log(&report.to_string());
         reports.push(report);
@@ -185,53 +224,80 @@ pub fn build_emulated(
     Ok(set)
 }
 
+/// Launches `entry` `options.launches` times at drawn launches, drawing again each one the check
+/// refuses (at most [`DRAWS_PER_LAUNCH`] draws a launch), until one fails.
 fn run_entry(
     gpu: &dyn GpuBackend,
     entry: &KernelEntry,
-    launches: u32,
-    full_reports: bool,
+    options: &EmulateOptions,
     draw: &mut Draw,
-) -> Outcome {
-    let Some(signature) = entry.signature else { return Outcome::NoContract };
-    if let Some((param, _)) = signature.trust() {
-        return Outcome::Trusted { param };
+) -> EntryReport {
+    let mut report = EntryReport {
+        name: format!("{}::{}", entry.module, entry.entry),
+        line: entry.line,
+        launches: 0,
+        refused: 0,
+        outcome: Outcome::Passed,
+    };
+    let Some(signature) = entry.signature else {
+        report.outcome = Outcome::NoContract;
+        return report;
+    };
+    if let Some((param, condition)) = signature.trust() {
+        report.outcome = Outcome::Trusted { param, condition };
+        return report;
     }
     let kernel = match gpu.lookup(entry) {
         Ok(kernel) => kernel,
-        Err(error) => return Outcome::NotResolved(error.to_string()),
+        Err(error) => {
+            report.outcome = Outcome::NotResolved(error.to_string());
+            return report;
+        }
     };
-    for done in 0..launches {
-        let Some(launch) = launches::draw(signature, draw, TRIES) else {
-            return if done == 0 { Outcome::NoLaunch } else { Outcome::Passed { launches: done } };
-        };
-        let result = buffers(gpu, signature, &launch, draw).and_then(|mut buffers| {
-            let mut buffers = buffers.iter_mut();
-            let mut args: Vec<KernelArg<'_>> = launch
-                .scalars
-                .iter()
+    let mut first_refusal = None;
+    for _ in 0..options.launches.saturating_mul(DRAWS_PER_LAUNCH) {
+        if report.launches == options.launches {
+            break;
+        }
+        let Some(launch) = launches::draw(signature, draw, TRIES) else { break };
+        let result = arguments(gpu, &launch, draw).and_then(|mut arguments| {
+            let mut args: Vec<KernelArg<'_>> = arguments
+                .iter_mut()
                 .zip(signature.params)
-                .map(|(scalar, param)| match scalar {
-                    Some(scalar) => KernelArg::Scalar(*scalar),
-                    // One buffer per buffer parameter, in order (`buffers`).
-                    None => match (buffers.next(), param.kind) {
-                        (Some(buffer), ParamKind::Buffer { access: Access::Write, .. }) => {
-                            KernelArg::from(buffer)
-                        }
-                        (Some(buffer), _) => KernelArg::from(&*buffer),
-                        // One buffer per buffer parameter: not reached.
-                        (None, _) => KernelArg::from(0u32),
-                    },
+                .map(|(argument, param)| match (argument, param.kind) {
+                    (Argument::Scalar(scalar), _) => KernelArg::Scalar(*scalar),
+                    (Argument::Buffer(buffer), ParamKind::Buffer { access: Access::Write, .. }) => {
+                        KernelArg::from(buffer)
+                    }
+                    (Argument::Buffer(buffer), _) => KernelArg::from(&*buffer),
+                    (Argument::Layout(layout), _) => KernelArg::from(layout.view()),
                 })
                 .collect();
-            gpu.launch(kernel, launch.geometry, &mut args)
+            // The check that `launch` runs first, run here to tell a refusal from a failure.
+            if let Err(refusal) = signature::check(entry, &launch.geometry, &args) {
+                return Ok(Err(refusal));
+            }
+            gpu.launch(kernel, launch.geometry, &mut args).map(Ok)
         });
-        if let Err(error) = result {
-            let error = error.to_string();
-            let error = if full_reports { error } else { condense(&error) };
-            return Outcome::Failed { launch: describe(signature, &launch), error };
+        match result {
+            Ok(Ok(())) => report.launches += 1,
+            Ok(Err(refusal)) => {
+                report.refused += 1;
+                first_refusal.get_or_insert_with(|| refusal.to_string());
+            }
+            Err(error) => {
+                report.launches += 1;
+                let error = error.to_string();
+                let error = if options.full_reports { error } else { condense(&error) };
+                report.outcome = Outcome::Failed { launch: describe(signature, &launch), error };
+                return report;
+            }
         }
     }
-    Outcome::Passed { launches }
+    if report.launches == 0 {
+        report.outcome = Outcome::NoLaunch { refusal: first_refusal };
+    }
+    report
 }
 
 /// The lines of a launch error that say what went wrong and where: the first line, and of a
@@ -254,50 +320,56 @@ fn condense(error: &str) -> String {
     std::iter::once(first).chain(kept).collect::<Vec<_>>().join("\n")
 }
 
-/// One buffer per buffer parameter, exactly its extent long, float elements drawn in [-1, 1),
-/// the others zero.
-fn buffers(
-    gpu: &dyn GpuBackend,
-    signature: &Signature,
-    launch: &Launch,
-    draw: &mut Draw,
-) -> Result<Vec<DeviceBuffer>, BackendError> {
-    signature
-        .params
+/// What the runner passes for one parameter of a drawn launch.
+enum Argument {
+    Scalar(Scalar),
+    Buffer(DeviceBuffer),
+    Layout(ConstBuffer),
+}
+
+/// The arguments of `launch`: its scalars; a buffer per buffer parameter, exactly its extent
+/// long, float elements drawn in [-1, 1), `bool` ones 0 or 1, the others zero; its layouts,
+/// uploaded as a caller does ([`upload_const`](kda_runtime::GpuBackendExt::upload_const)).
+fn arguments(gpu: &dyn GpuBackend, launch: &Launch, draw: &mut Draw) -> Result<Vec<Argument>, BackendError> {
+    launch
+        .arguments
         .iter()
-        .zip(&launch.extents)
-        .filter_map(|(param, extent)| match param.kind {
-            ParamKind::Buffer { dtype, .. } => Some((dtype, (*extent)?)),
-            ParamKind::Scalar(_) => None,
-        })
-        .map(|(dtype, extent)| {
-            // `MAX_ELEMENTS` bounds every drawn extent.
-            let len = extent as usize;
-            let mut buffer = gpu.alloc(dtype, len)?;
-            let bytes: Vec<u8> = match dtype {
-                DType::F32 => (0..len).flat_map(|_| draw.unit().to_le_bytes()).collect(),
-                DType::F64 => (0..len).flat_map(|_| f64::from(draw.unit()).to_le_bytes()).collect(),
-                DType::Bf16 => (0..len).flat_map(|_| bf16::from_f32(draw.unit()).to_le_bytes()).collect(),
-                DType::F16 => (0..len).flat_map(|_| f16::from_f32(draw.unit()).to_le_bytes()).collect(),
-                // The rest hold zeros: integers (indices and counts are the kernel's business)
-                // and fp8 (whose zero is all bits clear).
-                _ => vec![0; len * dtype.size()],
-            };
-            gpu.copy_to_device(&bytes, &mut buffer)?;
-            Ok(buffer)
+        .map(|drawn| match drawn {
+            Drawn::Scalar(scalar) => Ok(Argument::Scalar(*scalar)),
+            Drawn::Layout(layout) => layout.upload(gpu).map(Argument::Layout),
+            &Drawn::Buffer { dtype, elements } => {
+                // `MAX_ELEMENTS` bounds every drawn extent.
+                let len = elements as usize;
+                let mut buffer = gpu.alloc(dtype, len)?;
+                let bytes: Vec<u8> = match dtype {
+                    DType::F32 => (0..len).flat_map(|_| draw.unit().to_le_bytes()).collect(),
+                    DType::F64 => (0..len).flat_map(|_| f64::from(draw.unit()).to_le_bytes()).collect(),
+                    DType::Bf16 => (0..len).flat_map(|_| bf16::from_f32(draw.unit()).to_le_bytes()).collect(),
+                    DType::F16 => (0..len).flat_map(|_| f16::from_f32(draw.unit()).to_le_bytes()).collect(),
+                    // A `bool` is 0 or 1: any other byte is no `bool` (`copy_to_device` refuses it).
+                    DType::Bool => (0..len).map(|_| u8::from(draw.below(2) == 1)).collect(),
+                    // The rest hold zeros: integers (indices and counts are the kernel's
+                    // business), `void` (whatever the kernel reads through it) and fp8 (whose
+                    // zero is all bits clear).
+                    _ => vec![0; len * dtype.size()],
+                };
+                gpu.copy_to_device(&bytes, &mut buffer)?;
+                Ok(Argument::Buffer(buffer))
+            }
         })
         .collect()
 }
 
-/// A launch as scalars and geometry: `n = 7, grid = (1, 1, 1), block = (32, 1, 1), shared = 0`.
+/// A launch as scalars, layouts and geometry:
+/// `numel = 7, info = [3, 2, 2, 1], grid = (1, 1, 1), block = (32, 1, 1), shared = 0 bytes`.
 fn describe(signature: &Signature, launch: &Launch) -> String {
-    let scalars = signature
-        .params
-        .iter()
-        .zip(&launch.scalars)
-        .filter_map(|(param, scalar)| Some(format!("{} = {}", param.name, (*scalar)?)));
+    let arguments = signature.params.iter().zip(&launch.arguments).filter_map(|(param, drawn)| match drawn {
+        Drawn::Scalar(scalar) => Some(format!("{} = {scalar}", param.name)),
+        Drawn::Layout(layout) => Some(format!("{} = {layout}", param.name)),
+        Drawn::Buffer { .. } => None,
+    });
     let LaunchGeometry { grid, block, shared_mem_bytes } = launch.geometry;
-    scalars
+    arguments
         .chain([
             format!("grid = {grid:?}"),
             format!("block = {block:?}"),
