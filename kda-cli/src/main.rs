@@ -72,6 +72,11 @@ enum Command {
         /// Write the drafted `kernels.toml` lines to this file instead of printing them.
         #[arg(long)]
         manifest_out: Option<PathBuf>,
+        /// A folder whose headers a quoted `#include` may read too, searched after the including
+        /// file's own folder (repeatable). Without it, only the headers under the folder of CUDA
+        /// sources are read: an absolute include, or one that leaves it, is listed, not read.
+        #[arg(long = "include-dir", value_name = "DIR")]
+        include_dirs: Vec<PathBuf>,
     },
 }
 
@@ -115,7 +120,9 @@ fn main() -> anyhow::Result<ExitCode> {
             say(&format!("{} entries, {failed} failed", reports.len()));
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        Command::Census { folder, manifest_out } => census(&folder, manifest_out).map(|()| ExitCode::SUCCESS),
+        Command::Census { folder, manifest_out, include_dirs } => {
+            census(&folder, manifest_out, &include_dirs).map(|()| ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -132,9 +139,12 @@ fn manifest_path(given: Option<PathBuf>, command: &str) -> anyhow::Result<PathBu
 }
 
 /// `kda census`: the report, then the drafted entries, printed or written to `manifest_out`.
-fn census(folder: &Path, manifest_out: Option<PathBuf>) -> anyhow::Result<()> {
-    let census =
-        Census::of(folder).with_context(|| format!("{}: cannot list the folder", folder.display()))?;
+fn census(folder: &Path, manifest_out: Option<PathBuf>, include_dirs: &[PathBuf]) -> anyhow::Result<()> {
+    if let Some(dir) = include_dirs.iter().find(|dir| !dir.is_dir()) {
+        bail!("{}: --include-dir names no folder", dir.display());
+    }
+    let census = Census::with_include_dirs(folder, include_dirs)
+        .with_context(|| format!("{}: cannot list the folder", folder.display()))?;
     let mut out = census.report();
     match (census::draft::manifest(&census), manifest_out) {
         (Some(draft), Some(path)) => {

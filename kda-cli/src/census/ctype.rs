@@ -113,10 +113,16 @@ const INTEGER_WORDS: &[&str] = &["signed", "unsigned", "char", "short", "int", "
 /// Typedefs nested deeper than this are taken for a cycle.
 const MAX_ALIAS_DEPTH: usize = 32;
 
+/// The most tokens of typedefs one parameter's type is resolved through: a typedef that names
+/// another several times, which names another several times, ..., grows exponentially within
+/// [`MAX_ALIAS_DEPTH`]; a real type's typedefs hold a handful.
+const MAX_ALIAS_TOKENS: usize = 256;
+
 /// How the manifest states a parameter whose type is `tokens` (as the scanner split it), with the
 /// types the sources declare.
 pub fn state(tokens: &[String], types: &BTreeMap<String, TypeDecl>) -> Result<Stated, Unstatable> {
-    let tokens = resolve(tokens, types, 0)?;
+    let mut alias_tokens = MAX_ALIAS_TOKENS;
+    let tokens = resolve(tokens, types, 0, &mut alias_tokens)?;
     let is = |text: &str| tokens.iter().any(|token| token == text);
     if is("&") || is("&&") {
         return Err(Unstatable::Reference);
@@ -143,16 +149,22 @@ pub fn state(tokens: &[String], types: &BTreeMap<String, TypeDecl>) -> Result<St
 }
 
 /// `tokens` with every typedef replaced by what it names and the ignored qualifiers and `std::`
-/// dropped; a record keyword or a typedef of a record is its reason.
+/// dropped; a record keyword or a typedef of a record is its reason. `depth` typedefs deep, with
+/// `alias_tokens` more tokens of typedefs to read.
 fn resolve(
     tokens: &[String],
     types: &BTreeMap<String, TypeDecl>,
     depth: usize,
+    alias_tokens: &mut usize,
 ) -> Result<Vec<String>, Unstatable> {
     let mut resolved = Vec::new();
     let mut tokens = tokens.iter().peekable();
     while let Some(token) = tokens.next() {
         let token = token.as_str();
+        if depth > 0 {
+            *alias_tokens =
+                alias_tokens.checked_sub(1).ok_or_else(|| Unstatable::Unknown(token.to_owned()))?;
+        }
         if token == "std" && tokens.peek().is_some_and(|next| *next == "::") {
             tokens.next();
             continue;
@@ -171,7 +183,9 @@ fn resolve(
             Some(TypeDecl::Alias(_)) if depth >= MAX_ALIAS_DEPTH => {
                 return Err(Unstatable::Unknown(token.to_owned()));
             }
-            Some(TypeDecl::Alias(aliased)) => resolved.extend(resolve(aliased, types, depth + 1)?),
+            Some(TypeDecl::Alias(aliased)) => {
+                resolved.extend(resolve(aliased, types, depth + 1, alias_tokens)?);
+            }
             None => match LIBRARY_TYPEDEFS.iter().find(|(name, _)| *name == token) {
                 Some((_, c_type)) => resolved.extend(c_type.split(' ').map(str::to_owned)),
                 None => resolved.push(token.to_owned()),
@@ -298,5 +312,16 @@ mod tests {
         assert_eq!(stated("__nv_fp8_e4m3"), Err(Unstatable::ByValue(DType::Fp8E4M3)));
         assert_eq!(stated("void ( * ) ( int )"), Err(Unstatable::Declarator("void ( * ) ( int )".into())));
         assert_eq!(stated("long double"), Err(Unstatable::Unknown("long double".into())));
+    }
+
+    #[test]
+    fn typedefs_that_each_name_the_next_many_times_resolve_in_bounded_time() {
+        // `t0` is 8 `t1`s, each 8 `t2`s, ...: 8^30 words, were each read.
+        let mut types: BTreeMap<String, TypeDecl> = (0..30)
+            .map(|level| (format!("t{level}"), TypeDecl::Alias(vec![format!("t{}", level + 1); 8])))
+            .collect();
+        types.insert("t30".to_owned(), TypeDecl::Alias(vec!["float".to_owned()]));
+        let found = state(&["t0".to_owned(), "*".to_owned()], &types);
+        assert!(matches!(found, Err(Unstatable::Unknown(_))), "{found:?}");
     }
 }

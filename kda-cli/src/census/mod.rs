@@ -9,15 +9,21 @@
 //! ([`ctype`]); the first problem otherwise is its [`Reason`]. A template's definition is listed
 //! and not stated: an entry names an instantiation. The drafted entries ([`draft`])
 //! form one table named after the folder, each field named after its entry.
+//!
+//! The census reads folders it need not trust: a quoted `#include` is read only where it stays
+//! inside the folder (or an include folder its user names), only regular files are read, and at
+//! most [`MAX_TOTAL_BYTES`](kda_build::cuda::scan::MAX_TOTAL_BYTES) in all. An include it does not read is listed under the file
+//! whose scan met it, with its line and why. Its time is linear in the bytes it reads.
 
 pub mod ctype;
 pub mod draft;
 mod reason;
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use kda_build::cuda::scan::{self, Kernel, KernelParam, Linkage, SourceScan};
+use kda_build::cuda::scan::{Kernel, KernelParam, Linkage, SourceReader, SourceScan, Unread, UnreadInclude};
 use kda_build::manifest::is_c_identifier;
 
 use self::ctype::Stated;
@@ -44,6 +50,9 @@ pub struct FileCensus {
     pub module: String,
     /// Its kernels, in source order; empty when it could not be read.
     pub kernels: Vec<KernelCensus>,
+    /// The quoted includes its scan did not read, each once in the census (a header's shown
+    /// under the first file that includes it).
+    pub unread: Vec<UnreadInclude>,
     /// Why it could not be read.
     pub error: Option<String>,
 }
@@ -58,13 +67,32 @@ pub struct KernelCensus {
 }
 
 impl Census {
-    /// The census of every `.cu` and `.cuh` file under `folder`; fails only when `folder` cannot
-    /// be listed.
+    /// The census of every `.cu` and `.cuh` file under `folder`, whose headers are read only
+    /// inside it; fails only when `folder` cannot be listed.
     pub fn of(folder: &Path) -> std::io::Result<Census> {
+        Census::with_include_dirs(folder, &[])
+    }
+
+    /// As [`Census::of`], with headers also read inside `include_dirs`, which are searched in
+    /// order for a header not beside its includer. Fails where a folder cannot be listed or
+    /// resolved.
+    pub fn with_include_dirs(folder: &Path, include_dirs: &[PathBuf]) -> std::io::Result<Census> {
         let mut paths = Vec::new();
         sources(folder, 0, &mut paths)?;
         paths.sort();
-        let files = paths.iter().map(|path| FileCensus::of(folder, path)).collect();
+        let mut reader = SourceReader::within(folder, include_dirs)?;
+        let mut shown = HashSet::new();
+        let files = paths
+            .iter()
+            .map(|path| {
+                let mut file = FileCensus::of(folder, path, &mut reader);
+                file.unread.retain(|unread| {
+                    let header = unread.header.clone().unwrap_or_else(|| path.clone());
+                    shown.insert((header, unread.line, unread.path.clone()))
+                });
+                file
+            })
+            .collect();
         Ok(Census { folder: folder.to_owned(), files })
     }
 
@@ -81,16 +109,13 @@ impl Census {
     /// The reasons of the kernels not stated, each with how many kernels it stops, the most
     /// frequent first.
     pub fn reasons(&self) -> Vec<(String, usize)> {
-        let mut counts: Vec<(String, usize)> = Vec::new();
+        let mut counts: HashMap<String, usize> = HashMap::new();
         for (_, kernel) in self.kernels() {
             if let Err(reason) = &kernel.outcome {
-                let category = reason.category();
-                match counts.iter_mut().find(|(each, _)| *each == category) {
-                    Some((_, count)) => *count += 1,
-                    None => counts.push((category, 1)),
-                }
+                *counts.entry(reason.category()).or_default() += 1;
             }
         }
+        let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         counts
     }
@@ -104,6 +129,19 @@ impl Census {
             let _ = writeln!(out, "\n{}", file.path);
             if let Some(error) = &file.error {
                 let _ = writeln!(out, "  cannot be read: {error}");
+            }
+            for unread in &file.unread {
+                let _ = write!(out, "  #include \"{}\" (", unread.path);
+                if let Some(header) = &unread.header {
+                    let _ = write!(out, "{}, ", self.shown(header));
+                }
+                let _ = write!(out, "line {}): not read: {}", unread.line, unread.why);
+                let _ = match unread.why {
+                    Unread::Absolute | Unread::Outside => {
+                        writeln!(out, " (`--include-dir DIR` reads the headers under DIR)")
+                    }
+                    _ => writeln!(out),
+                };
             }
             for census in &file.kernels {
                 let kernel = &census.kernel;
@@ -123,41 +161,70 @@ impl Census {
         }
         out
     }
+
+    /// A header's path as the report shows it: below the folder, `/`-separated, where it is in it.
+    fn shown(&self, header: &Path) -> String {
+        let folder = std::fs::canonicalize(&self.folder).unwrap_or_else(|_| self.folder.clone());
+        match header.strip_prefix(&folder) {
+            Ok(relative) => slashed(relative),
+            Err(_) => header.display().to_string(),
+        }
+    }
 }
 
 impl FileCensus {
-    fn of(folder: &Path, path: &Path) -> FileCensus {
+    fn of(folder: &Path, path: &Path, reader: &mut SourceReader) -> FileCensus {
         let relative = path.strip_prefix(folder).unwrap_or(path);
-        let shown: Vec<String> =
-            relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+        let depth = relative.components().count();
         let module = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
         let place = if path.extension().is_some_and(|extension| extension == "cuh") {
             Err(Reason::InHeader)
-        } else if shown.len() > 1 {
+        } else if depth > 1 {
             Err(Reason::InSubfolder)
         } else if !is_c_identifier(&module) {
             Err(Reason::ModuleName(module.clone()))
         } else {
             Ok(())
         };
-        let (kernels, error) = match scan::scan_file(path) {
+        let (kernels, unread, error) = match reader.scan_file(path) {
             Ok(scan) => {
-                (scan.kernels.iter().map(|kernel| KernelCensus::of(kernel, &place, &scan)).collect(), None)
+                // Each template's definition by name, for its explicit instantiations.
+                let mut templates = HashMap::new();
+                for kernel in scan.kernels.iter().filter(|kernel| kernel.is_template()) {
+                    templates.entry(kernel.name.as_str()).or_insert(kernel);
+                }
+                let kernels = scan
+                    .kernels
+                    .iter()
+                    .map(|kernel| KernelCensus::of(kernel, &place, &scan, &templates))
+                    .collect();
+                (kernels, scan.unread.clone(), None)
             }
-            Err(error) => (Vec::new(), Some(error.to_string())),
+            Err(error) => (Vec::new(), Vec::new(), Some(error.to_string())),
         };
-        FileCensus { path: shown.join("/"), module, kernels, error }
+        FileCensus { path: slashed(relative), module, kernels, unread, error }
     }
+}
+
+/// A relative path, `/`-separated.
+fn slashed(relative: &Path) -> String {
+    let parts: Vec<String> =
+        relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+    parts.join("/")
 }
 
 impl KernelCensus {
     /// Whether a manifest entry can state `kernel`, in a file whose `place` may be a module.
-    fn of(kernel: &Kernel, place: &Result<(), Reason>, scan: &SourceScan) -> KernelCensus {
+    fn of(
+        kernel: &Kernel,
+        place: &Result<(), Reason>,
+        scan: &SourceScan,
+        templates: &HashMap<&str, &Kernel>,
+    ) -> KernelCensus {
         // An explicit instantiation states the parameters of its template's definition, where the
         // module has it, with the arguments in place of the template's parameters (and their names).
         let instance = kernel.template_args.as_deref().and_then(|args| {
-            let definition =
-                scan.kernels.iter().find(|found| found.name == kernel.name && found.is_template())?;
+            let definition = templates.get(kernel.name.as_str())?;
             instantiate(definition, args)
         });
         let params = instance.as_ref().unwrap_or(&kernel.params);
@@ -202,9 +269,14 @@ fn instantiate(definition: &Kernel, args: &str) -> Option<Vec<KernelParam>> {
     if names.len() != args.len() {
         return None;
     }
+    // The first parameter of a name takes its argument, as a search in order would.
+    let mut argument_of = HashMap::new();
+    for (name, arg) in names.into_iter().zip(args) {
+        argument_of.entry(name).or_insert(arg);
+    }
     let substitute = |token: &String| -> Vec<String> {
-        match names.iter().position(|name| name == token) {
-            Some(at) => args[at].split_whitespace().map(str::to_owned).collect(),
+        match argument_of.get(token.as_str()) {
+            Some(arg) => arg.split_whitespace().map(str::to_owned).collect(),
             None => vec![token.clone()],
         }
     };
