@@ -4,7 +4,7 @@
 //! GEMV, the two recurrent kernels); the whole block, prefill then decode; buffers shared by two
 //! streams of the device, also when one of them is written through a lent cudarc view; the table
 //! resolved on every device of the machine, launching on each; a table on an engine's own stream and
-//! slices (`CudaBackend::on_stream`), and captured into the engine's own graph, a decode step of the
+//! slices (`CudaBackend::on_stream`), a write there waited for after the engine drops the stream, and captured into the engine's own graph, a decode step of the
 //! block too; and, with the feature `nccl`, the
 //! all-reduce of a layer split by heads through a one-rank NCCL communicator.
 //!
@@ -310,6 +310,41 @@ fn a_table_launches_on_the_engine_s_stream_and_slices() {
         let refused = fill_slice(&gpu, &kernels, (&mut foreign).into(), n, 1.0);
         assert!(matches!(refused, Err(BackendError::ForeignResource { .. })), "{refused:?}");
     }
+}
+
+#[test]
+#[ignore = "needs a GPU: run by scripts/gpu-check.sh"]
+fn a_write_on_a_caller_s_stream_dropped_at_once_is_waited_for_by_the_default_stream() {
+    assert_images_built();
+    let context = CudaContext::new(0).unwrap_or_else(|error| panic!("no GPU: {error:?}"));
+    // Backend A on the default stream, B on a stream of the engine's: with cudarc's event
+    // tracking (on by default) their buffers are shared.
+    let a = CudaBackend::on_stream(context.default_stream(), &[&KERNEL_IMAGES]).unwrap();
+    let kernels = Glm5NextKdaKernels::resolve(&a).unwrap_or_else(|error| panic!("{error}"));
+    let b = CudaBackend::on_stream(context.new_stream().unwrap(), &[&KERNEL_IMAGES]).unwrap();
+    let n = 1 << 24;
+    let values: Vec<f32> = (0..n).map(|i| (i % 61) as f32 / 6.0 - 5.0).collect();
+    let partial = a.upload(&values).unwrap();
+    let mut x = a.zeros::<bf16>(n).unwrap();
+    // A long write of `x` on B's stream; then B and its stream are dropped at once, the last
+    // stream of the context, so cudarc stops waiting for buffers' events. The default stream must
+    // still read and free `x` after the write.
+    let args = glm5next_kda::gemm_reduce {
+        partial: partial.view().into(),
+        c: x.view_mut().into(),
+        m: 1,
+        n: n as u32,
+        splits: 1,
+    };
+    kernels.launch_gemm_reduce(&b, launch::elementwise(n as u32), args).unwrap();
+    drop(b);
+    assert!(!context.is_in_multi_stream_mode(), "the engine's stream was the last one");
+    let got = a.download::<bf16>(&x).unwrap();
+    let wrong = got.iter().zip(&values).filter(|&(&y, &x)| y != bf16::from_f32(x)).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements were read before the write on the dropped stream");
+    drop(x);
+    a.synchronize().unwrap();
+    context.check_err().unwrap_or_else(|error| panic!("a drop recorded a driver error: {error:?}"));
 }
 
 #[test]

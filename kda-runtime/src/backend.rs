@@ -245,7 +245,9 @@ pub trait GpuBackend: Send + Sync {
     /// - every view is aligned as the kernel's code reads it: a kernel that loads 16 bytes at a
     ///   time (vector loads, `cp.async`) needs its views to start at offsets that keep those
     ///   loads aligned (a buffer's own start is 256-byte aligned on CUDA; a slice starts where
-    ///   its first element is);
+    ///   its first element is). The checked [`launch`](Self::launch) proves only the alignment
+    ///   of the parameter's type (its element's size, 16 bytes for `void`); a wider read of a
+    ///   typed parameter is the kernel's contract in either case;
     /// - `geometry.shared_mem_bytes` is at least the dynamic shared memory the kernel uses at
     ///   this geometry and these scalars;
     /// - every buffer the kernel writes is passed as [`KernelArg::Write`];

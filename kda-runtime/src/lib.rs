@@ -105,9 +105,12 @@
 //! the driver, and the signatures embedded beside them ([`BuiltEntry`]), proved by the build
 //! against nvcc's PTX (and, on the emulator, against each library's own report of its C types at
 //! lookup). The CUDA driver and cudarc. And the manifest's extents being right for the kernel's
-//! code: nothing can check that a kernel touches only `m*k` elements of `a`; the emulator's
-//! sanitizers (`kda-block emulate --sanitizer address|thread`, with its launch fuzz) are what catch a
-//! wrong extent, by running the real code at the edges of its views.
+//! code: nothing can check that a kernel touches only `m*k` elements of `a`, nor that it reads a
+//! typed parameter no wider than its elements' alignment (a `const bf16*` loaded 16 bytes at a
+//! time needs a view starting at a multiple of 16 bytes, which only its author knows); the
+//! emulator's sanitizers (`kda-block emulate --sanitizer address|thread`, with its launch fuzz,
+//! and `kda emulate`) are what catch a wrong extent, by running the real code at the edges of its
+//! views, and the emulator refuses a misaligned `cp.async` or `ldmatrix`.
 //!
 //! **Checked before anything reaches a device, by this crate's code:**
 //! - a handle is the backend's own and was issued by it ([`modules::ModuleCache::resolved`],
@@ -118,7 +121,20 @@
 //!   ([`modules::ModuleCache::lookup`]), so a [`KernelEntry`] with a signature of the caller's
 //!   making does not resolve;
 //! - every argument against that signature: count, kinds, element types, access, requirements,
-//!   extents ([`signature::check`]);
+//!   extents, and where each buffer starts ([`signature::check`]): at a multiple of its element's
+//!   size, of [`signature::VOID_ALIGNMENT`] (16 bytes) for `void`, whose kernel reads structs or
+//!   vectors kda cannot see (an engine's cudarc slice, whose address only the launch learns, is
+//!   checked by the CUDA backend then); every backend starts a buffer at 16 bytes or more;
+//! - the data a check reads on the host in place of the device's: a layout's dims and strides
+//!   (`strided(..)` in an extent) are read from a [`ConstBuffer`], whose host copy is its memory's
+//!   contents because only this crate's backends make one
+//!   ([`GpuBackend::upload_const_bytes`], with their own allocation and copy: a backend of the
+//!   caller's making gets an `Err`, and `ConstBuffer` has no public constructor) and it lends
+//!   only read-only views; a layout's dims are each at least 1, since a strided kernel takes an
+//!   index modulo each of them;
+//! - element values a kernel may compute addresses from: a `bool` is 0 or 1 wherever safe code
+//!   writes one (`copy_to_device` refuses another byte, write-first memory is 0 or 1, and no
+//!   public API lends a `bool` buffer's bytes mutably);
 //! - memory borrowed from an engine ([`Borrowed`], made through [`In`] and [`Out`]) is cudarc's own
 //!   slices and views only, whose lengths are the memory they hold, of the backend's context
 //!   (`cuda::borrowed`); its element type is the typed argument's, and a written one is borrowed
@@ -133,18 +149,28 @@
 //! - a graph launches only on buffers that cover its own bindings, with the shapes it was captured
 //!   with ([`replay::CapturedList::launch`], [`GraphBindings::are_covered_by`]), whatever backend
 //!   captured it, and is ordered with other streams' work by the buffers' events;
-//! - work on different streams is ordered by buffer ([`GpuBackend::new_stream`]).
+//! - work on different streams is ordered by buffer ([`GpuBackend::new_stream`]), whatever the
+//!   caller drops and when: a CUDA backend on a caller's stream whose buffers other streams use
+//!   joins that stream into the default stream when it is dropped, so a read or a free after the
+//!   caller drops its stream (and cudarc stops waiting for events) still comes after the stream's
+//!   writes (`cuda::CudaBackend`'s `Drop`).
 //!
 //! **Public constructors and the traits safe code can implement**, and why none breaks this:
 //! - [`DeviceBuffer::new`] takes any storage: backends dereference only their own storage
 //!   types, whose shape is the memory they hold; another type's storage is a foreign buffer.
-//! - [`host::HostStorage`]'s variants are public: a `Vec`'s length is its memory.
+//! - [`host::HostStorage`] can be made and cloned by anyone, and wrapped with any backend's id:
+//!   its length is its memory, its `bool` elements are 0 or 1 however it is made
+//!   ([`host::HostStorage::filled`]), and it lends its bytes mutably only as element types whose
+//!   every bit pattern is an element ([`host::HostStorage::slice_mut`]).
 //! - [`KernelEntry`]'s fields are public: an entry is a key; its signature must equal the build's.
 //! - [`KernelHandle::new`] and [`BackendId::fresh`]: see handles above.
 //! - [`GpuBackend`]: this crate calls a backend of the caller's making only through its safe
-//!   methods, and trusts nothing it returns in an `unsafe` block: a graph from its
+//!   methods, and trusts nothing it returns in an `unsafe` block or a check: a graph from its
 //!   [`capture`](GpuBackend::capture) is checked against the graph's own bindings, recorded by
-//!   the capturing backend of this crate ([`graph::Capture`]).
+//!   the capturing backend of this crate ([`graph::Capture`]); a [`ConstBuffer`], whose host copy
+//!   a check reads, comes only from this crate's backends, never from the caller's `alloc` and
+//!   `copy_to_device` (which could write other bytes than it was given), so a check can read no
+//!   other data than the kernel will.
 //! - [`DeviceGraph`], [`BufferStorage`], [`modules::ModuleLoader`], [`modules::ModuleSet`]: what an
 //!   implementation of the caller's reports is used only by that caller's own backend, or (a
 //!   graph's bindings) checked before any `unsafe` call; a graph's `launch` is the caller's code.

@@ -183,3 +183,167 @@ fn a_buffer_captured_exclusive_is_not_bound_as_shared() {
     captured.launch(&[], &mut [&mut y]).unwrap();
     assert_eq!(gpu.graph_launches(), 1);
 }
+
+/// `u32 rank, const u64 info[2 * rank], const f32 x[strided(info, rank)], f32 y[n], u32 n`: a
+/// unary op over a strided input, as public kernel libraries write it (`i % dims[axis]`).
+const STRIDED: Signature = Signature {
+    params: &[
+        KernelParam::scalar("rank", ScalarKind::U32),
+        KernelParam::buffer(
+            "info",
+            DType::U64,
+            Access::Read,
+            "2 * rank",
+            &[Op::Literal(2), Op::Scalar(0), Op::Mul],
+        ),
+        KernelParam::buffer(
+            "x",
+            DType::F32,
+            Access::Read,
+            "strided(info, rank)",
+            &[Op::Scalar(0), Op::Strided(1, 1)],
+        ),
+        KernelParam::buffer("y", DType::F32, Access::Write, "n", &[Op::Scalar(4)]),
+        KernelParam::scalar("n", ScalarKind::U32),
+    ],
+    requires: &[],
+};
+
+const STRIDED_ENTRY: KernelEntry =
+    KernelEntry { table: "abuse", signature: Some(&STRIDED), ..KernelEntry::named("ops", "neg_strided") };
+
+/// A recording backend of the caller's making that forwards everything, except that
+/// `copy_to_device` writes other bytes than it is given: through `upload_const` it would make a
+/// layout whose host copy says one thing while the memory holds another.
+struct Liar(RecordingBackend);
+
+impl GpuBackend for Liar {
+    fn describe(&self) -> String {
+        "a liar".to_owned()
+    }
+    fn has_module(&self, module: &str) -> bool {
+        self.0.has_module(module)
+    }
+    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+        self.0.lookup(entry)
+    }
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+        self.0.alloc(dtype, len)
+    }
+    /// Strides of 2,000,000 where the caller wrote 1.
+    fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
+        let lie: Vec<u8> = src.iter().map(|&byte| if byte == 1 { 0x80 } else { byte }).collect();
+        self.0.copy_to_device(&lie, dst)
+    }
+    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.0.copy_to_host(src, dst)
+    }
+    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+        self.0.copy_on_device(src, dst)
+    }
+    fn launch(
+        &self,
+        kernel: KernelHandle,
+        geometry: LaunchGeometry,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.0.launch(kernel, geometry, args)
+    }
+    unsafe fn launch_unchecked(
+        &self,
+        _: KernelHandle,
+        _: LaunchGeometry,
+        _: &mut [KernelArg<'_>],
+    ) -> Result<(), BackendError> {
+        Err(BackendError::Replay("not forwarded".to_owned()))
+    }
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.0.synchronize()
+    }
+}
+
+#[test]
+fn a_backend_of_the_callers_cannot_make_a_layout_whose_memory_is_not_its_host_copy() {
+    let liar = Liar(RecordingBackend::new().with_entry(&STRIDED_ENTRY));
+    // dims [2], strides [1] on the host; the lie would put strides [0x80] in memory.
+    let error = liar.upload_const(&[2u64, 1]).expect_err("a caller's backend made a ConstBuffer");
+    assert!(matches!(error, BackendError::Unavailable { .. }), "{error}");
+    assert!(error.to_string().contains("only kda's own backends make a ConstBuffer"), "{error}");
+    // Forwarded to the backend whose memory it uses, the upload is that backend's own: the memory
+    // holds what the check reads.
+    let layout = liar.0.upload_const(&[2u64, 1]).unwrap();
+    let mut bytes = [0u8; 16];
+    liar.copy_to_host(layout.buffer(), &mut bytes).unwrap();
+    assert_eq!(bytes.as_slice(), layout.view().host_known().unwrap());
+}
+
+#[test]
+fn a_strided_layout_with_a_zero_dim_is_refused_before_the_kernel_divides_by_it() {
+    let gpu = RecordingBackend::new().with_entry(&STRIDED_ENTRY);
+    let kernel = gpu.lookup(&STRIDED_ENTRY).unwrap();
+    let (x, mut y) = (gpu.zeros::<f32>(0).unwrap(), gpu.zeros::<f32>(4).unwrap());
+    let launch = |info: &[u64], x: &DeviceBuffer, y: &mut DeviceBuffer| {
+        let info = gpu.upload_const(info).unwrap();
+        let args = &mut [1u32.into(), info.view().into(), x.view().into(), y.view_mut().into(), 4u32.into()];
+        gpu.launch(kernel, LaunchGeometry::linear(4, 32), args)
+    };
+    // An empty input and `n = 4`: the reach of dims [0] is nothing, and `i % 0` is the kernel's.
+    let error = launch(&[0, 1], &x, &mut y).expect_err("a zero dim launched");
+    assert!(error.to_string().contains("a dim of 0"), "{error}");
+    assert!(gpu.launches().is_empty());
+    let x = gpu.zeros::<f32>(4).unwrap();
+    launch(&[4, 1], &x, &mut y).unwrap();
+}
+
+#[test]
+fn a_bool_element_is_0_or_1_wherever_safe_code_writes_one() {
+    for gpu in [Box::new(CpuBackend::new()) as Box<dyn GpuBackend>, Box::new(RecordingBackend::new())] {
+        let mut flags = gpu.alloc(DType::Bool, 3).unwrap();
+        let error = gpu.copy_to_device(&[0, 1, 0x80], &mut flags).expect_err("a bool of 0x80 was copied");
+        assert!(
+            matches!(error, BackendError::InvalidElement { dtype: DType::Bool, index: 2, byte: 0x80 }),
+            "{error}"
+        );
+        gpu.copy_to_device(&[1, 0, 1], &mut flags).unwrap();
+        // Memory a kernel is to write whole, whatever its poison, holds bools.
+        let poisoned = gpu.alloc_for_write(DType::Bool, 3).unwrap();
+        let mut bytes = [0xAA; 3];
+        gpu.copy_to_host(&poisoned, &mut bytes).unwrap();
+        assert!(bytes.iter().all(|&byte| byte <= 1), "{}: {bytes:?}", gpu.describe());
+    }
+    // Host storage made by hand, which a buffer of any backend id can wrap, holds bools too.
+    assert_eq!(HostStorage::filled(DType::Bool, 2, 0xFF).unwrap().bytes(), [1, 1]);
+    assert_eq!(HostStorage::filled(DType::U8, 2, 0xFF).unwrap().bytes(), [0xFF, 0xFF]);
+}
+
+/// `const void blocks[nbytes], u32 nbytes`: quantized blocks the kernel reads as structs.
+const BLOCKS: Signature = Signature {
+    params: &[
+        KernelParam::buffer("blocks", DType::Void, Access::Read, "nbytes", &[Op::Scalar(1)]),
+        KernelParam::scalar("nbytes", ScalarKind::U32),
+    ],
+    requires: &[],
+};
+
+const BLOCKS_ENTRY: KernelEntry =
+    KernelEntry { table: "abuse", signature: Some(&BLOCKS), ..KernelEntry::named("quant", "dequantize") };
+
+#[test]
+fn a_void_view_starts_at_a_multiple_of_16_bytes_or_is_refused() {
+    let gpu = RecordingBackend::new().with_entry(&BLOCKS_ENTRY);
+    let kernel = gpu.lookup(&BLOCKS_ENTRY).unwrap();
+    let blocks = gpu.zeros::<u8>(68).unwrap();
+    let launch =
+        |view: View<'_>| gpu.launch(kernel, LaunchGeometry::linear(1, 32), &mut [view.into(), 34u32.into()]);
+    // One byte in: a struct holding a `__half` at an odd address.
+    let error = launch(blocks.slice(1..35)).expect_err("a misaligned void view launched");
+    assert!(error.to_string().contains("memory starting at a multiple of 16 bytes"), "{error}");
+    assert!(error.to_string().contains("memory starting at byte 1"), "{error}");
+    launch(blocks.slice(16..50)).unwrap();
+    // Wider elements: a view of u32 starting at its 4th element is byte 16.
+    let words = gpu.zeros::<u32>(16).unwrap();
+    launch(words.slice(4..16)).unwrap();
+    let error = launch(words.slice(1..16)).expect_err("a void view at byte 4 launched");
+    assert!(error.to_string().contains("memory starting at byte 4"), "{error}");
+    assert_eq!(gpu.launches().len(), 2);
+}
