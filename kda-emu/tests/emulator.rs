@@ -9,8 +9,11 @@
 //! geometry or a shared memory size the device refuses. Shared memory (static and dynamic) and
 //! pending cp.async destinations read as NaN; block order is a seeded permutation; lookups check
 //! the kernel's C parameter types; a fixture that does not compile is a problem located in its
-//! manifest. Under the sanitizers (built per test): ThreadSanitizer reports each hand-off CUDA
-//! leaves unordered, AddressSanitizer an index one past a `__shared__` array.
+//! manifest. A kernel's own fault (an integer division by zero, a read far off a view or through a
+//! null pointer, a trap) is the launch's `Err` and the next launch runs, while a fault outside any
+//! kernel still reaches Rust's handler or the default action. Under the sanitizers (built per
+//! test): ThreadSanitizer reports each hand-off CUDA leaves unordered, AddressSanitizer an index
+//! one past a `__shared__` array, UBSan a division by zero.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -1960,6 +1963,64 @@ fn a_kernels_fault_fills_the_fault_record_with_its_kind_and_the_thread_its_messa
     // The library stays usable.
     wrap(5).unwrap_or_else(|fault| panic!("{fault}"));
     assert_eq!(out, std::array::from_fn(|i| i as u32 % 5));
+}
+
+/// Set, this test binary is the child of
+/// `a_fault_outside_a_kernel_goes_to_rusts_handler_or_the_default_action`, which faults its own
+/// thread after a launch installed the runtime's handlers: `stack` by overflowing its stack,
+/// `wild` by reading an address nothing is mapped at.
+const FAULT_OUTSIDE_A_KERNEL: &str = "KDA_EMU_TEST_FAULT_OUTSIDE_A_KERNEL";
+
+/// Recurses `depth` times, each frame holding a page the optimizer cannot drop.
+fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth as u8; 4096]);
+    if depth == 0 { 0 } else { recurse(depth - 1) + u64::from(frame[0]) }
+}
+
+#[test]
+fn a_fault_outside_a_kernel_goes_to_rusts_handler_or_the_default_action() {
+    use std::os::unix::process::ExitStatusExt;
+
+    const NAME: &str = "a_fault_outside_a_kernel_goes_to_rusts_handler_or_the_default_action";
+    if let Ok(how) = std::env::var(FAULT_OUTSIDE_A_KERNEL) {
+        // The child: a launch installs the handlers and has one fault of a kernel's made its Err.
+        let output = faults_build();
+        let built = output.emulated.iter().find(|library| library.entry == "wrap").expect("the library");
+        // SAFETY: a library the emulated build wrote from the fixtures.
+        let library = unsafe { kda_emu::library::Library::open(built.path.to_str().expect("a UTF-8 path")) }
+            .unwrap_or_else(|error| panic!("{error}"));
+        let index = library.find("wrap").expect("the kernel is registered");
+        let mut out = [0u32; 32];
+        let (mut pointer, mut n, mut period) = (out.as_mut_ptr() as u64, 32u32, 0u32);
+        let args =
+            [((&raw mut pointer).cast(), 128), ((&raw mut n).cast(), 0), ((&raw mut period).cast(), 0)];
+        // SAFETY: as in `a_kernels_fault_fills_the_fault_record_with_its_kind_and_the_thread_its_message_names`.
+        let fault = unsafe { library.launch(index, &args, [1, 1, 1], [32, 1, 1], 0, 3) };
+        assert_eq!(fault.map_err(|fault| fault.kind), Err(FaultKind::Kernel));
+        match how.as_str() {
+            "stack" => eprintln!("{}", recurse(u64::MAX)),
+            // SAFETY: none: the read faults, which is what the child is for (its first page is
+            // never mapped; not null, which the read's debug check would refuse first).
+            _ => eprintln!("{}", unsafe { std::ptr::read_volatile(std::ptr::without_provenance::<u64>(8)) }),
+        }
+        return;
+    }
+    let child = |how: &str| {
+        std::process::Command::new(std::env::current_exe().expect("this test binary"))
+            .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+            .env(FAULT_OUTSIDE_A_KERNEL, how)
+            .output()
+            .expect("the test binary runs again")
+    };
+    // Rust's handler tells a stack overflow and aborts.
+    let overflow = child("stack");
+    let report = String::from_utf8_lossy(&overflow.stderr);
+    assert!(report.contains("has overflowed its stack"), "{:?}: {report}", overflow.status);
+    assert_eq!(overflow.status.signal(), Some(6), "{report}");
+    // Any other fault takes the default action, as without the runtime's handlers.
+    let wild = child("wild");
+    let report = String::from_utf8_lossy(&wild.stderr);
+    assert_eq!(wild.status.signal(), Some(11), "{:?}: {report}", wild.status);
 }
 
 #[test]
