@@ -2,6 +2,7 @@
 //! continuations (inside tokens too) and pp-numbers, into tokens that remember their line and
 //! the macro whose expansion made them.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,10 @@ impl Cursor<'_> {
     }
 
     fn peek(&mut self) -> Option<u8> {
+        let byte = *self.bytes.get(self.at)?;
+        if byte != b'\\' {
+            return Some(byte);
+        }
         self.skip_continuations();
         self.bytes.get(self.at).copied()
     }
@@ -86,9 +91,19 @@ impl Cursor<'_> {
 
     /// Moves past bytes while `keep` holds, appending them to `text`.
     fn take_while(&mut self, text: &mut Vec<u8>, keep: impl Fn(u8) -> bool) {
-        while let Some(byte) = self.peek().filter(|&byte| keep(byte)) {
-            text.push(byte);
-            self.at += 1;
+        loop {
+            // The bytes up to a `\` are taken in one run.
+            let rest = self.bytes.get(self.at..).unwrap_or_default();
+            let run = rest.iter().position(|&byte| byte == b'\\' || !keep(byte)).unwrap_or(rest.len());
+            text.extend_from_slice(&rest[..run]);
+            self.at += run;
+            match self.peek() {
+                Some(byte) if keep(byte) => {
+                    text.push(byte);
+                    self.at += 1;
+                }
+                _ => return,
+            }
         }
     }
 }
@@ -105,9 +120,16 @@ pub(super) const LONG_PUNCTS: &[&[u8]] =
 pub(super) fn lex(bytes: &[u8]) -> Vec<Token> {
     let mut cursor = Cursor { bytes, at: 0, line: 1 };
     let mut tokens = Vec::new();
+    // Each spelling is held once, however many tokens have it: a source of the same few words
+    // and punctuators over and over costs a token's size per token, not an allocation as well.
+    let mut spellings: HashSet<Rc<str>> = HashSet::new();
+    let mut text = Vec::new();
     let (mut space_before, mut line_start) = (false, true);
     while let Some(byte) = cursor.peek() {
-        match (byte, cursor.peek_second()) {
+        // Only a `/` needs the byte after it (asked of every byte, it slows the lexer by half).
+        let comment =
+            if byte == b'/' { cursor.peek_second().filter(|second| b"/*".contains(second)) } else { None };
+        match (byte, comment) {
             (b'\n', _) => {
                 cursor.bump();
                 (space_before, line_start) = (true, true);
@@ -116,13 +138,13 @@ pub(super) fn lex(bytes: &[u8]) -> Vec<Token> {
                 cursor.bump();
                 space_before = true;
             }
-            (b'/', Some(b'/')) => {
+            (_, Some(b'/')) => {
                 while cursor.peek().is_some_and(|byte| byte != b'\n') {
                     cursor.bump();
                 }
                 space_before = true;
             }
-            (b'/', Some(b'*')) => {
+            (_, Some(_)) => {
                 cursor.bump();
                 cursor.bump();
                 while let Some(byte) = cursor.bump() {
@@ -135,8 +157,17 @@ pub(super) fn lex(bytes: &[u8]) -> Vec<Token> {
             }
             _ => {
                 let line = cursor.line;
-                let (kind, text) = lex_token(&mut cursor);
-                let text: Rc<str> = String::from_utf8_lossy(&text).into();
+                text.clear();
+                let kind = lex_token(&mut cursor, &mut text);
+                let spelled = String::from_utf8_lossy(&text);
+                let text = match spellings.get(&*spelled) {
+                    Some(text) => text.clone(),
+                    None => {
+                        let text: Rc<str> = spelled.into();
+                        spellings.insert(text.clone());
+                        text
+                    }
+                };
                 tokens.push(Token { kind, text, line, space_before, line_start, origin: None, paste: false });
                 (space_before, line_start) = (false, false);
             }
@@ -146,21 +177,21 @@ pub(super) fn lex(bytes: &[u8]) -> Vec<Token> {
 }
 
 /// The token at the cursor, which is not whitespace.
-pub(super) fn lex_token(cursor: &mut Cursor<'_>) -> (Kind, Vec<u8>) {
-    let mut text = Vec::new();
-    let Some(first) = cursor.peek() else { return (Kind::Punct, text) };
+/// Its spelling is appended to `text`.
+fn lex_token(cursor: &mut Cursor<'_>, text: &mut Vec<u8>) -> Kind {
+    let Some(first) = cursor.peek() else { return Kind::Punct };
     if is_ident_byte(first) && !first.is_ascii_digit() {
-        cursor.take_while(&mut text, is_ident_byte);
+        cursor.take_while(text, is_ident_byte);
         return match (text.as_slice(), cursor.peek()) {
             (b"R" | b"u8R" | b"uR" | b"UR" | b"LR", Some(b'"')) => {
-                raw_string(cursor, &mut text);
-                (Kind::Literal, text)
+                raw_string(cursor, text);
+                Kind::Literal
             }
             (b"u8" | b"u" | b"U" | b"L", Some(quote @ (b'"' | b'\''))) => {
-                quoted(cursor, &mut text, quote);
-                (Kind::Literal, text)
+                quoted(cursor, text, quote);
+                Kind::Literal
             }
-            _ => (Kind::Ident, text),
+            _ => Kind::Ident,
         };
     }
     if first.is_ascii_digit() || (first == b'.' && cursor.peek_second().is_some_and(|b| b.is_ascii_digit())) {
@@ -175,22 +206,23 @@ pub(super) fn lex_token(cursor: &mut Cursor<'_>) -> (Kind, Vec<u8>) {
             text.push(byte);
             cursor.bump();
         }
-        return (Kind::Number, text);
+        return Kind::Number;
     }
     if matches!(first, b'"' | b'\'') {
-        quoted(cursor, &mut text, first);
-        return (Kind::Literal, text);
+        quoted(cursor, text, first);
+        return Kind::Literal;
     }
-    for punct in LONG_PUNCTS {
+    for punct in LONG_PUNCTS.iter().filter(|punct| punct[0] == first) {
         let (at, line) = (cursor.at, cursor.line);
         if punct.iter().all(|&byte| cursor.bump() == Some(byte)) {
-            return (Kind::Punct, punct.to_vec());
+            text.extend_from_slice(punct);
+            return Kind::Punct;
         }
         (cursor.at, cursor.line) = (at, line);
     }
     cursor.bump();
     text.push(first);
-    (Kind::Punct, text)
+    Kind::Punct
 }
 
 /// A string or character literal from its opening `quote` to its closing one, or to the end of

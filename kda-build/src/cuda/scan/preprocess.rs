@@ -306,9 +306,10 @@ impl<'r> Preprocessor<'r> {
     /// The macro `token` invokes, where it is one to expand here.
     fn definition(&self, token: &Token, active: &[Rc<str>]) -> Option<Rc<Macro>> {
         let name = token.ident()?;
+        let definition = self.macros.get(name)?;
         let within = self.nesting <= MAX_MACRO_DEPTH && self.expanded < MAX_EXPANDED_TOKENS;
         let recursive = active.iter().any(|active| &**active == name);
-        self.macros.get(name).filter(|_| within && !recursive).cloned()
+        (within && !recursive).then(|| definition.clone())
     }
 
     /// A function-like macro's `body` with its `params` replaced by `args`; `None` past the
