@@ -87,7 +87,7 @@ fn unknown_keys_are_reported_at_the_key() {
     assert_eq!(
         errors("[t]\ngemm = { module = \"gemm\", entry = \"e\", optinal = true }\n"),
         [
-            "k.toml:2:40: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`, `safety`, `variants`"
+            "k.toml:2:40: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`, `safety`, `variants`, `unlaunched`"
         ]
     );
 }
@@ -251,8 +251,8 @@ fn a_misspelt_key_and_a_missing_one_in_the_same_entry_are_both_reported() {
         [
             // In file order: the missing key is blamed on the entry's table, which comes first.
             "k.toml:2:8: entry `gemm`: missing field `entry`",
-            "k.toml:2:27: entry `gemm`: unknown field `entyr`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`, `safety`, `variants`",
-            "k.toml:2:54: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`, `safety`, `variants`",
+            "k.toml:2:27: entry `gemm`: unknown field `entyr`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`, `safety`, `variants`, `unlaunched`",
+            "k.toml:2:54: entry `gemm`: unknown field `optinal`, expected one of `module`, `entry`, `optional`, `doc`, `params`, `requires`, `safety`, `variants`, `unlaunched`",
         ]
     );
 }
