@@ -35,10 +35,12 @@ enum Command {
         manifest: Option<PathBuf>,
     },
     /// Builds the kernels for the emulator (AddressSanitizer + UBSan by default) and launches
-    /// every entry with `params` several times, at scalars and geometries its `requires` allow and
-    /// buffers of exactly their extents. Exits 1 if a launch fails: a read or write past a buffer
-    /// or a `__shared__` array, undefined behaviour, a barrier or warp collective some threads
-    /// miss. Needs a C++ compiler, no GPU and no nvcc.
+    /// every entry several times, at scalars and geometries its `requires` allow, buffers of
+    /// exactly their extents and drawn layouts for its `strided` ones, saying how many launches
+    /// each entry had. Exits 1 if a launch fails (a read or write past a buffer or a `__shared__`
+    /// array, undefined behaviour, a barrier or warp collective some threads miss), or if an entry
+    /// has no launch and its manifest entry does not say why (`unlaunched`, or a `safety`
+    /// condition). Needs a C++ compiler, no GPU and no nvcc.
     Emulate {
         /// The manifest (default: `kernels.toml` in the current directory).
         #[arg(long)]

@@ -322,7 +322,7 @@ enum Read {
 
 /// The arguments programs read: the scalars by position, the layouts uploaded so far at theirs,
 /// and a placeholder at any other buffer (no program reads it).
-fn arguments<'a>(scalars: &[Option<Scalar>], layouts: &'a [Option<ConstBuffer>]) -> Vec<KernelArg<'a>> {
+fn program_args<'a>(scalars: &[Option<Scalar>], layouts: &'a [Option<ConstBuffer>]) -> Vec<KernelArg<'a>> {
     scalars
         .iter()
         .enumerate()
@@ -334,6 +334,9 @@ fn arguments<'a>(scalars: &[Option<Scalar>], layouts: &'a [Option<ConstBuffer>])
         .collect()
 }
 
+/// One candidate launch: drawn, repaired until the requirements that read no layout hold, its
+/// layouts drawn; `None` where it is not kept (a requirement still broken, an extent that does not
+/// evaluate or is past the cap).
 fn candidate(
     signature: &Signature,
     values: &[u64],
@@ -351,7 +354,7 @@ fn candidate(
     // met or not by the layouts drawn for the scalars they keep.
     let mut repairs = 0;
     loop {
-        let args = arguments(&scalars, &[]);
+        let args = program_args(&scalars, &[]);
         let broken = signature.requires.iter().filter(|requirement| !reads_layout(requirement.program)).find(
             |requirement| {
                 signature::evaluate(requirement.program, &args, &geometry).map_or(true, |held| held == 0)
@@ -382,13 +385,13 @@ fn candidate(
             Read::Launch(dim) => set_dim(&mut geometry, dim, draw_dim(dim, values, rng)),
         }
     }
-    let layouts = draw_layouts(signature, layout_reads, &arguments(&scalars, &[]), &geometry, rng)?;
+    let layouts = draw_layouts(signature, layout_reads, &program_args(&scalars, &[]), &geometry, rng)?;
     let uploaded = layouts
         .iter()
         .map(|layout| layout.as_ref().map(|layout| layout.upload(host)).transpose())
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
-    let args = arguments(&scalars, &uploaded);
+    let args = program_args(&scalars, &uploaded);
     let layout_requirements_hold =
         signature.requires.iter().filter(|requirement| reads_layout(requirement.program)).all(
             |requirement| {
