@@ -439,14 +439,15 @@ fn deep_nesting_and_huge_inputs_are_errors_not_crashes() {
     assert_eq!(
         errors(&with_params(&format!("bf16 a[{deep}], u32 n"))),
         [
-            "k.toml:2:115: entry `g`: expression nested too deeply: at most 64 levels of parentheses and operators"
+            "k.toml:2:115: entry `g`: expression nested too deeply: at most 64 levels of parentheses, function calls and conditionals"
         ]
     );
+    // Located at the 513th `+`.
     let chain = format!("n{}", " + n".repeat(50_000));
     assert_eq!(
         errors(&with_params(&format!("bf16 a[{chain}], u32 n"))),
         [
-            "k.toml:2:309: entry `g`: expression nested too deeply: at most 64 levels of parentheses and operators"
+            "k.toml:2:2101: entry `g`: expression too long: more than 512 operators in a row (`a + b + c` has two)"
         ]
     );
     let digits = "9".repeat(100_000);

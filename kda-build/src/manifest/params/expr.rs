@@ -7,9 +7,22 @@ use std::ops::Range;
 use super::lex::{Tok, Token, shorten};
 use crate::manifest::{BinaryOp, CompareOp, Comparison, DType, Expr, LaunchDim, ScalarKind};
 
-/// The deepest nesting of parentheses and operators an expression may have: real extents use a
-/// handful, and the bound keeps every recursive walk (parse, resolve, drop) off the stack limit.
-pub(super) const MAX_DEPTH: u32 = 64;
+/// The deepest nesting of parentheses, function calls and conditionals an expression may have:
+/// real extents use a handful, and the bound keeps the parser's recursion off the stack limit.
+pub(super) const MAX_NESTING: u32 = 64;
+
+/// The most operators an expression may apply one after another (`a + b + c` applies two, one on
+/// the other's result): a flat sum of hundreds of terms is fine, and the bound keeps every walk of
+/// the expression's tree that recurses in its height (its postfix program, clone, comparison,
+/// drop) off the stack limit: at 512, a third of a megabyte in a debug build.
+pub(super) const MAX_CHAIN: u32 = 512;
+
+/// The most values the launch check's evaluator may hold at once for one expression. Its stack
+/// holds 128 (`STACK_DEPTH` in `kda_runtime::signature`), of which a requirement's comparison
+/// takes one for its left side while its right side is evaluated, and an `||` one for the
+/// alternatives before it. A left-associative chain holds 2; each operand that waits on a
+/// parenthesis, a call or a conditional on its right holds one more.
+pub(super) const MAX_STACK: u32 = 126;
 
 /// A problem at the bytes `span` of the string being parsed.
 #[derive(Debug)]
@@ -86,6 +99,8 @@ pub(super) struct Node<'s> {
     pub end: usize,
     /// Levels of operators below and including this node.
     height: u32,
+    /// The most values its postfix program holds at once.
+    stack: u32,
 }
 
 #[derive(Debug)]
@@ -124,24 +139,50 @@ impl<'s> Node<'s> {
     }
 
     fn leaf(kind: NodeKind<'s>, token: Token<'_>) -> Self {
-        Node { kind, start: token.start, end: token.end, height: 0 }
+        Node { kind, start: token.start, end: token.end, height: 0, stack: 1 }
     }
 
     fn binary(op: BinaryOp, op_token: Token<'_>, lhs: Node<'s>, rhs: Node<'s>) -> Result<Self, Problem> {
-        let height = lhs.height.max(rhs.height) + 1;
-        if height > MAX_DEPTH {
-            return Err(too_deep(op_token));
-        }
+        // The program evaluates `lhs`, then `rhs` with `lhs`'s value held.
+        let (height, stack) = within_bounds(op_token, &[(&lhs, 0), (&rhs, 1)])?;
         let (start, end) = (lhs.start, rhs.end);
         let kind = NodeKind::Binary { op, op_span: op_token.span(), lhs: Box::new(lhs), rhs: Box::new(rhs) };
-        Ok(Node { kind, start, end, height })
+        Ok(Node { kind, start, end, height, stack })
     }
+}
+
+/// The height and the stack of the node of `operator` over `operands`, each with how many values
+/// its program holds while the operand is evaluated; a problem at `operator` where they pass
+/// [`MAX_CHAIN`] or [`MAX_STACK`].
+fn within_bounds(operator: Token<'_>, operands: &[(&Node<'_>, u32)]) -> Result<(u32, u32), Problem> {
+    let height = operands.iter().map(|(node, _)| node.height).max().unwrap_or(0) + 1;
+    let stack = operands.iter().map(|(node, held)| node.stack + held).max().unwrap_or(1);
+    if height > MAX_CHAIN {
+        return Err(Problem::new(
+            operator.span(),
+            format!("expression too long: more than {MAX_CHAIN} operators in a row (`a + b + c` has two)"),
+        ));
+    }
+    if stack > MAX_STACK {
+        return Err(Problem::new(
+            operator.span(),
+            format!(
+                "expression nested too deeply: evaluating it would hold more than {MAX_STACK} values at once \
+                 (a left operand's value is held while a parenthesised, called or conditional right operand \
+                 is evaluated)"
+            ),
+        ));
+    }
+    Ok((height, stack))
 }
 
 fn too_deep(token: Token<'_>) -> Problem {
     Problem::new(
         token.span(),
-        format!("expression nested too deeply: at most {MAX_DEPTH} levels of parentheses and operators"),
+        format!(
+            "expression nested too deeply: at most {MAX_NESTING} levels of parentheses, function calls and \
+             conditionals"
+        ),
     )
 }
 
@@ -156,7 +197,7 @@ pub(super) fn parse_value<'s>(
     let lhs = parse_expr(cursor, depth, problems)?;
     let Some(op) = compare_op(cursor.peek()) else { return Ok(lhs) };
     let op_token = cursor.bump();
-    if depth >= MAX_DEPTH {
+    if depth >= MAX_NESTING {
         return Err(too_deep(op_token));
     }
     let rhs = parse_expr(cursor, depth + 1, problems)?;
@@ -168,17 +209,15 @@ pub(super) fn parse_value<'s>(
         .eat(":")
         .ok_or_else(|| Problem::expected("`:` between the two values of `c ? a : b`", cursor.peek()))?;
     let other = parse_value(cursor, depth + 1, problems)?;
-    let height = [&lhs, &rhs, &taken, &other].iter().map(|node| node.height).max().unwrap_or(0) + 1;
-    if height > MAX_DEPTH {
-        return Err(too_deep(op_token));
-    }
+    // The program evaluates the comparison (which leaves one value), then `taken`, then `other`.
+    let (height, stack) = within_bounds(op_token, &[(&lhs, 0), (&rhs, 1), (&taken, 1), (&other, 2)])?;
     let (start, end) = (lhs.start, other.end);
     let kind = NodeKind::Select {
         condition: Box::new((lhs, op, rhs)),
         taken: Box::new(taken),
         other: Box::new(other),
     };
-    Ok(Node { kind, start, end, height })
+    Ok(Node { kind, start, end, height, stack })
 }
 
 /// The comparison `token` spells, if it is one.
@@ -255,7 +294,7 @@ fn parse_atom<'s>(
         Tok::Ident(function)
             if cursor.peek_second().is("(") && FUNCTIONS.iter().any(|(f, _)| *f == function) =>
         {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_NESTING {
                 return Err(too_deep(token));
             }
             let op = FUNCTIONS.iter().find(|(f, _)| *f == function).map_or(BinaryOp::Cdiv, |(_, op)| *op);
@@ -274,7 +313,7 @@ fn parse_atom<'s>(
             Ok(node)
         }
         Tok::Ident("strided") if cursor.peek_second().is("(") => {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_NESTING {
                 return Err(too_deep(token));
             }
             cursor.bump();
@@ -292,10 +331,10 @@ fn parse_atom<'s>(
             };
             let close =
                 cursor.eat(")").ok_or_else(|| Problem::expected("`)` to close `strided(`", cursor.peek()))?;
-            let height = rank.height + 1;
+            let (height, stack) = within_bounds(token, &[(&rank, 0)])?;
             let kind =
                 NodeKind::Strided { layout, layout_span: layout_token.span(), rank: Box::new(rank), part };
-            Ok(Node { kind, start: token.start, end: close.end, height })
+            Ok(Node { kind, start: token.start, end: close.end, height, stack })
         }
         Tok::Ident(name) if cursor.peek_second().is(".") => {
             cursor.bump();
@@ -309,7 +348,13 @@ fn parse_atom<'s>(
                     cursor.peek(),
                 ));
             };
-            let node = Node { kind: NodeKind::Invalid, start: token.start, end: axis_token.end, height: 0 };
+            let node = Node {
+                kind: NodeKind::Invalid,
+                start: token.start,
+                end: axis_token.end,
+                height: 0,
+                stack: 1,
+            };
             match launch_dim(name, axis) {
                 Some(dim) => Ok(Node { kind: NodeKind::Launch(dim), ..node }),
                 None => {
@@ -331,7 +376,7 @@ fn parse_atom<'s>(
             Ok(Node::leaf(NodeKind::Name(name), token))
         }
         Tok::Punct("(") => {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_NESTING {
                 return Err(too_deep(token));
             }
             cursor.bump();
@@ -437,6 +482,8 @@ struct Resolver<'r, 'a> {
 }
 
 impl Resolver<'_, '_> {
+    /// Each kind of node in a method of its own, so that the frame of `node`, which recurses at
+    /// each parenthesis, call and conditional, holds only what every kind needs.
     fn node(&mut self, node: &Node<'_>) -> (Option<Expr>, Fold) {
         let span = node.start..node.end;
         match &node.kind {
@@ -444,53 +491,80 @@ impl Resolver<'_, '_> {
             NodeKind::Invalid => (None, Fold::Failed),
             NodeKind::Launch(dim) => (Some(Expr::Launch(*dim)), Fold::Unknown),
             NodeKind::Name(name) => self.name(name, span),
-            NodeKind::Binary { op, op_span, lhs, rhs } => {
-                let (lhs_expr, lhs_fold) = self.node(lhs);
-                let (rhs_expr, rhs_fold) = self.node(rhs);
-                let fold = self.fold(*op, op_span.clone(), span, lhs_fold, rhs_fold);
-                let expr = lhs_expr.zip(rhs_expr).map(|(lhs, rhs)| Expr::Binary {
-                    op: *op,
-                    lhs: Box::new(lhs),
-                    rhs: Box::new(rhs),
-                });
-                (expr, fold)
-            }
+            NodeKind::Binary { .. } => self.chain(node),
             NodeKind::Strided { layout, layout_span, rank, part } => {
-                let (rank, rank_fold) = self.node(rank);
-                let layout = self.layout(layout, layout_span.clone());
-                let failed = layout.is_none() || matches!(rank_fold, Fold::Failed);
-                let expr = layout.zip(rank).map(|((layout, index), rank)| Expr::Strided {
-                    layout,
-                    index,
-                    rank: Box::new(rank),
-                    part: *part,
-                });
-                (expr, if failed { Fold::Failed } else { Fold::Unknown })
+                self.strided(layout, layout_span, rank, *part)
             }
-            NodeKind::Select { condition, taken, other } => {
-                let (lhs, op, rhs) = &**condition;
-                let (lhs, lhs_fold) = self.node(lhs);
-                let (rhs, rhs_fold) = self.node(rhs);
-                let (taken, taken_fold) = self.node(taken);
-                let (other, other_fold) = self.node(other);
-                let fold = match (lhs_fold, rhs_fold) {
-                    (Fold::Failed, _) | (_, Fold::Failed) => Fold::Failed,
-                    (Fold::Known(a), Fold::Known(b)) if op.holds(a, b) => taken_fold,
-                    (Fold::Known(_), Fold::Known(_)) => other_fold,
-                    _ if matches!(taken_fold, Fold::Failed) || matches!(other_fold, Fold::Failed) => {
-                        Fold::Failed
-                    }
-                    _ => Fold::Unknown,
-                };
-                let condition = lhs.zip(rhs).map(|(lhs, rhs)| Box::new(Comparison { lhs, op: *op, rhs }));
-                let expr = condition.zip(taken.zip(other)).map(|(condition, (taken, other))| Expr::Select {
-                    condition,
-                    taken: Box::new(taken),
-                    other: Box::new(other),
-                });
-                (expr, fold)
-            }
+            NodeKind::Select { condition, taken, other } => self.select(condition, taken, other),
         }
+    }
+
+    /// A chain of operators, `((a op b) op c) op ...`, resolved along its left operands in a loop:
+    /// a flat sum of hundreds of terms takes one frame, not one per operator.
+    fn chain(&mut self, node: &Node<'_>) -> (Option<Expr>, Fold) {
+        let mut operators = Vec::new();
+        let mut leftmost = node;
+        while let NodeKind::Binary { op, op_span, lhs, rhs } = &leftmost.kind {
+            operators.push((*op, op_span, &**rhs, leftmost.start..leftmost.end));
+            leftmost = lhs;
+        }
+        let (mut expr, mut fold) = self.node(leftmost);
+        for (op, op_span, rhs, span) in operators.into_iter().rev() {
+            let (rhs_expr, rhs_fold) = self.node(rhs);
+            fold = self.fold(op, op_span.clone(), span, fold, rhs_fold);
+            expr = expr.zip(rhs_expr).map(|(lhs, rhs)| Expr::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            });
+        }
+        (expr, fold)
+    }
+
+    fn strided(
+        &mut self,
+        layout: &str,
+        layout_span: &Range<usize>,
+        rank: &Node<'_>,
+        part: u16,
+    ) -> (Option<Expr>, Fold) {
+        let (rank, rank_fold) = self.node(rank);
+        let layout = self.layout(layout, layout_span.clone());
+        let failed = layout.is_none() || matches!(rank_fold, Fold::Failed);
+        let expr = layout.zip(rank).map(|((layout, index), rank)| Expr::Strided {
+            layout,
+            index,
+            rank: Box::new(rank),
+            part,
+        });
+        (expr, if failed { Fold::Failed } else { Fold::Unknown })
+    }
+
+    fn select(
+        &mut self,
+        condition: &(Node<'_>, CompareOp, Node<'_>),
+        taken: &Node<'_>,
+        other: &Node<'_>,
+    ) -> (Option<Expr>, Fold) {
+        let (lhs, op, rhs) = condition;
+        let (lhs, lhs_fold) = self.node(lhs);
+        let (rhs, rhs_fold) = self.node(rhs);
+        let (taken, taken_fold) = self.node(taken);
+        let (other, other_fold) = self.node(other);
+        let fold = match (lhs_fold, rhs_fold) {
+            (Fold::Failed, _) | (_, Fold::Failed) => Fold::Failed,
+            (Fold::Known(a), Fold::Known(b)) if op.holds(a, b) => taken_fold,
+            (Fold::Known(_), Fold::Known(_)) => other_fold,
+            _ if matches!(taken_fold, Fold::Failed) || matches!(other_fold, Fold::Failed) => Fold::Failed,
+            _ => Fold::Unknown,
+        };
+        let condition = lhs.zip(rhs).map(|(lhs, rhs)| Box::new(Comparison { lhs, op: *op, rhs }));
+        let expr = condition.zip(taken.zip(other)).map(|(condition, (taken, other))| Expr::Select {
+            condition,
+            taken: Box::new(taken),
+            other: Box::new(other),
+        });
+        (expr, fold)
     }
 
     fn name(&mut self, name: &str, span: Range<usize>) -> (Option<Expr>, Fold) {
@@ -628,4 +702,140 @@ fn strides_part(cursor: &mut Cursor<'_, '_>) -> Result<u16, Problem> {
     })?;
     cursor.bump();
     Ok(part)
+}
+
+#[cfg(test)]
+mod tests {
+    use kda_types::Op;
+
+    use super::{MAX_CHAIN, MAX_NESTING, MAX_STACK};
+    use crate::Manifest;
+    use crate::manifest::ParamType;
+
+    /// The values the launch check's evaluator holds (`STACK_DEPTH` in `kda_runtime::signature`).
+    const EVALUATOR_STACK: usize = 128;
+
+    /// A one-entry manifest whose extent of `a` starts at line 2, column 58 (byte `i` of `extent`
+    /// is column `58 + i`), with `requires`.
+    fn manifest(extent: &str, requires: &[&str]) -> Result<Manifest, Vec<String>> {
+        let requires: Vec<String> = requires.iter().map(|text| format!("\"{text}\"")).collect();
+        let text = format!(
+            "[t]\ng = {{ module = \"m\", entry = \"e\", params = \"u32 n, bf16 a[{extent}]\", requires = [{}] }}\n",
+            requires.join(", ")
+        );
+        Manifest::parse("k.toml", &text)
+            .map_err(|error| error.diagnostics.iter().map(|d| d.render(&error.file)).collect())
+    }
+
+    /// The most values `program` holds at once, evaluated as the launch check does.
+    fn stack_of(program: &[Op]) -> usize {
+        let (mut held, mut most) = (0usize, 0);
+        for op in program {
+            held = match op {
+                Op::Literal(_) | Op::Scalar(_) | Op::Launch(_) => held + 1,
+                Op::Strided(..) => held,
+                Op::Select => held.saturating_sub(2),
+                _ => held.saturating_sub(1),
+            };
+            most = most.max(held);
+        }
+        most
+    }
+
+    /// The stacks of the programs of the extent of `a` and of each requirement.
+    fn stacks(manifest: &Manifest) -> (usize, Vec<usize>) {
+        let entry = &manifest.tables[0].entries[0];
+        let extent = entry.params.iter().flatten().find_map(|param| match &param.ty {
+            ParamType::Buffer { extent, .. } => Some(stack_of(&extent.program())),
+            ParamType::Scalar(_) => None,
+        });
+        let requires = entry.requires.iter().map(|requirement| stack_of(&requirement.program())).collect();
+        (extent.unwrap_or_default(), requires)
+    }
+
+    /// `n < 1 ? n : n < 1 ? n : ... n`, `levels` conditionals, each the other's `:` side.
+    fn conditionals(levels: usize) -> String {
+        format!("{}n", "n < 1 ? n : ".repeat(levels))
+    }
+
+    #[test]
+    fn a_flat_sum_of_200_terms_holds_two_values_and_is_accepted() {
+        let sum = vec!["n"; 200].join(" + ");
+        let manifest =
+            manifest(&sum, &[&format!("{sum} >= 1")]).unwrap_or_else(|errors| panic!("{errors:?}"));
+        assert_eq!(stacks(&manifest), (2, vec![2]));
+    }
+
+    #[test]
+    fn nesting_is_refused_at_the_parenthesis_past_the_limit() {
+        let deep = format!("{}n{}", "(".repeat(200), ")".repeat(200));
+        assert_eq!(
+            manifest(&deep, &[]).unwrap_err(),
+            [format!(
+                "k.toml:2:{}: entry `g`: expression nested too deeply: at most {MAX_NESTING} levels of parentheses, \
+                 function calls and conditionals",
+                58 + MAX_NESTING
+            )]
+        );
+        let nested_sum = format!("{}n{}", "n + (".repeat(200), ")".repeat(200));
+        let refused = manifest(&nested_sum, &[]).unwrap_err();
+        assert!(refused[0].contains("nested too deeply: at most 64 levels"), "{refused:?}");
+    }
+
+    #[test]
+    fn a_chain_past_the_limit_is_refused_at_its_first_operator_past_it() {
+        let accepted = vec!["n"; MAX_CHAIN as usize + 1].join(" + ");
+        assert!(manifest(&accepted, &[]).is_ok());
+        let refused = format!("{accepted} + n");
+        // The chain's operators are at bytes 2, 6, 10, ...
+        assert_eq!(
+            manifest(&refused, &[]).unwrap_err(),
+            [format!(
+                "k.toml:2:{}: entry `g`: expression too long: more than {MAX_CHAIN} operators in a row (`a + b + c` \
+                 has two)",
+                58 + 2 + 4 * MAX_CHAIN
+            )]
+        );
+    }
+
+    #[test]
+    fn the_deepest_expressions_accepted_fit_the_launch_checks_stack() {
+        // Each conditional holds two values while its `:` side is evaluated: 2 × 62 + 1.
+        let deepest = conditionals(62);
+        let manifest_62 = manifest(&deepest, &[]).unwrap_or_else(|errors| panic!("{errors:?}"));
+        assert_eq!(stacks(&manifest_62).0, MAX_STACK as usize - 1);
+        let refused = manifest(&conditionals(63), &[]).unwrap_err();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].starts_with(&format!(
+                "k.toml:2:60: entry `g`: expression nested too deeply: evaluating it would hold more than {MAX_STACK} values"
+            )),
+            "{refused:?}"
+        );
+        // A requirement's right side holding MAX_STACK values, after an alternative and its own
+        // left side: the evaluator's whole stack.
+        let widest = format!("n == n + ({deepest})");
+        let manifest =
+            manifest("n", &[&format!("{widest} || {widest}")]).unwrap_or_else(|errors| panic!("{errors:?}"));
+        assert_eq!(stacks(&manifest).1, [EVALUATOR_STACK]);
+    }
+
+    #[test]
+    fn the_longest_chain_accepted_is_walked_within_half_a_test_threads_stack() {
+        let walked = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(|| {
+                let sum = vec!["n"; MAX_CHAIN as usize + 1].join(" + ");
+                let manifest =
+                    manifest(&sum, &[&format!("{sum} >= 1")]).unwrap_or_else(|errors| panic!("{errors:?}"));
+                let copy = manifest.clone();
+                assert_eq!(copy, manifest);
+                assert!(format!("{manifest:?}").len() > sum.len());
+                stacks(&manifest)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(walked, (2, vec![2]));
+    }
 }
