@@ -14,6 +14,10 @@ use kda_build::cuda::emulation::Emulation;
 use kda_build::cuda::{BuildOutput, KernelBuild, Nvcc};
 use kda_cli::census::{self, Census};
 
+/// Hostile folders: sources that made the scan quadratic, includes that leave the folder.
+#[path = "census/hostile.rs"]
+mod hostile;
+
 fn library() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/census/library")
 }

@@ -12,8 +12,9 @@
 //!
 //! The census reads folders it need not trust: a quoted `#include` is read only where it stays
 //! inside the folder (or an include folder its user names), only regular files are read, and at
-//! most [`MAX_TOTAL_BYTES`](kda_build::cuda::scan::MAX_TOTAL_BYTES) in all. An include it does not read is listed under the file
-//! whose scan met it, with its line and why. Its time is linear in the bytes it reads.
+//! most [`MAX_TOTAL_BYTES`](kda_build::cuda::scan::MAX_TOTAL_BYTES) in all. An include it does
+//! not read is listed with its line and why, under the file that has it (or the first that
+//! includes that file). Its time is linear in the bytes it reads.
 
 pub mod ctype;
 pub mod draft;
@@ -81,14 +82,20 @@ impl Census {
         sources(folder, 0, &mut paths)?;
         paths.sort();
         let mut reader = SourceReader::within(folder, include_dirs)?;
+        // An include not read is listed under the file that has it, where the census lists that
+        // file, else once, under the first file whose scan met it.
+        let listed: HashSet<PathBuf> = paths.iter().map(|path| as_included(path)).collect();
         let mut shown = HashSet::new();
         let files = paths
             .iter()
             .map(|path| {
                 let mut file = FileCensus::of(folder, path, &mut reader);
-                file.unread.retain(|unread| {
-                    let header = unread.header.clone().unwrap_or_else(|| path.clone());
-                    shown.insert((header, unread.line, unread.path.clone()))
+                file.unread.retain(|unread| match &unread.header {
+                    None => true,
+                    Some(header) => {
+                        !listed.contains(header)
+                            && shown.insert((header.clone(), unread.line, unread.path.clone()))
+                    }
                 });
                 file
             })
@@ -203,6 +210,16 @@ impl FileCensus {
             Err(error) => (Vec::new(), Vec::new(), Some(error.to_string())),
         };
         FileCensus { path: slashed(relative), module, kernels, unread, error }
+    }
+}
+
+/// The path of the source at `path` as a scan names a header it includes: its folder's canonical
+/// path, then its name.
+fn as_included(path: &Path) -> PathBuf {
+    let folder = path.parent().and_then(|folder| std::fs::canonicalize(folder).ok());
+    match (folder, path.file_name()) {
+        (Some(folder), Some(name)) => folder.join(name),
+        _ => path.to_owned(),
     }
 }
 

@@ -72,12 +72,26 @@ impl SourceReader {
         Ok(SourceReader { roots: Some(roots), search, budget: MAX_TOTAL_BYTES })
     }
 
+    /// The reader with `bytes` left to read, for tests of what it does once they are read.
+    #[cfg(test)]
+    pub(super) fn with_budget(self, bytes: u64) -> SourceReader {
+        SourceReader { budget: bytes, ..self }
+    }
+
     /// Scans the source at `path` with the headers it includes with `#include "..."` that this
-    /// reader reads. Only reading `path` itself can fail.
+    /// reader reads. Only reading `path` itself can fail; where the reader reads only inside its
+    /// folders, so does a source that is a link to a file outside them.
     pub fn scan_file(&mut self, path: &Path) -> io::Result<SourceScan> {
-        let bytes = self.read(path).map_err(|why| io::Error::other(why.to_string()))?;
+        let refused = |why: Unread| io::Error::other(why.to_string());
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        if let Some(roots) = &self.roots
+            && !roots.iter().any(|root| canonical.starts_with(root))
+        {
+            return Err(refused(Unread::Outside));
+        }
+        let bytes = self.read(path).map_err(refused)?;
         let mut preprocessor = Preprocessor::new(self);
-        preprocessor.included.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()));
+        preprocessor.included.insert(canonical);
         let tokens = preprocessor.run(lex(&bytes), Some(path), 0);
         Ok(preprocessor.finish(&tokens))
     }

@@ -180,6 +180,60 @@ fn a_macro_that_grows_without_bound_costs_bounded_time() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
 
+/// Sources of `n` repetitions of what made a scan walk to the end of the source (or of a list)
+/// from each repetition, each followed by one kernel: name, source.
+fn quadratic_before(n: usize) -> Vec<(&'static str, String)> {
+    let last = "\n;extern \"C\" __global__ void last(int n) {}\n";
+    vec![
+        // The declaration's prefix was read back to the last `;` from each `__global__`.
+        ("`__global__` with no `;`, `{` or `}`", format!("{}{last}", "__global__ ".repeat(n))),
+        ("one `template <` before them", format!("template < {}{last}", "__global__ ".repeat(n))),
+        // A bracket was matched by a walk to the end of the source.
+        ("open parameter lists", format!("{}{last}", "__global__ void k( ".repeat(n))),
+        ("open template arguments", format!("{}{last}", "__global__ void k< ".repeat(n))),
+        ("open attributes", format!("{}{last}", "__global__ __launch_bounds__( ".repeat(n))),
+        // A macro's arguments were collected by a walk to the end of the source.
+        ("open macro calls", format!("#define F(x) x\n{}{last}", "F ( ".repeat(n))),
+        // Whether a token is read asked every open `#if`, and a kernel's linkage every open brace.
+        ("open `#if`s", format!("{}{last}{}", "#ifdef X\n".repeat(n), "int x;\n".repeat(n))),
+        ("open braces", format!("{}{}{last}", "{\n".repeat(n), "__global__ void k(int n) {}\n".repeat(n))),
+        // A `##` run was spelled and lexed anew at each `##`; `#x` spelled its argument at each use.
+        ("a long `##` run", format!("#define P x{}\nP{last}", " ## x".repeat(n))),
+        ("`#x` used often", format!("#define S(x) {}\nS({}){last}", "#x ".repeat(n / 10), "a ".repeat(n))),
+    ]
+}
+
+#[test]
+fn sources_that_made_the_scan_quadratic_scan_in_linear_time() {
+    // Each took minutes at this length in a debug build, and takes well under a second.
+    for (what, source) in quadratic_before(100_000) {
+        let started = std::time::Instant::now();
+        let scan = scan_source(source.as_bytes());
+        let found: Vec<&str> = scan.kernels.iter().map(|kernel| kernel.name.as_str()).collect();
+        assert_eq!(found.last(), Some(&"last"), "{what}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{what}: {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_reader_reads_its_budget_of_bytes_and_lists_the_headers_past_it() {
+    let dir = std::env::temp_dir().join(format!("kda-scan-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = "#include \"big.cuh\"\n#include \"small.cuh\"\nKERNEL(k)\n";
+    std::fs::write(dir.join("main.cu"), source).unwrap();
+    std::fs::write(dir.join("big.cuh"), format!("// {}\n", "x".repeat(200))).unwrap();
+    std::fs::write(dir.join("small.cuh"), "#define KERNEL(N) extern \"C\" __global__ void N() {}\n").unwrap();
+    let mut reader = SourceReader::within(&dir, &[]).unwrap().with_budget(source.len() as u64 + 100);
+    let scan = reader.scan_file(&dir.join("main.cu")).unwrap();
+    let unread: Vec<_> =
+        scan.unread.iter().map(|unread| (unread.line, unread.path.as_str(), &unread.why)).collect();
+    assert_eq!(unread, [(1, "big.cuh", &Unread::OverBudget)]);
+    assert_eq!(scan.kernels.len(), 1, "small.cuh, within the budget, was read");
+    let spent = reader.scan_file(&dir.join("main.cu")).unwrap_err();
+    assert!(spent.to_string().starts_with("past the 64 MiB"), "{spent}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Pieces of C, CUDA and preprocessor text that a mutation splices anywhere.
 const PIECES: &[&str] = &[
     "#define F(a, ...) a##__VA_ARGS__ #a\n",
