@@ -965,7 +965,11 @@ class LaunchMemory {
     std::string prepare(const std::vector<ParamLayout>& layouts, void* const* args, const unsigned long long*,
                         unsigned dynamic_bytes) {
         pointers_.assign(args, args + layouts.size());
-        if (dynamic_bytes > 0 && posix_memalign(&storage_, kDynamicSharedAlignment, dynamic_bytes) != 0)
+        // Allocated for none too: an `extern __shared__` array is a reference to this memory, which
+        // must not be bound to null (UBSan reports that, although a kernel given no dynamic shared
+        // memory never reads it), and the sanitizers' allocation of zero bytes is a unique address
+        // every access through which they report.
+        if (posix_memalign(&storage_, kDynamicSharedAlignment, dynamic_bytes) != 0)
             return format("allocate %u bytes of dynamic shared memory", dynamic_bytes);
         dynamic = DynamicShared{static_cast<unsigned char*>(storage_), dynamic_bytes};
         return "";
