@@ -2,7 +2,6 @@
 //! continuations (inside tokens too) and pp-numbers, into tokens that remember their line and
 //! the macro whose expansion made them.
 
-use std::collections::HashSet;
 use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,9 +119,10 @@ pub(super) const LONG_PUNCTS: &[&[u8]] =
 pub(super) fn lex(bytes: &[u8]) -> Vec<Token> {
     let mut cursor = Cursor { bytes, at: 0, line: 1 };
     let mut tokens = Vec::new();
-    // Each spelling is held once, however many tokens have it: a source of the same few words
-    // and punctuators over and over costs a token's size per token, not an allocation as well.
-    let mut spellings: HashSet<Rc<str>> = HashSet::new();
+    // Each one-byte spelling (most punctuators) is held once, however many tokens have it: a
+    // source of `;` or NUL bytes over and over costs a token's size per byte, not an allocation
+    // as well. (Holding every spelling once, in a hash set, costs more time than it saves.)
+    let mut single_bytes: Vec<Option<Rc<str>>> = vec![None; 256];
     let mut text = Vec::new();
     let (mut space_before, mut line_start) = (false, true);
     while let Some(byte) = cursor.peek() {
@@ -159,14 +159,11 @@ pub(super) fn lex(bytes: &[u8]) -> Vec<Token> {
                 let line = cursor.line;
                 text.clear();
                 let kind = lex_token(&mut cursor, &mut text);
-                let spelled = String::from_utf8_lossy(&text);
-                let text = match spellings.get(&*spelled) {
-                    Some(text) => text.clone(),
-                    None => {
-                        let text: Rc<str> = spelled.into();
-                        spellings.insert(text.clone());
-                        text
-                    }
+                let text: Rc<str> = match text.as_slice() {
+                    [byte] => single_bytes[usize::from(*byte)]
+                        .get_or_insert_with(|| String::from_utf8_lossy(&text).into())
+                        .clone(),
+                    _ => String::from_utf8_lossy(&text).into(),
                 };
                 tokens.push(Token { kind, text, line, space_before, line_start, origin: None, paste: false });
                 (space_before, line_start) = (false, false);

@@ -2,7 +2,7 @@
 //! expanded with `#` and `##`, trivial `#if`s evaluated and every other branch read, quoted
 //! headers read for their macros and types.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -10,7 +10,7 @@ use super::brackets::Closes;
 use super::declarations::{declared_types, kernels};
 use super::lex::{Kind, Token, lex};
 use super::reader::SourceReader;
-use super::{MAX_EXPANDED_TOKENS, MAX_INCLUDE_DEPTH, MAX_MACRO_DEPTH, SourceScan, UnreadInclude};
+use super::{MAX_EXPANDED_TOKENS, MAX_INCLUDE_DEPTH, MAX_MACRO_DEPTH, SourceScan, TypeDecl, UnreadInclude};
 
 /// The words a scan reads as declarations, which a `#define` does not change.
 const DECLARATION_KEYWORDS: &[&str] = &[
@@ -110,8 +110,9 @@ pub(super) struct Preprocessor<'r> {
     /// The quoted includes met, by their includer's folder and the path written: each is located
     /// once, however often it is written.
     tried: HashSet<(PathBuf, Rc<str>)>,
-    /// The expanded tokens of every included header: read for their types, not their kernels.
-    headers: Vec<Token>,
+    /// The types the included headers declare, each header's read as soon as it is (its kernels
+    /// are not the scan's), so that no header's tokens are held past its reading.
+    header_types: BTreeMap<String, TypeDecl>,
     /// The quoted includes not read.
     unread: Vec<UnreadInclude>,
 }
@@ -125,7 +126,7 @@ impl<'r> Preprocessor<'r> {
             nesting: 0,
             included: HashSet::new(),
             tried: HashSet::new(),
-            headers: Vec::new(),
+            header_types: BTreeMap::new(),
             unread: Vec::new(),
         }
     }
@@ -134,25 +135,32 @@ impl<'r> Preprocessor<'r> {
     /// as read, beside which its quoted includes are, and `includes` how many includes deep it
     /// is.
     pub(super) fn run(&mut self, tokens: Vec<Token>, file: Option<&Path>, includes: usize) -> Vec<Token> {
-        let mut out = Vec::new();
-        let mut pending = Vec::new();
+        // As many as come in, most often: reserved at once, not doubled through copies of it.
+        let mut out = Vec::with_capacity(tokens.len());
         let mut conditionals = Conditionals::default();
-        let mut tokens = tokens.into_iter().peekable();
-        while let Some(token) = tokens.next() {
+        // Where the tokens since the last directive start: they are read or skipped together, as
+        // only a directive changes which branch is read.
+        let mut since_directive = 0;
+        let mut at = 0;
+        while let Some(token) = tokens.get(at) {
             if !(token.line_start && token.is("#")) {
-                if conditionals.live() {
-                    pending.push(token);
-                }
+                at += 1;
                 continue;
             }
-            let mut directive = Vec::new();
-            while let Some(token) = tokens.next_if(|token| !token.line_start) {
-                directive.push(token);
+            if conditionals.live() {
+                self.expand(&tokens[since_directive..at], &mut Vec::new(), &mut out);
             }
-            self.expand(&std::mem::take(&mut pending), &mut Vec::new(), &mut out);
-            self.directive(&directive, &mut conditionals, file, includes);
+            let name = at + 1;
+            at = name;
+            while tokens.get(at).is_some_and(|token| !token.line_start) {
+                at += 1;
+            }
+            self.directive(&tokens[name..at], &mut conditionals, file, includes);
+            since_directive = at;
         }
-        self.expand(&pending, &mut Vec::new(), &mut out);
+        if conditionals.live() {
+            self.expand(&tokens[since_directive..], &mut Vec::new(), &mut out);
+        }
         out
     }
 
@@ -211,7 +219,7 @@ impl<'r> Preprocessor<'r> {
                 match self.reader.read(&path) {
                     Ok(bytes) => {
                         let tokens = self.run(lex(&bytes), Some(&path), includes + 1);
-                        self.headers.extend(tokens);
+                        self.header_types.extend(declared_types(&tokens));
                         return;
                     }
                     Err(why) => why,
@@ -376,7 +384,7 @@ impl<'r> Preprocessor<'r> {
 
     /// What the scan found, once the source's tokens are read.
     pub(super) fn finish(self, tokens: &[Token]) -> SourceScan {
-        let mut types = declared_types(&self.headers);
+        let mut types = self.header_types;
         types.extend(declared_types(tokens));
         SourceScan { kernels: kernels(tokens), types, unread: self.unread }
     }
