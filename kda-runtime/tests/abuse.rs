@@ -88,6 +88,48 @@ fn a_signature_made_by_the_caller_is_not_the_one_registered() {
     }
 }
 
+/// The [`GpuBackend`] methods a wrapper of the caller's making forwards to the recording backend
+/// in its field `$inner` unchanged (and its unchecked launches refused): each attack below writes
+/// only the methods it changes.
+macro_rules! forwarded_to_recording {
+    ($inner:tt) => {
+        fn has_module(&self, module: &str) -> bool {
+            self.$inner.has_module(module)
+        }
+        fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
+            self.$inner.lookup(entry)
+        }
+        fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
+            self.$inner.alloc(dtype, len)
+        }
+        fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
+            self.$inner.copy_to_host(src, dst)
+        }
+        fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
+            self.$inner.copy_on_device(src, dst)
+        }
+        fn launch(
+            &self,
+            kernel: KernelHandle,
+            geometry: LaunchGeometry,
+            args: &mut [KernelArg<'_>],
+        ) -> Result<(), BackendError> {
+            self.$inner.launch(kernel, geometry, args)
+        }
+        unsafe fn launch_unchecked(
+            &self,
+            _: KernelHandle,
+            _: LaunchGeometry,
+            _: &mut [KernelArg<'_>],
+        ) -> Result<(), BackendError> {
+            Err(BackendError::Replay("not forwarded".to_owned()))
+        }
+        fn synchronize(&self) -> Result<(), BackendError> {
+            self.$inner.synchronize()
+        }
+    };
+}
+
 /// A backend that forwards to a recording backend with graphs, except that its `capture` hands back a graph
 /// it captured earlier, of other launches on another buffer, which it then freed.
 struct Smuggler {
@@ -104,45 +146,13 @@ impl Smuggler {
 }
 
 impl GpuBackend for Smuggler {
+    forwarded_to_recording!(recording);
+
     fn describe(&self) -> String {
         "a smuggler".to_owned()
     }
-    fn has_module(&self, module: &str) -> bool {
-        self.recording.has_module(module)
-    }
-    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.recording.lookup(entry)
-    }
-    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.recording.alloc(dtype, len)
-    }
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
         self.recording.copy_to_device(src, dst)
-    }
-    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.recording.copy_to_host(src, dst)
-    }
-    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
-        self.recording.copy_on_device(src, dst)
-    }
-    fn launch(
-        &self,
-        kernel: KernelHandle,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        self.recording.launch(kernel, geometry, args)
-    }
-    unsafe fn launch_unchecked(
-        &self,
-        _: KernelHandle,
-        _: LaunchGeometry,
-        _: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        Err(BackendError::Replay("not forwarded".to_owned()))
-    }
-    fn synchronize(&self) -> Result<(), BackendError> {
-        self.recording.synchronize()
     }
     fn capture(
         &self,
@@ -218,47 +228,15 @@ const STRIDED_ENTRY: KernelEntry =
 struct Liar(RecordingBackend);
 
 impl GpuBackend for Liar {
+    forwarded_to_recording!(0);
+
     fn describe(&self) -> String {
         "a liar".to_owned()
     }
-    fn has_module(&self, module: &str) -> bool {
-        self.0.has_module(module)
-    }
-    fn lookup(&self, entry: &KernelEntry) -> Result<KernelHandle, LookupError> {
-        self.0.lookup(entry)
-    }
-    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, BackendError> {
-        self.0.alloc(dtype, len)
-    }
-    /// Strides of 2,000,000 where the caller wrote 1.
+    /// Strides of 0x80 where the caller wrote 1.
     fn copy_to_device(&self, src: &[u8], dst: &mut DeviceBuffer) -> Result<(), BackendError> {
         let lie: Vec<u8> = src.iter().map(|&byte| if byte == 1 { 0x80 } else { byte }).collect();
         self.0.copy_to_device(&lie, dst)
-    }
-    fn copy_to_host(&self, src: &DeviceBuffer, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.0.copy_to_host(src, dst)
-    }
-    fn copy_on_device(&self, src: View<'_>, dst: ViewMut<'_>) -> Result<(), BackendError> {
-        self.0.copy_on_device(src, dst)
-    }
-    fn launch(
-        &self,
-        kernel: KernelHandle,
-        geometry: LaunchGeometry,
-        args: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        self.0.launch(kernel, geometry, args)
-    }
-    unsafe fn launch_unchecked(
-        &self,
-        _: KernelHandle,
-        _: LaunchGeometry,
-        _: &mut [KernelArg<'_>],
-    ) -> Result<(), BackendError> {
-        Err(BackendError::Replay("not forwarded".to_owned()))
-    }
-    fn synchronize(&self) -> Result<(), BackendError> {
-        self.0.synchronize()
     }
 }
 
