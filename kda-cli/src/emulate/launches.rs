@@ -829,28 +829,30 @@ mod tests {
         }
     }
 
+    /// `u32 rank, const L info[2 * rank], const f32 x[strided(info, rank)]`, the layout of `L`s.
+    const fn unary_over(layout: DType) -> [KernelParam; 3] {
+        [
+            KernelParam::scalar("rank", ScalarKind::U32),
+            KernelParam::buffer(
+                "info",
+                layout,
+                Access::Read,
+                "2 * rank",
+                &[Op::Literal(2), Op::Scalar(0), Op::Mul],
+            ),
+            KernelParam::buffer(
+                "x",
+                DType::F32,
+                Access::Read,
+                "strided(info, rank)",
+                &[Op::Scalar(0), Op::Strided(1, 1)],
+            ),
+        ]
+    }
+
     #[test]
     fn a_signed_layout_is_sometimes_negative_and_a_layout_of_huge_strides_is_not_kept() {
-        const SIGNED: Signature = Signature {
-            params: &[
-                KernelParam::scalar("rank", ScalarKind::U32),
-                KernelParam::buffer(
-                    "info",
-                    DType::I32,
-                    Access::Read,
-                    "2 * rank",
-                    &[Op::Literal(2), Op::Scalar(0), Op::Mul],
-                ),
-                KernelParam::buffer(
-                    "x",
-                    DType::F32,
-                    Access::Read,
-                    "strided(info, rank)",
-                    &[Op::Scalar(0), Op::Strided(1, 1)],
-                ),
-            ],
-            requires: &[],
-        };
+        const SIGNED: Signature = Signature { params: &unary_over(DType::I32), requires: &[] };
         let mut rng = Draw::new(5);
         let mut negative = 0;
         for _ in 0..300 {
@@ -872,26 +874,7 @@ mod tests {
     #[test]
     fn a_layout_of_no_type_a_layout_is_uploaded_as_draws_nothing() {
         // A `bool` layout has no `upload_const`: no launch, never a panic.
-        const BOOLS: Signature = Signature {
-            params: &[
-                KernelParam::scalar("rank", ScalarKind::U32),
-                KernelParam::buffer(
-                    "info",
-                    DType::Bool,
-                    Access::Read,
-                    "2 * rank",
-                    &[Op::Literal(2), Op::Scalar(0), Op::Mul],
-                ),
-                KernelParam::buffer(
-                    "x",
-                    DType::F32,
-                    Access::Read,
-                    "strided(info, rank)",
-                    &[Op::Scalar(0), Op::Strided(1, 1)],
-                ),
-            ],
-            requires: &[],
-        };
+        const BOOLS: Signature = Signature { params: &unary_over(DType::Bool), requires: &[] };
         assert!(draw(&BOOLS, &mut Draw::new(2), 100).is_none());
     }
 }
