@@ -164,7 +164,8 @@ pub enum Expect {
 pub struct FuzzReport {
     /// Per class.
     pub counts: BTreeMap<Class, ClassCounts>,
-    /// Fuzzed launches per table field.
+    /// Fuzzed launches per table field, every field of the table listed (0 where none was
+    /// drawn).
     pub per_entry: BTreeMap<&'static str, u64>,
     /// The distinct first lines of launch errors without a report (numbers as `#`), with their
     /// counts.
@@ -182,9 +183,17 @@ pub struct FuzzReport {
 }
 
 impl FuzzReport {
-    /// Whether the run passed: no sanitizer report on a safe launch, every control as expected.
+    /// Whether the run passed: no sanitizer report on a safe launch, every control as expected,
+    /// and a launch of every entry of the table.
     pub fn passed(&self) -> bool {
-        self.reports.is_empty() && self.controls.iter().all(|control| control.passed)
+        self.reports.is_empty()
+            && self.controls.iter().all(|control| control.passed)
+            && self.unlaunched().is_empty()
+    }
+
+    /// The entries no fuzzed launch reached.
+    fn unlaunched(&self) -> Vec<&'static str> {
+        self.per_entry.iter().filter(|&(_, &n)| n == 0).map(|(&field, _)| field).collect()
     }
 
     /// The per-class table, the controls and the times, as printed.
@@ -220,6 +229,9 @@ impl FuzzReport {
         );
         let entries: Vec<String> = self.per_entry.iter().map(|(field, n)| format!("{field} {n}")).collect();
         let _ = writeln!(out, "per entry: {}", entries.join(", "));
+        for field in self.unlaunched() {
+            let _ = writeln!(out, "NOT LAUNCHED: {field}: no fuzzed launch reached this entry");
+        }
         for (line, n) in &self.launch_errors {
             let _ = writeln!(out, "emu_err × {n}: {line}");
         }
@@ -260,7 +272,8 @@ pub fn run(options: &FuzzOptions, log: &mut dyn FnMut(&str)) -> anyhow::Result<F
     log(&format!("on {}", gpu.describe()));
     let kernels = Glm5NextKdaKernels::resolve(&gpu)?;
     let cases = cases(options.seed)?;
-    let mut report = FuzzReport { build: started.elapsed(), ..FuzzReport::default() };
+    let per_entry = Glm5NextKdaKernels::ENTRIES.iter().map(|entry| (entry.field, 0)).collect();
+    let mut report = FuzzReport { build: started.elapsed(), per_entry, ..FuzzReport::default() };
     let fuzzing = Instant::now();
     let mut rng = SplitMix64::new(options.seed ^ 0x6675_7a7a);
     let forged = Glm5NextKdaKernels::ENTRIES.iter().map(|entry| (entry.field, forged(entry))).collect();
@@ -813,6 +826,16 @@ mod tests {
         assert!(!is_report(
             "kernel handle 0 of backend #2 does not belong to the CUDA emulator's driver under AddressSanitizer + UBSan"
         ));
+    }
+
+    #[test]
+    fn a_run_that_launched_no_entry_of_the_table_fails_naming_it() {
+        let per_entry = Glm5NextKdaKernels::ENTRIES.iter().map(|entry| (entry.field, 3)).collect();
+        let mut report = FuzzReport { per_entry, ..FuzzReport::default() };
+        assert!(report.passed());
+        report.per_entry.insert("fill", 0);
+        assert!(!report.passed(), "an entry without a launch passed");
+        assert!(report.table().contains("NOT LAUNCHED: fill"), "{}", report.table());
     }
 
     #[test]
