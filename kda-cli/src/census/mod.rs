@@ -198,7 +198,7 @@ impl FileCensus {
                 // Each template's definition by name, for its explicit instantiations.
                 let mut templates = HashMap::new();
                 for kernel in scan.kernels.iter().filter(|kernel| kernel.is_template()) {
-                    templates.entry(kernel.name.as_str()).or_insert(kernel);
+                    templates.entry(kernel.name.as_str()).or_insert_with(|| Template::of(kernel));
                 }
                 let kernels = scan
                     .kernels
@@ -236,14 +236,14 @@ impl KernelCensus {
         kernel: &Kernel,
         place: &Result<(), Reason>,
         scan: &SourceScan,
-        templates: &HashMap<&str, &Kernel>,
+        templates: &HashMap<&str, Template<'_>>,
     ) -> KernelCensus {
         // An explicit instantiation states the parameters of its template's definition, where the
         // module has it, with the arguments in place of the template's parameters (and their names).
-        let instance = kernel.template_args.as_deref().and_then(|args| {
-            let definition = templates.get(kernel.name.as_str())?;
-            instantiate(definition, args)
-        });
+        let instance = kernel
+            .template_args
+            .as_deref()
+            .and_then(|args| templates.get(kernel.name.as_str())?.instantiate(args));
         let params = instance.as_ref().unwrap_or(&kernel.params);
         let outcome = if kernel.is_template() {
             Err(Reason::Template)
@@ -272,40 +272,50 @@ impl KernelCensus {
     }
 }
 
-/// The parameters of the template `definition` instantiated with `args` (`float, 2`): each
-/// template parameter's name replaced by its argument's tokens. `None` where the counts differ.
-fn instantiate(definition: &Kernel, args: &str) -> Option<Vec<KernelParam>> {
-    let names: Vec<&str> = split_top_level(definition.template.as_deref()?)
-        .into_iter()
-        .map(|param| {
+/// A template's definition, read once for all its explicit instantiations.
+struct Template<'k> {
+    definition: &'k Kernel,
+    /// How many parameters it takes.
+    arity: usize,
+    /// The position of each parameter, by name (the first of a name, as a search in order finds).
+    positions: HashMap<&'k str, usize>,
+}
+
+impl<'k> Template<'k> {
+    fn of(definition: &'k Kernel) -> Template<'k> {
+        let names = split_top_level(definition.template.as_deref().unwrap_or_default());
+        let mut positions = HashMap::new();
+        for (at, param) in names.iter().enumerate() {
             let declared = param.split('=').next().unwrap_or(param);
-            declared.split_whitespace().last().unwrap_or_default()
-        })
-        .collect();
-    let args = split_top_level(args);
-    if names.len() != args.len() {
-        return None;
-    }
-    // The first parameter of a name takes its argument, as a search in order would.
-    let mut argument_of = HashMap::new();
-    for (name, arg) in names.into_iter().zip(args) {
-        argument_of.entry(name).or_insert(arg);
-    }
-    let substitute = |token: &String| -> Vec<String> {
-        match argument_of.get(token.as_str()) {
-            Some(arg) => arg.split_whitespace().map(str::to_owned).collect(),
-            None => vec![token.clone()],
+            positions.entry(declared.split_whitespace().last().unwrap_or_default()).or_insert(at);
         }
-    };
-    let params = definition
-        .params
-        .iter()
-        .map(|param| KernelParam {
-            type_tokens: param.type_tokens.iter().flat_map(substitute).collect(),
-            name: param.name.clone(),
-        })
-        .collect();
-    Some(params)
+        Template { definition, arity: names.len(), positions }
+    }
+
+    /// The parameters of the definition instantiated with `args` (`float, 2`): each template
+    /// parameter's name replaced by its argument's tokens. `None` where the counts differ.
+    fn instantiate(&self, args: &str) -> Option<Vec<KernelParam>> {
+        let args = split_top_level(args);
+        if args.len() != self.arity {
+            return None;
+        }
+        let substitute = |token: &String| -> Vec<String> {
+            match self.positions.get(token.as_str()) {
+                Some(&at) => args[at].split_whitespace().map(str::to_owned).collect(),
+                None => vec![token.clone()],
+            }
+        };
+        let params = self
+            .definition
+            .params
+            .iter()
+            .map(|param| KernelParam {
+                type_tokens: param.type_tokens.iter().flat_map(substitute).collect(),
+                name: param.name.clone(),
+            })
+            .collect();
+        Some(params)
+    }
 }
 
 /// The comma-separated parts of a template's parameter or argument list, trimmed, outside any
