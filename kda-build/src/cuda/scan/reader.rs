@@ -2,6 +2,7 @@
 //! the scans one reader makes, and, for a census of a folder it does not trust, only headers
 //! inside that folder (and the include folders its user names).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
@@ -19,6 +20,8 @@ pub struct SourceReader {
     search: Vec<PathBuf>,
     /// The bytes it may still read.
     budget: u64,
+    /// The canonical path of each folder an include was met in: asked of the file system once.
+    canonical_dirs: HashMap<PathBuf, PathBuf>,
 }
 
 /// Why a file was not read.
@@ -56,7 +59,12 @@ impl SourceReader {
     /// A reader that reads a header wherever an include names it, as a compiler would: for the
     /// sources of a crate's own build.
     pub fn anywhere() -> SourceReader {
-        SourceReader { roots: None, search: Vec::new(), budget: MAX_TOTAL_BYTES }
+        SourceReader {
+            roots: None,
+            search: Vec::new(),
+            budget: MAX_TOTAL_BYTES,
+            canonical_dirs: HashMap::new(),
+        }
     }
 
     /// A reader of the sources under `folder` that reads only the headers inside `folder` and
@@ -69,7 +77,12 @@ impl SourceReader {
         };
         let search = include_dirs.iter().map(|dir| canonical(dir)).collect::<io::Result<Vec<_>>>()?;
         let roots = std::iter::once(canonical(folder)?).chain(search.iter().cloned()).collect();
-        Ok(SourceReader { roots: Some(roots), search, budget: MAX_TOTAL_BYTES })
+        Ok(SourceReader {
+            roots: Some(roots),
+            search,
+            budget: MAX_TOTAL_BYTES,
+            canonical_dirs: HashMap::new(),
+        })
     }
 
     /// The reader with `bytes` left to read, for tests of what it does once they are read.
@@ -106,7 +119,7 @@ impl SourceReader {
     /// The file that `#include "written"` in the folder `dir` names, where this reader reads it:
     /// beside its includer, else in the search folders. `None` where there is no such file,
     /// which is left out as the compiler's own headers are.
-    pub(super) fn locate(&self, dir: &Path, written: &str) -> Result<Option<PathBuf>, Unread> {
+    pub(super) fn locate(&mut self, dir: &Path, written: &str) -> Result<Option<PathBuf>, Unread> {
         let written = Path::new(written);
         let Some(roots) = &self.roots else {
             let path = dir.join(written);
@@ -116,8 +129,15 @@ impl SourceReader {
             return Err(Unread::Absolute);
         }
         let inside = |path: &Path| roots.iter().any(|root| path.starts_with(root));
-        let dir = std::fs::canonicalize(dir).map_err(|error| Unread::Failed(error.to_string()))?;
-        for base in std::iter::once(&dir).chain(&self.search) {
+        let dir = match self.canonical_dirs.get(dir) {
+            Some(canonical) => canonical,
+            None => {
+                let canonical =
+                    std::fs::canonicalize(dir).map_err(|error| Unread::Failed(error.to_string()))?;
+                self.canonical_dirs.entry(dir.to_owned()).or_insert(canonical)
+            }
+        };
+        for base in std::iter::once(&*dir).chain(&self.search) {
             // Judged as written first, so that nothing outside the folders is even looked at.
             let path = lexically_normal(&base.join(written));
             if !inside(&path) {
