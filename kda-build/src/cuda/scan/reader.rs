@@ -137,7 +137,7 @@ impl SourceReader {
                 self.canonical_dirs.entry(dir.to_owned()).or_insert(canonical)
             }
         };
-        for base in std::iter::once(&*dir).chain(&self.search) {
+        for base in std::iter::once(dir).chain(&self.search) {
             // Judged as written first, so that nothing outside the folders is even looked at.
             let path = lexically_normal(&base.join(written));
             if !inside(&path) {
