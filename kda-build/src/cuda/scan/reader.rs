@@ -47,7 +47,7 @@ impl fmt::Display for Unread {
             Unread::NotRegular => f.write_str("not a regular file"),
             Unread::OverBudget => write!(
                 f,
-                "past the {} MiB a scan reads in all, sources and headers together",
+                "past the {} MiB read in all, every source and header together",
                 MAX_TOTAL_BYTES >> 20
             ),
             Unread::Failed(error) => f.write_str(error),
@@ -96,15 +96,16 @@ impl SourceReader {
     /// folders, so does a source that is a link to a file outside them.
     pub fn scan_file(&mut self, path: &Path) -> io::Result<SourceScan> {
         let refused = |why: Unread| io::Error::other(why.to_string());
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        if let Some(roots) = &self.roots
+        // A path that does not resolve is for `read` to report.
+        let canonical = std::fs::canonicalize(path);
+        if let (Some(roots), Ok(canonical)) = (&self.roots, &canonical)
             && !roots.iter().any(|root| canonical.starts_with(root))
         {
             return Err(refused(Unread::Outside));
         }
         let bytes = self.read(path).map_err(refused)?;
         let mut preprocessor = Preprocessor::new(self);
-        preprocessor.included.insert(canonical);
+        preprocessor.included.insert(canonical.unwrap_or_else(|_| path.to_owned()));
         let tokens = preprocessor.run(lex(&bytes), Some(path), 0);
         Ok(preprocessor.finish(&tokens))
     }
