@@ -51,8 +51,9 @@ pub struct FileCensus {
     pub module: String,
     /// Its kernels, in source order; empty when it could not be read.
     pub kernels: Vec<KernelCensus>,
-    /// The quoted includes its scan did not read, each once in the census (a header's shown
-    /// under the first file that includes it).
+    /// The quoted includes its scan did not read, each once in the census: a header's own are
+    /// listed under the header where the census lists it, else under the first file that
+    /// includes it.
     pub unread: Vec<UnreadInclude>,
     /// Why it could not be read.
     pub error: Option<String>,
