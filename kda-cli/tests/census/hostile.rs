@@ -59,9 +59,14 @@ fn an_include_of_dev_zero_is_named_and_not_read() {
         "{report}"
     );
     // Reached through an include folder, it is still no regular file.
-    std::fs::write(folder.join("zero.cu"), "#include \"zero\"\n").unwrap();
-    let report = census_in_time(&folder, &["--include-dir", "/dev"]);
-    assert!(report.contains("\n  #include \"zero\" (line 1): not read: not a regular file\n"), "{report}");
+    if cfg!(unix) {
+        std::fs::write(folder.join("zero.cu"), "#include \"zero\"\n").unwrap();
+        let report = census_in_time(&folder, &["--include-dir", "/dev"]);
+        assert!(
+            report.contains("\n  #include \"zero\" (line 1): not read: not a regular file\n"),
+            "{report}"
+        );
+    }
 }
 
 #[test]
