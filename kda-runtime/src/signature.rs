@@ -213,7 +213,9 @@ fn dimension(dim: LaunchDim, geometry: &LaunchGeometry) -> u32 {
     }
 }
 
-/// The deepest program the evaluator holds; the manifest parser bounds nesting well below it.
+/// The deepest program the evaluator holds: the manifest parser bounds what one expression holds
+/// at once to 126 values, and a requirement holds at most two more beside it (the value of its
+/// comparison's left side, and of the alternatives before it).
 const STACK_DEPTH: usize = 128;
 
 /// Why a program could not be evaluated.
