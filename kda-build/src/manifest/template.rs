@@ -34,7 +34,9 @@ impl<'a> TemplateId<'a> {
 
     fn parse_parts(name: &'a str, rest: &'a str) -> Result<Self, String> {
         if !is_c_identifier(name) {
-            return Err(format!("the template's name `{name}` is not a C identifier"));
+            // Escaped, as the entry point it came from is: a name may hold line breaks, and a
+            // message is one line.
+            return Err(format!("the template's name `{}` is not a C identifier", name.escape_debug()));
         }
         let Some(inside) = rest.trim_end().strip_suffix('>') else {
             return Err("a template instantiation ends with `>`, as in `softmax<float>`".to_owned());
@@ -52,8 +54,9 @@ impl<'a> TemplateId<'a> {
                     Ok(TemplateArg::Type(arg))
                 } else {
                     Err(format!(
-                        "template argument `{arg}` is neither an integer nor a C type of an element type \
-                         (`float`, `__half`, `__nv_bfloat16`, `unsigned int`, ...)"
+                        "template argument `{}` is neither an integer nor a C type of an element type \
+                         (`float`, `__half`, `__nv_bfloat16`, `unsigned int`, ...)",
+                        arg.escape_debug()
                     ))
                 }
             })

@@ -90,6 +90,7 @@ a = { module = "m", entry = "scale<float" }
 b = { module = "m", entry = "1scale<float>" }
 c = { module = "m", entry = "scale<float, wat>" }
 d = { module = "m", entry = "scale<U>", variants = { T = ["f32"] } }
+e = { module = "m", entry = "sc\nale<float>" }
 "#;
     assert_eq!(
         errors(text),
@@ -98,6 +99,8 @@ d = { module = "m", entry = "scale<U>", variants = { T = ["f32"] } }
             "k.toml:3:29: entry point \"1scale<float>\" of `b`: the template's name `1scale` is not a C identifier",
             "k.toml:4:29: entry point \"scale<float, wat>\" of `c`: template argument `wat` is neither an integer nor a C type of an element type (`float`, `__half`, `__nv_bfloat16`, `unsigned int`, ...)",
             "k.toml:5:29: entry `d`: `entry` must name each variant: write `T` among the template's arguments, as in `scale<T>`",
+            // Line breaks in a name (the 100,000-manifest fuzz's find): each message one line.
+            "k.toml:6:29: entry point \"sc\\nale<float>\" of `e`: the template's name `sc\\nale` is not a C identifier",
         ]
     );
 }
