@@ -12,7 +12,10 @@
 //! its module cache and handles with every backend on that context (module `shared`). Buffers it
 //! allocates are ordered between streams as below only where the context tracks events
 //! (`CudaContext::is_event_tracking`, which an engine may have turned off): where it does not, each
-//! backend's buffers are its own (`CudaBackend::memory`), and no other stream uses them.
+//! backend's buffers are its own (`CudaBackend::memory`), and no other stream uses them. Where
+//! they are shared, dropping the backend joins the caller's stream into the default stream, so
+//! that what the default stream does with them after the caller drops its stream (the last one,
+//! after which cudarc waits for no event) still comes after the stream's work.
 //!
 //! The backend [`CudaBackend::new`] opens issues on the context's default stream;
 //! [`GpuBackend::new_stream`] opens a stream of its own (`CudaContext::new_stream`, a
@@ -92,8 +95,10 @@ pub struct CudaBackend {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum StreamRole {
     /// The context's default stream ([`CudaBackend::new`]) or the caller's
-    /// ([`CudaBackend::on_stream`]): never joined into another, and a capture on it is the
-    /// caller's, which takes borrowed memory only (but see [`CudaBackend::admitting_own_buffers`]).
+    /// ([`CudaBackend::on_stream`]): a caller's stream is joined into the default stream when
+    /// the backend drops only where its buffers are shared by events (see `Drop for
+    /// CudaBackend`), and a capture on it is the caller's, which takes borrowed memory only (but
+    /// see [`CudaBackend::admitting_own_buffers`]).
     Given,
     /// A stream kda opened ([`GpuBackend::new_stream`]): joined into the default stream when the
     /// backend drops, so what is issued there later runs after it.
